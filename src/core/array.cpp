@@ -1,0 +1,165 @@
+// Array storage and conversions.
+#include "posenc/array.hpp"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <new>
+
+#include <fmt/format.h>
+
+namespace posenc {
+
+std::string ShapeToString(std::span<const int64_t> shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
+void Array::Free::operator()(std::byte* p) const { std::free(p); }
+
+void Array::CheckType(DType t) const {
+  if (t != dtype_) std::abort();
+}
+
+Result<Array> Array::Zeros(DType dtype, std::vector<int64_t> shape) {
+  int64_t n = 1;
+  const size_t elem = SizeOf(dtype);
+  for (int64_t d : shape) {
+    if (d < 0) return InvalidArgumentError(fmt::format("array shape {} has a negative dimension", ShapeToString(shape)));
+    if (d != 0 && n > std::numeric_limits<int64_t>::max() / d)
+      return InvalidArgumentError(fmt::format("array shape {} has more elements than int64 holds", ShapeToString(shape)));
+    n *= d;
+  }
+  if (static_cast<uint64_t>(n) > std::numeric_limits<size_t>::max() / elem / 2)
+    return InvalidArgumentError(fmt::format("array shape {} needs more bytes than memory can address", ShapeToString(shape)));
+  Array a;
+  a.dtype_ = dtype;
+  a.shape_ = std::move(shape);
+  a.size_ = n;
+  const size_t bytes = (static_cast<size_t>(n) * elem + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, bytes == 0 ? 64 : bytes);
+  if (p == nullptr) return InvalidArgumentError(fmt::format("cannot allocate {} bytes for array {}", bytes, ShapeToString(a.shape_)));
+  std::memset(p, 0, bytes == 0 ? 64 : bytes);
+  a.data_.reset(static_cast<std::byte*>(p));
+  return a;
+}
+
+Array::Array(const Array& other) { *this = other; }
+
+Array& Array::operator=(const Array& other) {
+  if (this == &other) return *this;
+  Result<Array> copy = Zeros(other.dtype_, other.shape_);
+  if (!copy.ok()) std::abort();  // the source exists, so its size is allocatable unless memory is gone
+  if (other.nbytes()) std::memcpy(copy->bytes(), other.bytes(), other.nbytes());
+  *this = std::move(copy).value();
+  return *this;
+}
+
+Status Array::Reshape(std::vector<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) return InvalidArgumentError(fmt::format("reshape to {}: negative dimension", ShapeToString(shape)));
+    n *= d;
+  }
+  if (n != size_)
+    return InvalidArgumentError(fmt::format("reshape {} to {}: element counts differ ({} vs {})",
+                                            ShapeToString(shape_), ShapeToString(shape), size_, n));
+  shape_ = std::move(shape);
+  return OkStatus();
+}
+
+namespace {
+
+bool IsFloat(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16 || t == DType::kF64; }
+
+double LoadF64(const std::byte* p, DType t) {
+  switch (t) {
+    case DType::kF32: { float v; std::memcpy(&v, p, 4); return v; }
+    case DType::kF16: { f16_t v; std::memcpy(&v, p, 2); return F16ToF32(v); }
+    case DType::kBF16: { bf16_t v; std::memcpy(&v, p, 2); return BF16ToF32(v); }
+    case DType::kF64: { double v; std::memcpy(&v, p, 8); return v; }
+    default: return 0;
+  }
+}
+
+int64_t LoadI64(const std::byte* p, DType t) {
+  switch (t) {
+    case DType::kI32: { int32_t v; std::memcpy(&v, p, 4); return v; }
+    case DType::kI64: { int64_t v; std::memcpy(&v, p, 8); return v; }
+    case DType::kU8: return static_cast<int64_t>(static_cast<uint8_t>(*p));
+    case DType::kI8: return static_cast<int64_t>(static_cast<int8_t>(*p));
+    default: return 0;
+  }
+}
+
+}  // namespace
+
+Result<Array> Array::AsType(DType to) const {
+  if (to == dtype_) return Array(*this);
+  if (IsFloat(to) != IsFloat(dtype_))
+    return InvalidArgumentError(fmt::format("cannot convert {} array to {}: float and integer types do not mix",
+                                            posenc::ToString(dtype_), posenc::ToString(to)));
+  POSENC_ASSIGN_OR_RETURN(Array out, Zeros(to, shape_));
+  const size_t in_size = SizeOf(dtype_);
+  const size_t out_size = SizeOf(to);
+  for (int64_t i = 0; i < size_; ++i) {
+    const std::byte* src = bytes() + static_cast<size_t>(i) * in_size;
+    std::byte* dst = out.bytes() + static_cast<size_t>(i) * out_size;
+    if (IsFloat(to)) {
+      const double v = LoadF64(src, dtype_);
+      // float64 -> float16/bfloat16 goes through float32: double rounding is possible but only for
+      // values within 2^-29 relative of a tie; posenc's narrowing of computed values happens from float32.
+      switch (to) {
+        case DType::kF32: { float f = static_cast<float>(v); std::memcpy(dst, &f, 4); break; }
+        case DType::kF64: std::memcpy(dst, &v, 8); break;
+        case DType::kF16: { f16_t h = F32ToF16(static_cast<float>(v)); std::memcpy(dst, &h, 2); break; }
+        case DType::kBF16: { bf16_t h = F32ToBF16(static_cast<float>(v)); std::memcpy(dst, &h, 2); break; }
+        default: break;
+      }
+    } else {
+      const int64_t v = LoadI64(src, dtype_);
+      bool fits = true;
+      switch (to) {
+        case DType::kI32: fits = v >= INT32_MIN && v <= INT32_MAX; if (fits) { int32_t x = static_cast<int32_t>(v); std::memcpy(dst, &x, 4); } break;
+        case DType::kI64: std::memcpy(dst, &v, 8); break;
+        case DType::kU8: fits = v >= 0 && v <= 255; if (fits) { uint8_t x = static_cast<uint8_t>(v); std::memcpy(dst, &x, 1); } break;
+        case DType::kI8: fits = v >= -128 && v <= 127; if (fits) { int8_t x = static_cast<int8_t>(v); std::memcpy(dst, &x, 1); } break;
+        default: break;
+      }
+      if (!fits)
+        return OutOfRangeError(fmt::format("converting {} array to {}: element {} = {} does not fit",
+                                           posenc::ToString(dtype_), posenc::ToString(to), i, v));
+    }
+  }
+  return out;
+}
+
+Result<HeadsView> HeadsView::Of(Array& a, const char* what) {
+  if (a.ndim() != 3)
+    return InvalidArgumentError(fmt::format("{}: expected shape [tokens, heads, head_dim], got {}", what, ShapeToString(a.shape())));
+  HeadsView v = Dense(a.bytes(), a.dtype(), a.dim(0), a.dim(1), a.dim(2));
+  POSENC_RETURN_IF_ERROR(v.Validate(what));
+  return v;
+}
+
+Status HeadsView::Validate(const char* what) const {
+  if (dtype != DType::kF32 && dtype != DType::kF16 && dtype != DType::kBF16)
+    return InvalidArgumentError(fmt::format("{}: dtype {} is not a float storage type (float32, float16, bfloat16)", what, posenc::ToString(dtype)));
+  if (tokens < 0 || heads < 0 || head_dim < 0)
+    return InvalidArgumentError(fmt::format("{}: negative shape [{}, {}, {}]", what, tokens, heads, head_dim));
+  if (tokens > 0 && heads > 0 && head_dim > 0) {
+    if (data == nullptr) return InvalidArgumentError(fmt::format("{}: null data for a non-empty view", what));
+    if ((heads > 1 && head_stride < head_dim) ||
+        (tokens > 1 && token_stride < (heads - 1) * head_stride + head_dim))
+      return InvalidArgumentError(fmt::format("{}: strides (token {}, head {}) overlap rows of head_dim {} and {} heads",
+                                              what, token_stride, head_stride, head_dim, heads));
+  }
+  return OkStatus();
+}
+
+}  // namespace posenc

@@ -1,0 +1,29 @@
+// Status formatting.
+#include "posenc/status.hpp"
+
+namespace posenc {
+
+std::string_view ToString(StatusCode code) {
+  switch (code) {
+    case StatusCode::kOk: return "ok";
+    case StatusCode::kInvalidArgument: return "invalid argument";
+    case StatusCode::kOutOfRange: return "out of range";
+    case StatusCode::kNotFound: return "not found";
+    case StatusCode::kDataLoss: return "data loss";
+    case StatusCode::kUnimplemented: return "unimplemented";
+    case StatusCode::kInternal: return "internal";
+  }
+  return "unknown";
+}
+
+std::string Status::ToString() const {
+  if (ok()) return "ok";
+  return std::string(posenc::ToString(code_)) + ": " + message_;
+}
+
+Status Status::WithContext(std::string_view context) const {
+  if (ok()) return *this;
+  return Status(code_, std::string(context) + ": " + message_);
+}
+
+}  // namespace posenc

@@ -1,0 +1,82 @@
+// Scalar reference RoPE and the argument validation shared by every RoPE entry point.
+#include <cstring>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "posenc/rope.hpp"
+
+namespace posenc {
+
+Status ValidateRope(const RopeArgs& args, const HeadsView& x, const char* what) {
+  POSENC_RETURN_IF_ERROR(args.layout.Validate());
+  POSENC_RETURN_IF_ERROR(x.Validate(what));
+  if (args.table == nullptr) return InvalidArgumentError("rope: no RopeTable given");
+  if (args.table->num_pairs() != args.layout.num_pairs())
+    return InvalidArgumentError(fmt::format("rope: table has {} frequency pairs, layout rotary_dim {} needs {}",
+                                            args.table->num_pairs(), args.layout.rotary_dim, args.layout.num_pairs()));
+  if (x.head_dim != args.layout.head_dim)
+    return InvalidArgumentError(fmt::format("rope: {} has head_dim {}, layout says {}", what, x.head_dim, args.layout.head_dim));
+  if (static_cast<int64_t>(args.positions.size()) != x.tokens)
+    return InvalidArgumentError(fmt::format("rope: {} positions for {} tokens of {}", args.positions.size(), x.tokens, what));
+  for (size_t i = 0; i < args.positions.size(); ++i) {
+    const int64_t p = args.positions[i];
+    if (p < 0 || p >= kMaxRopePosition)
+      return OutOfRangeError(fmt::format("rope: position {} at index {} is outside [0, 2^31)", p, i));
+  }
+  return OkStatus();
+}
+
+namespace {
+
+Status CheckSameShape(const HeadsView& in, const HeadsView& out) {
+  if (in.tokens != out.tokens || in.heads != out.heads || in.head_dim != out.head_dim || in.dtype != out.dtype)
+    return InvalidArgumentError(fmt::format("rope: output [{}, {}, {}] {} differs from input [{}, {}, {}] {}",
+                                            out.tokens, out.heads, out.head_dim, ToString(out.dtype), in.tokens,
+                                            in.heads, in.head_dim, ToString(in.dtype)));
+  return OkStatus();
+}
+
+template <typename T>
+void RotateReference(const RopeArgs& args, const HeadsView& in, const HeadsView& out) {
+  const RotaryLayout& L = args.layout;
+  const int64_t n = L.num_pairs();
+  std::vector<float> c(static_cast<size_t>(n)), s(static_cast<size_t>(n));
+  const double sign = args.direction == RopeDirection::kForward ? 1.0 : -1.0;
+  std::vector<T> row(static_cast<size_t>(L.head_dim));
+  for (int64_t t = 0; t < in.tokens; ++t) {
+    args.table->CosSin(args.positions[static_cast<size_t>(t)], c.data(), s.data());
+    for (int64_t h = 0; h < in.heads; ++h) {
+      const T* src = in.at<T>(t, h);
+      std::memcpy(row.data(), src, sizeof(T) * static_cast<size_t>(L.head_dim));  // in place is safe
+      T* dst = out.at<T>(t, h);
+      if (dst != src) std::memcpy(dst, row.data(), sizeof(T) * static_cast<size_t>(L.head_dim));
+      for (int64_t i = 0; i < n; ++i) {
+        const double a = LoadAsF32(&row[static_cast<size_t>(L.first(i))]);
+        const double b = LoadAsF32(&row[static_cast<size_t>(L.second(i))]);
+        const double ci = c[static_cast<size_t>(i)];
+        const double si = sign * s[static_cast<size_t>(i)];
+        StoreFromF32(static_cast<float>(a * ci - b * si), dst + L.first(i));
+        StoreFromF32(static_cast<float>(a * si + b * ci), dst + L.second(i));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+Status ApplyRopeReference(const RopeArgs& args, HeadsView in, HeadsView out) {
+  POSENC_RETURN_IF_ERROR(ValidateRope(args, in, "input"));
+  POSENC_RETURN_IF_ERROR(out.Validate("output"));
+  POSENC_RETURN_IF_ERROR(CheckSameShape(in, out));
+  if (in.tokens == 0 || in.heads == 0) return OkStatus();
+  switch (in.dtype) {
+    case DType::kF32: RotateReference<float>(args, in, out); break;
+    case DType::kF16: RotateReference<f16_t>(args, in, out); break;
+    case DType::kBF16: RotateReference<bf16_t>(args, in, out); break;
+    default: return InvalidArgumentError("rope: unsupported dtype");
+  }
+  return OkStatus();
+}
+
+}  // namespace posenc

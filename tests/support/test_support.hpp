@@ -1,0 +1,37 @@
+// Shared helpers for posenc tests: where the shared data lives, deterministic random inputs.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace posenc::testing {
+
+// The shared data folder: $POSENC_DATA_DIR if set, else the configure-time default (../shared).
+std::string DataDir();
+// DataDir()/relative if it exists, else "" (the caller skips with a message naming the path).
+std::string DataPath(const std::string& relative);
+// Path of the built `posenc` CLI.
+std::string CliPath();
+// Runs a shell command, returns its exit status and fills `output` with stdout+stderr.
+int RunCommand(const std::string& command, std::string* output);
+
+// A seeded generator; tests print the seed on failure (SCOPED_TRACE).
+inline std::mt19937_64 MakeRng(uint64_t seed) { return std::mt19937_64(seed); }
+std::vector<float> RandomNormal(std::mt19937_64& rng, size_t n, float stddev = 1.0f);
+
+}  // namespace posenc::testing
+
+// Skips the current test, naming what is missing, when the shared data is absent. CI sets
+// POSENC_REQUIRE_DATA=1, which turns the skip into a failure.
+#define POSENC_REQUIRE_DATA(path_var, relative)                                                         \
+  const std::string path_var = ::posenc::testing::DataPath(relative);                                   \
+  if (path_var.empty()) {                                                                               \
+    if (std::getenv("POSENC_REQUIRE_DATA") != nullptr)                                                  \
+      FAIL() << "shared data missing: " << ::posenc::testing::DataDir() << "/" << (relative);          \
+    GTEST_SKIP() << "shared data missing: " << ::posenc::testing::DataDir() << "/" << (relative)        \
+                 << " (set POSENC_DATA_DIR to the folder holding golden/ and models/)";                 \
+  }
