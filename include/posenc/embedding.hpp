@@ -1,0 +1,71 @@
+// Token embeddings e_t (a table [vocab, d_model] looked up by token id) and absolute positions
+// x_t = e_t + p_t: the sinusoidal tables of Vaswani et al. (2017) and the learned table of GPT-2.
+//
+// Example:
+//   EmbeddingTable table = EmbeddingTable::View(weights, DType::kF32, vocab, d_model);
+//   Array x = LookupEmbeddings(table, ids).value();            // [ids.size(), d_model] float32
+//   Array p = SinusoidalTable(positions, d_model, SinusoidalLayout::kInterleaved).value();
+//   Status s = AddPositions(p, x);                               // x_t += p_t
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "posenc/array.hpp"
+#include "posenc/status.hpp"
+
+namespace posenc {
+
+// A read-only view of an embedding table in its stored format: rows of `d_model` elements, row r at
+// data + r * row_stride elements (float types). Quantized tables (GGUF block types) are read by the
+// io layer, which dequantizes only the rows asked for. The memory must outlive the view.
+struct EmbeddingTable {
+  const void* data = nullptr;
+  DType dtype = DType::kF32;  // kF32, kF16 or kBF16
+  int64_t vocab = 0;
+  int64_t d_model = 0;
+  int64_t row_stride = 0;  // elements between rows; d_model for a dense table
+
+  static EmbeddingTable View(const void* data, DType dtype, int64_t vocab, int64_t d_model) {
+    return {data, dtype, vocab, d_model, d_model};
+  }
+  static Result<EmbeddingTable> Of(const Array& a, const char* what);  // a 2-d float array
+  Status Validate() const;
+};
+
+struct LookupOptions {
+  float multiplier = 1.0f;           // Gemma scales rows by sqrt(d_model); applied in float32
+  DType out_dtype = DType::kF32;     // kF32 or kBF16
+};
+
+// out[i] = table[ids[i]] * multiplier. An id outside [0, vocab) is kOutOfRange naming the id, its
+// index in `ids` and the vocabulary size; nothing is returned then. Result shape [ids.size(), d_model].
+Result<Array> LookupEmbeddings(const EmbeddingTable& table, std::span<const int64_t> ids,
+                               const LookupOptions& options = {});
+// Checks every id (one pass) and reports the first bad one, as above.
+Status ValidateTokenIds(std::span<const int64_t> ids, int64_t vocab);
+// Writes into caller memory out[ids.size() * d_model] of options.out_dtype (no validation of ids:
+// call ValidateTokenIds first). The scalar reference of the lookup kernel.
+void LookupEmbeddingsReference(const EmbeddingTable& table, std::span<const int64_t> ids,
+                               const LookupOptions& options, void* out);
+
+// Sinusoidal positions: angle(p, i) = p / 10000^(2i / d_model), i = 0 .. d_model/2 - 1.
+//   kInterleaved: table[p, 2i] = sin, table[p, 2i+1] = cos (Vaswani et al., XLM)
+//   kConcat:      table[p, i] = sin, table[p, d_model/2 + i] = cos (fairseq, Marian)
+enum class SinusoidalLayout { kInterleaved, kConcat };
+std::string_view ToString(SinusoidalLayout l);
+bool ParseSinusoidalLayout(std::string_view s, SinusoidalLayout* out);
+// [positions.size(), d_model] float32, computed in float64 and rounded once. d_model must be even
+// and positive, positions >= 0 (kInvalidArgument / kOutOfRange naming the value and index).
+Result<Array> SinusoidalTable(std::span<const int64_t> positions, int64_t d_model, SinusoidalLayout layout,
+                              double base = 10000.0);
+
+// The learned table's rows p_t (GPT-2 wpe): a position at or past the table's rows is kOutOfRange
+// naming the position, its index and the table size (never a wrap).
+Result<Array> LookupLearnedPositions(const EmbeddingTable& wpe, std::span<const int64_t> positions);
+
+// x += p for two float32 [T, d_model] arrays; kInvalidArgument if the shapes differ.
+Status AddPositions(const Array& p, Array& x);
+
+}  // namespace posenc
