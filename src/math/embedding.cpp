@@ -1,0 +1,149 @@
+// Token embedding lookup (reference) and absolute positions: sinusoidal tables and learned rows.
+#include "posenc/embedding.hpp"
+
+#include <cmath>
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace posenc {
+
+Status EmbeddingTable::Validate() const {
+  if (dtype != DType::kF32 && dtype != DType::kF16 && dtype != DType::kBF16)
+    return InvalidArgumentError(fmt::format("embedding table: dtype {} is not float32, float16 or bfloat16", ToString(dtype)));
+  if (vocab < 0 || d_model < 0)
+    return InvalidArgumentError(fmt::format("embedding table: negative shape [{}, {}]", vocab, d_model));
+  if (vocab > 1 && row_stride < d_model)
+    return InvalidArgumentError(fmt::format("embedding table: row_stride {} is smaller than d_model {}", row_stride, d_model));
+  if (vocab > 0 && d_model > 0 && data == nullptr)
+    return InvalidArgumentError("embedding table: null data for a non-empty table");
+  return OkStatus();
+}
+
+Result<EmbeddingTable> EmbeddingTable::Of(const Array& a, const char* what) {
+  if (a.ndim() != 2)
+    return InvalidArgumentError(fmt::format("{}: expected shape [vocab, d_model], got {}", what, ShapeToString(a.shape())));
+  EmbeddingTable t = View(a.bytes(), a.dtype(), a.dim(0), a.dim(1));
+  POSENC_RETURN_IF_ERROR(t.Validate().WithContext(what));
+  return t;
+}
+
+Status ValidateTokenIds(std::span<const int64_t> ids, int64_t vocab) {
+  // One pass for the common case (all valid), then locate the first bad one for the message.
+  int64_t lo = 0, hi = 0;
+  if (!ids.empty()) lo = hi = ids[0];
+  for (int64_t id : ids) {
+    lo = id < lo ? id : lo;
+    hi = id > hi ? id : hi;
+  }
+  if (ids.empty() || (lo >= 0 && hi < vocab)) return OkStatus();
+  for (size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] < 0 || ids[i] >= vocab)
+      return OutOfRangeError(fmt::format("token id {} at index {} is outside the vocabulary [0, {})", ids[i], i, vocab));
+  return OkStatus();
+}
+
+namespace {
+
+template <typename In, typename Out>
+void GatherRows(const EmbeddingTable& table, std::span<const int64_t> ids, float multiplier, Out* out) {
+  const In* base = static_cast<const In*>(table.data);
+  const int64_t d = table.d_model;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const In* row = base + ids[i] * table.row_stride;
+    Out* dst = out + static_cast<int64_t>(i) * d;
+    for (int64_t c = 0; c < d; ++c) StoreFromF32(LoadAsF32(row + c) * multiplier, dst + c);
+  }
+}
+
+template <typename In>
+void GatherTo(const EmbeddingTable& table, std::span<const int64_t> ids, const LookupOptions& o, void* out) {
+  if (o.out_dtype == DType::kBF16) GatherRows<In>(table, ids, o.multiplier, static_cast<bf16_t*>(out));
+  else GatherRows<In>(table, ids, o.multiplier, static_cast<float*>(out));
+}
+
+}  // namespace
+
+void LookupEmbeddingsReference(const EmbeddingTable& table, std::span<const int64_t> ids,
+                               const LookupOptions& options, void* out) {
+  switch (table.dtype) {
+    case DType::kF32: GatherTo<float>(table, ids, options, out); break;
+    case DType::kF16: GatherTo<f16_t>(table, ids, options, out); break;
+    case DType::kBF16: GatherTo<bf16_t>(table, ids, options, out); break;
+    default: break;
+  }
+}
+
+Result<Array> LookupEmbeddings(const EmbeddingTable& table, std::span<const int64_t> ids, const LookupOptions& options) {
+  POSENC_RETURN_IF_ERROR(table.Validate());
+  if (options.out_dtype != DType::kF32 && options.out_dtype != DType::kBF16)
+    return InvalidArgumentError(fmt::format("embedding lookup: output dtype {} (supported: float32, bfloat16)", ToString(options.out_dtype)));
+  if (!std::isfinite(options.multiplier))
+    return InvalidArgumentError(fmt::format("embedding lookup: multiplier {} is not finite", options.multiplier));
+  POSENC_RETURN_IF_ERROR(ValidateTokenIds(ids, table.vocab));
+  POSENC_ASSIGN_OR_RETURN(Array out, Array::Zeros(options.out_dtype, {static_cast<int64_t>(ids.size()), table.d_model}));
+  LookupEmbeddingsReference(table, ids, options, out.bytes());
+  return out;
+}
+
+std::string_view ToString(SinusoidalLayout l) { return l == SinusoidalLayout::kInterleaved ? "interleaved" : "concat"; }
+
+bool ParseSinusoidalLayout(std::string_view s, SinusoidalLayout* out) {
+  if (s == "interleaved") { *out = SinusoidalLayout::kInterleaved; return true; }
+  if (s == "concat") { *out = SinusoidalLayout::kConcat; return true; }
+  return false;
+}
+
+Result<Array> SinusoidalTable(std::span<const int64_t> positions, int64_t d_model, SinusoidalLayout layout, double base) {
+  if (d_model <= 0 || d_model % 2 != 0)
+    return InvalidArgumentError(fmt::format("sinusoidal positions: d_model {} must be even and positive", d_model));
+  if (!(base > 0) || !std::isfinite(base))
+    return InvalidArgumentError(fmt::format("sinusoidal positions: base {} must be finite and positive", base));
+  for (size_t i = 0; i < positions.size(); ++i)
+    if (positions[i] < 0)
+      return OutOfRangeError(fmt::format("sinusoidal positions: position {} at index {} is negative", positions[i], i));
+  POSENC_ASSIGN_OR_RETURN(Array out, Array::Zeros(DType::kF32, {static_cast<int64_t>(positions.size()), d_model}));
+  float* o = out.data<float>();
+  const int64_t half = d_model / 2;
+  for (size_t t = 0; t < positions.size(); ++t) {
+    float* row = o + static_cast<int64_t>(t) * d_model;
+    for (int64_t i = 0; i < half; ++i) {
+      // angle = p / base^(2i/d): the division form, as Vaswani et al. write it.
+      const double angle = static_cast<double>(positions[t]) / std::pow(base, static_cast<double>(2 * i) / static_cast<double>(d_model));
+      const float s = static_cast<float>(std::sin(angle));
+      const float c = static_cast<float>(std::cos(angle));
+      if (layout == SinusoidalLayout::kInterleaved) {
+        row[2 * i] = s;
+        row[2 * i + 1] = c;
+      } else {
+        row[i] = s;
+        row[half + i] = c;
+      }
+    }
+  }
+  return out;
+}
+
+Result<Array> LookupLearnedPositions(const EmbeddingTable& wpe, std::span<const int64_t> positions) {
+  POSENC_RETURN_IF_ERROR(wpe.Validate().WithContext("learned positions"));
+  for (size_t i = 0; i < positions.size(); ++i)
+    if (positions[i] < 0 || positions[i] >= wpe.vocab)
+      return OutOfRangeError(fmt::format("learned positions: position {} at index {} is outside the table's {} positions [0, {})",
+                                         positions[i], i, wpe.vocab, wpe.vocab));
+  POSENC_ASSIGN_OR_RETURN(Array out, Array::Zeros(DType::kF32, {static_cast<int64_t>(positions.size()), wpe.d_model}));
+  LookupEmbeddingsReference(wpe, positions, LookupOptions{}, out.bytes());
+  return out;
+}
+
+Status AddPositions(const Array& p, Array& x) {
+  if (p.dtype() != DType::kF32 || x.dtype() != DType::kF32 || p.shape() != x.shape() || x.ndim() != 2)
+    return InvalidArgumentError(fmt::format("add positions: p {} {} and x {} {} must be float32 [T, d_model] of one shape",
+                                            ShapeToString(p.shape()), ToString(p.dtype()), ShapeToString(x.shape()),
+                                            ToString(x.dtype())));
+  const float* ps = p.data<float>();
+  float* xs = x.data<float>();
+  for (int64_t i = 0; i < x.size(); ++i) xs[i] += ps[i];
+  return OkStatus();
+}
+
+}  // namespace posenc
