@@ -1,0 +1,82 @@
+// `posenc rope`: rotate an array [tokens, heads, head_dim] for a model config.
+#include <algorithm>
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "commands.hpp"
+#include "posenc/config.hpp"
+#include "posenc/npy.hpp"
+#include "posenc/rope.hpp"
+#include "posenc/rope_config.hpp"
+
+namespace posenc::cli {
+namespace {
+
+struct RopeOptions {
+  std::string config, positions, input, output;
+  std::string precision = "reference";
+  std::string layout;
+  std::string direction = "forward";
+  int64_t seq_len = 0;
+};
+
+Status RunRope(const RopeOptions& o) {
+  RopePrecision precision;
+  if (!ParseRopePrecision(o.precision, &precision))
+    return InvalidArgumentError(fmt::format("--precision '{}' (expected reference or exact)", o.precision));
+  POSENC_ASSIGN_OR_RETURN(PositionScheme scheme, LoadHfConfig(o.config));
+  if (scheme.kind != PositionKind::kRope)
+    return InvalidArgumentError(fmt::format("config {}: the model's scheme is {}, not rope", o.config, ToString(scheme.kind)));
+  RopeConfig rc = scheme.rope;
+  if (!o.layout.empty() && !ParseRopePairing(o.layout, &rc.layout.pairing))
+    return InvalidArgumentError(fmt::format("--layout '{}' (expected half or interleaved)", o.layout));
+  POSENC_ASSIGN_OR_RETURN(Array pos_array, ReadNpy(o.positions));
+  if (pos_array.ndim() != 1)
+    return InvalidArgumentError(fmt::format("positions {}: shape {} is not [tokens]", o.positions, ShapeToString(pos_array.shape())));
+  if (pos_array.dtype() != DType::kI64 && pos_array.dtype() != DType::kI32)
+    return InvalidArgumentError(fmt::format("positions {}: dtype {} is not int64 or int32", o.positions, ToString(pos_array.dtype())));
+  POSENC_ASSIGN_OR_RETURN(Array pos64, pos_array.AsType(DType::kI64));
+  std::span<const int64_t> positions = pos64.span<int64_t>();
+  POSENC_ASSIGN_OR_RETURN(Array x, ReadNpy(o.input));
+  if (x.dtype() != DType::kF32 && x.dtype() != DType::kF16)
+    return InvalidArgumentError(fmt::format("input {}: dtype {} is not float32 or float16", o.input, ToString(x.dtype())));
+  if (x.ndim() != 3)
+    return InvalidArgumentError(fmt::format("input {}: shape {} is not [tokens, heads, head_dim]", o.input, ShapeToString(x.shape())));
+  if (x.dim(2) != rc.layout.head_dim)
+    return InvalidArgumentError(fmt::format("input {}: head_dim {} differs from the config's {}", o.input, x.dim(2), rc.layout.head_dim));
+  if (x.dim(0) != static_cast<int64_t>(positions.size()))
+    return InvalidArgumentError(fmt::format("input {} has {} tokens, positions {} has {}", o.input, x.dim(0), o.positions, positions.size()));
+  int64_t seq_len = o.seq_len;
+  for (int64_t p : positions) seq_len = std::max(seq_len, p + 1);
+  POSENC_ASSIGN_OR_RETURN(RopeFrequencies freqs, ComputeRopeFrequencies(rc, seq_len));
+  POSENC_ASSIGN_OR_RETURN(RopeTable table, RopeTable::Build(freqs, 0, precision));  // on the fly: any position
+  POSENC_ASSIGN_OR_RETURN(HeadsView view, HeadsView::Of(x, "input"));
+  RopeArgs args{rc.layout, &table, positions,
+                o.direction == "backward" ? RopeDirection::kBackward : RopeDirection::kForward};
+  POSENC_RETURN_IF_ERROR(ApplyRope(args, view).WithContext(o.input));
+  return WriteNpy(o.output, x);
+}
+
+void RegisterRope(CLI::App& app) {
+  auto* cmd = app.add_subcommand("rope", "Rotate queries or keys [tokens, heads, head_dim] for a Hugging Face config");
+  static RopeOptions o;
+  cmd->add_option("--config", o.config, "Hugging Face config.json")->required();
+  cmd->add_option("--positions", o.positions, ".npy int64 [tokens]: position of each token")->required();
+  cmd->add_option("--input", o.input, ".npy float32 or float16 [tokens, heads, head_dim]")->required();
+  cmd->add_option("--output", o.output, ".npy to write, same dtype and shape as the input")->required();
+  cmd->add_option("--precision", o.precision, "reference (float32 angles, as PyTorch/ggml) or exact (float64 angles)")
+      ->capture_default_str();
+  cmd->add_option("--layout", o.layout, "Override the pair layout: half (GPT-NeoX, HF Llama) or interleaved (GPT-J, Meta Llama)");
+  cmd->add_option("--seq-len", o.seq_len, "Sequence length for length-dependent scalings (default: max position + 1)");
+  cmd->add_option("--direction", o.direction, "forward, or backward (rotate by -angle: the gradient)")
+      ->check(CLI::IsMember({"forward", "backward"}))->capture_default_str();
+  cmd->callback([] {
+    Status s = RunRope(o);
+    if (!s.ok()) ReportError("rope", s);
+  });
+}
+
+}  // namespace
+POSENC_CLI_COMMAND(30, RegisterRope);
+}  // namespace posenc::cli
