@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "posenc/rope_config.hpp"
 #include "posenc/status.hpp"
@@ -30,14 +31,60 @@ struct PositionScheme {
   int64_t t5_num_buckets = 0;
   int64_t t5_max_distance = 0;
   bool t5_bidirectional = true;
+  // sinusoidal: "interleaved" (sin at even dims: Vaswani, XLM) or "concat" ([sin | cos]: fairseq, Marian)
+  std::string sinusoidal_layout;
+  // rope: the config's spelling ("rope_parameters", "rope_scaling", "plain", "gguf", "ggml params")
+  std::string rope_spelling;
+  // rope_parameters in the nested per-layer-type form ({"full_attention": {...}, ...}): the types
+  // found, and the one `rope` describes; both empty for a single RoPE.
+  std::vector<std::string> rope_layer_types;
+  std::string rope_layer_type;
+  // Notes on values taken from a family default or inferred (for every kind; RoPE ones are also in
+  // rope.notes).
+  std::vector<std::string> notes;
+};
+
+struct HfConfigOptions {
+  // Nested rope_parameters: the layer type to describe. Empty: "full_attention" when present, else the
+  // first type in key order (noted). A name that is not there is kNotFound listing the ones that are.
+  std::string layer_type;
 };
 
 // Parses a Hugging Face config.json text; `source` names it in errors. RoPE configs in both
 // spellings: legacy top-level rope_theta + rope_scaling, and rope_parameters. The pairing layout
 // is not in a config: it defaults to `half` (Hugging Face's) unless model_type fixes it (gptj:
 // interleaved); callers that know better set config.rope.layout.pairing afterwards.
+//
+// The scheme's kind comes from the config: ALiBi (BLOOM; MPT's attn_config.alibi; Falcon's
+// "alibi": true), T5 buckets (relative_attention_num_buckets), sinusoidal (XLM's
+// sinusoidal_embeddings, Marian / FSMT / Pegasus / M2M-100), learned (GPT-2, GPT-Neo, GPT-BigCode,
+// OPT, BART), otherwise RoPE. RoPE dimension keys: head_dim (null = absent), else
+// hidden_size / n_embd / d_model over num_attention_heads / n_head / n_heads; partial rotary from
+// partial_rotary_factor, rotary_pct or rotary_dim; DeepSeek MLA's qk_rope_head_dim (the rotary part
+// sits after qk_nope_head_dim). Every scaling's keys are checked as ValidateRopeConfig does; an
+// unknown rope_type is kUnimplemented naming it. Errors name the source, the key and the value.
 Result<PositionScheme> ParseHfConfig(std::string_view json_text, const std::string& source);
+Result<PositionScheme> ParseHfConfig(std::string_view json_text, const std::string& source,
+                                     const HfConfigOptions& options);
 // Reads and parses a config.json file (kNotFound if it cannot be opened).
-Result<PositionScheme> LoadHfConfig(const std::string& path);
+Result<PositionScheme> LoadHfConfig(const std::string& path, const HfConfigOptions& options = {});
+
+// A RoPE config from ggml_rope_ext's own parameters, as a ggml golden case's `config` object spells
+// them: n_dims, mode (0 = NORMAL = interleaved pairs, 2 = NEOX = half), n_ctx_orig, freq_base,
+// freq_scale, ext_factor, attn_factor, beta_fast, beta_slow, and optionally freq_factors (a list of
+// n_dims/2 divisors). `json_text` may also be a whole case.json (its "config" object is used).
+// n_dims, mode and freq_base are required; the others default to ggml's neutral values (noted).
+// head_dim >= n_dims; dims n_dims.. pass through. Other modes (M-RoPE, vision) are kUnimplemented.
+Result<RopeConfig> RopeConfigFromGgmlParams(std::string_view json_text, int64_t head_dim, const std::string& source);
+
+// A model's scheme from GGUF metadata: general.architecture, <arch>.rope.freq_base (required),
+// <arch>.rope.dimension_count (else head_dim), <arch>.attention.head_count, .embedding_length,
+// .attention.key_length, .context_length, the <arch>.rope.scaling.* keys (type none / linear / yarn,
+// factor, original_context_length, attn_factor, yarn_ext_factor, yarn_beta_fast, yarn_beta_slow) and
+// the rope_freqs tensor (per-pair divisors). The result is a kGgml RoPE config with the numbers
+// llama.cpp passes to ggml_rope_ext, and the pairing llama.cpp fixes per architecture
+// (llama_model_rope_type). kNotFound: file or required key missing; kUnimplemented: an architecture
+// whose rope type posenc does not know, or an M-RoPE / vision one.
+Result<PositionScheme> LoadGgufConfig(const std::string& path);
 
 }  // namespace posenc

@@ -1,6 +1,8 @@
-// Hugging Face config.json -> PositionScheme.
+// Hugging Face config.json -> PositionScheme, and ggml_rope_ext parameters -> RopeConfig.
+#include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -30,137 +32,593 @@ Status KeyError(const std::string& source, std::string_view key, const std::stri
   return InvalidArgumentError(fmt::format("config {}: key '{}' {}", source, key, why));
 }
 
+bool Has(const json& j, std::string_view key) {
+  const auto it = j.find(std::string(key));
+  return it != j.end() && !it->is_null();
+}
+
 Result<double> GetNumber(const json& j, std::string_view key, const std::string& source) {
   const auto it = j.find(std::string(key));
-  if (it == j.end()) return NotFoundError(fmt::format("config {}: key '{}' is missing", source, key));
+  if (it == j.end() || it->is_null()) return NotFoundError(fmt::format("config {}: key '{}' is missing", source, key));
   if (!it->is_number()) return KeyError(source, key, fmt::format("is {}, expected a number", it->dump()));
   return it->get<double>();
 }
 
 Result<int64_t> GetInt(const json& j, std::string_view key, const std::string& source) {
   const auto it = j.find(std::string(key));
-  if (it == j.end()) return NotFoundError(fmt::format("config {}: key '{}' is missing", source, key));
-  if (!it->is_number_integer() && !(it->is_number_float() && std::floor(it->get<double>()) == it->get<double>()))
-    return KeyError(source, key, fmt::format("is {}, expected an integer", it->dump()));
-  return it->is_number_integer() ? it->get<int64_t>() : static_cast<int64_t>(it->get<double>());
+  if (it == j.end() || it->is_null()) return NotFoundError(fmt::format("config {}: key '{}' is missing", source, key));
+  if (it->is_number_integer()) return it->get<int64_t>();
+  if (it->is_number_float()) {
+    const double v = it->get<double>();
+    if (std::isfinite(v) && std::floor(v) == v && std::abs(v) < 9.0e15) return static_cast<int64_t>(v);
+  }
+  return KeyError(source, key, fmt::format("is {}, expected an integer", it->dump()));
 }
 
-Status ParseRope(const json& j, const std::string& source, PositionScheme* s) {
-  RopeConfig& rc = s->rope;
-  // Dimensions: head_dim, else hidden_size / num_attention_heads.
-  int64_t heads = 0;
-  for (const char* k : {"num_attention_heads", "n_head", "n_heads"}) {
-    if (j.contains(k)) {
-      POSENC_ASSIGN_OR_RETURN(heads, GetInt(j, k, source));
-      break;
+Result<bool> GetBool(const json& j, std::string_view key, const std::string& source) {
+  const auto it = j.find(std::string(key));
+  if (it == j.end() || it->is_null()) return NotFoundError(fmt::format("config {}: key '{}' is missing", source, key));
+  if (!it->is_boolean()) return KeyError(source, key, fmt::format("is {}, expected true or false", it->dump()));
+  return it->get<bool>();
+}
+
+Result<std::vector<double>> GetNumberList(const json& j, std::string_view key, const std::string& source) {
+  const auto it = j.find(std::string(key));
+  if (it == j.end() || it->is_null()) return NotFoundError(fmt::format("config {}: key '{}' is missing", source, key));
+  if (!it->is_array()) return KeyError(source, key, fmt::format("is {}, expected a list of numbers", it->dump().substr(0, 80)));
+  std::vector<double> out;
+  for (size_t i = 0; i < it->size(); ++i) {
+    if (!(*it)[i].is_number())
+      return KeyError(source, fmt::format("{}[{}]", key, i), fmt::format("is {}, expected a number", (*it)[i].dump()));
+    out.push_back((*it)[i].get<double>());
+  }
+  return out;
+}
+
+// The first of `keys` present (non-null) in `j`, or "".
+std::string FirstKey(const json& j, std::initializer_list<const char*> keys) {
+  for (const char* k : keys)
+    if (Has(j, k)) return k;
+  return "";
+}
+
+void Note(PositionScheme* s, std::string note) {
+  s->rope.notes.push_back(note);
+  s->notes.push_back(std::move(note));
+}
+
+bool IsOneOf(const std::string& v, std::initializer_list<const char*> set) {
+  for (const char* x : set)
+    if (v == x) return true;
+  return false;
+}
+
+// ---------- schemes that are not RoPE ----------
+
+// Returns true (and fills s) when the config names a non-RoPE scheme.
+Result<bool> ParseNonRope(const json& j, const std::string& source, PositionScheme* s) {
+  const std::string& mt = s->model_type;
+  std::string hk = FirstKey(j, {"num_attention_heads", "n_head", "n_heads", "num_heads"});
+  if (!hk.empty()) {
+    POSENC_ASSIGN_OR_RETURN(s->num_heads, GetInt(j, hk, source));
+  }
+  // ALiBi.
+  const json* attn = Has(j, "attn_config") && j["attn_config"].is_object() ? &j["attn_config"] : nullptr;
+  bool mpt_alibi = false;
+  if (attn != nullptr && Has(*attn, "alibi")) {
+    POSENC_ASSIGN_OR_RETURN(mpt_alibi, GetBool(*attn, "alibi", source));
+  } else if (mt == "mpt") {
+    mpt_alibi = true;
+    s->notes.push_back("mpt config without attn_config.alibi: ALiBi assumed (MptAttentionConfig's default)");
+  }
+  bool falcon_alibi = false;
+  if (Has(j, "alibi")) {
+    POSENC_ASSIGN_OR_RETURN(falcon_alibi, GetBool(j, "alibi", source));
+  }
+  if (mt == "bloom" || mpt_alibi || falcon_alibi) {
+    s->kind = PositionKind::kAlibi;
+    s->alibi_variant = mpt_alibi ? "mpt" : "bloom";
+    if (mpt_alibi) {
+      if (attn != nullptr && Has(*attn, "alibi_bias_max")) {
+        POSENC_ASSIGN_OR_RETURN(s->alibi_bias_max, GetNumber(*attn, "alibi_bias_max", source));
+      } else {
+        s->alibi_bias_max = 8.0;
+        s->notes.push_back("no attn_config.alibi_bias_max: 8 assumed (MPT's default)");
+      }
+      if (!(s->alibi_bias_max > 0))
+        return KeyError(source, "attn_config.alibi_bias_max", fmt::format("is {}, must be > 0", s->alibi_bias_max));
     }
+    if (s->num_heads <= 0) return KeyError(source, hk.empty() ? "n_head" : hk, "is missing or not positive (ALiBi needs the head count)");
+    return true;
+  }
+  // T5 relative buckets.
+  if (Has(j, "relative_attention_num_buckets") || IsOneOf(mt, {"t5", "mt5", "umt5", "longt5"})) {
+    s->kind = PositionKind::kT5Bucket;
+    if (!Has(j, "relative_attention_num_buckets")) {
+      s->t5_num_buckets = 32;
+      s->notes.push_back("no relative_attention_num_buckets: 32 assumed (T5Config's default)");
+    } else {
+      POSENC_ASSIGN_OR_RETURN(s->t5_num_buckets, GetInt(j, "relative_attention_num_buckets", source));
+    }
+    if (!Has(j, "relative_attention_max_distance")) {
+      s->t5_max_distance = 128;
+      s->notes.push_back("no relative_attention_max_distance: 128 assumed (T5Config's default)");
+    } else {
+      POSENC_ASSIGN_OR_RETURN(s->t5_max_distance, GetInt(j, "relative_attention_max_distance", source));
+    }
+    if (s->t5_num_buckets <= 0)
+      return KeyError(source, "relative_attention_num_buckets", fmt::format("is {}, must be > 0", s->t5_num_buckets));
+    if (s->t5_max_distance <= 0)
+      return KeyError(source, "relative_attention_max_distance", fmt::format("is {}, must be > 0", s->t5_max_distance));
+    bool is_decoder = false;
+    if (Has(j, "is_decoder")) {
+      POSENC_ASSIGN_OR_RETURN(is_decoder, GetBool(j, "is_decoder", source));
+    }
+    // T5's encoder self-attention is bidirectional; its decoder's is causal (unidirectional).
+    s->t5_bidirectional = !is_decoder;
+    return true;
+  }
+  // Absolute positions.
+  bool xlm_sin = false;
+  if (Has(j, "sinusoidal_embeddings")) {
+    POSENC_ASSIGN_OR_RETURN(xlm_sin, GetBool(j, "sinusoidal_embeddings", source));
+  }
+  const bool sinusoidal = xlm_sin || IsOneOf(mt, {"marian", "fsmt", "pegasus", "m2m_100", "speech_to_text", "xglm"});
+  const bool learned = !sinusoidal && IsOneOf(mt, {"gpt2", "gpt_neo", "gpt_bigcode", "opt", "bart", "mbart", "biogpt",
+                                                   "xlm", "bert", "roberta", "distilbert"});
+  if (!sinusoidal && !learned) return false;
+  s->kind = sinusoidal ? PositionKind::kSinusoidal : PositionKind::kLearned;
+  if (sinusoidal) s->sinusoidal_layout = xlm_sin || mt == "xlm" ? "interleaved" : "concat";
+  std::string dk = FirstKey(j, {"hidden_size", "n_embd", "d_model", "emb_dim"});
+  if (!dk.empty()) {
+    POSENC_ASSIGN_OR_RETURN(s->hidden_size, GetInt(j, dk, source));
+  }
+  std::string pk = FirstKey(j, {"n_positions", "max_position_embeddings"});
+  if (pk.empty()) return KeyError(source, "n_positions", "is missing (an absolute position table needs its length)");
+  POSENC_ASSIGN_OR_RETURN(s->max_position_embeddings, GetInt(j, pk, source));
+  if (s->max_position_embeddings <= 0)
+    return KeyError(source, pk, fmt::format("is {}, must be > 0", s->max_position_embeddings));
+  if (mt == "opt") s->notes.push_back("OPT's learned table is indexed by position + 2 (its offset)");
+  return true;
+}
+
+// ---------- RoPE ----------
+
+// The rope parameter object (flat), the spelling, and the layer types of a nested form.
+struct RopeSource {
+  const json* params = nullptr;  // rope_parameters / rope_scaling object, or nullptr
+  std::string spelling = "plain";
+};
+
+Result<RopeSource> SelectRopeParams(const json& j, const std::string& source, const HfConfigOptions& options,
+                                    PositionScheme* s) {
+  RopeSource r;
+  if (Has(j, "rope_parameters")) {
+    if (!j["rope_parameters"].is_object())
+      return KeyError(source, "rope_parameters", fmt::format("is {}, expected an object", j["rope_parameters"].dump().substr(0, 60)));
+    r.params = &j["rope_parameters"];
+    r.spelling = "rope_parameters";
+  } else if (Has(j, "rope_scaling")) {
+    if (!j["rope_scaling"].is_object())
+      return KeyError(source, "rope_scaling", fmt::format("is {}, expected an object or null", j["rope_scaling"].dump().substr(0, 60)));
+    r.params = &j["rope_scaling"];
+    r.spelling = "rope_scaling";
+  }
+  // Nested per-layer-type form: every value an object, keys are layer types.
+  if (r.params != nullptr && !r.params->empty()) {
+    bool nested = true;
+    for (auto it = r.params->begin(); it != r.params->end(); ++it)
+      if (!it.value().is_object()) nested = false;
+    if (nested) {
+      std::set<std::string> declared;
+      if (Has(j, "layer_types") && j["layer_types"].is_array())
+        for (const auto& t : j["layer_types"])
+          if (t.is_string()) declared.insert(t.get<std::string>());
+      for (auto it = r.params->begin(); it != r.params->end(); ++it) {
+        s->rope_layer_types.push_back(it.key());
+        if (!declared.empty() && declared.count(it.key()) == 0)
+          s->notes.push_back(fmt::format("rope_parameters entry '{}' is not one of layer_types", it.key()));
+      }
+      std::string pick = options.layer_type;
+      if (pick.empty()) {
+        pick = r.params->contains("full_attention") ? "full_attention" : s->rope_layer_types.front();
+        if (s->rope_layer_types.size() > 1)
+          s->notes.push_back(fmt::format("nested rope_parameters: '{}' described (others: choose with the layer type option)", pick));
+      }
+      if (!r.params->contains(pick)) {
+        std::string have;
+        for (const auto& t : s->rope_layer_types) have += (have.empty() ? "" : ", ") + t;
+        return NotFoundError(fmt::format("config {}: layer type '{}' is not in {} (it has: {})", source, pick, r.spelling, have));
+      }
+      s->rope_layer_type = pick;
+      r.params = &(*r.params)[pick];
+      r.spelling += "." + pick;
+    }
+  } else if (!options.layer_type.empty() && options.layer_type != "full_attention") {
+    // Gemma 3's legacy spelling: rope_theta + rope_scaling for global layers, rope_local_base_freq for
+    // sliding ones.
+    if (!(options.layer_type == "sliding_attention" && Has(j, "rope_local_base_freq")))
+      return NotFoundError(fmt::format("config {}: layer type '{}' requested but the config has one RoPE for all layers",
+                                       source, options.layer_type));
+  }
+  if (Has(j, "rope_local_base_freq") && s->rope_layer_types.empty()) {
+    s->rope_layer_types = {"full_attention", "sliding_attention"};
+    s->rope_layer_type = options.layer_type.empty() ? "full_attention" : options.layer_type;
+    if (s->rope_layer_type == "sliding_attention") r.params = nullptr;  // sliding layers: plain RoPE
+  }
+  return r;
+}
+
+Status ParseRope(const json& j, const std::string& source, const HfConfigOptions& options, PositionScheme* s) {
+  RopeConfig& rc = s->rope;
+  rc.source = source;
+  POSENC_ASSIGN_OR_RETURN(RopeSource src, SelectRopeParams(j, source, options, s));
+  s->rope_spelling = src.spelling;
+  static const json kEmpty = json::object();
+  const json& p = src.params != nullptr ? *src.params : kEmpty;
+
+  // Scaling type.
+  std::string type = "default";
+  std::string type_key;
+  if (Has(p, "rope_type")) type_key = "rope_type";
+  else if (Has(p, "type")) type_key = "type";
+  if (!type_key.empty()) {
+    if (!p[type_key].is_string()) return KeyError(source, type_key, fmt::format("is {}, expected a string", p[type_key].dump()));
+    type = p[type_key].get<std::string>();
+    if (type_key == "rope_type" && Has(p, "type") && p["type"].is_string() && p["type"].get<std::string>() != type)
+      Note(s, fmt::format("rope_type '{}' and type '{}' disagree: rope_type used (as Hugging Face)", type, p["type"].get<std::string>()));
+  }
+  if (s->rope_layer_type == "sliding_attention" && Has(j, "rope_local_base_freq") && src.params == nullptr) type = "default";
+  RopeScaling& sc = rc.scaling;
+  if (type == "default") sc.type = RopeScalingType::kNone;
+  else if (type == "linear") sc.type = RopeScalingType::kLinear;
+  else if (type == "ntk") sc.type = RopeScalingType::kNtk;
+  else if (type == "dynamic") sc.type = RopeScalingType::kDynamicNtk;
+  else if (type == "yarn") sc.type = RopeScalingType::kYarn;
+  else if (type == "llama3") sc.type = RopeScalingType::kLlama3;
+  else if (type == "longrope" || type == "su") {
+    sc.type = RopeScalingType::kLongRope;
+    if (type == "su") Note(s, "rope type 'su' is LongRoPE's old name (read as longrope)");
+  } else if (type == "proportional") sc.type = RopeScalingType::kProportional;
+  else
+    return UnimplementedError(fmt::format(
+        "config {}: key '{}' = '{}' is not a rope type posenc knows (default, linear, ntk, dynamic, yarn, llama3, "
+        "longrope, proportional)",
+        source, type_key, type));
+
+  // Dimensions.
+  std::string hk = FirstKey(j, {"num_attention_heads", "n_head", "n_heads"});
+  int64_t heads = 0;
+  if (!hk.empty()) {
+    POSENC_ASSIGN_OR_RETURN(heads, GetInt(j, hk, source));
   }
   s->num_heads = heads;
-  if (j.contains("num_key_value_heads")) {
+  if (Has(j, "num_key_value_heads")) {
     POSENC_ASSIGN_OR_RETURN(s->num_kv_heads, GetInt(j, "num_key_value_heads", source));
   }
+  std::string dk = FirstKey(j, {"hidden_size", "n_embd", "d_model"});
   int64_t hidden = 0;
-  for (const char* k : {"hidden_size", "n_embd", "d_model"}) {
-    if (j.contains(k)) {
-      POSENC_ASSIGN_OR_RETURN(hidden, GetInt(j, k, source));
-      break;
-    }
+  if (!dk.empty()) {
+    POSENC_ASSIGN_OR_RETURN(hidden, GetInt(j, dk, source));
   }
   s->hidden_size = hidden;
   int64_t head_dim = 0;
-  if (j.contains("head_dim") && !j["head_dim"].is_null()) {
-    POSENC_ASSIGN_OR_RETURN(head_dim, GetInt(j, "head_dim", source));
-    if (head_dim <= 0) return KeyError(source, "head_dim", fmt::format("is {}, must be positive", head_dim));
+  int64_t rotary_start = 0;
+  int64_t rotary_dim = -1;
+  std::string head_key = "head_dim";
+  if (s->rope_layer_type == "full_attention" && Has(j, "global_head_dim")) head_key = "global_head_dim";
+  if (Has(j, "qk_rope_head_dim")) {
+    // DeepSeek MLA: the query/key head is [nope part | rope part]; only the rope part rotates.
+    POSENC_ASSIGN_OR_RETURN(rotary_dim, GetInt(j, "qk_rope_head_dim", source));
+    int64_t nope = 0;
+    if (Has(j, "qk_nope_head_dim")) {
+      POSENC_ASSIGN_OR_RETURN(nope, GetInt(j, "qk_nope_head_dim", source));
+    }
+    if (nope < 0) return KeyError(source, "qk_nope_head_dim", fmt::format("is {}, must be >= 0", nope));
+    head_dim = nope + rotary_dim;
+    rotary_start = nope;
+  } else if (Has(j, head_key)) {
+    POSENC_ASSIGN_OR_RETURN(head_dim, GetInt(j, head_key, source));
+    if (head_dim <= 0) return KeyError(source, head_key, fmt::format("is {}, must be positive", head_dim));
   } else {
-    if (hidden <= 0) return KeyError(source, "hidden_size", "is missing or not positive, and there is no head_dim");
-    if (heads <= 0) return KeyError(source, "num_attention_heads", "is missing or not positive, and there is no head_dim");
+    if (hidden <= 0) return KeyError(source, dk.empty() ? "hidden_size" : dk, "is missing or not positive, and there is no head_dim");
+    if (heads <= 0) return KeyError(source, hk.empty() ? "num_attention_heads" : hk, "is missing or not positive, and there is no head_dim");
     if (hidden % heads != 0)
-      return KeyError(source, "num_attention_heads",
-                      fmt::format("= {} does not divide hidden_size {} evenly", heads, hidden));
+      return KeyError(source, hk, fmt::format("= {} does not divide {} = {} evenly", heads, dk, hidden));
     head_dim = hidden / heads;
   }
-  int64_t rotary_dim = head_dim;
-  if (j.contains("rotary_dim") && !j["rotary_dim"].is_null()) {
-    POSENC_ASSIGN_OR_RETURN(rotary_dim, GetInt(j, "rotary_dim", source));
-  } else {
-    for (const char* k : {"partial_rotary_factor", "rotary_pct"}) {
-      if (!j.contains(k)) continue;
-      POSENC_ASSIGN_OR_RETURN(double f, GetNumber(j, k, source));
-      if (!(f > 0 && f <= 1)) return KeyError(source, k, fmt::format("is {}, must be in (0, 1]", f));
-      rotary_dim = static_cast<int64_t>(static_cast<double>(head_dim) * f);  // Hugging Face truncates
-      break;
+
+  // Partial rotary: rope_parameters' partial_rotary_factor, top-level partial_rotary_factor,
+  // rotary_pct (GPT-NeoX), rotary_dim (GPT-J, CodeGen).
+  std::optional<double> partial;
+  std::string partial_key;
+  if (Has(p, "partial_rotary_factor")) {
+    POSENC_ASSIGN_OR_RETURN(double v, GetNumber(p, "partial_rotary_factor", source));
+    partial = v;
+    partial_key = "partial_rotary_factor";
+  }
+  for (const char* k : {"partial_rotary_factor", "rotary_pct"}) {
+    if (!Has(j, k)) continue;
+    POSENC_ASSIGN_OR_RETURN(double v, GetNumber(j, k, source));
+    if (partial.has_value() && *partial != v)
+      return KeyError(source, k, fmt::format("= {} disagrees with {}.{} = {}", v, src.spelling, partial_key, *partial));
+    if (!partial.has_value()) {
+      partial = v;
+      partial_key = k;
     }
   }
-  if (rotary_dim <= 0 || rotary_dim % 2 != 0 || rotary_dim > head_dim)
+  if (partial.has_value() && !(*partial > 0 && *partial <= 1))
+    return KeyError(source, partial_key, fmt::format("is {}, must be in (0, 1]", *partial));
+  if (sc.type == RopeScalingType::kProportional) {
+    // p-RoPE: the layout spans the whole head; the factor decides how many pairs get a frequency.
+    rotary_dim = head_dim;
+    sc.partial_rotary_factor = partial.value_or(1.0);
+    if (!partial.has_value()) Note(s, "proportional rope without partial_rotary_factor: 1.0 assumed (Hugging Face's default)");
+  } else if (rotary_dim < 0 && Has(j, "rotary_dim")) {
+    POSENC_ASSIGN_OR_RETURN(rotary_dim, GetInt(j, "rotary_dim", source));
+    if (partial.has_value())
+      return KeyError(source, "rotary_dim", fmt::format("= {} and {} = {} both given", rotary_dim, partial_key, *partial));
+  } else if (rotary_dim < 0) {
+    rotary_dim = head_dim;
+    if (partial.has_value()) {
+      // Hugging Face truncates: int(head_dim * factor).
+      rotary_dim = static_cast<int64_t>(static_cast<double>(head_dim) * *partial);
+      if (rotary_dim <= 0 || rotary_dim % 2 != 0)
+        return KeyError(source, partial_key,
+                        fmt::format("= {} gives rotary dimension int({} * {}) = {}, which must be even and positive",
+                                    *partial, head_dim, *partial, rotary_dim));
+    }
+  }
+  if (rotary_dim <= 0 || rotary_dim % 2 != 0 || rotary_start + rotary_dim > head_dim)
     return InvalidArgumentError(fmt::format(
         "config {}: rotary dimension {} (of head_dim {}) must be even, positive and at most head_dim", source,
         rotary_dim, head_dim));
   rc.layout.head_dim = head_dim;
   rc.layout.rotary_dim = rotary_dim;
-  rc.layout.rotary_start = 0;
-  rc.layout.pairing = s->model_type == "gptj" ? RopePairing::kInterleaved : RopePairing::kHalf;
+  rc.layout.rotary_start = rotary_start;
+  rc.layout.pairing = RopePairing::kHalf;
+  if (IsOneOf(s->model_type, {"gptj", "codegen"})) rc.layout.pairing = RopePairing::kInterleaved;
+  if (Has(j, "qk_rope_head_dim")) {
+    bool interleave = true;
+    if (Has(j, "rope_interleave")) {
+      POSENC_ASSIGN_OR_RETURN(interleave, GetBool(j, "rope_interleave", source));
+    } else if (IsOneOf(s->model_type, {"deepseek_v2", "deepseek_v3"})) {
+      Note(s, "no rope_interleave: true assumed (DeepSeek's default: interleaved pairs)");
+    } else {
+      interleave = false;
+    }
+    if (interleave) rc.layout.pairing = RopePairing::kInterleaved;
+  }
 
-  // Base: rope_theta (legacy top level or inside rope_parameters), rotary_emb_base (GPT-NeoX).
-  const json* params = nullptr;
-  if (j.contains("rope_parameters") && j["rope_parameters"].is_object()) params = &j["rope_parameters"];
+  // Base: rope_theta (rope_parameters, then top level), rotary_emb_base (GPT-NeoX); Gemma 3's sliding
+  // layers use rope_local_base_freq.
   bool have_base = false;
-  for (const json* scope : {params, &j}) {
-    if (scope == nullptr) continue;
+  if (s->rope_layer_type == "sliding_attention" && Has(j, "rope_local_base_freq") && src.params == nullptr) {
+    POSENC_ASSIGN_OR_RETURN(rc.base, GetNumber(j, "rope_local_base_freq", source));
+    have_base = true;
+  }
+  for (const json* scope : {&p, &j}) {
+    if (have_base) break;
     for (const char* k : {"rope_theta", "rotary_emb_base"}) {
-      if (scope->contains(k)) {
+      if (Has(*scope, k)) {
         POSENC_ASSIGN_OR_RETURN(rc.base, GetNumber(*scope, k, source));
         have_base = true;
         break;
       }
     }
-    if (have_base) break;
   }
   if (!have_base) {
     rc.base = 10000.0;
-    rc.notes.push_back("no rope_theta in the config: base 10000 assumed (Hugging Face's default)");
+    if (IsOneOf(s->model_type, {"gptj", "codegen"}))
+      Note(s, fmt::format("{} fixes its RoPE base at 10000 (no key in its config)", s->model_type));
+    else
+      Note(s, "no rope_theta in the config: base 10000 assumed (Hugging Face's default_theta)");
   }
   if (!(rc.base > 0) || !std::isfinite(rc.base))
     return KeyError(source, "rope_theta", fmt::format("is {}, must be finite and positive", rc.base));
-  if (j.contains("max_position_embeddings")) {
-    POSENC_ASSIGN_OR_RETURN(rc.max_position_embeddings, GetInt(j, "max_position_embeddings", source));
+  std::string mk = FirstKey(j, {"max_position_embeddings", "n_positions", "max_sequence_length", "seq_length"});
+  if (!mk.empty()) {
+    POSENC_ASSIGN_OR_RETURN(rc.max_position_embeddings, GetInt(j, mk, source));
   }
-  // Scaling.
-  const json* scaling = nullptr;
-  if (j.contains("rope_scaling") && j["rope_scaling"].is_object()) scaling = &j["rope_scaling"];
-  else if (params != nullptr) scaling = params;
-  if (scaling != nullptr) {
-    std::string type = "default";
-    for (const char* k : {"rope_type", "type"}) {
-      if (scaling->contains(k) && (*scaling)[k].is_string()) {
-        type = (*scaling)[k].get<std::string>();
-        break;
+  s->max_position_embeddings = rc.max_position_embeddings;
+
+  // Scaling parameters.
+  const bool needs_original = IsOneOf(type, {"yarn", "llama3", "longrope", "su"});
+  if (needs_original) {
+    // Phi-3 keeps original_max_position_embeddings at the top level; Hugging Face prefers it there.
+    const bool top = Has(j, "original_max_position_embeddings");
+    const bool inner = Has(p, "original_max_position_embeddings");
+    if (top) {
+      POSENC_ASSIGN_OR_RETURN(sc.original_max_position_embeddings, GetInt(j, "original_max_position_embeddings", source));
+      if (inner) {
+        POSENC_ASSIGN_OR_RETURN(int64_t v, GetInt(p, "original_max_position_embeddings", source));
+        if (v != sc.original_max_position_embeddings)
+          Note(s, fmt::format("original_max_position_embeddings {} at the top level wins over {} in {} (as Hugging Face)",
+                              sc.original_max_position_embeddings, v, src.spelling));
+      }
+    } else if (inner) {
+      POSENC_ASSIGN_OR_RETURN(sc.original_max_position_embeddings, GetInt(p, "original_max_position_embeddings", source));
+    } else {
+      if (rc.max_position_embeddings <= 0)
+        return KeyError(source, "original_max_position_embeddings",
+                        fmt::format("is missing for rope type '{}' and there is no max_position_embeddings", type));
+      sc.original_max_position_embeddings = rc.max_position_embeddings;
+      Note(s, fmt::format("no original_max_position_embeddings: max_position_embeddings {} used (Hugging Face's default)",
+                          rc.max_position_embeddings));
+    }
+    if (sc.original_max_position_embeddings <= 0)
+      return KeyError(source, "original_max_position_embeddings",
+                      fmt::format("is {}, must be > 0", sc.original_max_position_embeddings));
+  }
+  const bool factor_required = IsOneOf(type, {"linear", "ntk", "dynamic", "llama3"});
+  if (Has(p, "factor")) {
+    POSENC_ASSIGN_OR_RETURN(sc.factor, GetNumber(p, "factor", source));
+    if (!(sc.factor > 0) || !std::isfinite(sc.factor))
+      return KeyError(source, "factor", fmt::format("is {}, must be finite and > 0 (rope type '{}')", sc.factor, type));
+    if (sc.factor < 1.0 && sc.type != RopeScalingType::kNone)
+      Note(s, fmt::format("factor {} < 1 shortens the context (Hugging Face warns)", sc.factor));
+  } else if (factor_required) {
+    return KeyError(source, "factor", fmt::format("is missing (rope type '{}' requires it)", type));
+  } else if (sc.type == RopeScalingType::kYarn || sc.type == RopeScalingType::kLongRope) {
+    if (rc.max_position_embeddings <= 0)
+      return KeyError(source, "factor", fmt::format("is missing for rope type '{}' and there is no max_position_embeddings to infer it", type));
+    sc.factor = static_cast<double>(rc.max_position_embeddings) / static_cast<double>(sc.original_max_position_embeddings);
+    Note(s, fmt::format("no factor: max_position_embeddings / original_max_position_embeddings = {} / {} = {} used (Hugging Face)",
+                        rc.max_position_embeddings, sc.original_max_position_embeddings, sc.factor));
+  } else {
+    sc.factor = 1.0;
+  }
+  if (sc.type == RopeScalingType::kDynamicNtk && Has(p, "original_max_position_embeddings"))
+    Note(s, "dynamic NTK: Hugging Face ignores original_max_position_embeddings and scales from max_position_embeddings");
+  if (sc.type == RopeScalingType::kYarn) {
+    for (const char* k : {"beta_fast", "beta_slow"}) {
+      double* dst = std::string(k) == "beta_fast" ? &sc.beta_fast : &sc.beta_slow;
+      if (Has(p, k)) {
+        POSENC_ASSIGN_OR_RETURN(*dst, GetNumber(p, k, source));
+        if (!(*dst > 0) || !std::isfinite(*dst)) return KeyError(source, k, fmt::format("is {}, must be finite and > 0", *dst));
       }
     }
-    if (type != "default")
-      return UnimplementedError(fmt::format("config {}: rope scaling type '{}' is not supported yet", source, type));
+    if (sc.beta_fast <= sc.beta_slow)
+      return KeyError(source, "beta_fast", fmt::format("= {} must be greater than beta_slow = {}", sc.beta_fast, sc.beta_slow));
+    for (const char* k : {"attention_factor", "mscale", "mscale_all_dim"}) {
+      if (!Has(p, k)) continue;
+      POSENC_ASSIGN_OR_RETURN(double v, GetNumber(p, k, source));
+      if (std::string(k) == "attention_factor") {
+        if (!(v > 0) || !std::isfinite(v)) return KeyError(source, k, fmt::format("is {}, must be finite and > 0", v));
+        sc.attention_factor = v;
+      } else if (std::string(k) == "mscale") {
+        sc.mscale = v;
+      } else {
+        sc.mscale_all_dim = v;
+      }
+    }
+    if (sc.attention_factor.has_value() && (sc.mscale.has_value() || sc.mscale_all_dim.has_value()))
+      Note(s, "yarn: attention_factor given, so mscale / mscale_all_dim are ignored (as Hugging Face)");
+    else if (sc.mscale.has_value() != sc.mscale_all_dim.has_value() ||
+             (sc.mscale.has_value() && (*sc.mscale == 0 || *sc.mscale_all_dim == 0)))
+      Note(s, "yarn: mscale without a non-zero mscale_all_dim (or the reverse) is ignored: 0.1 ln(factor) + 1 used (Hugging Face)");
+    if (Has(p, "truncate")) {
+      POSENC_ASSIGN_OR_RETURN(sc.truncate, GetBool(p, "truncate", source));
+    }
+    if (rc.max_position_embeddings > 0 && Has(p, "factor") &&
+        rc.max_position_embeddings != sc.original_max_position_embeddings) {
+      const double implicit = static_cast<double>(rc.max_position_embeddings) / static_cast<double>(sc.original_max_position_embeddings);
+      if (implicit != sc.factor)
+        Note(s, fmt::format("yarn: factor {} differs from max_position_embeddings / original = {}; factor used (as Hugging Face)",
+                            sc.factor, implicit));
+    }
   }
-  return OkStatus();
+  if (sc.type == RopeScalingType::kLlama3) {
+    for (const char* k : {"low_freq_factor", "high_freq_factor"}) {
+      if (!Has(p, k)) return KeyError(source, k, "is missing (rope type 'llama3' requires it)");
+      POSENC_ASSIGN_OR_RETURN(double v, GetNumber(p, k, source));
+      (std::string(k) == "low_freq_factor" ? sc.low_freq_factor : sc.high_freq_factor) = v;
+    }
+    if (!(sc.low_freq_factor > 0)) return KeyError(source, "low_freq_factor", fmt::format("is {}, must be > 0", sc.low_freq_factor));
+    if (!(sc.high_freq_factor > sc.low_freq_factor))
+      return KeyError(source, "high_freq_factor",
+                      fmt::format("= {} must be greater than low_freq_factor = {}", sc.high_freq_factor, sc.low_freq_factor));
+  }
+  if (sc.type == RopeScalingType::kLongRope) {
+    POSENC_ASSIGN_OR_RETURN(sc.short_factor, GetNumberList(p, "short_factor", source));
+    POSENC_ASSIGN_OR_RETURN(sc.long_factor, GetNumberList(p, "long_factor", source));
+    for (const char* k : {"short_factor", "long_factor"}) {
+      const auto& list = std::string(k) == "short_factor" ? sc.short_factor : sc.long_factor;
+      if (static_cast<int64_t>(list.size()) != rotary_dim / 2)
+        return KeyError(source, k, fmt::format("has {} values, must have rotary_dim / 2 = {}", list.size(), rotary_dim / 2));
+    }
+    if (Has(p, "attention_factor")) {
+      POSENC_ASSIGN_OR_RETURN(double v, GetNumber(p, "attention_factor", source));
+      if (!(v > 0) || !std::isfinite(v)) return KeyError(source, "attention_factor", fmt::format("is {}, must be finite and > 0", v));
+      sc.attention_factor = v;
+    }
+  }
+  if (sc.type == RopeScalingType::kProportional && !Has(p, "factor")) sc.factor = 1.0;
+  // Final check with the same rules ComputeRopeFrequencies applies.
+  return ValidateRopeConfig(rc);
 }
 
 }  // namespace
 
-Result<PositionScheme> ParseHfConfig(std::string_view json_text, const std::string& source) {
+Result<PositionScheme> ParseHfConfig(std::string_view json_text, const std::string& source,
+                                     const HfConfigOptions& options) {
   json j = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return InvalidArgumentError(fmt::format("config {}: not valid JSON", source));
   if (!j.is_object()) return InvalidArgumentError(fmt::format("config {}: top level is not a JSON object", source));
   PositionScheme s;
-  if (j.contains("model_type") && j["model_type"].is_string()) s.model_type = j["model_type"].get<std::string>();
+  if (Has(j, "model_type") && j["model_type"].is_string()) s.model_type = j["model_type"].get<std::string>();
+  // Multimodal configs keep the language model's keys in text_config.
+  if (Has(j, "text_config") && j["text_config"].is_object() && !Has(j, "hidden_size") && !Has(j, "rope_theta")) {
+    json text = j["text_config"];
+    if (!Has(text, "model_type") && !s.model_type.empty()) text["model_type"] = s.model_type;
+    auto inner = ParseHfConfig(text.dump(), source + " (text_config)", options);
+    if (inner.ok()) inner->notes.insert(inner->notes.begin(), "read from text_config");
+    return inner;
+  }
+  POSENC_ASSIGN_OR_RETURN(bool non_rope, ParseNonRope(j, source, &s));
+  if (non_rope) return s;
   s.kind = PositionKind::kRope;
-  POSENC_RETURN_IF_ERROR(ParseRope(j, source, &s));
+  POSENC_RETURN_IF_ERROR(ParseRope(j, source, options, &s));
   return s;
 }
 
-Result<PositionScheme> LoadHfConfig(const std::string& path) {
+Result<PositionScheme> ParseHfConfig(std::string_view json_text, const std::string& source) {
+  return ParseHfConfig(json_text, source, HfConfigOptions{});
+}
+
+Result<PositionScheme> LoadHfConfig(const std::string& path, const HfConfigOptions& options) {
   std::ifstream f(path);
   if (!f) return NotFoundError(fmt::format("config {}: cannot open file", path));
   std::stringstream ss;
   ss << f.rdbuf();
-  return ParseHfConfig(ss.str(), path);
+  return ParseHfConfig(ss.str(), path, options);
+}
+
+Result<RopeConfig> RopeConfigFromGgmlParams(std::string_view json_text, int64_t head_dim, const std::string& source) {
+  json root = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  if (root.is_discarded()) return InvalidArgumentError(fmt::format("ggml params {}: not valid JSON", source));
+  if (!root.is_object()) return InvalidArgumentError(fmt::format("ggml params {}: top level is not a JSON object", source));
+  const json& j = Has(root, "config") && root["config"].is_object() ? root["config"] : root;
+  RopeConfig rc;
+  rc.source = source;
+  RopeScaling& sc = rc.scaling;
+  sc.type = RopeScalingType::kGgml;
+  POSENC_ASSIGN_OR_RETURN(int64_t n_dims, GetInt(j, "n_dims", source));
+  POSENC_ASSIGN_OR_RETURN(int64_t mode, GetInt(j, "mode", source));
+  POSENC_ASSIGN_OR_RETURN(rc.base, GetNumber(j, "freq_base", source));
+  if (mode == 0) rc.layout.pairing = RopePairing::kInterleaved;
+  else if (mode == 2) rc.layout.pairing = RopePairing::kHalf;
+  else
+    return UnimplementedError(fmt::format(
+        "ggml params {}: key 'mode' = {} is not supported (0 = NORMAL, 2 = NEOX; M-RoPE 8, vision 24, i-M-RoPE 40 are not)",
+        source, mode));
+  if (n_dims <= 0 || n_dims % 2 != 0)
+    return KeyError(source, "n_dims", fmt::format("is {}, must be even and positive", n_dims));
+  if (head_dim < n_dims)
+    return InvalidArgumentError(fmt::format("ggml params {}: head_dim {} is smaller than n_dims {}", source, head_dim, n_dims));
+  rc.layout.head_dim = head_dim;
+  rc.layout.rotary_dim = n_dims;
+  rc.layout.rotary_start = 0;
+  struct Opt { const char* key; double* dst; double neutral; };
+  for (const Opt& o : {Opt{"freq_scale", &sc.freq_scale, 1.0}, Opt{"ext_factor", &sc.ext_factor, 0.0},
+                       Opt{"attn_factor", &sc.attn_factor, 1.0}, Opt{"beta_fast", &sc.beta_fast, 32.0},
+                       Opt{"beta_slow", &sc.beta_slow, 1.0}}) {
+    if (Has(j, o.key)) {
+      POSENC_ASSIGN_OR_RETURN(*o.dst, GetNumber(j, o.key, source));
+    } else {
+      *o.dst = o.neutral;
+      rc.notes.push_back(fmt::format("no {}: {} assumed (ggml's neutral value)", o.key, o.neutral));
+    }
+  }
+  if (Has(j, "n_ctx_orig")) {
+    POSENC_ASSIGN_OR_RETURN(sc.original_max_position_embeddings, GetInt(j, "n_ctx_orig", source));
+  }
+  if (Has(j, "freq_factors")) {
+    POSENC_ASSIGN_OR_RETURN(sc.freq_factors, GetNumberList(j, "freq_factors", source));
+  }
+  sc.factor = 1.0 / sc.freq_scale;
+  POSENC_RETURN_IF_ERROR(ValidateRopeConfig(rc));
+  return rc;
 }
 
 }  // namespace posenc
