@@ -1,0 +1,326 @@
+// Golden-case runner: reads case.json, computes each role with posenc, compares per FORMAT.md.
+#include "golden_runner.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "posenc/config.hpp"
+#include "posenc/embedding.hpp"
+#include "posenc/npy.hpp"
+#include "posenc/relative.hpp"
+#include "posenc/rope.hpp"
+#include "posenc/rope_config.hpp"
+
+namespace posenc::cli {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+Result<std::vector<std::string>> FindGoldenCases(const std::vector<std::string>& paths) {
+  std::vector<std::string> out;
+  for (const std::string& p : paths) {
+    std::error_code ec;
+    if (!fs::exists(p, ec)) return NotFoundError(fmt::format("golden path {} does not exist", p));
+    if (fs::exists(fs::path(p) / "case.json")) {
+      out.push_back(p);
+      continue;
+    }
+    for (auto it = fs::recursive_directory_iterator(p, ec); it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      if (ec) return NotFoundError(fmt::format("golden path {}: {}", p, ec.message()));
+      if (it->is_directory() && fs::exists(it->path() / "case.json")) out.push_back(it->path().string());
+    }
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+namespace {
+
+struct Tolerance {
+  double atol = 0, rtol = 0;
+};
+
+// Compares got (float64 values) with want elementwise: |got - want| <= atol + rtol * |want|.
+Status Compare(const std::string& role, std::span<const double> got, const Array& want_array, Tolerance tol) {
+  POSENC_ASSIGN_OR_RETURN(Array want64, want_array.AsType(DType::kF64));
+  std::span<const double> want = want64.span<double>();
+  if (want.size() != got.size())
+    return InvalidArgumentError(fmt::format("{}: {} values computed, reference has {} (shape {})", role, got.size(),
+                                            want.size(), ShapeToString(want_array.shape())));
+  double worst_excess = 0;
+  size_t worst = 0;
+  size_t bad = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double diff = std::fabs(got[i] - want[i]);
+    const double allowed = tol.atol + tol.rtol * std::fabs(want[i]);
+    if (!(diff <= allowed) && !(std::isnan(got[i]) && std::isnan(want[i]))) {
+      ++bad;
+      if (!(diff - allowed <= worst_excess)) {
+        worst_excess = diff - allowed;
+        worst = i;
+      }
+    }
+  }
+  if (bad)
+    return InvalidArgumentError(fmt::format("{}: {} of {} elements outside atol {:g} rtol {:g}; worst at flat index {}: got {:.9g}, want {:.9g}",
+                                            role, bad, got.size(), tol.atol, tol.rtol, worst, got[worst], want[worst]));
+  return OkStatus();
+}
+
+Status CompareInts(const std::string& role, std::span<const int64_t> got, const Array& want_array) {
+  POSENC_ASSIGN_OR_RETURN(Array want64, want_array.AsType(DType::kI64));
+  std::span<const int64_t> want = want64.span<int64_t>();
+  if (want.size() != got.size())
+    return InvalidArgumentError(fmt::format("{}: {} values computed, reference has {}", role, got.size(), want.size()));
+  for (size_t i = 0; i < got.size(); ++i)
+    if (got[i] != want[i]) return InvalidArgumentError(fmt::format("{}: index {}: got {}, want {}", role, i, got[i], want[i]));
+  return OkStatus();
+}
+
+class Case {
+ public:
+  static Result<Case> Load(const std::string& dir) {
+    Case c;
+    c.dir_ = dir;
+    std::ifstream f(fs::path(dir) / "case.json");
+    if (!f) return NotFoundError(fmt::format("{}/case.json: cannot open", dir));
+    std::stringstream ss;
+    ss << f.rdbuf();
+    c.j_ = json::parse(ss.str(), nullptr, false);
+    if (c.j_.is_discarded() || !c.j_.is_object()) return DataLossError(fmt::format("{}/case.json: not a JSON object", dir));
+    if (!c.j_.contains("files") || !c.j_["files"].is_object())
+      return DataLossError(fmt::format("{}/case.json: no 'files' object", dir));
+    return c;
+  }
+  const json& j() const { return j_; }
+  bool Has(const std::string& role) const { return j_["files"].contains(role); }
+  Result<Array> Read(const std::string& role) const {
+    if (!Has(role)) return NotFoundError(fmt::format("case {} has no '{}' file", dir_, role));
+    return ReadNpy((fs::path(dir_) / j_["files"][role].get<std::string>()).string());
+  }
+  // The tolerance for `role`: case.json's, else `fallback`.
+  Tolerance Tol(const std::string& role, Tolerance fallback) const {
+    if (j_.contains("tolerance") && j_["tolerance"].contains(role)) {
+      const json& t = j_["tolerance"][role];
+      return {t.value("atol", 0.0), t.value("rtol", 0.0)};
+    }
+    return fallback;
+  }
+  // Roles this runner must compare: everything in `files` except the inputs.
+  std::vector<std::string> OutputRoles() const {
+    std::vector<std::string> roles;
+    for (auto& [role, file] : j_["files"].items())
+      if (role != "positions" && role != "input" && role != "relative_positions" && role != "freq_factors")
+        roles.push_back(role);
+    return roles;
+  }
+
+ private:
+  std::string dir_;
+  json j_;
+};
+
+std::vector<double> ToDoubles(const Array& a) {
+  Result<Array> d = a.AsType(DType::kF64);
+  if (!d.ok()) return {};
+  return std::vector<double>(d->span<double>().begin(), d->span<double>().end());
+}
+
+Result<std::vector<int64_t>> ReadInts(const Case& c, const std::string& role) {
+  POSENC_ASSIGN_OR_RETURN(Array a, c.Read(role));
+  POSENC_ASSIGN_OR_RETURN(Array b, a.AsType(DType::kI64));
+  return std::vector<int64_t>(b.span<int64_t>().begin(), b.span<int64_t>().end());
+}
+
+constexpr double kTwoUlpRtol = 1.0 / (1 << 22);  // FORMAT.md: a float role without a tolerance
+
+// --- rope -----------------------------------------------------------------------------------------
+
+Result<RopeConfig> CaseRopeConfig(const Case& c, int64_t head_dim) {
+  const json& j = c.j();
+  if (!j.contains("config") || !j["config"].is_object())
+    return DataLossError("case.json has no 'config' object");
+  const std::string config_text = j["config"].dump();
+  const bool ggml = j["config"].contains("n_dims") && j["config"].contains("mode");
+  RopeConfig rc;
+  if (ggml) {
+    POSENC_ASSIGN_OR_RETURN(rc, RopeConfigFromGgmlParams(config_text, head_dim, "case config"));
+  } else {
+    POSENC_ASSIGN_OR_RETURN(PositionScheme s, ParseHfConfig(config_text, "case config"));
+    if (s.kind != PositionKind::kRope) return InvalidArgumentError(fmt::format("config is {}, not rope", ToString(s.kind)));
+    rc = s.rope;
+    // The pairing is a fact of the model family, not of the config: the case states it.
+    if (j.contains("layout")) {
+      RopePairing p;
+      if (!ParseRopePairing(j["layout"].get<std::string>(), &p))
+        return DataLossError(fmt::format("unknown layout '{}'", j["layout"].dump()));
+      rc.layout.pairing = p;
+    }
+  }
+  for (const char* key : {"head_dim", "rotary_dim"}) {
+    if (!j.contains(key)) continue;
+    const int64_t want = j[key].get<int64_t>();
+    const int64_t got = std::string(key) == "head_dim" ? rc.layout.head_dim : rc.layout.rotary_dim;
+    if (got != want) return InvalidArgumentError(fmt::format("config gives {} {}, case says {}", key, got, want));
+  }
+  if (rc.layout.head_dim != head_dim)
+    return InvalidArgumentError(fmt::format("config gives head_dim {}, input has {}", rc.layout.head_dim, head_dim));
+  return rc;
+}
+
+Result<std::vector<double>> RotateCase(const Array& input, DType storage, const RotaryLayout& layout,
+                                       const RopeFrequencies& freqs, const std::vector<int64_t>& positions,
+                                       RopePrecision precision) {
+  POSENC_ASSIGN_OR_RETURN(Array x, input.AsType(storage));
+  POSENC_ASSIGN_OR_RETURN(HeadsView view, HeadsView::Of(x, "input"));
+  int64_t max_pos = 0;
+  for (int64_t p : positions) max_pos = std::max(max_pos, p);
+  // A table over the prefix of positions, on-the-fly for any beyond: both paths are exercised.
+  POSENC_ASSIGN_OR_RETURN(RopeTable table, RopeTable::Build(freqs, std::min<int64_t>(max_pos + 1, 1 << 16), precision));
+  RopeArgs args{layout, &table, positions};
+  POSENC_RETURN_IF_ERROR(ApplyRope(args, view));
+  return ToDoubles(x);
+}
+
+Result<std::string> RunRope(const Case& c) {
+  const json& j = c.j();
+  POSENC_ASSIGN_OR_RETURN(Array input, c.Read("input"));
+  if (input.ndim() != 3) return DataLossError(fmt::format("input shape {} is not [T, H, D]", ShapeToString(input.shape())));
+  POSENC_ASSIGN_OR_RETURN(std::vector<int64_t> positions, ReadInts(c, "positions"));
+  POSENC_ASSIGN_OR_RETURN(RopeConfig rc, CaseRopeConfig(c, input.dim(2)));
+  if (c.Has("freq_factors")) {
+    POSENC_ASSIGN_OR_RETURN(Array ff, c.Read("freq_factors"));
+    rc.scaling.freq_factors = ToDoubles(ff);
+  }
+  int64_t seq_len = 0;
+  for (int64_t p : positions) seq_len = std::max(seq_len, p + 1);
+  if (j.contains("seq_len")) seq_len = j["seq_len"].get<int64_t>();
+  POSENC_ASSIGN_OR_RETURN(RopeFrequencies freqs, ComputeRopeFrequencies(rc, seq_len));
+  DType storage = DType::kF32;
+  if (j.value("dtype", std::string("float32")) == "float16") storage = DType::kF16;
+  else if (j.value("dtype", std::string("float32")) == "bfloat16") storage = DType::kBF16;
+
+  std::string checked;
+  if (j.contains("attention_scaling")) {
+    const double want = j["attention_scaling"].get<double>();
+    if (!(std::fabs(freqs.attention_scaling - want) <= 1e-6 * std::fabs(want)))
+      return InvalidArgumentError(fmt::format("attention_scaling: got {:.9g}, want {:.9g}", freqs.attention_scaling, want));
+    checked += "attention_scaling ";
+  }
+  for (const std::string& role : c.OutputRoles()) {
+    POSENC_ASSIGN_OR_RETURN(Array want, c.Read(role));
+    if (role == "inv_freq") {
+      POSENC_RETURN_IF_ERROR(Compare(role, freqs.inv_freq, want, c.Tol(role, {0, kTwoUlpRtol})));
+    } else if (role == "expected" || role == "expected_exact") {
+      const RopePrecision precision = role == "expected" ? RopePrecision::kReference : RopePrecision::kExact;
+      POSENC_ASSIGN_OR_RETURN(std::vector<double> got, RotateCase(input, storage, rc.layout, freqs, positions, precision));
+      POSENC_RETURN_IF_ERROR(Compare(fmt::format("{} ({} precision)", role, ToString(precision)), got, want, c.Tol(role, {})));
+    } else {
+      return UnimplementedError(fmt::format("rope case role '{}' is not known to this runner", role));
+    }
+    checked += role + " ";
+  }
+  return fmt::format("rope {} {} R={}/{}, {}: {}", ToString(rc.scaling.type), ToString(rc.layout.pairing),
+                     rc.layout.rotary_dim, rc.layout.head_dim, ToString(storage), checked);
+}
+
+// --- absolute ---------------------------------------------------------------------------------
+
+Result<std::string> RunSinusoidal(const Case& c) {
+  const json& j = c.j();
+  SinusoidalLayout layout;
+  if (!ParseSinusoidalLayout(j.value("layout", std::string()), &layout))
+    return DataLossError(fmt::format("unknown sinusoidal layout {}", j.value("layout", std::string("(missing)"))));
+  POSENC_ASSIGN_OR_RETURN(std::vector<int64_t> positions, ReadInts(c, "positions"));
+  const int64_t d_model = j.at("d_model").get<int64_t>();
+  POSENC_ASSIGN_OR_RETURN(Array table, SinusoidalTable(positions, d_model, layout));
+  POSENC_ASSIGN_OR_RETURN(Array want, c.Read("table"));
+  POSENC_RETURN_IF_ERROR(Compare("table", ToDoubles(table), want, c.Tol("table", {0, kTwoUlpRtol})));
+  return fmt::format("sinusoidal {} d_model {}: table", ToString(layout), d_model);
+}
+
+// --- relative ---------------------------------------------------------------------------------
+
+Result<std::string> RunAlibi(const Case& c) {
+  const json& j = c.j();
+  const std::string variant_name = j.value("variant", std::string());
+  AlibiVariant variant;
+  if (!ParseAlibiVariant(variant_name, &variant)) return DataLossError(fmt::format("unknown alibi variant '{}'", variant_name));
+  const int64_t heads = j.at("num_heads").get<int64_t>();
+  double bias_max = 8.0;
+  if (j.contains("config") && j["config"].contains("attn_config"))
+    bias_max = j["config"]["attn_config"].value("alibi_bias_max", 8.0);
+  POSENC_ASSIGN_OR_RETURN(std::vector<double> slopes, AlibiSlopes(heads, variant, bias_max));
+  std::string checked;
+  for (const std::string& role : c.OutputRoles()) {
+    POSENC_ASSIGN_OR_RETURN(Array want, c.Read(role));
+    if (role == "slopes") {
+      // The reference holds float32 slopes: compare ours rounded the same way.
+      std::vector<double> got32(slopes.size());
+      for (size_t h = 0; h < slopes.size(); ++h) got32[h] = static_cast<float>(slopes[h]);
+      POSENC_RETURN_IF_ERROR(Compare(role, got32, want, c.Tol(role, {0, kTwoUlpRtol})));
+    } else if (role == "bias") {
+      if (want.ndim() != 3 || want.dim(0) != heads)
+        return DataLossError(fmt::format("bias shape {} is not [{}, Tq, Tk]", ShapeToString(want.shape()), heads));
+      POSENC_ASSIGN_OR_RETURN(Array bias, AlibiBias(slopes, want.dim(1), want.dim(2)));
+      const std::vector<double> got = ToDoubles(bias);
+      POSENC_RETURN_IF_ERROR(Compare(role, got, want, c.Tol(role, {0, kTwoUlpRtol})));
+    } else {
+      return UnimplementedError(fmt::format("alibi case role '{}' is not known to this runner", role));
+    }
+    checked += role + " ";
+  }
+  return fmt::format("alibi {} {} heads: {}", variant_name, heads, checked);
+}
+
+Result<std::string> RunT5(const Case& c) {
+  const json& j = c.j();
+  const bool bidirectional = j.at("bidirectional").get<bool>();
+  const int64_t num_buckets = j.at("num_buckets").get<int64_t>();
+  const int64_t max_distance = j.at("max_distance").get<int64_t>();
+  POSENC_ASSIGN_OR_RETURN(std::vector<int64_t> rel, ReadInts(c, "relative_positions"));
+  const T5BucketParams params{bidirectional, num_buckets, max_distance};
+  POSENC_ASSIGN_OR_RETURN(std::vector<int64_t> got, T5RelativeBuckets(rel, params));
+  std::string checked;
+  for (const std::string& role : c.OutputRoles()) {
+    if (role != "buckets") return UnimplementedError(fmt::format("t5 case role '{}' is not known to this runner", role));
+    POSENC_ASSIGN_OR_RETURN(Array want, c.Read(role));
+    POSENC_RETURN_IF_ERROR(CompareInts(role, got, want));
+    checked += role + " ";
+  }
+  return fmt::format("t5_bucket {} {} buckets, max_distance {}: {}", bidirectional ? "bidirectional" : "causal",
+                     num_buckets, max_distance, checked);
+}
+
+}  // namespace
+
+GoldenResult RunGoldenCase(const std::string& dir) {
+  GoldenResult r;
+  r.name = dir;
+  Result<Case> c = Case::Load(dir);
+  if (!c.ok()) {
+    r.detail = c.status().ToString();
+    return r;
+  }
+  const std::string scheme = c->j().value("scheme", std::string("(missing)"));
+  Result<std::string> out = UnimplementedError(fmt::format("scheme '{}' is not supported by this runner", scheme));
+  try {
+    if (scheme == "rope") out = RunRope(*c);
+    else if (scheme == "sinusoidal") out = RunSinusoidal(*c);
+    else if (scheme == "alibi") out = RunAlibi(*c);
+    else if (scheme == "t5_bucket") out = RunT5(*c);
+  } catch (const json::exception& e) {  // a field of the wrong type in case.json
+    out = DataLossError(fmt::format("case.json: {}", e.what()));
+  }
+  r.passed = out.ok();
+  r.detail = out.ok() ? *out : out.status().ToString();
+  return r;
+}
+
+}  // namespace posenc::cli
