@@ -1,0 +1,84 @@
+// MappedFile: POSIX mmap of a whole file, read-only, or an owned copy of caller bytes.
+#include "posenc/mapped_file.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace posenc {
+
+struct MappedFile::Storage {
+  std::string name;
+  void* map = nullptr;  // mmap'd region (nullptr for owned bytes or an empty file)
+  size_t map_size = 0;
+  std::vector<std::byte> owned;
+  std::span<const std::byte> bytes;
+
+  Storage() = default;
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+  ~Storage() {
+    if (map != nullptr) munmap(map, map_size);
+  }
+};
+
+Result<MappedFile> MappedFile::Open(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return NotFoundError(fmt::format("opening '{}': {}", path, std::strerror(errno)));
+  struct stat st {};
+  if (fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return NotFoundError(fmt::format("reading '{}': {}", path, std::strerror(err)));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return DataLossError(fmt::format("reading '{}': not a regular file", path));
+  }
+  auto storage = std::make_shared<Storage>();
+  storage->name = path;
+  const size_t size = static_cast<size_t>(st.st_size);
+  if (size > 0) {
+    void* p = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) {
+      const int err = errno;
+      ::close(fd);
+      return DataLossError(fmt::format("mapping '{}' ({} bytes): {}", path, size, std::strerror(err)));
+    }
+    storage->map = p;
+    storage->map_size = size;
+    storage->bytes = std::span<const std::byte>(static_cast<const std::byte*>(p), size);
+  }
+  ::close(fd);  // the mapping keeps its own reference
+  MappedFile f;
+  f.storage_ = std::move(storage);
+  return f;
+}
+
+MappedFile MappedFile::FromBytes(std::span<const std::byte> bytes, std::string name) {
+  auto storage = std::make_shared<Storage>();
+  storage->name = std::move(name);
+  storage->owned.assign(bytes.begin(), bytes.end());
+  storage->bytes = std::span<const std::byte>(storage->owned.data(), storage->owned.size());
+  MappedFile f;
+  f.storage_ = std::move(storage);
+  return f;
+}
+
+std::span<const std::byte> MappedFile::bytes() const {
+  return storage_ ? storage_->bytes : std::span<const std::byte>();
+}
+
+const std::string& MappedFile::name() const {
+  static const std::string kEmpty;
+  return storage_ ? storage_->name : kEmpty;
+}
+
+}  // namespace posenc
