@@ -1,0 +1,186 @@
+// Bad input through the CLI: each gives one line naming the fault and exit status 2.
+#include <filesystem>
+#include <fstream>
+#include <algorithm>
+#include <sstream>
+#include <string>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include "posenc/npy.hpp"
+#include "test_support.hpp"
+
+namespace posenc {
+namespace {
+
+namespace fs = std::filesystem;
+
+class CliErrors : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("posenc_cli_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+    Write("config.json", R"({"hidden_size": 16, "num_attention_heads": 2, "rope_theta": 10000.0})");
+    Array pos = Array::Zeros(DType::kI64, {3}).value();
+    for (int i = 0; i < 3; ++i) pos.data<int64_t>()[i] = i;
+    ASSERT_TRUE(WriteNpy(P("pos.npy"), pos).ok());
+    Array x = Array::Zeros(DType::kF32, {3, 2, 8}).value();
+    ASSERT_TRUE(WriteNpy(P("x.npy"), x).ok());
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string P(const std::string& name) const { return (dir_ / name).string(); }
+  void Write(const std::string& name, const std::string& text) const { std::ofstream(P(name), std::ios::binary) << text; }
+  // Runs `posenc rope` with the given overrides; returns the exit status, fills `out`.
+  int Rope(const std::string& config, const std::string& pos, const std::string& input, std::string* out,
+           const std::string& extra = "") const {
+    return testing::RunCommand(testing::CliPath() + " rope --config " + config + " --positions " + pos + " --input " +
+                                   input + " --output " + P("y.npy") + " " + extra,
+                               out);
+  }
+  // Asserts one line of error output with exit 2 that contains every needle.
+  static void ExpectError(int rc, const std::string& out, std::initializer_list<std::string> needles) {
+    EXPECT_EQ(rc, 2) << out;
+    EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << "expected one line: " << out;
+    EXPECT_NE(out.find("error"), std::string::npos) << out;
+    for (const std::string& n : needles) EXPECT_NE(out.find(n), std::string::npos) << "missing '" << n << "' in: " << out;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(CliErrors, GoodInputWorks) {
+  std::string out;
+  EXPECT_EQ(Rope(P("config.json"), P("pos.npy"), P("x.npy"), &out), 0) << out;
+  EXPECT_TRUE(fs::exists(P("y.npy")));
+}
+
+TEST_F(CliErrors, MalformedNpy) {
+  Write("bad.npy", "this is not numpy");
+  std::string out;
+  ExpectError(Rope(P("config.json"), P("pos.npy"), P("bad.npy"), &out), out, {"bad.npy", "magic"});
+}
+
+TEST_F(CliErrors, TruncatedNpy) {
+  std::ifstream f(P("x.npy"), std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  Write("cut.npy", bytes.substr(0, bytes.size() - 5));
+  std::string out;
+  ExpectError(Rope(P("config.json"), P("pos.npy"), P("cut.npy"), &out), out, {"cut.npy", "truncated"});
+}
+
+TEST_F(CliErrors, WrongDtype) {
+  Array x = Array::Zeros(DType::kI32, {3, 2, 8}).value();
+  ASSERT_TRUE(WriteNpy(P("xi.npy"), x).ok());
+  std::string out;
+  ExpectError(Rope(P("config.json"), P("pos.npy"), P("xi.npy"), &out), out, {"xi.npy", "int32"});
+  Array p = Array::Zeros(DType::kF32, {3}).value();
+  ASSERT_TRUE(WriteNpy(P("pf.npy"), p).ok());
+  ExpectError(Rope(P("config.json"), P("pf.npy"), P("x.npy"), &out), out, {"pf.npy", "float32"});
+}
+
+TEST_F(CliErrors, WrongShape) {
+  Array x = Array::Zeros(DType::kF32, {3, 16}).value();
+  ASSERT_TRUE(WriteNpy(P("x2.npy"), x).ok());
+  std::string out;
+  ExpectError(Rope(P("config.json"), P("pos.npy"), P("x2.npy"), &out), out, {"x2.npy", "[3, 16]"});
+  Array y = Array::Zeros(DType::kF32, {3, 2, 6}).value();
+  ASSERT_TRUE(WriteNpy(P("x6.npy"), y).ok());
+  ExpectError(Rope(P("config.json"), P("pos.npy"), P("x6.npy"), &out), out, {"head_dim 6", "8"});
+  Array z = Array::Zeros(DType::kF32, {4, 2, 8}).value();
+  ASSERT_TRUE(WriteNpy(P("x4.npy"), z).ok());
+  ExpectError(Rope(P("config.json"), P("pos.npy"), P("x4.npy"), &out), out, {"4 tokens", "has 3"});
+}
+
+TEST_F(CliErrors, OutOfRangePosition) {
+  Array pos = Array::Zeros(DType::kI64, {3}).value();
+  pos.data<int64_t>()[2] = -7;
+  ASSERT_TRUE(WriteNpy(P("neg.npy"), pos).ok());
+  std::string out;
+  ExpectError(Rope(P("config.json"), P("neg.npy"), P("x.npy"), &out), out, {"position -7 at index 2"});
+}
+
+TEST_F(CliErrors, OddRotaryDimension) {
+  Write("odd.json", R"({"hidden_size": 16, "num_attention_heads": 2, "partial_rotary_factor": 0.375})");
+  std::string out;
+  ExpectError(Rope(P("odd.json"), P("pos.npy"), P("x.npy"), &out), out, {"odd.json", "3"});
+}
+
+TEST_F(CliErrors, NonPositiveBase) {
+  for (const char* base : {"0", "-10000"}) {
+    Write("base.json", std::string(R"({"hidden_size": 16, "num_attention_heads": 2, "rope_theta": )") + base + "}");
+    std::string out;
+    ExpectError(Rope(P("base.json"), P("pos.npy"), P("x.npy"), &out), out, {"base.json", "rope_theta", base});
+  }
+}
+
+TEST_F(CliErrors, HeadsNotDividingEvenly) {
+  Write("heads.json", R"({"hidden_size": 16, "num_attention_heads": 3})");
+  std::string out;
+  ExpectError(Rope(P("heads.json"), P("pos.npy"), P("x.npy"), &out), out, {"heads.json", "num_attention_heads", "16"});
+}
+
+TEST_F(CliErrors, UnreadableConfig) {
+  std::string out;
+  ExpectError(Rope(P("missing.json"), P("pos.npy"), P("x.npy"), &out), out, {"missing.json", "cannot open"});
+  Write("broken.json", "{\"hidden_size\": 16,");
+  ExpectError(Rope(P("broken.json"), P("pos.npy"), P("x.npy"), &out), out, {"broken.json", "JSON"});
+  Write("array.json", "[1, 2]");
+  ExpectError(Rope(P("array.json"), P("pos.npy"), P("x.npy"), &out), out, {"array.json", "object"});
+}
+
+TEST_F(CliErrors, BadOptionValues) {
+  std::string out;
+  ExpectError(Rope(P("config.json"), P("pos.npy"), P("x.npy"), &out, "--precision sloppy"), out, {"sloppy"});
+  ExpectError(Rope(P("config.json"), P("pos.npy"), P("x.npy"), &out, "--layout diagonal"), out, {"diagonal"});
+}
+
+TEST_F(CliErrors, GoldenOnMissingPathAndFailingCase) {
+  std::string out;
+  int rc = testing::RunCommand(testing::CliPath() + " golden " + P("nowhere"), &out);
+  ExpectError(rc, out, {"nowhere", "does not exist"});
+  // A case whose expected output is wrong must fail with exit 1 and say which role.
+  fs::create_directories(dir_ / "case");
+  Write("case/case.json", R"({"scheme": "sinusoidal", "layout": "concat", "d_model": 4,
+      "files": {"positions": "positions.npy", "table": "table.npy"}})");
+  Array pos = Array::Zeros(DType::kI64, {2}).value();
+  pos.data<int64_t>()[1] = 1;
+  ASSERT_TRUE(WriteNpy(P("case/positions.npy"), pos).ok());
+  ASSERT_TRUE(WriteNpy(P("case/table.npy"), Array::Zeros(DType::kF32, {2, 4}).value()).ok());
+  rc = testing::RunCommand(testing::CliPath() + " golden " + P("case"), &out);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("FAIL"), std::string::npos) << out;
+  EXPECT_NE(out.find("table"), std::string::npos) << out;
+  EXPECT_NE(out.find("0 passed, 1 failed"), std::string::npos) << out;
+  // An unknown scheme is a failure, not a skip.
+  Write("case/case.json", R"({"scheme": "fourier", "files": {}})");
+  rc = testing::RunCommand(testing::CliPath() + " golden " + P("case"), &out);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("fourier"), std::string::npos) << out;
+}
+
+TEST_F(CliErrors, EveryCommandHasHelp) {
+  std::string out;
+  ASSERT_EQ(testing::RunCommand(testing::CliPath() + " --help", &out), 0);
+  // Subcommand names from the top-level help listing: every one answers --help with exit 0.
+  const size_t at = out.find("Subcommands:");
+  ASSERT_NE(at, std::string::npos) << out;
+  std::istringstream lines(out.substr(at));
+  std::string line;
+  std::getline(lines, line);
+  int count = 0;
+  while (std::getline(lines, line)) {
+    std::istringstream words(line);
+    std::string name;
+    if (!(words >> name)) continue;
+    std::string help;
+    EXPECT_EQ(testing::RunCommand(testing::CliPath() + " " + name + " --help", &help), 0) << name;
+    EXPECT_NE(help.find("Usage"), std::string::npos) << name << ": " << help;
+    ++count;
+  }
+  EXPECT_GE(count, 3);
+}
+
+}  // namespace
+}  // namespace posenc
