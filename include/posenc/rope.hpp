@@ -24,6 +24,8 @@
 
 namespace posenc {
 
+class ParallelRunner;  // posenc/parallel.hpp
+
 enum class RopePairing { kHalf, kInterleaved };
 // "half", "interleaved"
 std::string_view ToString(RopePairing p);
@@ -102,6 +104,9 @@ struct RopeArgs {
   const RopeTable* table = nullptr;
   std::span<const int64_t> positions;  // one per token, in [0, kMaxRopePosition)
   RopeDirection direction = RopeDirection::kForward;
+  // Threads for the fast path (ApplyRope, ApplyRopeQK): nullptr uses posenc's internal pool. Results
+  // are bit-identical for every runner and thread count. The reference ignores it.
+  ParallelRunner* parallel = nullptr;
 };
 
 // Validates args against a view: layout valid, table pairs == layout pairs, head_dim matches,

@@ -1,9 +1,12 @@
 // Scalar reference RoPE and the argument validation shared by every RoPE entry point.
+#include <cstddef>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "kernels/rope_internal.hpp"
 #include "posenc/rope.hpp"
 
 namespace posenc {
@@ -27,15 +30,32 @@ Status ValidateRope(const RopeArgs& args, const HeadsView& x, const char* what) 
   return OkStatus();
 }
 
-namespace {
+namespace detail {
 
-Status CheckSameShape(const HeadsView& in, const HeadsView& out) {
+Status ValidateRopeOutput(const HeadsView& in, const HeadsView& out) {
   if (in.tokens != out.tokens || in.heads != out.heads || in.head_dim != out.head_dim || in.dtype != out.dtype)
     return InvalidArgumentError(fmt::format("rope: output [{}, {}, {}] {} differs from input [{}, {}, {}] {}",
                                             out.tokens, out.heads, out.head_dim, ToString(out.dtype), in.tokens,
                                             in.heads, in.head_dim, ToString(in.dtype)));
+  if (in.tokens == 0 || in.heads == 0 || in.head_dim == 0) return OkStatus();
+  const bool same = in.data == out.data && in.token_stride == out.token_stride && in.head_stride == out.head_stride;
+  if (same) return OkStatus();
+  // Byte extent of each view: from its first element to one past its last.
+  auto extent = [](const HeadsView& v) {
+    const auto* b = static_cast<const std::byte*>(v.data);
+    const int64_t last = (v.tokens - 1) * v.token_stride + (v.heads - 1) * v.head_stride + v.head_dim;
+    return std::pair{b, b + last * static_cast<int64_t>(SizeOf(v.dtype))};
+  };
+  const auto [ib, ie] = extent(in);
+  const auto [ob, oe] = extent(out);
+  if (ib < oe && ob < ie)
+    return InvalidArgumentError("rope: output partly overlaps the input (it must be the input exactly or disjoint)");
   return OkStatus();
 }
+
+}  // namespace detail
+
+namespace {
 
 template <typename T>
 void RotateReference(const RopeArgs& args, const HeadsView& in, const HeadsView& out) {
@@ -68,7 +88,7 @@ void RotateReference(const RopeArgs& args, const HeadsView& in, const HeadsView&
 Status ApplyRopeReference(const RopeArgs& args, HeadsView in, HeadsView out) {
   POSENC_RETURN_IF_ERROR(ValidateRope(args, in, "input"));
   POSENC_RETURN_IF_ERROR(out.Validate("output"));
-  POSENC_RETURN_IF_ERROR(CheckSameShape(in, out));
+  POSENC_RETURN_IF_ERROR(detail::ValidateRopeOutput(in, out));
   if (in.tokens == 0 || in.heads == 0) return OkStatus();
   switch (in.dtype) {
     case DType::kF32: RotateReference<float>(args, in, out); break;

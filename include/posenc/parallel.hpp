@@ -1,0 +1,71 @@
+// Threads for posenc's kernels: a `parallel_for`-style interface a calling engine can implement with
+// its own workers, and a small internal pool used when it does not.
+//
+// Every kernel splits its work into independent index ranges whose results do not depend on how the
+// ranges are grouped or ordered, so the output is bit-identical for any thread count and any runner.
+//
+// Example (an engine with its own pool):
+//   class MyRunner : public posenc::ParallelRunner {
+//    public:
+//     int num_threads() const override { return pool_.size(); }
+//     void For(int64_t n, const std::function<void(int64_t, int64_t)>& fn) override {
+//       pool_.RunTasks(n, [&](int64_t i) { fn(i, i + 1); });   // any grouping of [0, n) is fine
+//     }
+//   };
+//   RopeArgs args{...}; args.parallel = &my_runner;
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+namespace posenc {
+
+// Runs `fn(begin, end)` over a partition of [0, n) into non-overlapping ranges, possibly on several
+// threads at once, and returns when all have finished. `fn` is thread-safe for disjoint ranges.
+// Implementations may use any partition (including one call with [0, n)).
+class ParallelRunner {
+ public:
+  virtual ~ParallelRunner() = default;
+  // How many ranges a kernel should aim for (>= 1); a hint for chunk sizes.
+  virtual int num_threads() const = 0;
+  virtual void For(int64_t n, const std::function<void(int64_t begin, int64_t end)>& fn) = 0;
+};
+
+// A fixed pool: num_threads - 1 workers plus the calling thread, which takes a share. `For` splits
+// [0, n) into num_threads contiguous ranges of near-equal size. One `For` at a time per pool
+// (concurrent callers are serialized); calling `For` from inside `fn` of the same pool runs inline.
+class ThreadPool : public ParallelRunner {
+ public:
+  // num_threads <= 0 means DefaultThreadCount().
+  explicit ThreadPool(int num_threads);
+  ~ThreadPool() override;
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int num_threads() const override;
+  void For(int64_t n, const std::function<void(int64_t begin, int64_t end)>& fn) override;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// std::thread::hardware_concurrency(), or POSENC_NUM_THREADS from the environment when set (>= 1).
+int DefaultThreadCount();
+
+// The process-wide pool used when a kernel is given no runner (created on first use with
+// DefaultThreadCount() threads). Thread-safe.
+ParallelRunner& DefaultRunner();
+
+// A runner that runs everything on the calling thread (one range [0, n)).
+ParallelRunner& SerialRunner();
+
+// Runs `fn` over [0, n) with `runner` (nullptr: DefaultRunner()); when the whole job touches fewer
+// than `min_bytes_for_threads` bytes, runs inline on the calling thread instead (threads cost more
+// than they save on tiny inputs). Results must not depend on the choice, which only moves work.
+void ParallelFor(ParallelRunner* runner, int64_t n, int64_t bytes, const std::function<void(int64_t, int64_t)>& fn);
+
+inline constexpr int64_t kMinBytesForThreads = int64_t{1} << 16;
+
+}  // namespace posenc

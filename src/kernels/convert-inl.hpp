@@ -1,0 +1,93 @@
+// Per-target loads and stores of float32 / float16 / bfloat16 storage as float32 vectors. Stores round
+// to nearest, ties to even, bit for bit like posenc::F32ToF16 / F32ToBF16 in dtype.hpp (Highway
+// 1.0.3's DemoteTo truncates bfloat16, and float16 too where there is no F16C, so we round ourselves).
+#if defined(POSENC_KERNELS_CONVERT_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef POSENC_KERNELS_CONVERT_INL_H_
+#undef POSENC_KERNELS_CONVERT_INL_H_
+#else
+#define POSENC_KERNELS_CONVERT_INL_H_
+#endif
+
+#include <hwy/highway.h>
+
+#include "posenc/dtype.hpp"
+
+HWY_BEFORE_NAMESPACE();
+namespace posenc {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+template <class DF>
+HWY_INLINE hn::Vec<DF> LoadF(DF df, const float* p) {
+  return hn::LoadU(df, p);
+}
+template <class DF>
+HWY_INLINE hn::Vec<DF> LoadF(DF df, const bf16_t* p) {
+  const hn::Rebind<uint16_t, DF> du16;
+  const hn::RebindToUnsigned<DF> du32;
+  const auto bits = hn::PromoteTo(du32, hn::LoadU(du16, reinterpret_cast<const uint16_t*>(p)));
+  return hn::BitCast(df, hn::ShiftLeft<16>(bits));
+}
+template <class DF>
+HWY_INLINE hn::Vec<DF> LoadF(DF df, const f16_t* p) {
+  const hn::Rebind<hwy::float16_t, DF> df16;  // exact widening on every target (F16C or integer code)
+  return hn::PromoteTo(df, hn::LoadU(df16, reinterpret_cast<const hwy::float16_t*>(p)));
+}
+
+template <class DF>
+HWY_INLINE void StoreF(DF df, hn::Vec<DF> v, float* p) {
+  hn::StoreU(v, df, p);
+}
+
+template <class DF>
+HWY_INLINE void StoreF(DF /*df*/, hn::Vec<DF> v, bf16_t* p) {
+  const hn::RebindToUnsigned<DF> du32;
+  const hn::RebindToSigned<DF> di32;
+  const hn::Rebind<uint16_t, DF> du16;
+  const auto u = hn::BitCast(du32, v);
+  const auto abs = hn::BitCast(di32, hn::And(u, hn::Set(du32, 0x7fffffffu)));
+  const auto is_nan = hn::RebindMask(du32, hn::Gt(abs, hn::Set(di32, 0x7f800000)));
+  // Round to nearest even: add 0x7fff plus the lowest kept bit; a carry moves into the exponent.
+  const auto lsb = hn::And(hn::ShiftRight<16>(u), hn::Set(du32, 1u));
+  const auto rounded = hn::ShiftRight<16>(hn::Add(u, hn::Add(hn::Set(du32, 0x7fffu), lsb)));
+  const auto quiet = hn::Or(hn::ShiftRight<16>(u), hn::Set(du32, 0x40u));
+  const auto bits = hn::IfThenElse(is_nan, quiet, rounded);
+  hn::StoreU(hn::DemoteTo(du16, hn::BitCast(di32, bits)), du16, reinterpret_cast<uint16_t*>(p));
+}
+
+template <class DF>
+HWY_INLINE void StoreF(DF df, hn::Vec<DF> v, f16_t* p) {
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+  // F16C's vcvtps2ph rounds with MXCSR (nearest even), handles subnormals and quiets NaN exactly as
+  // F32ToF16 does.
+  const hn::Rebind<hwy::float16_t, DF> df16;
+  hn::StoreU(hn::DemoteTo(df16, v), df16, reinterpret_cast<hwy::float16_t*>(p));
+#else
+  const hn::RebindToUnsigned<DF> du32;
+  const hn::RebindToSigned<DF> di32;
+  const hn::Rebind<uint16_t, DF> du16;
+  const auto u = hn::BitCast(du32, v);
+  const auto sign = hn::And(hn::ShiftRight<16>(u), hn::Set(du32, 0x8000u));
+  const auto abs_u = hn::And(u, hn::Set(du32, 0x7fffffffu));
+  const auto abs_i = hn::BitCast(di32, abs_u);
+  // Normal results: rebias the exponent (127 -> 15), round the 13 dropped bits to nearest even.
+  const auto rebiased = hn::Sub(abs_u, hn::Set(du32, 0x38000000u));
+  const auto lsb = hn::And(hn::ShiftRight<13>(rebiased), hn::Set(du32, 1u));
+  const auto normal = hn::ShiftRight<13>(hn::Add(rebiased, hn::Add(hn::Set(du32, 0xfffu), lsb)));
+  // Subnormal results: value * 2^24 rounded to an integer (ties to even) by adding 2^23 in float.
+  const auto scaled = hn::MulAdd(hn::BitCast(df, abs_u), hn::Set(df, 16777216.0f), hn::Set(df, 8388608.0f));
+  const auto sub = hn::Sub(hn::BitCast(du32, scaled), hn::Set(du32, 0x4b000000u));
+  auto bits = hn::IfThenElse(hn::RebindMask(du32, hn::Lt(abs_i, hn::Set(di32, 0x38800000))), sub, normal);
+  bits = hn::IfThenElse(hn::RebindMask(du32, hn::Gt(abs_i, hn::Set(di32, 0x477fefff))), hn::Set(du32, 0x7c00u), bits);
+  const auto nan = hn::Or(hn::Set(du32, 0x7e00u), hn::And(hn::ShiftRight<13>(abs_u), hn::Set(du32, 0x3ffu)));
+  bits = hn::IfThenElse(hn::RebindMask(du32, hn::Gt(abs_i, hn::Set(di32, 0x7f800000))), nan, bits);
+  bits = hn::Or(bits, sign);
+  hn::StoreU(hn::DemoteTo(du16, hn::BitCast(di32, bits)), du16, reinterpret_cast<uint16_t*>(p));
+#endif
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace posenc
+HWY_AFTER_NAMESPACE();
+
+#endif  // include guard toggled per target

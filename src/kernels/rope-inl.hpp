@@ -1,0 +1,187 @@
+// Per-target RoPE kernels, included once per SIMD target by rope.cpp (foreach_target.h).
+//
+// Arithmetic is float32 with fused multiply-add: for a pair (a, b) and angle theta,
+//   a' = fma(a, cos, -(b * sin)),  b' = fma(a, sin, b * cos)        (forward, +theta)
+//   a' = fma(a, cos,   b * sin),   b' = fma(-a, sin, b * cos)       (backward, -theta)
+// Each result is within 1 ulp of max(|a cos|, |b sin|) plus half an ulp of itself of the exact value;
+// the reference (float64, one rounding) is the oracle the tests compare against.
+#if defined(POSENC_KERNELS_ROPE_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef POSENC_KERNELS_ROPE_INL_H_
+#undef POSENC_KERNELS_ROPE_INL_H_
+#else
+#define POSENC_KERNELS_ROPE_INL_H_
+#endif
+
+#include <cstring>
+
+#include <hwy/aligned_allocator.h>
+#include <hwy/highway.h>
+
+#include "kernels/convert-inl.hpp"
+#include "kernels/rope_internal.hpp"
+
+HWY_BEFORE_NAMESPACE();
+namespace posenc {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using DF = hn::ScalableTag<float>;
+
+template <bool kBackward, class V>
+HWY_INLINE void RotatePair(V a, V b, V c, V s, V& out_a, V& out_b) {
+  if constexpr (!kBackward) {
+    out_a = hn::MulSub(a, c, hn::Mul(b, s));
+    out_b = hn::MulAdd(a, s, hn::Mul(b, c));
+  } else {
+    out_a = hn::MulAdd(a, c, hn::Mul(b, s));
+    out_b = hn::NegMulAdd(a, s, hn::Mul(b, c));
+  }
+}
+
+// Half layout: pair i is (x[i], x[n + i]); `in`/`out` point at the rotary window (may be equal).
+template <bool kBackward, typename T>
+HWY_INLINE void RotateHalfRow(const T* in, T* out, const float* c, const float* s, size_t n) {
+  const DF df;
+  const size_t N = hn::Lanes(df);
+  size_t i = 0;
+  for (; i + N <= n; i += N) {
+    const auto a = LoadF(df, in + i);
+    const auto b = LoadF(df, in + n + i);
+    hn::Vec<DF> ra, rb;
+    RotatePair<kBackward>(a, b, hn::LoadU(df, c + i), hn::LoadU(df, s + i), ra, rb);
+    StoreF(df, ra, out + i);
+    StoreF(df, rb, out + n + i);
+  }
+  if (i == n) return;
+  // Tail (fewer than N pairs): through zero-padded buffers, so no read or write goes past the row.
+  const size_t m = n - i;
+  T ta[hn::MaxLanes(df)] = {}, tb[hn::MaxLanes(df)] = {};
+  float tc[hn::MaxLanes(df)] = {}, ts[hn::MaxLanes(df)] = {};
+  std::memcpy(ta, in + i, m * sizeof(T));
+  std::memcpy(tb, in + n + i, m * sizeof(T));
+  std::memcpy(tc, c + i, m * sizeof(float));
+  std::memcpy(ts, s + i, m * sizeof(float));
+  hn::Vec<DF> ra, rb;
+  RotatePair<kBackward>(LoadF(df, ta), LoadF(df, tb), hn::LoadU(df, tc), hn::LoadU(df, ts), ra, rb);
+  StoreF(df, ra, ta);
+  StoreF(df, rb, tb);
+  std::memcpy(out + i, ta, m * sizeof(T));
+  std::memcpy(out + n + i, tb, m * sizeof(T));
+}
+
+// Interleaved layout: pair i is (x[2i], x[2i+1]). `cc`/`ss` hold 2n expanded factors per element:
+// cc = (c0, c0, c1, c1, ...), ss = (-s0, s0, -s1, s1, ...) (signs flipped for backward), so
+// x' = fma(x, cc, swap(x) * ss) where swap exchanges the two lanes of each pair.
+template <typename T>
+HWY_INLINE void RotateInterleavedRow(const T* in, T* out, const float* cc, const float* ss, size_t len) {
+  const DF df;
+  const size_t N = hn::Lanes(df);
+#if HWY_TARGET == HWY_SCALAR
+  for (size_t i = 0; i < len; i += 2) {
+    const float a = LoadAsF32(in + i), b = LoadAsF32(in + i + 1);
+    const float ra = std::fma(a, cc[i], b * ss[i]);
+    const float rb = std::fma(b, cc[i + 1], a * ss[i + 1]);
+    StoreFromF32(ra, out + i);
+    StoreFromF32(rb, out + i + 1);
+  }
+  (void)N;
+#else
+  size_t i = 0;
+  for (; i + N <= len; i += N) {
+    const auto x = LoadF(df, in + i);
+    const auto r = hn::MulAdd(x, hn::LoadU(df, cc + i), hn::Mul(hn::Reverse2(df, x), hn::LoadU(df, ss + i)));
+    StoreF(df, r, out + i);
+  }
+  if (i == len) return;
+  const size_t m = len - i;  // even, < N
+  T tx[hn::MaxLanes(df)] = {};
+  float tc[hn::MaxLanes(df)] = {}, ts[hn::MaxLanes(df)] = {};
+  std::memcpy(tx, in + i, m * sizeof(T));
+  std::memcpy(tc, cc + i, m * sizeof(float));
+  std::memcpy(ts, ss + i, m * sizeof(float));
+  const auto x = LoadF(df, tx);
+  StoreF(df, hn::MulAdd(x, hn::LoadU(df, tc), hn::Mul(hn::Reverse2(df, x), hn::LoadU(df, ts))), tx);
+  std::memcpy(out + i, tx, m * sizeof(T));
+#endif
+}
+
+template <typename T, bool kInterleaved, bool kBackward>
+void RopeTokensT(const detail::RopeJob& job, int64_t begin, int64_t end) {
+  const RotaryLayout& L = job.layout;
+  const size_t n = static_cast<size_t>(L.num_pairs());
+  const size_t start = static_cast<size_t>(L.rotary_start);
+  const size_t head_dim = static_cast<size_t>(L.head_dim);
+  const size_t after = start + 2 * n;  // first pass-through dim after the window
+  const RopeTable& table = *job.table;
+  // Scratch: on-the-fly cos/sin (2n) and, for interleaved, the expanded factors (4n).
+  auto scratch = hwy::AllocateAligned<float>(6 * n + 1);
+  float* fly_c = scratch.get();
+  float* fly_s = fly_c + n;
+  float* cc = fly_s + n;
+  float* ss = cc + 2 * n;
+  for (int64_t t = begin; t < end; ++t) {
+    const int64_t pos = job.positions[t];
+    const float* c;
+    const float* s;
+    if (pos < table.num_positions()) {
+      c = table.cos_row(pos);
+      s = table.sin_row(pos);
+    } else {
+      table.CosSin(pos, fly_c, fly_s);
+      c = fly_c;
+      s = fly_s;
+    }
+    if constexpr (kInterleaved) {
+      const float sign = kBackward ? -1.0f : 1.0f;
+      for (size_t i = 0; i < n; ++i) {
+        cc[2 * i] = cc[2 * i + 1] = c[i];
+        ss[2 * i] = -sign * s[i];
+        ss[2 * i + 1] = sign * s[i];
+      }
+    }
+    for (int k = 0; k < job.num_tensors; ++k) {
+      const detail::RopeTensor& x = job.tensors[k];
+      const T* in_tok = static_cast<const T*>(x.in) + t * x.in_token_stride;
+      T* out_tok = static_cast<T*>(x.out) + t * x.out_token_stride;
+      for (int64_t h = 0; h < x.heads; ++h) {
+        const T* in = in_tok + h * x.in_head_stride;
+        T* out = out_tok + h * x.out_head_stride;
+        if (in != out) {  // copy the dims outside the rotary window
+          if (start > 0) std::memcpy(out, in, start * sizeof(T));
+          if (after < head_dim) std::memcpy(out + after, in + after, (head_dim - after) * sizeof(T));
+        }
+        if constexpr (kInterleaved) {
+          RotateInterleavedRow(in + start, out + start, cc, ss, 2 * n);
+        } else {
+          RotateHalfRow<kBackward>(in + start, out + start, c, s, n);
+        }
+      }
+    }
+  }
+}
+
+template <typename T>
+void RopeTokensDtype(const detail::RopeJob& job, int64_t begin, int64_t end) {
+  const bool inter = job.layout.pairing == RopePairing::kInterleaved;
+  if (inter) {
+    job.backward ? RopeTokensT<T, true, true>(job, begin, end) : RopeTokensT<T, true, false>(job, begin, end);
+  } else {
+    job.backward ? RopeTokensT<T, false, true>(job, begin, end) : RopeTokensT<T, false, false>(job, begin, end);
+  }
+}
+
+// The exported per-target entry point.
+void RopeTokensTarget(const detail::RopeJob& job, int64_t begin, int64_t end) {
+  switch (job.dtype) {
+    case DType::kF32: RopeTokensDtype<float>(job, begin, end); break;
+    case DType::kF16: RopeTokensDtype<f16_t>(job, begin, end); break;
+    case DType::kBF16: RopeTokensDtype<bf16_t>(job, begin, end); break;
+    default: break;  // validated at the boundary
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace posenc
+HWY_AFTER_NAMESPACE();
+
+#endif  // include guard toggled per target

@@ -1,0 +1,73 @@
+// Target listing and forcing on top of Highway's dispatch (hwy/targets.h). This file is compiled
+// with the same HWY_TARGETS as the kernels (no per-file overrides), so the lists match.
+#include "posenc/simd.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdint>
+
+#include <fmt/format.h>
+#include <hwy/highway.h>
+#include <hwy/targets.h>
+
+namespace posenc {
+
+namespace {
+
+// HWY_TARGETS bits from best (lowest bit) to worst.
+std::vector<int64_t> CompiledBits() {
+  std::vector<int64_t> bits;
+  for (int64_t t = HWY_TARGETS; t != 0; t &= t - 1) bits.push_back(t & ~(t - 1));
+  return bits;
+}
+
+std::string Upper(std::string_view s) {
+  std::string u(s);
+  for (char& c : u) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return u;
+}
+
+}  // namespace
+
+std::vector<std::string> CompiledSimdTargets() {
+  std::vector<std::string> names;
+  for (int64_t b : CompiledBits()) names.emplace_back(hwy::TargetName(b));
+  return names;
+}
+
+std::vector<std::string> AvailableSimdTargets() {
+  std::vector<std::string> names;
+  const int64_t supported = hwy::SupportedTargets();
+  for (int64_t b : CompiledBits())
+    if (supported & b) names.emplace_back(hwy::TargetName(b));
+  return names;
+}
+
+std::string ChosenSimdTarget() {
+  const int64_t usable = hwy::SupportedTargets() & HWY_TARGETS;
+  if (usable == 0) return hwy::TargetName(HWY_STATIC_TARGET);
+  return hwy::TargetName(usable & ~(usable - 1));
+}
+
+Status ForceSimdTarget(std::string_view name) {
+  const std::string want = Upper(name);
+  if (want.empty() || want == "BEST" || want == "AUTO") {
+    hwy::DisableTargets(0);
+    return OkStatus();
+  }
+  const std::vector<int64_t> bits = CompiledBits();
+  for (int64_t b : bits) {
+    if (Upper(hwy::TargetName(b)) != want) continue;
+    hwy::DisableTargets(0);  // lift any earlier cap before asking what the CPU runs
+    if ((hwy::SupportedTargets() & b) == 0)
+      return UnimplementedError(fmt::format("simd: target {} is compiled but this CPU cannot run it", want));
+    hwy::DisableTargets(b - 1);  // every better target (lower bits)
+    return OkStatus();
+  }
+  std::string list;
+  for (int64_t b : bits) list += std::string(list.empty() ? "" : ", ") + hwy::TargetName(b);
+  return InvalidArgumentError(
+      fmt::format("simd: target '{}' is not compiled into posenc (compiled: {}; or 'best')", name, list));
+}
+
+}  // namespace posenc

@@ -1,0 +1,268 @@
+// The SIMD RoPE kernels on every compiled target this CPU runs, against the scalar reference.
+//
+// Tolerances (derived, not tuned):
+//  * float32: the kernel computes fma(a, c, -(b*s)) (and the mirror forms), so its error is at most
+//    half an ulp of the product it rounds plus half an ulp of the result; the reference rounds the
+//    float64 value once (half an ulp of the result). With M = max(|a c|, |b s|, |ref|) per output,
+//    |fast - ref| <= 1.5 ulp(M); we require <= 2 ulp(M), ulp(x) = 2^(floor(log2 x) - 23).
+//  * float16 / bfloat16: both sides round to the storage type with round-to-nearest-even. The fast
+//    path's float32 value is within 1.5 ulp_f32(M) of the exact value, so its 16-bit result is the
+//    correct rounding of a value within 2 ulp_f32(M) of the exact one: it equals the reference's bit
+//    for bit unless the exact value lies that close to a 16-bit rounding midpoint (then one unit
+//    apart), or cancellation (|result| << M) leaves several 16-bit units inside 2 ulp_f32(M) (tiny
+//    results, float16 subnormals). The test checks exactly that interval and prints how many differ.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "posenc/parallel.hpp"
+#include "posenc/rope.hpp"
+#include "posenc/simd.hpp"
+#include "test_support.hpp"
+
+namespace posenc {
+namespace {
+
+struct Shape {
+  int64_t tokens, heads, head_dim, rotary_dim, rotary_start;
+};
+
+double Ulp(double m) {
+  if (m < 1e-30) return std::ldexp(1.0, -149);
+  return std::ldexp(1.0, std::ilogb(m) - 23);
+}
+
+// Storage buffer with a deliberate misalignment of `offset` elements.
+struct Buffer {
+  std::vector<uint8_t> bytes;
+  size_t offset_bytes;
+  void* data() { return bytes.data() + offset_bytes; }
+};
+
+Buffer MakeBuffer(DType dtype, const std::vector<float>& values, size_t offset_elems) {
+  const size_t es = SizeOf(dtype);
+  Buffer b{std::vector<uint8_t>((values.size() + offset_elems + 16) * es + 64), 0};
+  // Base address rounded up to 64 then moved by offset_elems: misaligned for every vector width.
+  const auto base = reinterpret_cast<uintptr_t>(b.bytes.data());
+  b.offset_bytes = ((base + 63) / 64 * 64 - base) + offset_elems * es;
+  auto* p = static_cast<uint8_t*>(b.data());
+  for (size_t i = 0; i < values.size(); ++i) {
+    switch (dtype) {
+      case DType::kF32: std::memcpy(p + i * 4, &values[i], 4); break;
+      case DType::kF16: { f16_t h = F32ToF16(values[i]); std::memcpy(p + i * 2, &h, 2); break; }
+      default: { bf16_t h = F32ToBF16(values[i]); std::memcpy(p + i * 2, &h, 2); break; }
+    }
+  }
+  return b;
+}
+
+float Get(DType dtype, const void* data, size_t i) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  switch (dtype) {
+    case DType::kF32: { float f; std::memcpy(&f, p + i * 4, 4); return f; }
+    case DType::kF16: { f16_t h; std::memcpy(&h, p + i * 2, 2); return F16ToF32(h); }
+    default: { bf16_t h; std::memcpy(&h, p + i * 2, 2); return BF16ToF32(h); }
+  }
+}
+
+double LoadStored(DType dtype, float v) {
+  switch (dtype) {
+    case DType::kF32: return v;
+    case DType::kF16: return F16ToF32(F32ToF16(v));
+    default: return BF16ToF32(F32ToBF16(v));
+  }
+}
+
+uint16_t Bits16(DType dtype, const void* data, size_t i) {
+  uint16_t u;
+  std::memcpy(&u, static_cast<const uint8_t*>(data) + i * 2, 2);
+  (void)dtype;
+  return u;
+}
+
+// Checks fast vs reference for one shape; returns the number of 16-bit midpoint mismatches.
+int64_t CheckCase(const std::string& target, DType dtype, RopePairing pairing, RopeDirection dir, const Shape& sh,
+                  bool in_place, size_t misalign, uint64_t seed) {
+  SCOPED_TRACE(fmt::format("target {} dtype {} layout {} {} shape [{}, {}, {}] rotary {}@{} {} misalign {} seed {}",
+                           target, ToString(dtype), ToString(pairing), dir == RopeDirection::kForward ? "fwd" : "bwd",
+                           sh.tokens, sh.heads, sh.head_dim, sh.rotary_dim, sh.rotary_start,
+                           in_place ? "in-place" : "out-of-place", misalign, seed));
+  RotaryLayout layout{pairing, sh.head_dim, sh.rotary_start, sh.rotary_dim};
+  auto freqs = DefaultRopeFrequencies(sh.rotary_dim, 10000.0).value();
+  // A short table: later positions take the on-the-fly path.
+  auto table = RopeTable::Build(freqs, 64, RopePrecision::kReference).value();
+  auto rng = testing::MakeRng(seed);
+  std::vector<int64_t> positions(static_cast<size_t>(sh.tokens));
+  for (size_t t = 0; t < positions.size(); ++t) positions[t] = (t % 3 == 0) ? static_cast<int64_t>(rng() % 64)
+                                                                         : static_cast<int64_t>(rng() % 100000);
+  const size_t count = static_cast<size_t>(sh.tokens * sh.heads * sh.head_dim);
+  const std::vector<float> values = testing::RandomNormal(rng, count, 3.0f);
+  Buffer in = MakeBuffer(dtype, values, misalign);
+  Buffer ref_out = MakeBuffer(dtype, values, 0);
+  Buffer fast_out = MakeBuffer(dtype, std::vector<float>(count, -7.0f), misalign);
+  RopeArgs args{layout, &table, positions, dir};
+  HeadsView in_view = HeadsView::Dense(in.data(), dtype, sh.tokens, sh.heads, sh.head_dim);
+  HeadsView ref_view = HeadsView::Dense(ref_out.data(), dtype, sh.tokens, sh.heads, sh.head_dim);
+  EXPECT_TRUE(ApplyRopeReference(args, in_view, ref_view).ok());
+  void* fast_data = in_place ? in.data() : fast_out.data();
+  HeadsView fast_view = HeadsView::Dense(fast_data, dtype, sh.tokens, sh.heads, sh.head_dim);
+  Status st = in_place ? ApplyRope(args, fast_view) : ApplyRope(args, in_view, fast_view);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+
+  int64_t midpoint_mismatches = 0, failures = 0;
+  std::vector<float> c(static_cast<size_t>(layout.num_pairs())), s(c.size());
+  const double sign = dir == RopeDirection::kForward ? 1.0 : -1.0;
+  for (int64_t t = 0; t < sh.tokens && failures < 5; ++t) {
+    table.CosSin(positions[static_cast<size_t>(t)], c.data(), s.data());
+    for (int64_t h = 0; h < sh.heads && failures < 5; ++h) {
+      const size_t row = static_cast<size_t>((t * sh.heads + h) * sh.head_dim);
+      // Pass-through dims are copied exactly.
+      for (int64_t d = 0; d < sh.head_dim; ++d) {
+        if (d >= sh.rotary_start && d < sh.rotary_start + sh.rotary_dim) continue;
+        const float want = Get(dtype, ref_out.data(), row + d), got = Get(dtype, fast_data, row + d);
+        if (std::memcmp(&want, &got, 4) != 0 && ++failures <= 5)
+          ADD_FAILURE() << fmt::format("pass-through token {} head {} dim {}: {} vs {}", t, h, d, got, want);
+      }
+      for (int64_t i = 0; i < layout.num_pairs(); ++i) {
+        const size_t ia = row + static_cast<size_t>(layout.first(i)), ib = row + static_cast<size_t>(layout.second(i));
+        // Inputs as stored (rounded to the storage type), from the untouched values.
+        const double va = LoadStored(dtype, values[ia]), vb = LoadStored(dtype, values[ib]);
+        const double ci = c[static_cast<size_t>(i)], si = sign * s[static_cast<size_t>(i)];
+        const double exact[2] = {va * ci - vb * si, va * si + vb * ci};
+        const double terms[2][2] = {{std::fabs(va * ci), std::fabs(vb * si)}, {std::fabs(va * si), std::fabs(vb * ci)}};
+        const size_t idx[2] = {ia, ib};
+        for (int k = 0; k < 2; ++k) {
+          const double want = Get(dtype, ref_out.data(), idx[k]);
+          const double got = Get(dtype, fast_data, idx[k]);
+          const double m = std::max({terms[k][0], terms[k][1], std::fabs(want)});
+          if (dtype == DType::kF32) {
+            if (std::fabs(got - want) > 2 * Ulp(m) && ++failures <= 5)
+              ADD_FAILURE() << fmt::format("token {} head {} pair {} out {}: fast {} ref {} diff {:.3} ulp(M) (a {} b {} cos {} sin {})",
+                                           t, h, i, k, got, want, std::fabs(got - want) / Ulp(m), va, vb, ci, si);
+          } else {
+            const uint16_t wb = Bits16(dtype, ref_out.data(), idx[k]), gb = Bits16(dtype, fast_data, idx[k]);
+            if (wb == gb) continue;
+            // The 16-bit result must be the rounding of some value within 2 ulp_f32(M) of the exact one.
+            const double e = 2 * Ulp(m);
+            const double lo = LoadStored(dtype, static_cast<float>(exact[k] - e));
+            const double hi = LoadStored(dtype, static_cast<float>(exact[k] + e));
+            if (got >= lo && got <= hi) {
+              ++midpoint_mismatches;
+            } else if (++failures <= 5) {
+              ADD_FAILURE() << fmt::format("token {} head {} pair {} out {}: fast {:#06x} ({}) ref {:#06x} ({}) exact {} allowed [{}, {}]",
+                                           t, h, i, k, gb, got, wb, want, exact[k], lo, hi);
+            }
+          }
+        }
+      }
+    }
+  }
+  return midpoint_mismatches;
+}
+
+// Every compiled target this CPU runs, best first; each test forces them in turn and restores "best".
+class PerTarget : public ::testing::Test {
+ protected:
+  void TearDown() override { EXPECT_TRUE(ForceSimdTarget("best").ok()); }
+};
+
+TEST_F(PerTarget, ListsAndForcesTargets) {
+  const auto compiled = CompiledSimdTargets();
+  const auto available = AvailableSimdTargets();
+  ASSERT_FALSE(available.empty());
+  EXPECT_EQ(ChosenSimdTarget(), available.front());
+  for (const auto& name : available) {
+    ASSERT_TRUE(ForceSimdTarget(name).ok()) << name;
+    EXPECT_EQ(ChosenSimdTarget(), name);
+  }
+  Status bad = ForceSimdTarget("MMX9");
+  EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.message().find("MMX9"), std::string::npos) << bad.message();
+  EXPECT_NE(bad.message().find(compiled.front()), std::string::npos) << bad.message();
+}
+
+// The grid of the issue: tokens 0, 1, 2, 17, 4096; heads 1, 3, 32; head_dim 64, 80, 96, 128, 256;
+// partial windows (rotary_dim < head_dim, with and without an offset); odd pair counts. Large
+// products of the grid would be slow through the reference, so each axis is crossed with small values
+// of the others.
+const Shape kShapes[] = {
+    {0, 3, 64, 64, 0},     {1, 1, 64, 64, 0},      {2, 3, 80, 80, 0},     {17, 3, 96, 96, 0},
+    {17, 32, 128, 128, 0}, {2, 1, 256, 256, 0},    {4096, 1, 64, 64, 0},  {3, 3, 128, 64, 0},
+    {3, 3, 256, 64, 192},  {5, 3, 80, 40, 20},     {4, 1, 96, 26, 2},     {2, 32, 64, 6, 58},
+    {17, 1, 128, 2, 0},    {2, 1, 64, 34, 30},
+};
+
+TEST_F(PerTarget, MatchesReferenceOnEveryTarget) {
+  uint64_t seed = 1;
+  for (const auto& target : AvailableSimdTargets()) {
+    ASSERT_TRUE(ForceSimdTarget(target).ok());
+    int64_t midpoint = 0;
+    for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16})
+      for (RopePairing pairing : {RopePairing::kHalf, RopePairing::kInterleaved})
+        for (const Shape& sh : kShapes) {
+          const bool in_place = (seed % 2) == 0;
+          const size_t misalign = seed % 3;  // 0, 1 or 2 elements off a 64-byte boundary
+          const RopeDirection dir = (seed % 5 == 4) ? RopeDirection::kBackward : RopeDirection::kForward;
+          midpoint += CheckCase(target, dtype, pairing, dir, sh, in_place, misalign, seed);
+          ++seed;
+          if (HasFailure()) return;
+        }
+    std::printf("[ target %s ] 16-bit results differing from the reference (inside the bound): %lld\n", target.c_str(),
+                static_cast<long long>(midpoint));
+  }
+}
+
+TEST_F(PerTarget, InPlaceOutOfPlaceAndBothDirectionsOnEveryTarget) {
+  uint64_t seed = 1000;
+  const Shape sh{17, 3, 80, 80, 0};
+  for (const auto& target : AvailableSimdTargets()) {
+    ASSERT_TRUE(ForceSimdTarget(target).ok());
+    for (DType dtype : {DType::kF32, DType::kBF16})
+      for (RopePairing pairing : {RopePairing::kHalf, RopePairing::kInterleaved})
+        for (RopeDirection dir : {RopeDirection::kForward, RopeDirection::kBackward})
+          for (bool in_place : {false, true}) CheckCase(target, dtype, pairing, dir, sh, in_place, 1, ++seed);
+  }
+}
+
+TEST(RopeSimd, QueriesAndKeysInOneCallMatchSeparateCalls) {
+  const int64_t T = 9, Hq = 8, Hk = 2, D = 64;
+  RotaryLayout layout{RopePairing::kHalf, D, 0, D};
+  auto table = RopeTable::Build(DefaultRopeFrequencies(D, 500000.0).value(), 8, RopePrecision::kExact).value();
+  std::vector<int64_t> pos = {0, 3, 7, 8, 100, 2, 5000, 1, 6};  // in and past the table
+  auto rng = testing::MakeRng(7);
+  auto q = testing::RandomNormal(rng, T * Hq * D), k = testing::RandomNormal(rng, T * Hk * D);
+  auto q2 = q, k2 = k;
+  RopeArgs args{layout, &table, pos};
+  ASSERT_TRUE(ApplyRopeQK(args, HeadsView::Dense(q.data(), DType::kF32, T, Hq, D),
+                          HeadsView::Dense(k.data(), DType::kF32, T, Hk, D)).ok());
+  ASSERT_TRUE(ApplyRope(args, HeadsView::Dense(q2.data(), DType::kF32, T, Hq, D)).ok());
+  ASSERT_TRUE(ApplyRope(args, HeadsView::Dense(k2.data(), DType::kF32, T, Hk, D)).ok());
+  EXPECT_EQ(0, std::memcmp(q.data(), q2.data(), q.size() * 4));
+  EXPECT_EQ(0, std::memcmp(k.data(), k2.data(), k.size() * 4));
+}
+
+TEST(RopeSimd, RejectsPartialOverlapAndMixedDtypes) {
+  const int64_t T = 4, H = 2, D = 8;
+  std::vector<float> buf(T * H * D + 8);
+  RotaryLayout layout{RopePairing::kHalf, D, 0, D};
+  auto table = RopeTable::Build(DefaultRopeFrequencies(D, 10000.0).value(), 16, RopePrecision::kReference).value();
+  std::vector<int64_t> pos(T, 1);
+  RopeArgs args{layout, &table, pos};
+  Status s = ApplyRope(args, HeadsView::Dense(buf.data(), DType::kF32, T, H, D),
+                       HeadsView::Dense(buf.data() + 4, DType::kF32, T, H, D));
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("overlaps"), std::string::npos) << s.message();
+  std::vector<uint16_t> k16(T * H * D);
+  s = ApplyRopeQK(args, HeadsView::Dense(buf.data(), DType::kF32, T, H, D),
+                  HeadsView::Dense(k16.data(), DType::kBF16, T, H, D));
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("bfloat16"), std::string::npos) << s.message();
+}
+
+}  // namespace
+}  // namespace posenc
