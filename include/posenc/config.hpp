@@ -85,6 +85,12 @@ Result<RopeConfig> RopeConfigFromGgmlParams(std::string_view json_text, int64_t 
 // llama.cpp passes to ggml_rope_ext, and the pairing llama.cpp fixes per architecture
 // (llama_model_rope_type). kNotFound: file or required key missing; kUnimplemented: an architecture
 // whose rope type posenc does not know, or an M-RoPE / vision one.
-Result<PositionScheme> LoadGgufConfig(const std::string& path);
+//
+// llama.cpp itself falls back to base 10000 when freq_base is absent; posenc refuses that unless
+// `options.allow_default_freq_base` is set (then the fallback is taken and noted).
+struct GgufConfigOptions {
+  bool allow_default_freq_base = false;
+};
+Result<PositionScheme> LoadGgufConfig(const std::string& path, const GgufConfigOptions& options = {});
 
 }  // namespace posenc

@@ -166,16 +166,20 @@ void GgmlCorrDims(int64_t n_dims, int64_t n_ctx_orig, double freq_base, double b
   *high = std::min(nd - 1.0f, end);
 }
 
-Result<RopeFrequencies> Ggml(const RopeConfig& c) {
+Result<RopeFrequencies> Ggml(const RopeConfig& c, int64_t seq_len) {
   const RopeScaling& s = c.scaling;
   const int64_t n_dims = c.layout.rotary_dim;
+  // LongRoPE GGUF models (Phi-3) carry two divisor lists; the long one applies past the original length.
+  const std::vector<double>& ff = !s.freq_factors.empty() || s.long_factor.empty() ? s.freq_factors
+                                  : seq_len > s.original_max_position_embeddings   ? s.long_factor
+                                                                                   : s.short_factor;
   RopeFrequencies f;
   f.inv_freq = Powers(c.base, n_dims / 2, n_dims);
   double low = 0, high = 0;
   if (s.ext_factor != 0.0)
     GgmlCorrDims(n_dims, s.original_max_position_embeddings, c.base, s.beta_fast, s.beta_slow, &low, &high);
   for (size_t i = 0; i < f.inv_freq.size(); ++i) {
-    const double extrap = f.inv_freq[i] / (s.freq_factors.empty() ? 1.0 : s.freq_factors[i]);
+    const double extrap = f.inv_freq[i] / (ff.empty() ? 1.0 : ff[i]);
     const double interp = s.freq_scale * extrap;
     if (s.ext_factor != 0.0) {
       const double y = (static_cast<double>(i) - low) / std::max(0.001, high - low);
@@ -287,6 +291,11 @@ Status ValidateRopeConfig(const RopeConfig& c) {
       if (!std::isfinite(s.attn_factor) || s.attn_factor <= 0)
         return FieldError(c, "attn_factor", fmt::format("{}", s.attn_factor), "must be finite and > 0");
       if (!s.freq_factors.empty()) POSENC_RETURN_IF_ERROR(CheckFactorList(c, "freq_factors", s.freq_factors));
+      if (!s.long_factor.empty() || !s.short_factor.empty()) {
+        POSENC_RETURN_IF_ERROR(CheckFactorList(c, "rope_factors_short", s.short_factor));
+        POSENC_RETURN_IF_ERROR(CheckFactorList(c, "rope_factors_long", s.long_factor));
+        POSENC_RETURN_IF_ERROR(CheckOriginal(c, "n_ctx_orig"));
+      }
       if (s.ext_factor != 0.0) {
         POSENC_RETURN_IF_ERROR(CheckOriginal(c, "n_ctx_orig"));
         POSENC_RETURN_IF_ERROR(CheckBetas(c));
@@ -324,7 +333,7 @@ Result<RopeFrequencies> ComputeRopeFrequencies(const RopeConfig& config, int64_t
     case RopeScalingType::kLlama3: return Llama3(config);
     case RopeScalingType::kLongRope: return LongRope(config, seq_len);
     case RopeScalingType::kProportional: return Proportional(config);
-    case RopeScalingType::kGgml: return Ggml(config);
+    case RopeScalingType::kGgml: return Ggml(config, seq_len);
   }
   return InvalidArgumentError("rope frequencies: unknown scaling type");
 }
