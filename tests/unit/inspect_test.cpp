@@ -1,0 +1,142 @@
+// `posenc inspect` on every config in the golden folders. The hf cases' `config` objects are written
+// to temporary config.json files (with the case's model family added where the config itself does
+// not name it: GPT-J's, BLOOM's and Marian's configs carry no key that identifies the scheme). The
+// ggml cases' configs are ggml_rope_ext parameters, not Hugging Face configs, so inspect does not
+// read them; tests/golden/rope_frequencies_test.cpp covers them through RopeConfigFromGgmlParams.
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "posenc/npy.hpp"
+#include "test_support.hpp"
+
+namespace posenc {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string TempDir() {
+  const fs::path d = fs::temp_directory_path() / ("posenc_inspect_test_" + std::to_string(::getpid()));
+  fs::create_directories(d);
+  return d.string();
+}
+
+TEST(Inspect, EveryHfGoldenConfig) {
+  POSENC_REQUIRE_DATA(root, "golden/hf");
+  const std::string tmp = TempDir();
+  int checked = 0;
+  for (const auto& e : fs::directory_iterator(root)) {
+    if (!fs::exists(e.path() / "case.json")) continue;
+    SCOPED_TRACE(e.path().string());
+    std::ifstream f(e.path() / "case.json");
+    const json c = json::parse(f);
+    json config = c["config"];
+    const std::string scheme = c["scheme"];
+    if (!config.contains("model_type")) {
+      if (c.contains("hf_model_type")) config["model_type"] = c["hf_model_type"];
+      else if (scheme == "alibi" && c.value("variant", "") == "bloom") config["model_type"] = "bloom";
+      else if (scheme == "sinusoidal" && c.value("layout", "") == "concat") config["model_type"] = "marian";
+    }
+    const std::string path = tmp + "/" + e.path().filename().string() + ".json";
+    std::ofstream(path) << config.dump();
+
+    std::string seq_arg;
+    int64_t seq_len = 0;
+    if (scheme == "rope") {
+      if (c.contains("seq_len")) {
+        seq_len = c["seq_len"];
+      } else {
+        Result<Array> pos = ReadNpy((e.path() / c["files"]["positions"].get<std::string>()).string());
+        ASSERT_TRUE(pos.ok()) << pos.status().ToString();
+        Array p = pos->AsType(DType::kI64).value();
+        seq_len = *std::max_element(p.span<int64_t>().begin(), p.span<int64_t>().end()) + 1;
+      }
+      seq_arg = " --seq-len " + std::to_string(seq_len);
+    }
+    std::string out;
+    ASSERT_EQ(testing::RunCommand(testing::CliPath() + " inspect " + path + seq_arg + " --json", &out), 0) << out;
+    const json d = json::parse(out, nullptr, false);
+    ASSERT_FALSE(d.is_discarded()) << out;
+    EXPECT_EQ(d["scheme"], scheme);
+    if (scheme == "rope") {
+      EXPECT_EQ(d["head_dim"], c["head_dim"]);
+      EXPECT_EQ(d["rotary_dim"], c["rotary_dim"]);
+      EXPECT_EQ(d["layout"], c["layout"]);
+      EXPECT_EQ(d["seq_len"], seq_len);
+      EXPECT_NEAR(d["attention_scaling"].get<double>(), c["attention_scaling"].get<double>(), 1e-12);
+      ASSERT_EQ(d["pairs"].size(), c["rotary_dim"].get<size_t>() / 2);
+      // Pair 0 always turns at frequency 1 / its scaling divisor; its wavelength is 2*pi / frequency.
+      const json& p0 = d["pairs"][0];
+      EXPECT_NEAR(p0["wavelength"].get<double>() * p0["frequency"].get<double>(), 2 * M_PI, 1e-9);
+      // Text form: the same scheme and a table row per pair.
+      std::string text;
+      ASSERT_EQ(testing::RunCommand(testing::CliPath() + " inspect " + path + seq_arg, &text), 0) << text;
+      EXPECT_NE(text.find("scheme: rope"), std::string::npos) << text;
+      EXPECT_NE(text.find("scaling: " + d["scaling"].get<std::string>()), std::string::npos) << text;
+      EXPECT_NE(text.find("wavelength"), std::string::npos) << text;
+    } else if (scheme == "alibi") {
+      EXPECT_EQ(d["alibi_variant"], c["variant"]);
+    } else if (scheme == "t5_bucket") {
+      EXPECT_EQ(d["num_buckets"], c["num_buckets"]);
+      EXPECT_EQ(d["max_distance"], c["max_distance"]);
+      EXPECT_EQ(d["bidirectional"], c["bidirectional"]);
+    } else if (scheme == "sinusoidal") {
+      EXPECT_EQ(d["layout"], c["layout"]);
+    }
+    ++checked;
+  }
+  EXPECT_GT(checked, 0);
+  fs::remove_all(tmp);
+}
+
+TEST(Inspect, RegimesOfYarnAtTheRampEnds) {
+  const std::string tmp = TempDir();
+  const std::string path = tmp + "/yarn.json";
+  std::ofstream(path) << R"({"hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 65536,
+    "rope_parameters": {"rope_type": "yarn", "rope_theta": 1000000.0, "factor": 8.0,
+    "original_max_position_embeddings": 8192, "beta_fast": 16.0, "beta_slow": 2.0}})";
+  std::string out;
+  ASSERT_EQ(testing::RunCommand(testing::CliPath() + " inspect " + path + " --json", &out), 0) << out;
+  const json d = json::parse(out);
+  // Ramp from pair 20 (floor of the beta_fast correction dim) to 31 (ceil of beta_slow's).
+  EXPECT_EQ(d["pairs"][20]["regime"], "extrapolated");
+  EXPECT_EQ(d["pairs"][21]["regime"], "blended");
+  EXPECT_EQ(d["pairs"][30]["regime"], "blended");
+  EXPECT_EQ(d["pairs"][31]["regime"], "interpolated");
+  EXPECT_EQ(d["pairs"][63]["regime"], "interpolated");
+  EXPECT_EQ(d["seq_len"], 65536);  // default: max_position_embeddings
+  fs::remove_all(tmp);
+}
+
+TEST(Inspect, GgufTinyLlama) {
+  POSENC_REQUIRE_DATA(path, "models/llama-2-tiny-random/llama-2-tiny-random.gguf");
+  std::string out;
+  EXPECT_EQ(testing::RunCommand(testing::CliPath() + " inspect " + path, &out), 2) << out;
+  EXPECT_NE(out.find("llama.rope.freq_base"), std::string::npos) << out;
+  ASSERT_EQ(testing::RunCommand(testing::CliPath() + " inspect " + path + " --allow-default-base --json", &out), 0) << out;
+  const json d = json::parse(out);
+  EXPECT_EQ(d["layout"], "interleaved");
+  EXPECT_EQ(d["scaling"], "ggml");
+  EXPECT_EQ(d["rotary_dim"], 4);
+  EXPECT_EQ(d["base"], 10000.0);
+}
+
+TEST(Inspect, BadInputExitsTwoNamingTheFault) {
+  const std::string tmp = TempDir();
+  const std::string path = tmp + "/bad.json";
+  std::ofstream(path) << R"({"hidden_size": 64, "num_attention_heads": 4, "rope_scaling": {"rope_type": "warp", "factor": 2}})";
+  std::string out;
+  EXPECT_EQ(testing::RunCommand(testing::CliPath() + " inspect " + path, &out), 2) << out;
+  EXPECT_NE(out.find("warp"), std::string::npos) << out;
+  EXPECT_NE(out.find("rope_type"), std::string::npos) << out;
+  EXPECT_EQ(testing::RunCommand(testing::CliPath() + " inspect " + tmp + "/missing.json", &out), 2) << out;
+  EXPECT_NE(out.find("missing.json"), std::string::npos) << out;
+  fs::remove_all(tmp);
+}
+
+}  // namespace
+}  // namespace posenc

@@ -1,0 +1,235 @@
+// `posenc inspect CONFIG.json|MODEL.gguf [--seq-len N] [--json]`: what positional scheme a model's
+// config describes, with every RoPE pair's frequency, wavelength and regime at one sequence length.
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+#include <numbers>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "posenc/config.hpp"
+#include "posenc/rope_config.hpp"
+
+namespace posenc::cli {
+namespace {
+
+using nlohmann::json;
+
+bool LooksLikeGguf(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  char magic[4] = {};
+  f.read(magic, 4);
+  return f.gcount() == 4 && magic[0] == 'G' && magic[1] == 'G' && magic[2] == 'U' && magic[3] == 'F';
+}
+
+// The parameters the scaling uses, as (key, value) pairs in the config's own words.
+json ScalingParams(const RopeConfig& rc) {
+  const RopeScaling& s = rc.scaling;
+  json p = json::object();
+  auto opt = [&](const char* k, const std::optional<double>& v) {
+    if (v.has_value()) p[k] = *v;
+  };
+  switch (s.type) {
+    case RopeScalingType::kNone: break;
+    case RopeScalingType::kLinear:
+    case RopeScalingType::kNtk:
+      p["factor"] = s.factor;
+      break;
+    case RopeScalingType::kDynamicNtk:
+      p["factor"] = s.factor;
+      p["max_position_embeddings"] = rc.max_position_embeddings;
+      break;
+    case RopeScalingType::kYarn:
+      p["factor"] = s.factor;
+      p["original_max_position_embeddings"] = s.original_max_position_embeddings;
+      p["beta_fast"] = s.beta_fast;
+      p["beta_slow"] = s.beta_slow;
+      p["truncate"] = s.truncate;
+      opt("attention_factor", s.attention_factor);
+      opt("mscale", s.mscale);
+      opt("mscale_all_dim", s.mscale_all_dim);
+      break;
+    case RopeScalingType::kLlama3:
+      p["factor"] = s.factor;
+      p["original_max_position_embeddings"] = s.original_max_position_embeddings;
+      p["low_freq_factor"] = s.low_freq_factor;
+      p["high_freq_factor"] = s.high_freq_factor;
+      break;
+    case RopeScalingType::kLongRope:
+      p["factor"] = s.factor;
+      p["original_max_position_embeddings"] = s.original_max_position_embeddings;
+      opt("attention_factor", s.attention_factor);
+      p["short_factor"] = s.short_factor;
+      p["long_factor"] = s.long_factor;
+      break;
+    case RopeScalingType::kProportional:
+      p["factor"] = s.factor;
+      p["partial_rotary_factor"] = s.partial_rotary_factor;
+      break;
+    case RopeScalingType::kGgml:
+      p["freq_scale"] = s.freq_scale;
+      p["ext_factor"] = s.ext_factor;
+      p["attn_factor"] = s.attn_factor;
+      p["n_ctx_orig"] = s.original_max_position_embeddings;
+      p["beta_fast"] = s.beta_fast;
+      p["beta_slow"] = s.beta_slow;
+      if (!s.freq_factors.empty()) p["freq_factors"] = s.freq_factors;
+      if (!s.long_factor.empty()) {
+        p["rope_factors_short"] = s.short_factor;
+        p["rope_factors_long"] = s.long_factor;
+      }
+      break;
+  }
+  return p;
+}
+
+// Everything `inspect` reports, as JSON (the text form is printed from it).
+Result<json> Describe(const PositionScheme& s, const std::string& path, int64_t seq_len_opt) {
+  json out;
+  out["source"] = path;
+  out["scheme"] = std::string(ToString(s.kind));
+  if (!s.model_type.empty()) out["model_type"] = s.model_type;
+  if (s.num_heads > 0) out["num_heads"] = s.num_heads;
+  if (s.num_kv_heads > 0) out["num_kv_heads"] = s.num_kv_heads;
+  if (s.hidden_size > 0) out["hidden_size"] = s.hidden_size;
+  out["notes"] = s.notes;
+  switch (s.kind) {
+    case PositionKind::kAlibi:
+      out["alibi_variant"] = s.alibi_variant;
+      if (s.alibi_variant == "mpt") out["alibi_bias_max"] = s.alibi_bias_max;
+      return out;
+    case PositionKind::kT5Bucket:
+      out["num_buckets"] = s.t5_num_buckets;
+      out["max_distance"] = s.t5_max_distance;
+      out["bidirectional"] = s.t5_bidirectional;
+      return out;
+    case PositionKind::kLearned:
+    case PositionKind::kSinusoidal:
+      out["max_position_embeddings"] = s.max_position_embeddings;
+      if (!s.sinusoidal_layout.empty()) out["layout"] = s.sinusoidal_layout;
+      return out;
+    case PositionKind::kNone:
+      return out;
+    case PositionKind::kRope:
+      break;
+  }
+  const RopeConfig& rc = s.rope;
+  int64_t seq_len = seq_len_opt;
+  if (seq_len < 0) {
+    seq_len = rc.max_position_embeddings;
+    out["seq_len_note"] = rc.max_position_embeddings > 0 ? "no --seq-len: max_position_embeddings used"
+                                                         : "no --seq-len and no max_position_embeddings: 0 used";
+  }
+  POSENC_ASSIGN_OR_RETURN(RopeFrequencies f, ComputeRopeFrequencies(rc, seq_len));
+  out["spelling"] = s.rope_spelling;
+  if (!s.rope_layer_types.empty()) {
+    out["layer_types"] = s.rope_layer_types;
+    out["layer_type"] = s.rope_layer_type;
+  }
+  out["layout"] = std::string(ToString(rc.layout.pairing));
+  out["head_dim"] = rc.layout.head_dim;
+  out["rotary_start"] = rc.layout.rotary_start;
+  out["rotary_dim"] = rc.layout.rotary_dim;
+  out["base"] = rc.base;
+  if (rc.max_position_embeddings > 0) out["max_position_embeddings"] = rc.max_position_embeddings;
+  out["scaling"] = std::string(ToString(rc.scaling.type));
+  out["scaling_params"] = ScalingParams(rc);
+  out["seq_len"] = seq_len;
+  out["attention_scaling"] = f.attention_scaling;
+  const std::vector<PairRegime> regimes = ClassifyPairs(rc, f);
+  const std::vector<double> plain = UnscaledFrequencies(rc);
+  json pairs = json::array();
+  for (size_t i = 0; i < f.inv_freq.size(); ++i) {
+    const double w = f.inv_freq[i];
+    json p;
+    p["pair"] = i;
+    p["dims"] = {rc.layout.first(static_cast<int64_t>(i)), rc.layout.second(static_cast<int64_t>(i))};
+    p["frequency"] = w;
+    // JSON has no infinity: an unrotated pair's wavelength is null.
+    if (w > 0) p["wavelength"] = 2.0 * std::numbers::pi / w;
+    else p["wavelength"] = nullptr;
+    if (w > 0 && i < plain.size()) p["divisor"] = plain[i] / w;
+    p["regime"] = std::string(ToString(regimes[i]));
+    pairs.push_back(p);
+  }
+  out["pairs"] = pairs;
+  return out;
+}
+
+void PrintText(const json& d) {
+  auto num = [](const json& v) { return v.is_number_float() ? fmt::format("{:.10g}", v.get<double>()) : v.dump(); };
+  std::printf("source: %s\n", d["source"].get<std::string>().c_str());
+  std::printf("scheme: %s\n", d["scheme"].get<std::string>().c_str());
+  for (const char* k : {"model_type", "num_heads", "num_kv_heads", "hidden_size", "alibi_variant", "alibi_bias_max",
+                        "num_buckets", "max_distance", "bidirectional", "spelling", "layer_type", "layout", "head_dim",
+                        "rotary_start", "rotary_dim", "base", "max_position_embeddings"}) {
+    if (!d.contains(k)) continue;
+    const json& v = d[k];
+    std::printf("%s: %s\n", k, v.is_string() ? v.get<std::string>().c_str() : num(v).c_str());
+  }
+  if (d.contains("layer_types")) std::printf("layer_types: %s\n", d["layer_types"].dump().c_str());
+  if (d.contains("scaling")) {
+    std::printf("scaling: %s\n", d["scaling"].get<std::string>().c_str());
+    for (auto it = d["scaling_params"].begin(); it != d["scaling_params"].end(); ++it) {
+      const std::string v = it->is_array() ? fmt::format("[{} values]", it->size()) : num(*it);
+      std::printf("  %s: %s\n", it.key().c_str(), v.c_str());
+    }
+    std::printf("seq_len: %lld%s\n", static_cast<long long>(d["seq_len"].get<int64_t>()),
+                d.contains("seq_len_note") ? fmt::format(" ({})", d["seq_len_note"].get<std::string>()).c_str() : "");
+    std::printf("attention_scaling: %s\n", num(d["attention_scaling"]).c_str());
+  }
+  if (!d["notes"].empty()) {
+    std::printf("notes:\n");
+    for (const auto& n : d["notes"]) std::printf("  - %s\n", n.get<std::string>().c_str());
+  }
+  if (d.contains("pairs")) {
+    std::printf("%5s %11s %16s %16s %10s  %s\n", "pair", "dims", "frequency", "wavelength", "divisor", "regime");
+    for (const auto& p : d["pairs"]) {
+      const std::string dims = fmt::format("({},{})", p["dims"][0].get<int64_t>(), p["dims"][1].get<int64_t>());
+      const std::string wl = p["wavelength"].is_null() ? "inf" : fmt::format("{:.6g}", p["wavelength"].get<double>());
+      const std::string dv = p.contains("divisor") ? fmt::format("{:.6g}", p["divisor"].get<double>()) : "-";
+      std::printf("%5lld %11s %16.9e %16s %10s  %s\n", static_cast<long long>(p["pair"].get<int64_t>()), dims.c_str(),
+                  p["frequency"].get<double>(), wl.c_str(), dv.c_str(), p["regime"].get<std::string>().c_str());
+    }
+  }
+}
+
+void RegisterInspect(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "inspect",
+      "Show the positional scheme of a Hugging Face config.json or a GGUF model: layout, rotary dims, base, "
+      "scaling and its parameters, attention scaling, notes on defaulted values, and every RoPE pair's "
+      "frequency, wavelength (2*pi/frequency, in tokens) and regime (extrapolated / interpolated / blended / "
+      "scaled / unrotated) at a sequence length");
+  static std::string path;
+  static int64_t seq_len = -1;
+  static bool as_json = false;
+  static std::string layer_type;
+  static bool allow_default_base = false;
+  cmd->add_option("config", path, "config.json or .gguf file")->required();
+  cmd->add_option("--seq-len", seq_len, "Sequence length (largest position + 1); default max_position_embeddings")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--json", as_json, "Print the same as JSON");
+  cmd->add_option("--layer-type", layer_type,
+                  "Nested rope_parameters (Gemma 3/4 style): which layer type, e.g. sliding_attention");
+  cmd->add_flag("--allow-default-base", allow_default_base,
+                "GGUF without <arch>.rope.freq_base: take llama.cpp's 10000 (noted) instead of failing");
+  cmd->callback([] {
+    Result<PositionScheme> s = LooksLikeGguf(path)
+                                   ? LoadGgufConfig(path, GgufConfigOptions{.allow_default_freq_base = allow_default_base})
+                                   : LoadHfConfig(path, HfConfigOptions{.layer_type = layer_type});
+    if (!s.ok()) return ReportError("inspect", s.status());
+    Result<json> d = Describe(*s, path, seq_len);
+    if (!d.ok()) return ReportError("inspect", d.status());
+    if (as_json) std::printf("%s\n", d->dump(2).c_str());
+    else PrintText(*d);
+    SetExitCode(0);
+  });
+}
+
+}  // namespace
+POSENC_CLI_COMMAND(40, RegisterInspect);
+}  // namespace posenc::cli
