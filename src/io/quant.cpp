@@ -11,6 +11,7 @@
 //                      x = d * scale * (q - 32) with q = 4 low bits | 2 high bits << 4
 #include "posenc/quant.hpp"
 
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -245,7 +246,11 @@ Result<Array> LookupRows(const QuantizedTable& table, std::span<const int64_t> i
   POSENC_RETURN_IF_ERROR(table.Validate());
   POSENC_RETURN_IF_ERROR(ValidateTokenIds(ids, table.rows));
   const GgmlType type = static_cast<GgmlType>(table.ggml_type);
-  if (type == GgmlType::kF32 || type == GgmlType::kF16 || type == GgmlType::kBF16) {
+  const size_t elem = type == GgmlType::kF32 ? 4 : 2;
+  const bool aligned = reinterpret_cast<uintptr_t>(table.data.data()) % elem == 0;
+  // Float tables go through the embedding kernel when the rows are aligned for their type (a
+  // safetensors offset may not be); otherwise through the byte-wise row reader below.
+  if (aligned && (type == GgmlType::kF32 || type == GgmlType::kF16 || type == GgmlType::kBF16)) {
     const DType dtype = type == GgmlType::kF32 ? DType::kF32 : type == GgmlType::kF16 ? DType::kF16 : DType::kBF16;
     return LookupEmbeddings(EmbeddingTable::View(table.data.data(), dtype, table.rows, table.row_length), ids, options);
   }

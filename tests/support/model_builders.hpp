@@ -101,3 +101,60 @@ class GgufBuilder {
 };
 
 }  // namespace posenc::testing
+
+namespace posenc::testing {
+
+// safetensors: a JSON header (written as given, so tests can make it lie) and a data buffer.
+struct SafetensorsBuilder {
+  std::string header;  // the JSON text
+  std::string data;
+  uint64_t header_size_override = 0;  // 0: the real size
+
+  // Appends a tensor entry to the header (call Finish() after the last) with its data.
+  SafetensorsBuilder& Tensor(const std::string& name, const std::string& dtype, const std::vector<int64_t>& shape,
+                             const std::string& bytes) {
+    std::string s = "[";
+    for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
+    s += "]";
+    entries_.push_back("\"" + name + "\":{\"dtype\":\"" + dtype + "\",\"shape\":" + s + ",\"data_offsets\":[" +
+                       std::to_string(data.size()) + "," + std::to_string(data.size() + bytes.size()) + "]}");
+    data += bytes;
+    return *this;
+  }
+  SafetensorsBuilder& Finish(const std::string& metadata_json = "") {
+    header = "{";
+    if (!metadata_json.empty()) header += "\"__metadata__\":" + metadata_json + (entries_.empty() ? "" : ",");
+    for (size_t i = 0; i < entries_.size(); ++i) header += (i ? "," : "") + entries_[i];
+    header += "}";
+    while ((8 + header.size()) % 8 != 0) header += ' ';
+    return *this;
+  }
+  std::string Build() const {
+    ByteWriter w;
+    w.Put<uint64_t>(header_size_override ? header_size_override : header.size());
+    w.Raw(header).Raw(data);
+    return w.out;
+  }
+
+ private:
+  std::vector<std::string> entries_;
+};
+
+// A float32 vector as bytes.
+inline std::string FloatBytes(const std::vector<float>& v) {
+  return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
+}
+
+// A llama2.c checkpoint with the given header; weights are filled with value = index * 1e-3.
+inline std::string BuildLlama2c(int32_t dim, int32_t hidden, int32_t layers, int32_t heads, int32_t kv_heads,
+                                int32_t vocab, int32_t seq_len, int64_t extra_floats = 0) {
+  ByteWriter w;
+  for (int32_t v : {dim, hidden, layers, heads, kv_heads, vocab, seq_len}) w.Put<int32_t>(v);
+  const int64_t V = vocab < 0 ? -vocab : vocab, D = dim, H = hidden, L = layers, KV = kv_heads * (dim / heads);
+  int64_t n = V * D + L * D + L * D * D + 2 * L * KV * D + L * D * D + L * D + 3 * L * H * D + D +
+              2 * seq_len * (dim / heads / 2) + (vocab < 0 ? V * D : 0) + extra_floats;
+  for (int64_t i = 0; i < n; ++i) w.Put<float>(static_cast<float>(i) * 1e-3f);
+  return w.out;
+}
+
+}  // namespace posenc::testing

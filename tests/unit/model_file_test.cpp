@@ -1,0 +1,240 @@
+// OpenModel over every format: the real GGUF and llama2.c files, safetensors and Hugging Face folders
+// built here (single file and sharded), .npy; embedding rows read through each.
+#include "posenc/model_file.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "model_builders.hpp"
+#include "posenc/dtype.hpp"
+#include "posenc/llama2c.hpp"
+#include "posenc/npy.hpp"
+#include "posenc/safetensors.hpp"
+#include "test_support.hpp"
+
+namespace posenc {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace ::posenc::testing;  // NOLINT
+
+fs::path TempDir(const std::string& name) {
+  fs::path p = fs::temp_directory_path() / ("posenc_model_file_test_" + std::to_string(::getpid())) / name;
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p;
+}
+void WriteFile(const fs::path& p, const std::string& bytes) {
+  std::ofstream(p, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+TEST(Llama2c, Stories260KHeaderAndLayout) {
+  POSENC_REQUIRE_DATA(path, "models/stories260K/stories260K.bin");
+  auto f = Llama2cFile::Open(path);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  const Llama2cConfig& c = f->config();
+  EXPECT_EQ(c.dim, 64);
+  EXPECT_EQ(c.hidden_dim, 172);
+  EXPECT_EQ(c.n_layers, 5);
+  EXPECT_EQ(c.n_heads, 8);
+  EXPECT_EQ(c.n_kv_heads, 4);
+  EXPECT_EQ(c.vocab_size, 512);
+  EXPECT_EQ(c.seq_len, 512);
+  EXPECT_TRUE(c.shared_classifier);
+  EXPECT_EQ(c.head_size(), 8);
+  EXPECT_EQ(c.kv_dim(), 32);
+  const Llama2cWeights& w = f->weights();
+  EXPECT_EQ(w.token_embedding_table.size(), 32768u);
+  EXPECT_EQ(w.wk.size(), 10240u);
+  EXPECT_EQ(w.w2.size(), 55040u);
+  EXPECT_EQ(w.wcls.data(), w.token_embedding_table.data());
+  // README: freq_cis at pos 1 = cos/sin(10000^(-2i/8)).
+  EXPECT_NEAR(w.freq_cis_real[4], 0.5403f, 1e-4);
+  EXPECT_NEAR(w.freq_cis_imag[5], 0.0998f, 1e-4);
+  // Byte offsets in the README: rms_final_weight at 1039900.
+  const auto* base = reinterpret_cast<const std::byte*>(w.token_embedding_table.data()) - 28;
+  EXPECT_EQ(reinterpret_cast<const std::byte*>(w.rms_final_weight.data()) - base, 1039900);
+}
+
+TEST(OpenModel, Llama2cEmbeddingsMatchReference) {
+  POSENC_REQUIRE_DATA(path, "models/stories260K/stories260K.bin");
+  POSENC_REQUIRE_DATA(ref, "models/stories260K/reference/embeddings.npy");
+  auto m = OpenModel(path);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->format(), ModelFormat::kLlama2c);
+  EXPECT_EQ(m->vocab_size(), 512);
+  EXPECT_EQ(m->d_model(), 64);
+  EXPECT_TRUE(m->rope().present);
+  EXPECT_EQ(m->rope().theta, 10000.0);
+  ASSERT_TRUE(m->rope().pairing.has_value());
+  EXPECT_EQ(*m->rope().pairing, RopePairing::kInterleaved);
+  auto table = m->TokenEmbeddingTable();
+  ASSERT_TRUE(table.ok()) << table.status().ToString();
+  const std::vector<int64_t> ids = {1, 403, 407, 261, 378, 432, 383, 286, 261, 376, 400, 428};
+  auto x = LookupRows(*table, ids);
+  ASSERT_TRUE(x.ok());
+  auto want = ReadNpy(ref);
+  ASSERT_TRUE(want.ok());
+  ASSERT_EQ(want->shape(), x->shape());
+  for (int64_t i = 0; i < x->size(); ++i) ASSERT_EQ(x->data<float>()[i], want->data<float>()[i]) << i;
+}
+
+TEST(OpenModel, GgufTinyLlama) {
+  POSENC_REQUIRE_DATA(path, "models/llama-2-tiny-random/llama-2-tiny-random.gguf");
+  auto m = OpenModel(path);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->format(), ModelFormat::kGguf);
+  EXPECT_EQ(m->architecture(), "llama");
+  EXPECT_EQ(m->vocab_size(), 32000);
+  EXPECT_EQ(m->d_model(), 8);
+  EXPECT_EQ(m->n_heads(), 2);
+  EXPECT_EQ(m->rope().rotary_dim, 4);
+  EXPECT_EQ(m->rope().theta, 0.0);  // freq_base absent
+  EXPECT_NE(m->rope().note.find("10000"), std::string::npos);
+  ASSERT_NE(m->token_embedding(), nullptr);
+  EXPECT_EQ(m->token_embedding()->shape, (std::vector<int64_t>{32000, 8}));
+  EXPECT_EQ(m->token_embedding()->type_name, "F16");
+  EXPECT_EQ(m->position_embedding(), nullptr);
+  EXPECT_EQ(m->PositionTable().status().code(), StatusCode::kNotFound);
+}
+
+TEST(OpenModel, VocabOnlyGgufHasNoTable) {
+  POSENC_REQUIRE_DATA(path, "models/ggml-vocab/ggml-vocab-phi-3.gguf");
+  auto m = OpenModel(path);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->vocab_size(), 32064);
+  auto t = m->TokenEmbeddingTable();
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(t.status().message().find("token_embd.weight"), std::string::npos);
+}
+
+std::vector<float> Iota(size_t n, float scale) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = static_cast<float>(i) * scale;
+  return v;
+}
+
+TEST(OpenModel, SafetensorsFileWithGpt2Tables) {
+  const fs::path dir = TempDir("gpt2");
+  SafetensorsBuilder b;
+  std::string wte16;
+  for (float v : Iota(5 * 4, 0.5f)) {
+    const uint16_t h = F32ToF16(v).bits;
+    wte16.append(reinterpret_cast<const char*>(&h), 2);
+  }
+  b.Tensor("wte.weight", "F16", {5, 4}, wte16);
+  b.Tensor("wpe.weight", "F32", {3, 4}, FloatBytes(Iota(12, -1.0f)));
+  b.Tensor("h.0.attn.bias", "I64", {2}, std::string(16, '\0'));
+  b.Finish("{\"format\":\"pt\"}");
+  WriteFile(dir / "model.safetensors", b.Build());
+  WriteFile(dir / "config.json", R"({"model_type": "gpt2", "vocab_size": 5, "n_embd": 4, "n_layer": 1, "n_head": 2, "n_positions": 3})");
+
+  auto st = SafetensorsFile::Open((dir / "model.safetensors").string());
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  EXPECT_EQ(st->metadata().at("format"), "pt");
+  EXPECT_EQ(st->tensors().size(), 3u);
+
+  for (const std::string& path : {(dir / "model.safetensors").string(), dir.string()}) {
+    SCOPED_TRACE(path);
+    auto m = OpenModel(path);
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    EXPECT_EQ(m->architecture(), "gpt2");
+    EXPECT_EQ(m->context_length(), 3);
+    EXPECT_FALSE(m->rope().present);
+    auto e = m->TokenEmbeddingTable();
+    ASSERT_TRUE(e.ok()) << e.status().ToString();
+    const std::vector<int64_t> ids = {4, 0};
+    auto x = LookupRows(*e, ids);
+    ASSERT_TRUE(x.ok());
+    EXPECT_EQ(x->data<float>()[0], 8.0f);   // row 4 element 0 = 16 * 0.5
+    EXPECT_EQ(x->data<float>()[3], 9.5f);
+    EXPECT_EQ(x->data<float>()[4], 0.0f);
+    auto p = m->PositionTable();
+    ASSERT_TRUE(p.ok()) << p.status().ToString();
+    EXPECT_EQ(p->rows, 3);
+    const std::vector<int64_t> pos = {2};
+    auto px = LookupRows(*p, pos);
+    ASSERT_TRUE(px.ok());
+    EXPECT_EQ(px->data<float>()[1], -9.0f);
+    auto bad = LookupRows(*p, std::vector<int64_t>{3});
+    EXPECT_EQ(bad.status().code(), StatusCode::kOutOfRange);
+    const ModelTensor* i64 = m->Find("h.0.attn.bias");
+    ASSERT_NE(i64, nullptr);
+    EXPECT_EQ(i64->ggml_type, kUnreadableType);
+  }
+}
+
+TEST(OpenModel, ShardedHuggingFaceFolder) {
+  const fs::path dir = TempDir("sharded");
+  SafetensorsBuilder a, b;
+  a.Tensor("model.embed_tokens.weight", "BF16", {3, 2}, std::string("\x80\x3f\x00\x40\x40\x40\x80\x40\xa0\x40\xc0\x40", 12)).Finish();
+  b.Tensor("model.norm.weight", "F32", {2}, FloatBytes({1.0f, 1.0f})).Finish();
+  WriteFile(dir / "model-00001-of-00002.safetensors", a.Build());
+  WriteFile(dir / "model-00002-of-00002.safetensors", b.Build());
+  WriteFile(dir / "model.safetensors.index.json",
+            R"({"metadata": {}, "weight_map": {"model.embed_tokens.weight": "model-00001-of-00002.safetensors",
+                "model.norm.weight": "model-00002-of-00002.safetensors"}})");
+  WriteFile(dir / "config.json", R"({"model_type": "llama", "hidden_size": 2, "num_attention_heads": 1, "rope_theta": 500000.0, "vocab_size": 3})");
+  auto m = OpenModel(dir.string());
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->format(), ModelFormat::kHuggingFaceFolder);
+  EXPECT_EQ(m->tensors().size(), 2u);
+  EXPECT_TRUE(m->rope().present);
+  EXPECT_EQ(m->rope().theta, 500000.0);
+  auto e = m->TokenEmbeddingTable();
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  auto x = LookupRows(*e, std::vector<int64_t>{1, 2});
+  ASSERT_TRUE(x.ok());
+  // bf16 0x4040 = 3.0, 0x4080 = 4.0, 0x40a0 = 5.0, 0x40c0 = 6.0 (little-endian pairs above)
+  EXPECT_EQ(x->data<float>()[0], 3.0f);
+  EXPECT_EQ(x->data<float>()[1], 4.0f);
+  EXPECT_EQ(x->data<float>()[3], 6.0f);
+
+  // A shard name that leaves the folder is refused.
+  WriteFile(dir / "model.safetensors.index.json", R"({"weight_map": {"x": "../evil.safetensors"}})");
+  auto evil = OpenModel(dir.string());
+  ASSERT_FALSE(evil.ok());
+  EXPECT_NE(evil.status().message().find("leaves the folder"), std::string::npos);
+}
+
+TEST(OpenModel, NpyAndUnknownAndMissing) {
+  const fs::path dir = TempDir("npy");
+  Array a = Array::Zeros(DType::kF32, {4, 3}).value();
+  a.data<float>()[5] = 7.0f;
+  ASSERT_TRUE(WriteNpy((dir / "table.npy").string(), a).ok());
+  auto m = OpenModel((dir / "table.npy").string());
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->format(), ModelFormat::kNpy);
+  auto x = LookupRows(m->TokenEmbeddingTable().value(), std::vector<int64_t>{1});
+  ASSERT_TRUE(x.ok());
+  EXPECT_EQ(x->data<float>()[2], 7.0f);
+
+  WriteFile(dir / "junk.bin", "hello, this is not a model file at all");
+  auto junk = OpenModel((dir / "junk.bin").string());
+  ASSERT_FALSE(junk.ok());
+  EXPECT_EQ(junk.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(junk.status().message().find("junk.bin"), std::string::npos);
+  auto missing = OpenModel((dir / "nope.gguf").string());
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+}
+
+TEST(OpenModel, Llama2cSeparateClassifier) {
+  const std::string bytes = BuildLlama2c(8, 16, 1, 2, 1, -10, 4);
+  auto f = Llama2cFile::FromBytes(AsBytes(bytes), "sep.bin");
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_FALSE(f->config().shared_classifier);
+  EXPECT_EQ(f->config().vocab_size, 10);
+  EXPECT_EQ(f->weights().wcls.size(), 80u);
+  EXPECT_NE(f->weights().wcls.data(), f->weights().token_embedding_table.data());
+  // wcls is the last thing in the file.
+  EXPECT_EQ(reinterpret_cast<const char*>(f->weights().wcls.data() + 80) - reinterpret_cast<const char*>(f->weights().token_embedding_table.data()) + 28,
+            static_cast<std::ptrdiff_t>(bytes.size()));
+}
+
+}  // namespace
+}  // namespace posenc
