@@ -1,11 +1,310 @@
-// `posenc demo`: placeholder until the demo lands.
+// `posenc demo`: the seed's story told with real numbers from a small embedded model (no files):
+// attention alone is blind to word order, each positional scheme fixes that, RoPE keeps norms and
+// encodes only distances, then the seed's three exercises and its summary table.
+#include <cmath>
+#include <cstdio>
+#include <numbers>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
 #include "commands.hpp"
+#include "posenc/attention.hpp"
+#include "posenc/embedding.hpp"
+#include "posenc/relative.hpp"
+#include "posenc/rope.hpp"
+
 namespace posenc::cli {
 namespace {
+
+// The toy decoder layer: 4 words, d_model 8, 2 heads of 4 dims.
+constexpr int64_t kVocab = 4, kDModel = 8, kHeads = 2, kHeadDim = 4, kMaxPositions = 16;
+const char* const kWords[kVocab] = {"the", "dog", "cat", "chased"};
+
+// Normal values from mt19937_64 through Box-Muller: the same numbers with every standard library.
+std::vector<float> SeededNormal(std::mt19937_64& rng, size_t n, double stddev) {
+  auto uniform = [&rng] { return (static_cast<double>(rng() >> 11) + 0.5) * 0x1p-53; };
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; i += 2) {
+    const double r = std::sqrt(-2.0 * std::log(uniform())), a = 2.0 * std::numbers::pi * uniform();
+    v[i] = static_cast<float>(stddev * r * std::cos(a));
+    if (i + 1 < n) v[i + 1] = static_cast<float>(stddev * r * std::sin(a));
+  }
+  return v;
+}
+
+enum class Scheme { kNone, kSinusoidal, kLearned, kRope, kAlibi, kT5, kShaw };
+
+struct SchemeInfo {
+  Scheme scheme;
+  const char* name;
+  const char* where;
+};
+const SchemeInfo kSchemes[] = {
+    {Scheme::kNone, "none", "-"},
+    {Scheme::kSinusoidal, "sinusoidal (Vaswani)", "x_t = e_t + p_t, fixed sin/cos"},
+    {Scheme::kLearned, "learned (GPT-2 wpe)", "x_t = e_t + p_t, a learned row"},
+    {Scheme::kRope, "RoPE (base 10000)", "rotate q_t and k_t by t*theta_i"},
+    {Scheme::kAlibi, "ALiBi (BLOOM slopes)", "score += -slope_h*(i - j)"},
+    {Scheme::kT5, "T5 buckets (32, 128)", "score += b_h[bucket(j - i)]"},
+    {Scheme::kShaw, "Shaw (clip k = 2)", "score += q.a^K_(j-i), v += a^V_(j-i)"},
+};
+
+struct ToyModel {
+  std::vector<float> embed, wq, wk, wv, wpe;
+  std::vector<double> slopes;
+  T5RelativeBias t5;
+  ShawRelativeEmbeddings shaw;
+};
+
+Result<ToyModel> MakeToy(uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  ToyModel m;
+  const double w = 1.0 / std::sqrt(static_cast<double>(kDModel));
+  m.embed = SeededNormal(rng, kVocab * kDModel, 1.0);
+  m.wq = SeededNormal(rng, kDModel * kHeads * kHeadDim, w);
+  m.wk = SeededNormal(rng, kDModel * kHeads * kHeadDim, w);
+  m.wv = SeededNormal(rng, kDModel * kHeads * kHeadDim, w);
+  m.wpe = SeededNormal(rng, kMaxPositions * kDModel, 1.0);
+  POSENC_ASSIGN_OR_RETURN(m.slopes, AlibiSlopes(kHeads, AlibiVariant::kBloom));
+  POSENC_ASSIGN_OR_RETURN(m.t5, RandomT5Bias({true, 32, 128}, kHeads, seed + 1));
+  POSENC_ASSIGN_OR_RETURN(m.shaw, RandomShawEmbeddings(2, kHeadDim, seed + 2));
+  return m;
+}
+
+// x [T, d_model] times w [d_model, heads * head_dim] -> [T, heads, head_dim].
+Result<Array> Project(const Array& x, const std::vector<float>& w) {
+  const int64_t t_count = x.dim(0), cols = kHeads * kHeadDim;
+  POSENC_ASSIGN_OR_RETURN(Array out, Array::Zeros(DType::kF32, {t_count, kHeads, kHeadDim}));
+  for (int64_t t = 0; t < t_count; ++t)
+    for (int64_t c = 0; c < cols; ++c) {
+      double s = 0;
+      for (int64_t i = 0; i < kDModel; ++i) s += double{x.data<float>()[t * kDModel + i]} * w[static_cast<size_t>(i * cols + c)];
+      out.data<float>()[t * cols + c] = static_cast<float>(s);
+    }
+  return out;
+}
+
+RotaryLayout ToyRopeLayout() { return {RopePairing::kHalf, kHeadDim, 0, kHeadDim}; }
+
+// q and k of a sentence (RoPE applied when asked, at positions 0..T-1) and the attention output.
+struct Pass {
+  Array q, k, out;
+};
+
+Result<Pass> Forward(const ToyModel& m, const std::vector<int64_t>& ids, Scheme scheme) {
+  std::vector<int64_t> pos(ids.size());
+  for (size_t t = 0; t < pos.size(); ++t) pos[t] = static_cast<int64_t>(t);
+  POSENC_ASSIGN_OR_RETURN(Array x, LookupEmbeddings(EmbeddingTable::View(m.embed.data(), DType::kF32, kVocab, kDModel), ids));
+  if (scheme == Scheme::kSinusoidal) {
+    POSENC_ASSIGN_OR_RETURN(Array p, SinusoidalTable(pos, kDModel, SinusoidalLayout::kInterleaved));
+    POSENC_RETURN_IF_ERROR(AddPositions(p, x));
+  }
+  if (scheme == Scheme::kLearned) {
+    POSENC_ASSIGN_OR_RETURN(Array p, LookupLearnedPositions(EmbeddingTable::View(m.wpe.data(), DType::kF32, kMaxPositions, kDModel), pos));
+    POSENC_RETURN_IF_ERROR(AddPositions(p, x));
+  }
+  Pass pass;
+  POSENC_ASSIGN_OR_RETURN(pass.q, Project(x, m.wq));
+  POSENC_ASSIGN_OR_RETURN(pass.k, Project(x, m.wk));
+  POSENC_ASSIGN_OR_RETURN(Array v, Project(x, m.wv));
+  if (scheme == Scheme::kRope) {
+    POSENC_ASSIGN_OR_RETURN(RopeFrequencies f, DefaultRopeFrequencies(kHeadDim, 10000.0));
+    POSENC_ASSIGN_OR_RETURN(RopeTable table, RopeTable::Build(f, kMaxPositions, RopePrecision::kReference));
+    POSENC_ASSIGN_OR_RETURN(HeadsView qv, HeadsView::Of(pass.q, "q"));
+    POSENC_ASSIGN_OR_RETURN(HeadsView kv, HeadsView::Of(pass.k, "k"));
+    POSENC_RETURN_IF_ERROR(ApplyRopeQK({ToyRopeLayout(), &table, pos}, qv, kv));  // never v
+  }
+  AttentionOptions o;  // no causal mask: the mask alone would already reveal the order
+  if (scheme == Scheme::kAlibi) o.bias = AttentionBias::Alibi(m.slopes);
+  if (scheme == Scheme::kT5) o.bias = AttentionBias::T5(m.t5);
+  if (scheme == Scheme::kShaw) o.bias = AttentionBias::Shaw(m.shaw);
+  POSENC_ASSIGN_OR_RETURN(pass.out, AttentionReference(pass.q, pass.k, v, o));
+  return pass;
+}
+
+// max_t |b[t] - a[perm[t]]| over whole token rows.
+double PermutationGap(const Array& a, const Array& b, const std::vector<int64_t>& perm) {
+  const int64_t row = a.size() / a.dim(0);
+  double gap = 0;
+  for (size_t t = 0; t < perm.size(); ++t)
+    for (int64_t c = 0; c < row; ++c)
+      gap = std::max(gap, std::fabs(double{b.data<float>()[t * row + c]} - a.data<float>()[perm[t] * row + c]));
+  return gap;
+}
+
+double Clean(double x, double eps) { return std::fabs(x) < eps ? 0.0 : x; }  // no "-0.0000"
+
+std::string Row(const Array& a, int64_t t) {
+  const int64_t row = a.size() / a.dim(0);
+  std::string s = "[";
+  for (int64_t c = 0; c < row; ++c) s += fmt::format("{}{:+.4f}", c ? " " : "", Clean(a.data<float>()[t * row + c], 5e-5));
+  return s + "]";
+}
+
+const char* Mark(bool ok) { return ok ? "[ok]" : "[FAILED]"; }
+
+double Dot(const float* a, const float* b, int64_t n) {
+  double s = 0;
+  for (int64_t i = 0; i < n; ++i) s += double{a[i]} * b[i];
+  return s;
+}
+
+// Rotates one head vector to `position` with the given frequencies (one per pair).
+Result<std::vector<float>> RotateOne(std::vector<float> v, int64_t position, const RopeFrequencies& f,
+                                     RopePairing pairing, RopePrecision precision) {
+  const int64_t d = static_cast<int64_t>(v.size());
+  POSENC_ASSIGN_OR_RETURN(RopeTable table, RopeTable::Build(f, 0, precision));
+  const std::vector<int64_t> pos = {position};
+  POSENC_RETURN_IF_ERROR(ApplyRope({{pairing, d, 0, 2 * table.num_pairs()}, &table, pos},
+                                   HeadsView::Dense(v.data(), DType::kF32, 1, 1, d)));
+  return v;
+}
+
+Status RunDemo(uint64_t seed, bool* all_ok) {
+  POSENC_ASSIGN_OR_RETURN(ToyModel m, MakeToy(seed));
+  const std::vector<int64_t> a_ids = {0, 1, 3, 0, 2};  // the dog chased the cat
+  const std::vector<int64_t> b_ids = {0, 2, 3, 0, 1};  // the cat chased the dog
+  const std::vector<int64_t> perm = {0, 4, 2, 3, 1};   // B's token t is A's token perm[t]
+  auto check = [all_ok](bool ok) { *all_ok = *all_ok && ok; return Mark(ok); };
+
+  fmt::print("posenc demo: how a decoder knows which word comes first\n\n");
+  fmt::print("Toy model (seed {}): vocabulary {{the, dog, cat, chased}}, token embeddings e_t in R^{},\n", seed, kDModel);
+  fmt::print("W_q, W_k, W_v for {} heads of {} dims, one attention layer. No files: all weights are seeded.\n", kHeads, kHeadDim);
+  fmt::print("  A: \"The dog chased the cat\" -> ids [0, 1, 3, 0, 2]\n");
+  fmt::print("  B: \"The cat chased the dog\" -> ids [0, 2, 3, 0, 1]   (B is A with \"dog\" and \"cat\" swapped)\n\n");
+
+  // 1. Word-order blindness.
+  POSENC_ASSIGN_OR_RETURN(Pass a0, Forward(m, a_ids, Scheme::kNone));
+  POSENC_ASSIGN_OR_RETURN(Pass b0, Forward(m, b_ids, Scheme::kNone));
+  const double gap0 = PermutationGap(a0.out, b0.out, perm);
+  fmt::print("1. Attention without positions is word-order blind (x_t = e_t only)\n");
+  fmt::print("   A, \"dog\" at position 1: {}\n", Row(a0.out, 1));
+  fmt::print("   B, \"dog\" at position 4: {}\n", Row(b0.out, 4));
+  fmt::print("   max over tokens |out_B[t] - out_A[perm t]| = {:.1e} < 1e-6: permutation-equivariant {}\n", gap0,
+             check(gap0 < 1e-6));
+  fmt::print("   B's outputs are A's outputs, reordered: the layer cannot tell who chased whom.\n");
+  fmt::print("   Both \"the\"s (positions 0 and 3) even get the same vector: max diff {:.1e}\n\n",
+             PermutationGap(a0.out, a0.out, {3}));
+
+  // 2. Every scheme breaks it.
+  fmt::print("2. Each positional scheme breaks the symmetry (same weights, positions 0..4, no causal mask)\n");
+  fmt::print("   {:<22}{:<38}{:>11}  {}\n", "scheme", "where position enters", "max gap", "order-aware");
+  for (const SchemeInfo& s : kSchemes) {
+    POSENC_ASSIGN_OR_RETURN(Pass a, Forward(m, a_ids, s.scheme));
+    POSENC_ASSIGN_OR_RETURN(Pass b, Forward(m, b_ids, s.scheme));
+    const double gap = PermutationGap(a.out, b.out, perm);
+    const bool aware = gap > 1e-3;
+    const bool ok = s.scheme == Scheme::kNone ? !aware : aware;
+    fmt::print("   {:<22}{:<38}{:>11.2e}  {} {}\n", s.name, s.where, gap, aware ? "yes" : "no ", check(ok));
+  }
+  fmt::print("   (max gap = max over tokens |out_B[t] - out_A[perm t]|; > 1e-3 means B is no longer A reordered)\n\n");
+
+  // 3. RoPE: norms and relative distances.
+  POSENC_ASSIGN_OR_RETURN(Pass ar, Forward(m, a_ids, Scheme::kRope));
+  fmt::print("3. RoPE rotates q and k in 2-D planes: lengths stay, only m - n reaches the score\n");
+  fmt::print("   |q_t| (head 0) before -> after rotation to position t, sentence A:\n  ");
+  double worst_norm = 0;
+  for (int64_t t = 0; t < 5; ++t) {
+    const float* before = a0.q.data<float>() + t * kHeads * kHeadDim;
+    const float* after = ar.q.data<float>() + t * kHeads * kHeadDim;
+    const double nb = std::sqrt(Dot(before, before, kHeadDim)), na = std::sqrt(Dot(after, after, kHeadDim));
+    worst_norm = std::max(worst_norm, std::fabs(na - nb) / nb);
+    fmt::print(" {} {:.4f}->{:.4f}", kWords[a_ids[t]], nb, na);
+  }
+  fmt::print("\n   largest relative change {:.1e} < 1e-6 {}\n", worst_norm, check(worst_norm < 1e-6));
+  // q of "chased" and k of "dog" (A's tokens 2 and 1), moved together along the sequence.
+  POSENC_ASSIGN_OR_RETURN(RopeFrequencies f, DefaultRopeFrequencies(kHeadDim, 10000.0));
+  const std::vector<float> q_chased(a0.q.data<float>() + 2 * kHeads * kHeadDim, a0.q.data<float>() + 2 * kHeads * kHeadDim + kHeadDim);
+  const std::vector<float> k_dog(a0.k.data<float>() + 1 * kHeads * kHeadDim, a0.k.data<float>() + 1 * kHeads * kHeadDim + kHeadDim);
+  fmt::print("   q(\"chased\") . k(\"dog\"), the words one step apart, at growing absolute positions (exact precision):\n");
+  double first = 0, worst_shift = 0;
+  for (int64_t shift : {int64_t{0}, int64_t{100}, int64_t{1000000}}) {
+    POSENC_ASSIGN_OR_RETURN(std::vector<float> qr, RotateOne(q_chased, 2 + shift, f, RopePairing::kHalf, RopePrecision::kExact));
+    POSENC_ASSIGN_OR_RETURN(std::vector<float> kr, RotateOne(k_dog, 1 + shift, f, RopePairing::kHalf, RopePrecision::kExact));
+    const double score = Dot(qr.data(), kr.data(), kHeadDim);
+    if (shift == 0) first = score;
+    worst_shift = std::max(worst_shift, std::fabs(score - first));
+    fmt::print("     (m, n) = {:<20} q_m . k_n = {:+.6f}\n", fmt::format("({}, {})", 2 + shift, 1 + shift), score);
+  }
+  fmt::print("   largest difference {:.1e} < 1e-5: the score depends only on m - n {}\n", worst_shift, check(worst_shift < 1e-5));
+  {
+    POSENC_ASSIGN_OR_RETURN(std::vector<float> qr, RotateOne(q_chased, 1000002, f, RopePairing::kHalf, RopePrecision::kReference));
+    POSENC_ASSIGN_OR_RETURN(std::vector<float> kr, RotateOne(k_dog, 1000001, f, RopePairing::kHalf, RopePrecision::kReference));
+    fmt::print("   (with float32 angles, as PyTorch computes them, (1000002, 1000001) gives {:+.6f}: at large\n"
+               "    positions the angle's rounding, about position * 2^-24 radians, shows)\n\n",
+               Dot(qr.data(), kr.data(), kHeadDim));
+  }
+
+  // 4. The seed's exercises, on a 2-dim head whose one pair has frequency theta.
+  const double pi = std::numbers::pi;
+  auto ex = [&](std::vector<float> v, int64_t pos, double theta) {
+    return RotateOne(std::move(v), pos, RopeFrequencies{{theta}, 1.0}, RopePairing::kInterleaved, RopePrecision::kExact);
+  };
+  auto f4 = [](double x) { return fmt::format("{:.4f}", Clean(x, 5e-5)); };
+  auto f1 = [](double x) { return fmt::format("{:.1f}", Clean(x, 0.05)); };
+  auto norm = [](const std::vector<float>& v) { return std::hypot(double{v[0]}, double{v[1]}); };
+  fmt::print("4. The seed's exercises, computed by posenc's RoPE (head_dim 2, inv_freq = theta)\n");
+  POSENC_ASSIGN_OR_RETURN(std::vector<float> v1, ex({1.0f, 0.0f}, 1, pi / 4));
+  const bool ok1 = f4(v1[0]) == "0.7071" && f4(v1[1]) == "0.7071" && f4(norm(v1)) == "1.0000";
+  fmt::print("   Exercise 1: v = [1.0, 0.0], m = 1, theta = pi/4 -> v' = [{}, {}]\n", f4(v1[0]), f4(v1[1]));
+  fmt::print("               |v| = {}, |v'| = {}: the norm is preserved {}\n", f4(norm({1.0f, 0.0f})), f4(norm(v1)),
+             check(ok1));
+  POSENC_ASSIGN_OR_RETURN(std::vector<float> q2, ex({1.0f, 0.0f}, 2, pi / 4));
+  POSENC_ASSIGN_OR_RETURN(std::vector<float> k2, ex({1.0f, 0.0f}, 1, pi / 4));
+  const double dot2 = Dot(q2.data(), k2.data(), 2);
+  const bool ok2 = f1(q2[0]) == "0.0" && f1(q2[1]) == "1.0" && f4(k2[0]) == "0.7071" && f4(k2[1]) == "0.7071" &&
+                   f4(dot2) == "0.7071" && f4(std::cos(pi / 4)) == "0.7071";
+  fmt::print("   Exercise 2: q = k = [1.0, 0.0], m = 2, n = 1, theta = pi/4 -> q' = [{}, {}], k' = [{}, {}],\n",
+             f1(q2[0]), f1(q2[1]), f4(k2[0]), f4(k2[1]));
+  fmt::print("               q' . k' = {} = cos((m - n) theta) = {} {}\n", f4(dot2), f4(std::cos(pi / 4)), check(ok2));
+  POSENC_ASSIGN_OR_RETURN(std::vector<float> w3, ex({3.0f, 4.0f}, 2, pi / 2));
+  const bool ok3 = f1(w3[0]) == "-3.0" && f1(w3[1]) == "-4.0" && f1(norm(w3)) == "5.0";
+  fmt::print("   Exercise 3: w = [3.0, 4.0], m = 2, theta = pi/2 (a 180 degree turn) -> w' = [{}, {}]\n", f1(w3[0]), f1(w3[1]));
+  fmt::print("               |w| = {}, |w'| = {}: flipped, same length {}\n\n", f1(norm({3.0f, 4.0f})), f1(norm(w3)),
+             check(ok3));
+
+  // 5. The seed's summary table.
+  struct Aspect { const char* aspect; const char* absolute; const char* rope; };
+  const Aspect kTable[] = {
+      {"Where applied", "added to input embeddings once, at the bottom", "applied to Q and K inside every attention layer"},
+      {"Mechanism", "vector addition: x = e + p", "2-D rotation in Q/K space"},
+      {"Position type", "absolute (position index t)", "relative (distance m - n in the dot product)"},
+      {"Generalization", "poor beyond the training length (esp. learned)", "extrapolates naturally; base 10000 scales smoothly"},
+      {"Parameters", "learned: max_len x d_model", "zero: frequencies fixed by formula"},
+      {"Norm preservation", "n/a (addition changes the norm)", "yes: rotation preserves the norm"},
+      {"Attention formula", "unchanged (Q @ K^T)", "unchanged: RoPE pre-processes Q and K"},
+      {"Used by", "original Transformer, GPT-2, BERT", "Llama 2/3, Mistral, Gemma, Qwen, DeepSeek, Phi"},
+  };
+  fmt::print("5. Summary: absolute encodings vs RoPE\n");
+  for (const Aspect& a : kTable) {
+    fmt::print("   {:<19}absolute: {}\n", a.aspect, a.absolute);
+    fmt::print("   {:<19}RoPE:     {}\n", "", a.rope);
+  }
+  fmt::print("   Relative biases (Shaw, T5, ALiBi) sit in between: they change the scores, not x or q/k.\n\n");
+  fmt::print("{}\n", *all_ok ? "All checks passed." : "SOME CHECKS FAILED.");
+  return OkStatus();
+}
+
 void RegisterDemo(CLI::App& app) {
   auto* cmd = app.add_subcommand("demo", "Tell the seed's story with real numbers (no files needed)");
-  cmd->callback([] { std::printf("demo\n"); });
+  static uint64_t seed = 2024;
+  cmd->add_option("--seed", seed, "Seed of the toy model's weights")->capture_default_str();
+  cmd->footer("Exit status: 0 when every check holds, 1 when one fails.");
+  cmd->callback([] {
+    bool all_ok = true;
+    Status s = RunDemo(seed, &all_ok);
+    std::fflush(stdout);
+    if (!s.ok()) {
+      ReportError("demo", s);
+    } else if (!all_ok) {
+      SetExitCode(1);
+    }
+  });
 }
+
 }  // namespace
 POSENC_CLI_COMMAND(10, RegisterDemo);
 }  // namespace posenc::cli
