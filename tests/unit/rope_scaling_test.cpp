@@ -1,0 +1,271 @@
+// Each RoPE scaling at its edges: first and last pairs, YaRN's ramp ends, the LongRoPE switch at
+// exactly original_max_position_embeddings and one past, dynamic NTK below / at / above the
+// original length, proportional's zero tail, ggml's parameters; and the validation of each field.
+#include <cmath>
+#include <numbers>
+
+#include <gtest/gtest.h>
+
+#include "posenc/rope_config.hpp"
+
+namespace posenc {
+namespace {
+
+RopeConfig Config(RopeScalingType type, int64_t rotary_dim, double base) {
+  RopeConfig c;
+  c.layout = {RopePairing::kHalf, rotary_dim, 0, rotary_dim};
+  c.base = base;
+  c.scaling.type = type;
+  return c;
+}
+
+double Plain(double base, int64_t i, int64_t dim) { return std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(dim)); }
+
+RopeFrequencies Freqs(const RopeConfig& c, int64_t seq_len) {
+  Result<RopeFrequencies> f = ComputeRopeFrequencies(c, seq_len);
+  EXPECT_TRUE(f.ok()) << f.status().ToString();
+  return f.ok() ? *f : RopeFrequencies{};
+}
+
+TEST(RopeScaling, LinearDividesEveryPair) {
+  RopeConfig c = Config(RopeScalingType::kLinear, 128, 10000.0);
+  c.scaling.factor = 4.0;
+  RopeFrequencies f = Freqs(c, 10);
+  ASSERT_EQ(f.inv_freq.size(), 64u);
+  EXPECT_DOUBLE_EQ(f.inv_freq[0], 0.25);
+  EXPECT_DOUBLE_EQ(f.inv_freq[63], Plain(10000.0, 63, 128) / 4.0);
+  EXPECT_EQ(f.attention_scaling, 1.0);
+}
+
+TEST(RopeScaling, StaticNtkKeepsFirstPairAndInterpolatesLastByFactor) {
+  RopeConfig c = Config(RopeScalingType::kNtk, 128, 10000.0);
+  c.scaling.factor = 4.0;
+  RopeFrequencies f = Freqs(c, 10);
+  EXPECT_DOUBLE_EQ(f.inv_freq[0], 1.0);
+  // base' = base * factor^(R/(R-2)) makes the last pair exactly factor times slower.
+  EXPECT_NEAR(f.inv_freq[63] / (Plain(10000.0, 63, 128) / 4.0), 1.0, 1e-13);
+}
+
+TEST(RopeScaling, DynamicNtkBelowAtAndAboveMax) {
+  RopeConfig c = Config(RopeScalingType::kDynamicNtk, 128, 10000.0);
+  c.scaling.factor = 2.0;
+  c.max_position_embeddings = 4096;
+  for (int64_t seq : {0, 3000, 4096}) {
+    RopeFrequencies f = Freqs(c, seq);
+    for (int64_t i : {0, 1, 63}) EXPECT_DOUBLE_EQ(f.inv_freq[i], Plain(10000.0, i, 128)) << "seq " << seq << " pair " << i;
+  }
+  RopeFrequencies f = Freqs(c, 4097);
+  const double base = 10000.0 * std::pow(2.0 * 4097.0 / 4096.0 - 1.0, 128.0 / 126.0);
+  EXPECT_DOUBLE_EQ(f.inv_freq[0], 1.0);
+  EXPECT_NEAR(f.inv_freq[63] / Plain(base, 63, 128), 1.0, 1e-13);
+  EXPECT_LT(f.inv_freq[63], Plain(10000.0, 63, 128));
+  // Pure function of seq_len: short again -> original frequencies again.
+  EXPECT_DOUBLE_EQ(Freqs(c, 100).inv_freq[63], Plain(10000.0, 63, 128));
+}
+
+TEST(RopeScaling, YarnRampEnds) {
+  // head_dim 128, theta 1e6, factor 8, original 8192, betas 16/2: ramp from pair 20 to pair 31.
+  RopeConfig c = Config(RopeScalingType::kYarn, 128, 1e6);
+  c.scaling.factor = 8.0;
+  c.scaling.original_max_position_embeddings = 8192;
+  c.scaling.beta_fast = 16.0;
+  c.scaling.beta_slow = 2.0;
+  RopeFrequencies f = Freqs(c, 1);
+  EXPECT_DOUBLE_EQ(f.inv_freq[0], 1.0);                              // first pair: extrapolated
+  EXPECT_DOUBLE_EQ(f.inv_freq[20], Plain(1e6, 20, 128));             // ramp start: still extrapolated
+  EXPECT_DOUBLE_EQ(f.inv_freq[31], Plain(1e6, 31, 128) / 8.0);       // ramp end: interpolated
+  EXPECT_DOUBLE_EQ(f.inv_freq[63], Plain(1e6, 63, 128) / 8.0);       // last pair
+  const double ramp = 5.0 / 11.0;                                    // pair 25
+  EXPECT_NEAR(f.inv_freq[25], Plain(1e6, 25, 128) * (ramp / 8.0 + (1.0 - ramp)), 1e-15);
+  EXPECT_DOUBLE_EQ(f.attention_scaling, 0.1 * std::log(8.0) + 1.0);
+}
+
+TEST(RopeScaling, YarnWithoutTruncateUsesFractionalBounds) {
+  RopeConfig c = Config(RopeScalingType::kYarn, 128, 1e6);
+  c.scaling.factor = 8.0;
+  c.scaling.original_max_position_embeddings = 8192;
+  c.scaling.truncate = false;
+  const double low = 128.0 * std::log(8192.0 / (32.0 * 2 * std::numbers::pi)) / (2 * std::log(1e6));
+  const double high = 128.0 * std::log(8192.0 / (1.0 * 2 * std::numbers::pi)) / (2 * std::log(1e6));
+  RopeFrequencies f = Freqs(c, 1);
+  const int64_t i = static_cast<int64_t>(std::ceil(low));
+  const double ramp = (static_cast<double>(i) - low) / (high - low);
+  EXPECT_NEAR(f.inv_freq[i], Plain(1e6, i, 128) * (ramp / 8.0 + (1.0 - ramp)), 1e-15);
+  c.scaling.truncate = true;
+  EXPECT_NE(Freqs(c, 1).inv_freq[i], f.inv_freq[i]);
+}
+
+TEST(RopeScaling, YarnAttentionFactorVariants) {
+  RopeConfig c = Config(RopeScalingType::kYarn, 64, 10000.0);
+  c.scaling.factor = 40.0;
+  c.scaling.original_max_position_embeddings = 4096;
+  c.scaling.mscale = 0.707;
+  c.scaling.mscale_all_dim = 0.707;
+  EXPECT_DOUBLE_EQ(Freqs(c, 1).attention_scaling, 1.0);  // DeepSeek-V3: equal mscales cancel
+  c.scaling.mscale = 1.0;
+  c.scaling.mscale_all_dim = 0.5;
+  EXPECT_DOUBLE_EQ(Freqs(c, 1).attention_scaling, (0.1 * std::log(40.0) + 1) / (0.05 * std::log(40.0) + 1));
+  c.scaling.attention_factor = 1.25;
+  EXPECT_EQ(Freqs(c, 1).attention_scaling, 1.25);
+}
+
+TEST(RopeScaling, Llama3Bands) {
+  RopeConfig c = Config(RopeScalingType::kLlama3, 128, 500000.0);
+  c.scaling.factor = 8.0;
+  c.scaling.low_freq_factor = 1.0;
+  c.scaling.high_freq_factor = 4.0;
+  c.scaling.original_max_position_embeddings = 8192;
+  RopeFrequencies f = Freqs(c, 1);
+  for (int64_t i = 0; i < 64; ++i) {
+    const double w = Plain(500000.0, i, 128);
+    const double wavelen = 2 * std::numbers::pi / w;
+    double want = w;
+    if (wavelen > 8192.0) want = w / 8.0;
+    else if (wavelen >= 2048.0) {
+      const double s = (8192.0 / wavelen - 1.0) / 3.0;
+      want = (1 - s) * w / 8.0 + s * w;
+    }
+    EXPECT_NEAR(f.inv_freq[i], want, 1e-15 * w) << "pair " << i;
+  }
+  EXPECT_DOUBLE_EQ(f.inv_freq[0], 1.0);
+  EXPECT_DOUBLE_EQ(f.inv_freq[63], Plain(500000.0, 63, 128) / 8.0);
+}
+
+RopeConfig LongRope() {
+  RopeConfig c = Config(RopeScalingType::kLongRope, 8, 10000.0);
+  c.scaling.factor = 32.0;
+  c.scaling.original_max_position_embeddings = 4096;
+  c.scaling.short_factor = {1.0, 1.5, 2.0, 2.5};
+  c.scaling.long_factor = {3.0, 4.0, 5.0, 6.0};
+  return c;
+}
+
+TEST(RopeScaling, LongRopeSwitchAtOriginalAndOnePast) {
+  RopeConfig c = LongRope();
+  RopeFrequencies at = Freqs(c, 4096), past = Freqs(c, 4097);
+  for (int64_t i = 0; i < 4; ++i) {
+    EXPECT_DOUBLE_EQ(at.inv_freq[i], Plain(10000.0, i, 8) / c.scaling.short_factor[i]) << i;
+    EXPECT_DOUBLE_EQ(past.inv_freq[i], Plain(10000.0, i, 8) / c.scaling.long_factor[i]) << i;
+  }
+  const double want = std::sqrt(1 + std::log(32.0) / std::log(4096.0));
+  EXPECT_DOUBLE_EQ(at.attention_scaling, want);  // applied in both regimes
+  EXPECT_DOUBLE_EQ(past.attention_scaling, want);
+  c.scaling.attention_factor = 1.1;
+  EXPECT_EQ(Freqs(c, 1).attention_scaling, 1.1);
+  c.scaling.attention_factor.reset();
+  c.scaling.factor = 1.0;
+  EXPECT_EQ(Freqs(c, 1).attention_scaling, 1.0);
+}
+
+TEST(RopeScaling, ProportionalZeroTailOverWholeHead) {
+  RopeConfig c = Config(RopeScalingType::kProportional, 16, 1e6);
+  c.scaling.partial_rotary_factor = 0.25;  // floor(0.25 * 16 / 2) = 2 rotating pairs of 8
+  RopeFrequencies f = Freqs(c, 1);
+  ASSERT_EQ(f.inv_freq.size(), 8u);
+  EXPECT_DOUBLE_EQ(f.inv_freq[0], 1.0);
+  EXPECT_DOUBLE_EQ(f.inv_freq[1], std::pow(1e6, -2.0 / 16.0));  // exponent over head_dim, not 2*rotated
+  for (int i = 2; i < 8; ++i) EXPECT_EQ(f.inv_freq[i], 0.0) << i;
+  // pairs (i, i + head_dim/2)
+  EXPECT_EQ(c.layout.second(1), 9);
+  c.scaling.factor = 2.0;
+  EXPECT_DOUBLE_EQ(Freqs(c, 1).inv_freq[1], std::pow(1e6, -2.0 / 16.0) / 2.0);
+  const std::vector<PairRegime> r = ClassifyPairs(c, Freqs(c, 1));
+  EXPECT_EQ(r[1], PairRegime::kInterpolated);
+  EXPECT_EQ(r[7], PairRegime::kUnrotated);
+}
+
+TEST(RopeScaling, GgmlParameters) {
+  RopeConfig c = Config(RopeScalingType::kGgml, 64, 10000.0);
+  c.scaling.freq_scale = 0.25;
+  c.scaling.attn_factor = 0.8;
+  RopeFrequencies f = Freqs(c, 1);
+  EXPECT_DOUBLE_EQ(f.inv_freq[0], 0.25);
+  EXPECT_DOUBLE_EQ(f.inv_freq[31], 0.25 * Plain(10000.0, 31, 64));
+  EXPECT_EQ(f.attention_scaling, 0.8);  // no YaRN: attn_factor alone
+  c.scaling.freq_factors.assign(32, 2.0);
+  EXPECT_DOUBLE_EQ(Freqs(c, 1).inv_freq[31], 0.25 * Plain(10000.0, 31, 64) / 2.0);
+  c.scaling.freq_factors.clear();
+  c.scaling.ext_factor = 1.0;
+  c.scaling.original_max_position_embeddings = 4096;
+  f = Freqs(c, 1);
+  EXPECT_DOUBLE_EQ(f.attention_scaling, 0.8 * (1 + 0.1 * std::log(4.0)));
+  EXPECT_DOUBLE_EQ(f.inv_freq[0], 1.0);                          // below the ramp: extrapolated
+  EXPECT_DOUBLE_EQ(f.inv_freq[31], 0.25 * Plain(10000.0, 31, 64));  // above: interpolated
+}
+
+// ---- validation: each error names the key and the value ----
+
+void ExpectError(const RopeConfig& c, const std::string& key, const std::string& value) {
+  Result<RopeFrequencies> f = ComputeRopeFrequencies(c, 1);
+  ASSERT_FALSE(f.ok()) << "expected an error naming " << key;
+  EXPECT_EQ(f.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(f.status().message().find(key), std::string::npos) << f.status().message();
+  EXPECT_NE(f.status().message().find(value), std::string::npos) << f.status().message();
+}
+
+TEST(RopeScalingValidation, FactorMissingOrNotPositive) {
+  RopeConfig c = Config(RopeScalingType::kLinear, 64, 10000.0);
+  c.scaling.factor = 0.0;
+  ExpectError(c, "factor", "0");
+  c.scaling.factor = -2.0;
+  ExpectError(c, "factor", "-2");
+}
+
+TEST(RopeScalingValidation, LongRopeListLengths) {
+  RopeConfig c = LongRope();
+  c.scaling.short_factor.pop_back();
+  ExpectError(c, "short_factor", "3 values");
+  c = LongRope();
+  c.scaling.long_factor.push_back(1.0);
+  ExpectError(c, "long_factor", "5 values");
+  c = LongRope();
+  c.scaling.long_factor[2] = -1.0;
+  ExpectError(c, "long_factor[2]", "-1");
+}
+
+TEST(RopeScalingValidation, BetaFastNotAboveBetaSlow) {
+  RopeConfig c = Config(RopeScalingType::kYarn, 64, 10000.0);
+  c.scaling.factor = 4.0;
+  c.scaling.original_max_position_embeddings = 4096;
+  c.scaling.beta_fast = 1.0;
+  c.scaling.beta_slow = 1.0;
+  ExpectError(c, "beta_fast", "1 (beta_slow 1)");
+}
+
+TEST(RopeScalingValidation, YarnWithoutOriginalLength) {
+  RopeConfig c = Config(RopeScalingType::kYarn, 64, 10000.0);
+  c.scaling.factor = 4.0;
+  ExpectError(c, "original_max_position_embeddings", "0");
+}
+
+TEST(RopeScalingValidation, Llama3HighNotAboveLow) {
+  RopeConfig c = Config(RopeScalingType::kLlama3, 64, 10000.0);
+  c.scaling.factor = 8.0;
+  c.scaling.original_max_position_embeddings = 8192;
+  c.scaling.low_freq_factor = 4.0;
+  c.scaling.high_freq_factor = 4.0;
+  ExpectError(c, "high_freq_factor", "4 (low_freq_factor 4)");
+}
+
+TEST(RopeScalingValidation, DynamicWithoutMaxPositions) {
+  RopeConfig c = Config(RopeScalingType::kDynamicNtk, 64, 10000.0);
+  c.scaling.factor = 2.0;
+  ExpectError(c, "max_position_embeddings", "0");
+}
+
+TEST(RopeScalingValidation, ProportionalRotatingNothing) {
+  RopeConfig c = Config(RopeScalingType::kProportional, 16, 10000.0);
+  c.scaling.partial_rotary_factor = 0.1;  // floor(0.8) = 0 pairs
+  ExpectError(c, "partial_rotary_factor", "0.1");
+}
+
+TEST(RopeScalingValidation, GgmlFreqScaleAndBase) {
+  RopeConfig c = Config(RopeScalingType::kGgml, 64, 10000.0);
+  c.scaling.freq_scale = 0.0;
+  ExpectError(c, "freq_scale", "0");
+  c = Config(RopeScalingType::kNone, 64, -5.0);
+  ExpectError(c, "rope_theta", "-5");
+}
+
+}  // namespace
+}  // namespace posenc
