@@ -17,6 +17,8 @@
 
 namespace posenc {
 
+class ParallelRunner;  // posenc/parallel.hpp
+
 // A read-only view of an embedding table in its stored format: rows of `d_model` elements, row r at
 // data + r * row_stride elements (float types). Quantized tables (GGUF block types) are read by the
 // io layer, which dequantizes only the rows asked for. The memory must outlive the view.
@@ -37,6 +39,13 @@ struct EmbeddingTable {
 struct LookupOptions {
   float multiplier = 1.0f;           // Gemma scales rows by sqrt(d_model); applied in float32
   DType out_dtype = DType::kF32;     // kF32 or kBF16
+  // Fused absolute positions: when set, [ids.size(), d_model] float32 rows p added after the
+  // multiplier in float32, x_t = e_t * multiplier + p_t, in the same pass (then rounded once to
+  // out_dtype). Equals LookupEmbeddings followed by AddPositions for float32 output.
+  const float* add_rows = nullptr;
+  // Threads for the fast path: nullptr uses posenc's internal pool; results are bit-identical for
+  // every runner. The reference ignores it.
+  ParallelRunner* parallel = nullptr;
 };
 
 // out[i] = table[ids[i]] * multiplier. An id outside [0, vocab) is kOutOfRange naming the id, its
@@ -49,6 +58,22 @@ Status ValidateTokenIds(std::span<const int64_t> ids, int64_t vocab);
 // call ValidateTokenIds first). The scalar reference of the lookup kernel.
 void LookupEmbeddingsReference(const EmbeddingTable& table, std::span<const int64_t> ids,
                                const LookupOptions& options, void* out);
+// The fast (SIMD, threaded) lookup into caller memory out[ids.size() * d_model] of
+// options.out_dtype, which must not overlap the table or add_rows. Validates as LookupEmbeddings
+// (nothing is written on error). Bit-identical to LookupEmbeddingsReference.
+Status LookupEmbeddingsInto(const EmbeddingTable& table, std::span<const int64_t> ids,
+                            const LookupOptions& options, void* out);
+
+// The lookup's gradient, a deterministic scatter-add: for i = 0, 1, ... in order,
+//   grad_table[ids[i], :] += multiplier * grad_out[i, :]      (float32, multiply then add)
+// grad_out is [ids.size(), d_model] float32, grad_table [vocab, d_model] float32 (accumulated into).
+// Repeated ids accumulate in index order whatever the thread count (threads split the columns), so
+// the result is bit-identical for any runner and equals EmbeddingBackwardReference. kOutOfRange for
+// a bad id (nothing written), kInvalidArgument for d_model <= 0 or null pointers with work to do.
+Status EmbeddingBackward(std::span<const int64_t> ids, const float* grad_out, int64_t d_model, float multiplier,
+                         float* grad_table, int64_t vocab, ParallelRunner* parallel = nullptr);
+void EmbeddingBackwardReference(std::span<const int64_t> ids, const float* grad_out, int64_t d_model,
+                                float multiplier, float* grad_table);
 
 // Sinusoidal positions: angle(p, i) = p / 10000^(2i / d_model), i = 0 .. d_model/2 - 1.
 //   kInterleaved: table[p, 2i] = sin, table[p, 2i+1] = cos (Vaswani et al., XLM)

@@ -46,20 +46,26 @@ Status ValidateTokenIds(std::span<const int64_t> ids, int64_t vocab) {
 namespace {
 
 template <typename In, typename Out>
-void GatherRows(const EmbeddingTable& table, std::span<const int64_t> ids, float multiplier, Out* out) {
+void GatherRows(const EmbeddingTable& table, std::span<const int64_t> ids, float multiplier, const float* add,
+                Out* out) {
   const In* base = static_cast<const In*>(table.data);
   const int64_t d = table.d_model;
   for (size_t i = 0; i < ids.size(); ++i) {
     const In* row = base + ids[i] * table.row_stride;
     Out* dst = out + static_cast<int64_t>(i) * d;
-    for (int64_t c = 0; c < d; ++c) StoreFromF32(LoadAsF32(row + c) * multiplier, dst + c);
+    const float* p = add != nullptr ? add + static_cast<int64_t>(i) * d : nullptr;
+    for (int64_t c = 0; c < d; ++c) {
+      float v = LoadAsF32(row + c) * multiplier;
+      if (p != nullptr) v += p[c];  // fused position add, in float32 after the multiplier
+      StoreFromF32(v, dst + c);
+    }
   }
 }
 
 template <typename In>
 void GatherTo(const EmbeddingTable& table, std::span<const int64_t> ids, const LookupOptions& o, void* out) {
-  if (o.out_dtype == DType::kBF16) GatherRows<In>(table, ids, o.multiplier, static_cast<bf16_t*>(out));
-  else GatherRows<In>(table, ids, o.multiplier, static_cast<float*>(out));
+  if (o.out_dtype == DType::kBF16) GatherRows<In>(table, ids, o.multiplier, o.add_rows, static_cast<bf16_t*>(out));
+  else GatherRows<In>(table, ids, o.multiplier, o.add_rows, static_cast<float*>(out));
 }
 
 }  // namespace
@@ -82,7 +88,7 @@ Result<Array> LookupEmbeddings(const EmbeddingTable& table, std::span<const int6
     return InvalidArgumentError(fmt::format("embedding lookup: multiplier {} is not finite", options.multiplier));
   POSENC_RETURN_IF_ERROR(ValidateTokenIds(ids, table.vocab));
   POSENC_ASSIGN_OR_RETURN(Array out, Array::Zeros(options.out_dtype, {static_cast<int64_t>(ids.size()), table.d_model}));
-  LookupEmbeddingsReference(table, ids, options, out.bytes());
+  POSENC_RETURN_IF_ERROR(LookupEmbeddingsInto(table, ids, options, out.bytes()));  // the fast path
   return out;
 }
 
