@@ -1,0 +1,213 @@
+// ParseHfConfig: both spellings, nested per-layer rope_parameters, every dimension key, the
+// non-RoPE families, and one test per validation error (the message names the key and the value).
+#include <gtest/gtest.h>
+
+#include "posenc/config.hpp"
+
+namespace posenc {
+namespace {
+
+PositionScheme Parse(const std::string& text, const HfConfigOptions& o = {}) {
+  Result<PositionScheme> s = ParseHfConfig(text, "test.json", o);
+  EXPECT_TRUE(s.ok()) << s.status().ToString();
+  return s.ok() ? *s : PositionScheme{};
+}
+
+void ExpectError(const std::string& text, const std::string& key, const std::string& value) {
+  Result<PositionScheme> s = ParseHfConfig(text, "test.json");
+  ASSERT_FALSE(s.ok()) << "expected an error naming " << key << " for " << text;
+  const std::string m = s.status().message();
+  EXPECT_NE(m.find("test.json"), std::string::npos) << m;
+  EXPECT_NE(m.find(key), std::string::npos) << m;
+  EXPECT_NE(m.find(value), std::string::npos) << m;
+}
+
+TEST(HfConfig, LegacyAndNewSpellingsAgree) {
+  const PositionScheme a = Parse(R"({"hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 131072,
+    "rope_theta": 500000.0, "rope_scaling": {"type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+    "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}})");
+  const PositionScheme b = Parse(R"({"hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 131072,
+    "rope_parameters": {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
+    "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}})");
+  for (const PositionScheme* s : {&a, &b}) {
+    EXPECT_EQ(s->rope.scaling.type, RopeScalingType::kLlama3);
+    EXPECT_EQ(s->rope.base, 500000.0);
+    EXPECT_EQ(s->rope.layout.rotary_dim, 128);
+    EXPECT_EQ(s->rope.scaling.original_max_position_embeddings, 8192);
+  }
+  EXPECT_EQ(a.rope_spelling, "rope_scaling");
+  EXPECT_EQ(b.rope_spelling, "rope_parameters");
+  EXPECT_EQ(ComputeRopeFrequencies(a.rope, 1)->inv_freq, ComputeRopeFrequencies(b.rope, 1)->inv_freq);
+}
+
+TEST(HfConfig, NestedPerLayerType) {
+  const std::string text = R"({"hidden_size": 1024, "num_attention_heads": 8, "head_dim": 256, "global_head_dim": 512,
+    "layer_types": ["sliding_attention", "full_attention"],
+    "rope_parameters": {"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                        "full_attention": {"rope_type": "proportional", "rope_theta": 1000000.0, "partial_rotary_factor": 0.25}}})";
+  const PositionScheme full = Parse(text);
+  EXPECT_EQ(full.rope_layer_type, "full_attention");
+  EXPECT_EQ(full.rope_layer_types.size(), 2u);
+  EXPECT_EQ(full.rope.scaling.type, RopeScalingType::kProportional);
+  EXPECT_EQ(full.rope.layout.head_dim, 512);  // global_head_dim for full attention
+  EXPECT_EQ(full.rope.layout.rotary_dim, 512);
+  EXPECT_EQ(full.rope.scaling.partial_rotary_factor, 0.25);
+  const PositionScheme sliding = Parse(text, {.layer_type = "sliding_attention"});
+  EXPECT_EQ(sliding.rope.scaling.type, RopeScalingType::kNone);
+  EXPECT_EQ(sliding.rope.base, 10000.0);
+  EXPECT_EQ(sliding.rope.layout.head_dim, 256);
+  Result<PositionScheme> bad = ParseHfConfig(text, "test.json", {.layer_type = "chunked_attention"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("chunked_attention"), std::string::npos);
+  EXPECT_NE(bad.status().message().find("sliding_attention"), std::string::npos);
+}
+
+TEST(HfConfig, DimensionKeys) {
+  EXPECT_EQ(Parse(R"({"hidden_size": 6144, "num_attention_heads": 64, "rotary_pct": 0.25, "rotary_emb_base": 10000})")
+                .rope.layout.rotary_dim, 24);
+  EXPECT_EQ(Parse(R"({"hidden_size": 2560, "num_attention_heads": 32, "partial_rotary_factor": 0.4})").rope.layout.rotary_dim, 32);
+  const PositionScheme gptj = Parse(R"({"model_type": "gptj", "n_embd": 4096, "n_head": 16, "rotary_dim": 64})");
+  EXPECT_EQ(gptj.rope.layout.head_dim, 256);
+  EXPECT_EQ(gptj.rope.layout.rotary_dim, 64);
+  EXPECT_EQ(gptj.rope.layout.pairing, RopePairing::kInterleaved);
+  EXPECT_EQ(Parse(R"({"hidden_size": 4096, "num_attention_heads": 32, "head_dim": 64})").rope.layout.head_dim, 64);
+  EXPECT_EQ(Parse(R"({"hidden_size": 4096, "num_attention_heads": 32, "head_dim": null})").rope.layout.head_dim, 128);
+  const PositionScheme ds = Parse(R"({"model_type": "deepseek_v3", "hidden_size": 7168, "num_attention_heads": 128,
+    "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "max_position_embeddings": 163840, "rope_theta": 10000,
+    "rope_scaling": {"type": "yarn", "factor": 40, "original_max_position_embeddings": 4096, "beta_fast": 32,
+    "beta_slow": 1, "mscale": 1.0, "mscale_all_dim": 1.0}})");
+  EXPECT_EQ(ds.rope.layout.head_dim, 192);
+  EXPECT_EQ(ds.rope.layout.rotary_start, 128);
+  EXPECT_EQ(ds.rope.layout.rotary_dim, 64);
+  EXPECT_EQ(ds.rope.layout.pairing, RopePairing::kInterleaved);
+  EXPECT_DOUBLE_EQ(ComputeRopeFrequencies(ds.rope, 1)->attention_scaling, 1.0);
+}
+
+TEST(HfConfig, DefaultsAreNoted) {
+  const PositionScheme s = Parse(R"({"hidden_size": 512, "num_attention_heads": 8})");
+  EXPECT_EQ(s.rope.base, 10000.0);
+  ASSERT_FALSE(s.rope.notes.empty());
+  EXPECT_NE(s.rope.notes[0].find("10000"), std::string::npos);
+  // YaRN without factor: inferred from max / original, noted.
+  const PositionScheme y = Parse(R"({"hidden_size": 512, "num_attention_heads": 8, "max_position_embeddings": 16384,
+    "rope_theta": 10000, "rope_scaling": {"rope_type": "yarn", "original_max_position_embeddings": 4096}})");
+  EXPECT_EQ(y.rope.scaling.factor, 4.0);
+  bool noted = false;
+  for (const auto& n : y.rope.notes) noted |= n.find("no factor") != std::string::npos;
+  EXPECT_TRUE(noted);
+  // LongRoPE: Phi-3 keeps original_max_position_embeddings at the top level.
+  const PositionScheme p = Parse(R"({"hidden_size": 64, "num_attention_heads": 8, "max_position_embeddings": 131072,
+    "original_max_position_embeddings": 4096, "rope_scaling": {"type": "longrope", "short_factor": [1,1,1,1],
+    "long_factor": [2,2,2,2]}})");
+  EXPECT_EQ(p.rope.scaling.original_max_position_embeddings, 4096);
+  EXPECT_EQ(p.rope.scaling.factor, 32.0);
+}
+
+TEST(HfConfig, NonRopeFamilies) {
+  const PositionScheme gpt2 = Parse(R"({"model_type": "gpt2", "n_positions": 1024, "n_embd": 768, "n_head": 12})");
+  EXPECT_EQ(gpt2.kind, PositionKind::kLearned);
+  EXPECT_EQ(gpt2.max_position_embeddings, 1024);
+  const PositionScheme bloom = Parse(R"({"model_type": "bloom", "n_head": 112})");
+  EXPECT_EQ(bloom.kind, PositionKind::kAlibi);
+  EXPECT_EQ(bloom.alibi_variant, "bloom");
+  const PositionScheme mpt = Parse(R"({"n_heads": 24, "attn_config": {"alibi": true, "alibi_bias_max": 8}})");
+  EXPECT_EQ(mpt.kind, PositionKind::kAlibi);
+  EXPECT_EQ(mpt.alibi_variant, "mpt");
+  const PositionScheme falcon = Parse(R"({"model_type": "falcon", "num_attention_heads": 8, "alibi": true})");
+  EXPECT_EQ(falcon.kind, PositionKind::kAlibi);
+  const PositionScheme falcon_rope = Parse(R"({"model_type": "falcon", "hidden_size": 512, "num_attention_heads": 8,
+    "alibi": false, "rope_theta": 10000})");
+  EXPECT_EQ(falcon_rope.kind, PositionKind::kRope);
+  const PositionScheme t5 = Parse(R"({"relative_attention_num_buckets": 32, "relative_attention_max_distance": 128, "is_decoder": true})");
+  EXPECT_EQ(t5.kind, PositionKind::kT5Bucket);
+  EXPECT_FALSE(t5.t5_bidirectional);
+  const PositionScheme xlm = Parse(R"({"emb_dim": 16, "max_position_embeddings": 64, "sinusoidal_embeddings": true})");
+  EXPECT_EQ(xlm.kind, PositionKind::kSinusoidal);
+  EXPECT_EQ(xlm.sinusoidal_layout, "interleaved");
+}
+
+// ---- one test per validation error ----
+
+TEST(HfConfigValidation, UnknownRopeType) {
+  ExpectError(R"({"hidden_size": 64, "num_attention_heads": 4, "rope_scaling": {"rope_type": "warp", "factor": 2}})",
+              "rope_type", "warp");
+  Result<PositionScheme> s = ParseHfConfig(R"({"hidden_size": 64, "num_attention_heads": 4, "rope_scaling": {"type": "warp"}})", "t");
+  EXPECT_EQ(s.status().code(), StatusCode::kUnimplemented);
+}
+
+TEST(HfConfigValidation, MissingFactor) {
+  ExpectError(R"({"hidden_size": 64, "num_attention_heads": 4, "rope_scaling": {"type": "linear"}})", "factor", "missing");
+}
+
+TEST(HfConfigValidation, NonPositiveFactor) {
+  ExpectError(R"({"hidden_size": 64, "num_attention_heads": 4, "rope_scaling": {"type": "linear", "factor": 0}})", "factor", "0");
+  ExpectError(R"({"hidden_size": 64, "num_attention_heads": 4, "rope_scaling": {"type": "dynamic", "factor": -2.5}})",
+              "factor", "-2.5");
+}
+
+TEST(HfConfigValidation, ShortFactorWrongLength) {
+  ExpectError(R"({"hidden_size": 64, "num_attention_heads": 8, "original_max_position_embeddings": 4096,
+    "max_position_embeddings": 8192, "rope_scaling": {"type": "longrope", "short_factor": [1,1,1], "long_factor": [2,2,2,2]}})",
+              "short_factor", "3 values");
+}
+
+TEST(HfConfigValidation, LongFactorWrongLength) {
+  ExpectError(R"({"hidden_size": 64, "num_attention_heads": 8, "original_max_position_embeddings": 4096,
+    "max_position_embeddings": 8192, "rope_scaling": {"type": "longrope", "short_factor": [1,1,1,1], "long_factor": [2,2,2,2,2]}})",
+              "long_factor", "5 values");
+}
+
+TEST(HfConfigValidation, PartialFactorGivesOddRotaryDim) {
+  ExpectError(R"({"hidden_size": 80, "num_attention_heads": 8, "partial_rotary_factor": 0.5})", "partial_rotary_factor",
+              "= 5");
+}
+
+TEST(HfConfigValidation, PartialFactorGivesZeroRotaryDim) {
+  ExpectError(R"({"hidden_size": 512, "num_attention_heads": 8, "rotary_pct": 0.01})", "rotary_pct", "= 0");
+}
+
+TEST(HfConfigValidation, BetaFastNotAboveBetaSlow) {
+  ExpectError(R"({"hidden_size": 512, "num_attention_heads": 8, "max_position_embeddings": 16384, "rope_scaling":
+    {"type": "yarn", "factor": 4, "original_max_position_embeddings": 4096, "beta_fast": 2, "beta_slow": 8}})",
+              "beta_fast", "= 2");
+}
+
+TEST(HfConfigValidation, Llama3MissingBandFactor) {
+  ExpectError(R"({"hidden_size": 512, "num_attention_heads": 8, "rope_scaling": {"type": "llama3", "factor": 8,
+    "high_freq_factor": 4, "original_max_position_embeddings": 8192}})", "low_freq_factor", "missing");
+}
+
+TEST(HfConfigValidation, NonPositiveBase) {
+  ExpectError(R"({"hidden_size": 512, "num_attention_heads": 8, "rope_theta": 0})", "rope_theta", "0");
+}
+
+TEST(HfConfigValidation, WrongValueType) {
+  ExpectError(R"({"hidden_size": 512, "num_attention_heads": 8, "rope_theta": "big"})", "rope_theta", "\"big\"");
+}
+
+TEST(HfConfigValidation, ConflictingPartialKeys) {
+  ExpectError(R"({"hidden_size": 512, "num_attention_heads": 8, "partial_rotary_factor": 0.5,
+    "rope_parameters": {"rope_type": "default", "rope_theta": 10000, "partial_rotary_factor": 0.25}})",
+              "partial_rotary_factor", "0.5");
+}
+
+TEST(GgmlParams, ModesAndErrors) {
+  Result<RopeConfig> c = RopeConfigFromGgmlParams(
+      R"({"n_dims": 64, "mode": 2, "n_ctx_orig": 4096, "freq_base": 10000.0, "freq_scale": 0.25, "ext_factor": 0.0,
+          "attn_factor": 1.0, "beta_fast": 32.0, "beta_slow": 1.0})", 96, "case");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->layout.pairing, RopePairing::kHalf);
+  EXPECT_EQ(c->layout.rotary_dim, 64);
+  EXPECT_EQ(c->layout.head_dim, 96);
+  EXPECT_EQ(c->scaling.freq_scale, 0.25);
+  Result<RopeConfig> m = RopeConfigFromGgmlParams(R"({"n_dims": 64, "mode": 8, "freq_base": 10000.0})", 64, "case");
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(m.status().message().find("'mode' = 8"), std::string::npos) << m.status().message();
+  Result<RopeConfig> nb = RopeConfigFromGgmlParams(R"({"n_dims": 64, "mode": 0})", 64, "case");
+  ASSERT_FALSE(nb.ok());
+  EXPECT_NE(nb.status().message().find("freq_base"), std::string::npos) << nb.status().message();
+}
+
+}  // namespace
+}  // namespace posenc
