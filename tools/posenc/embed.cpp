@@ -1,0 +1,205 @@
+// `posenc embed MODEL --ids 1,2,3 | --ids-file ids.npy [--positions P.npy] --output X.npy`: the token
+// embedding rows e_t of any model file (GGUF in any supported type, safetensors, HF folder, llama2.c,
+// .npy), plus the learned position rows p_t where the model has a position table; `--rope-check`
+// reports the RoPE scheme layer 0 will apply; `--report-rss` measures the resident memory the lookup
+// touched.
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "commands.hpp"
+#include "posenc/config.hpp"
+#include "posenc/embedding.hpp"
+#include "posenc/model_file.hpp"
+#include "posenc/npy.hpp"
+#include "posenc/quant.hpp"
+
+namespace posenc::cli {
+namespace {
+
+struct EmbedOptions {
+  std::string model, ids, ids_file, positions, output;
+  std::string dtype = "f32";
+  float multiplier = 1.0f;
+  bool rope_check = false;
+  bool report_rss = false;
+};
+
+Result<std::vector<int64_t>> ParseIdList(const std::string& text) {
+  std::vector<int64_t> ids;
+  std::stringstream ss(text);
+  std::string item;
+  size_t index = 0;
+  while (std::getline(ss, item, ',')) {
+    size_t used = 0;
+    int64_t v = 0;
+    bool ok = !item.empty();
+    if (ok) {
+      try {
+        v = std::stoll(item, &used);
+      } catch (...) {
+        ok = false;
+      }
+    }
+    if (!ok || used != item.size()) {
+      return InvalidArgumentError(fmt::format("--ids item {} '{}' is not an integer", index, item));
+    }
+    ids.push_back(v);
+    ++index;
+  }
+  if (ids.empty()) return InvalidArgumentError("--ids is empty");
+  return ids;
+}
+
+Result<std::vector<int64_t>> ReadIdsNpy(const std::string& path, const char* what) {
+  POSENC_ASSIGN_OR_RETURN(Array a, ReadNpy(path));
+  if (a.ndim() != 1) {
+    return InvalidArgumentError(fmt::format("{} {}: shape {} is not [tokens]", what, path, ShapeToString(a.shape())));
+  }
+  if (a.dtype() != DType::kI64 && a.dtype() != DType::kI32) {
+    return InvalidArgumentError(fmt::format("{} {}: dtype {} is not int64 or int32", what, path, ToString(a.dtype())));
+  }
+  POSENC_ASSIGN_OR_RETURN(Array b, a.AsType(DType::kI64));
+  return std::vector<int64_t>(b.span<int64_t>().begin(), b.span<int64_t>().end());
+}
+
+// Resident file-backed and total memory of this process, in KiB (Linux /proc/self/status).
+struct Rss { int64_t rss_kib = -1, file_kib = -1, hwm_kib = -1; };
+Rss ReadRss() {
+  Rss r;
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line)) {
+    auto num = [&line]() { return std::stoll(line.substr(line.find(':') + 1)); };
+    if (line.rfind("VmRSS:", 0) == 0) r.rss_kib = num();
+    else if (line.rfind("RssFile:", 0) == 0) r.file_kib = num();
+    else if (line.rfind("VmHWM:", 0) == 0) r.hwm_kib = num();
+  }
+  return r;
+}
+
+void PrintRopeCheck(const ModelFile& m) {
+  const ModelRopeInfo& r = m.rope();
+  if (!r.present) {
+    std::printf("rope-check: %s states no RoPE (architecture '%s'%s)\n", m.path().c_str(), m.architecture().c_str(),
+                m.position_embedding() ? ", learned absolute positions" : "");
+    return;
+  }
+  const int64_t head_dim = m.n_heads() > 0 ? m.d_model() / m.n_heads() : 0;
+  std::string pairing = r.pairing ? std::string(ToString(*r.pairing)) : "not fixed by the file";
+  std::printf("rope-check: layer 0 applies RoPE: theta %s, rotary_dim %s of head_dim %lld, pairing %s\n",
+              r.theta > 0 ? fmt::format("{}", r.theta).c_str() : "not stated",
+              r.rotary_dim > 0 ? std::to_string(r.rotary_dim).c_str() : "whole head",
+              static_cast<long long>(head_dim), pairing.c_str());
+  if (!r.note.empty()) std::printf("rope-check: %s\n", r.note.c_str());
+  // The full scheme (scalings included) from the config readers, where the format has one.
+  Result<PositionScheme> scheme = InvalidArgumentError("no config");
+  if (m.format() == ModelFormat::kGguf) {
+    GgufConfigOptions o;
+    o.allow_default_freq_base = true;
+    scheme = LoadGgufConfig(m.path(), o);
+  } else if (!m.config_path().empty()) {
+    scheme = LoadHfConfig(m.config_path());
+  }
+  if (scheme.ok() && scheme->kind == PositionKind::kRope) {
+    const RopeConfig& rc = scheme->rope;
+    std::printf("rope-check: config reader: base %g, head_dim %lld, rotary_dim %lld, pairing %s, scaling %s\n",
+                rc.base, static_cast<long long>(rc.layout.head_dim), static_cast<long long>(rc.layout.rotary_dim),
+                std::string(ToString(rc.layout.pairing)).c_str(), std::string(ToString(rc.scaling.type)).c_str());
+    for (const std::string& n : rc.notes) std::printf("rope-check: note: %s\n", n.c_str());
+  } else if (m.format() == ModelFormat::kGguf || !m.config_path().empty()) {
+    std::printf("rope-check: config reader: %s\n", scheme.status().ToString().c_str());
+  }
+}
+
+Status RunEmbed(const EmbedOptions& o) {
+  if (o.ids.empty() == o.ids_file.empty()) return InvalidArgumentError("give exactly one of --ids and --ids-file");
+  LookupOptions lo;
+  lo.multiplier = o.multiplier;
+  if (!ParseDType(o.dtype, &lo.out_dtype) || (lo.out_dtype != DType::kF32 && lo.out_dtype != DType::kBF16)) {
+    return InvalidArgumentError(fmt::format("--dtype '{}' (expected f32 or bf16)", o.dtype));
+  }
+  std::vector<int64_t> ids;
+  if (!o.ids.empty()) {
+    POSENC_ASSIGN_OR_RETURN(ids, ParseIdList(o.ids));
+  } else {
+    POSENC_ASSIGN_OR_RETURN(ids, ReadIdsNpy(o.ids_file, "--ids-file"));
+  }
+  const Rss before_open = ReadRss();
+  POSENC_ASSIGN_OR_RETURN(ModelFile model, OpenModel(o.model));
+  POSENC_ASSIGN_OR_RETURN(QuantizedTable table, model.TokenEmbeddingTable());
+  const ModelTensor* e = model.token_embedding();
+  const Rss before = ReadRss();
+  POSENC_ASSIGN_OR_RETURN(Array x, LookupRows(table, ids, lo));
+  const Rss after = ReadRss();
+  std::fprintf(stderr, "embed: %zu ids from '%s' [%lld, %lld] %s (%s)\n", ids.size(), e->name.c_str(),
+               static_cast<long long>(table.rows), static_cast<long long>(table.row_length), e->type_name.c_str(),
+               std::string(ToString(model.format())).c_str());
+
+  if (model.position_embedding() != nullptr) {
+    std::vector<int64_t> positions;
+    if (!o.positions.empty()) {
+      POSENC_ASSIGN_OR_RETURN(positions, ReadIdsNpy(o.positions, "--positions"));
+    } else {
+      for (size_t t = 0; t < ids.size(); ++t) positions.push_back(static_cast<int64_t>(t));
+      std::fprintf(stderr, "embed: learned positions, --positions not given: using 0..%zu\n", ids.size() - 1);
+    }
+    if (positions.size() != ids.size()) {
+      return InvalidArgumentError(fmt::format("--positions has {} entries for {} ids", positions.size(), ids.size()));
+    }
+    POSENC_ASSIGN_OR_RETURN(QuantizedTable ptable, model.PositionTable());
+    if (ptable.row_length != table.row_length) {
+      return InvalidArgumentError(fmt::format("position table width {} differs from the embedding width {}",
+                                              ptable.row_length, table.row_length));
+    }
+    POSENC_ASSIGN_OR_RETURN(Array p, LookupRows(ptable, positions));
+    if (lo.out_dtype != DType::kF32) {
+      return InvalidArgumentError("--dtype bf16 with learned positions: add in float32 (omit --dtype)");
+    }
+    POSENC_RETURN_IF_ERROR(AddPositions(p, x));
+    std::fprintf(stderr, "embed: added learned positions from '%s'\n", model.position_embedding()->name.c_str());
+  } else if (!o.positions.empty()) {
+    std::fprintf(stderr, "embed: the model has no learned position table; --positions ignored (%s)\n",
+                 model.rope().present ? "RoPE rotates q and k inside attention instead" : "no absolute scheme");
+  }
+  if (o.rope_check) PrintRopeCheck(model);
+  if (o.report_rss) {
+    std::set<int64_t> unique(ids.begin(), ids.end());
+    const double row_bytes = static_cast<double>(table.data.size()) / static_cast<double>(table.rows);
+    std::printf("rss: table %.1f MiB (%lld rows of %.0f bytes); %zu distinct rows asked = %.1f KiB\n",
+                table.data.size() / 1048576.0, static_cast<long long>(table.rows), row_bytes, unique.size(),
+                unique.size() * row_bytes / 1024.0);
+    std::printf("rss: file-backed resident KiB: %lld after open, %lld after lookup (+%lld); VmRSS %lld -> %lld KiB, "
+                "peak %lld KiB (before open %lld)\n",
+                static_cast<long long>(before.file_kib), static_cast<long long>(after.file_kib),
+                static_cast<long long>(after.file_kib - before.file_kib), static_cast<long long>(before.rss_kib),
+                static_cast<long long>(after.rss_kib), static_cast<long long>(after.hwm_kib),
+                static_cast<long long>(before_open.rss_kib));
+  }
+  return WriteNpy(o.output, x);
+}
+
+void RegisterEmbed(CLI::App& app) {
+  auto* cmd = app.add_subcommand("embed", "Token embedding rows (plus learned positions) straight from a model file");
+  static EmbedOptions o;
+  cmd->add_option("model", o.model, "GGUF, safetensors, Hugging Face folder, llama2.c .bin or .npy table")->required();
+  cmd->add_option("--ids", o.ids, "Comma-separated token ids, e.g. 1,2,3");
+  cmd->add_option("--ids-file", o.ids_file, ".npy int64/int32 [tokens]");
+  cmd->add_option("--positions", o.positions, ".npy int64 [tokens]: positions for a learned table (default 0..T-1)");
+  cmd->add_option("--output", o.output, ".npy to write: [tokens, d_model]")->required();
+  cmd->add_option("--dtype", o.dtype, "Output dtype: f32 or bf16")->capture_default_str();
+  cmd->add_option("--multiplier", o.multiplier, "Scale rows (Gemma: sqrt(d_model))")->capture_default_str();
+  cmd->add_flag("--rope-check", o.rope_check, "Also report the RoPE scheme layer 0 will apply");
+  cmd->add_flag("--report-rss", o.report_rss, "Report resident memory touched by the lookup (Linux)");
+  cmd->callback([] {
+    Status s = RunEmbed(o);
+    if (!s.ok()) ReportError("embed", s);
+  });
+}
+
+}  // namespace
+POSENC_CLI_COMMAND(45, RegisterEmbed);
+}  // namespace posenc::cli
