@@ -69,8 +69,9 @@ Result<RopeTable> RopeTable::Build(RopeFrequencies freqs, int64_t num_positions,
   if (num_positions < 0 || num_positions > kMaxRopePosition)
     return InvalidArgumentError(fmt::format("rope table: num_positions {} must be in [0, 2^31]", num_positions));
   for (size_t i = 0; i < freqs.inv_freq.size(); ++i)
-    if (!std::isfinite(freqs.inv_freq[i]) || freqs.inv_freq[i] < 0)
-      return InvalidArgumentError(fmt::format("rope table: inv_freq[{}] = {} must be finite and >= 0", i, freqs.inv_freq[i]));
+    // Negative frequencies are allowed: they rotate the other way (re-rotation, rerotate.hpp, uses them).
+    if (!std::isfinite(freqs.inv_freq[i]))
+      return InvalidArgumentError(fmt::format("rope table: inv_freq[{}] = {} must be finite", i, freqs.inv_freq[i]));
   if (!std::isfinite(freqs.attention_scaling))
     return InvalidArgumentError(fmt::format("rope table: attention_scaling {} is not finite", freqs.attention_scaling));
   RopeTable t;
