@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "posenc/parallel.hpp"
 #include "posenc/rope.hpp"
 
 namespace posenc {
@@ -81,8 +82,14 @@ Result<RopeTable> RopeTable::Build(RopeFrequencies freqs, int64_t num_positions,
   const size_t n = t.freqs_.inv_freq.size();
   t.cos_.resize(n * static_cast<size_t>(num_positions));
   t.sin_.resize(n * static_cast<size_t>(num_positions));
-  for (int64_t p = 0; p < num_positions; ++p)
-    ComputeCosSin(t.freqs_, p, precision, t.cos_.data() + p * n, t.sin_.data() + p * n);
+  // Rows are independent, so they are split over the internal pool; each row is ComputeCosSin's own
+  // result (bit-identical for any thread count). glibc's cos/sin are not vectorizable bit for bit.
+  const RopeFrequencies& f = t.freqs_;
+  float* cos_data = t.cos_.data();
+  float* sin_data = t.sin_.data();
+  ParallelFor(nullptr, num_positions, num_positions * static_cast<int64_t>(n) * 64, [&](int64_t b, int64_t e) {
+    for (int64_t p = b; p < e; ++p) ComputeCosSin(f, p, precision, cos_data + p * n, sin_data + p * n);
+  });
   return t;
 }
 

@@ -246,6 +246,22 @@ TEST(RopeSimd, QueriesAndKeysInOneCallMatchSeparateCalls) {
   EXPECT_EQ(0, std::memcmp(k.data(), k2.data(), k.size() * 4));
 }
 
+// The threaded table build is ComputeCosSin row for row, in both precisions.
+TEST(RopeSimd, TableBuildIsComputeCosSinBitForBit) {
+  for (RopePrecision prec : {RopePrecision::kReference, RopePrecision::kExact}) {
+    auto freqs = DefaultRopeFrequencies(128, 500000.0).value();
+    freqs.attention_scaling = 1.0986;
+    const int64_t P = 3000;
+    auto table = RopeTable::Build(freqs, P, prec).value();
+    std::vector<float> c(64), s(64);
+    for (int64_t p = 0; p < P; ++p) {
+      ComputeCosSin(freqs, p, prec, c.data(), s.data());
+      ASSERT_EQ(0, std::memcmp(c.data(), table.cos_row(p), 64 * 4)) << ToString(prec) << " position " << p;
+      ASSERT_EQ(0, std::memcmp(s.data(), table.sin_row(p), 64 * 4)) << ToString(prec) << " position " << p;
+    }
+  }
+}
+
 TEST(RopeSimd, RejectsPartialOverlapAndMixedDtypes) {
   const int64_t T = 4, H = 2, D = 8;
   std::vector<float> buf(T * H * D + 8);

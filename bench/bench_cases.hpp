@@ -1,0 +1,168 @@
+// The benchmark cases shared by `posenc bench` and the Google Benchmark suite (bench/posenc_bench.cpp):
+// real Llama-3-8B shapes, each with the roofline pass over the same bytes it is compared with.
+//
+//   rope_prefill_q   [4096, 32, 128] positions 0..4095, in place     roofline: in-place RMW pass
+//   rope_prefill_k   [4096,  8, 128]                                  (same)
+//   rope_prefill_qk  q and k in one ApplyRopeQK call                  (same, q+k bytes)
+//   rope_prefill_q_oop  [4096, 32, 128] out of place                  roofline: memcpy
+//   rope_decode      [64 sequences x 1 token, 32, 128], scattered positions < 8192, in place
+//   gather           4096 ids (random, distinct) from a [128256, 4096] table -> float32 (bfloat16 for
+//                    a bfloat16 table: gather_bf16out)                roofline: memcpy of the output
+// bytes = bytes read + bytes written by the kernel; gbps = bytes / median time.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "kernels/roofline.hpp"
+#include "posenc/embedding.hpp"
+#include "posenc/parallel.hpp"
+#include "posenc/rope.hpp"
+
+namespace posenc::bench {
+
+struct CaseSpec {
+  std::string op;      // rope_prefill_q, rope_decode, gather, ...
+  std::string shape;   // "[4096, 32, 128]"
+  DType dtype = DType::kF32;
+  RopePairing layout = RopePairing::kHalf;
+  bool inplace = true;
+  std::string Name() const {
+    return fmt::format("{}/{}/{}{}", op, ToString(dtype), op.rfind("gather", 0) == 0 ? "rows" : ToString(layout),
+                       inplace ? "" : "/oop");
+  }
+};
+
+// A prepared case: buffers allocated and filled, `run` times the kernel, `roofline` the matching pass.
+struct Prepared {
+  std::function<void()> run, roofline;
+  double bytes = 0, roofline_bytes = 0;
+  const char* roofline_kind = "rmw";
+  std::vector<std::shared_ptr<void>> keep;  // owned buffers
+};
+
+inline std::vector<CaseSpec> AllCases() {
+  std::vector<CaseSpec> cases;
+  for (DType dt : {DType::kF32, DType::kBF16, DType::kF16}) {
+    for (RopePairing l : {RopePairing::kHalf, RopePairing::kInterleaved}) {
+      cases.push_back({"rope_prefill_q", "[4096, 32, 128]", dt, l, true});
+      cases.push_back({"rope_prefill_k", "[4096, 8, 128]", dt, l, true});
+      cases.push_back({"rope_prefill_qk", "q [4096, 32, 128] + k [4096, 8, 128]", dt, l, true});
+      cases.push_back({"rope_prefill_q_oop", "[4096, 32, 128]", dt, l, false});
+      cases.push_back({"rope_decode", "[64x1, 32, 128]", dt, l, true});
+    }
+  }
+  for (DType dt : {DType::kF32, DType::kBF16, DType::kF16})
+    cases.push_back({"gather", "4096 of [128256, 4096]", dt, RopePairing::kHalf, false});
+  cases.push_back({"gather_bf16out", "4096 of [128256, 4096]", DType::kBF16, RopePairing::kHalf, false});
+  return cases;
+}
+
+template <typename T>
+std::shared_ptr<T[]> Buffer(size_t n) {
+  return std::shared_ptr<T[]>(new T[n]);  // uninitialized: only what a case touches is committed
+}
+
+inline void FillBytes(void* p, size_t bytes, uint32_t seed) {
+  // Finite values of every storage type: 16-bit words 0x3c00..0x3fff are f16/bf16 numbers in [1, 2).
+  auto* u = static_cast<uint16_t*>(p);
+  std::mt19937 rng(seed);
+  for (size_t i = 0; i < bytes / 2; ++i) u[i] = static_cast<uint16_t>(0x3c00 | (rng() & 0x3ff));
+}
+
+// Keeps the RoPE tables alive across cases (built once, as an engine would).
+inline const RopeTable& LlamaTable() {
+  static const RopeTable table =
+      RopeTable::Build(DefaultRopeFrequencies(128, 500000.0).value(), 8192, RopePrecision::kReference).value();
+  return table;
+}
+
+inline std::unique_ptr<Prepared> Prepare(const CaseSpec& c, ParallelRunner* runner) {
+  auto p = std::make_unique<Prepared>();
+  const size_t es = SizeOf(c.dtype);
+  if (c.op.rfind("rope", 0) == 0) {
+    const bool decode = c.op == "rope_decode";
+    const int64_t T = decode ? 64 : 4096, D = 128;
+    const int64_t Hq = c.op == "rope_prefill_k" ? 8 : 32;
+    const int64_t Hk = c.op == "rope_prefill_qk" ? 8 : 0;
+    const size_t nq = static_cast<size_t>(T * Hq * D), nk = static_cast<size_t>(T * Hk * D);
+    auto q = Buffer<uint8_t>(nq * es + 64), k = Buffer<uint8_t>(nk * es + 64);
+    FillBytes(q.get(), nq * es, 1);
+    FillBytes(k.get(), nk * es, 2);
+    auto pos = std::make_shared<std::vector<int64_t>>(static_cast<size_t>(T));
+    std::mt19937 rng(3);
+    for (int64_t t = 0; t < T; ++t) (*pos)[static_cast<size_t>(t)] = decode ? static_cast<int64_t>(rng() % 8192) : t;
+    RotaryLayout layout{c.layout, D, 0, D};
+    RopeArgs args{layout, &LlamaTable(), *pos};
+    args.parallel = runner;
+    HeadsView qv = HeadsView::Dense(q.get(), c.dtype, T, Hq, D);
+    HeadsView kv = HeadsView::Dense(k.get(), c.dtype, T, Hk, D);
+    const size_t tensor_bytes = (nq + nk) * es;
+    p->bytes = 2.0 * static_cast<double>(tensor_bytes);
+    p->roofline_bytes = p->bytes;
+    if (!c.inplace) {
+      auto out = Buffer<uint8_t>(nq * es + 64);
+      std::memset(out.get(), 0, nq * es);
+      HeadsView ov = HeadsView::Dense(out.get(), c.dtype, T, Hq, D);
+      p->run = [args, qv, ov] { (void)ApplyRope(args, qv, ov); };
+      p->roofline = [q, out, nq, es, runner] { detail::RooflineCopy(out.get(), q.get(), nq * es, runner); };
+      p->roofline_kind = "memcpy";
+      p->keep.push_back(out);
+    } else if (Hk > 0) {
+      p->run = [args, qv, kv] { (void)ApplyRopeQK(args, qv, kv); };
+      p->roofline = [q, k, nq, nk, es, runner] {
+        detail::RooflineRmw(q.get(), nq * es, 0, runner);
+        detail::RooflineRmw(k.get(), nk * es, 0, runner);
+      };
+    } else {
+      p->run = [args, qv] { (void)ApplyRope(args, qv); };
+      p->roofline = [q, nq, es, runner] { detail::RooflineRmw(q.get(), nq * es, 0, runner); };
+    }
+    p->keep.push_back(q);
+    p->keep.push_back(k);
+    p->keep.push_back(pos);
+    return p;
+  }
+  // Embedding gather.
+  const int64_t vocab = 128256, d_model = 4096, n = 4096;
+  const DType out_dtype = c.op == "gather_bf16out" ? DType::kBF16 : DType::kF32;
+  const size_t row_bytes = static_cast<size_t>(d_model) * es;
+  auto table = Buffer<uint8_t>(static_cast<size_t>(vocab) * row_bytes);
+  auto ids = std::make_shared<std::vector<int64_t>>();
+  std::mt19937_64 rng(5);
+  std::vector<bool> used(static_cast<size_t>(vocab));
+  while (ids->size() < static_cast<size_t>(n)) {
+    const int64_t id = static_cast<int64_t>(rng() % vocab);
+    if (used[static_cast<size_t>(id)]) continue;
+    used[static_cast<size_t>(id)] = true;
+    ids->push_back(id);
+    FillBytes(table.get() + static_cast<size_t>(id) * row_bytes, row_bytes, static_cast<uint32_t>(id));
+  }
+  const size_t out_bytes = static_cast<size_t>(n * d_model) * SizeOf(out_dtype);
+  auto out = Buffer<uint8_t>(out_bytes), copy_src = Buffer<uint8_t>(out_bytes);
+  std::memset(out.get(), 0, out_bytes);
+  FillBytes(copy_src.get(), out_bytes, 9);
+  EmbeddingTable t = EmbeddingTable::View(table.get(), c.dtype, vocab, d_model);
+  LookupOptions o;
+  o.out_dtype = out_dtype;
+  o.parallel = runner;
+  p->run = [t, ids, o, out] { (void)LookupEmbeddingsInto(t, *ids, o, out.get()); };
+  p->roofline = [out, copy_src, out_bytes, runner] { detail::RooflineCopy(out.get(), copy_src.get(), out_bytes, runner); };
+  p->roofline_kind = "memcpy";
+  p->bytes = static_cast<double>(static_cast<size_t>(n) * row_bytes + out_bytes);
+  p->roofline_bytes = 2.0 * static_cast<double>(out_bytes);
+  p->keep.push_back(table);
+  p->keep.push_back(out);
+  p->keep.push_back(copy_src);
+  p->keep.push_back(ids);
+  return p;
+}
+
+}  // namespace posenc::bench

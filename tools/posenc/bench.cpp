@@ -1,0 +1,156 @@
+// `posenc bench`: the kernels on real shapes (bench/bench_cases.hpp) against the roofline pass over the
+// same bytes, measured in the same run, interleaved; medians of many repetitions.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <regex>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "../../bench/bench_cases.hpp"
+#include "commands.hpp"
+#include "posenc/parallel.hpp"
+#include "posenc/simd.hpp"
+
+namespace posenc::cli {
+namespace {
+
+struct BenchOptions {
+  bool json = false;
+  std::string filter;
+  std::string threads = "1,2";
+  std::string simd = "best";
+  int reps = 0;  // 0: chosen per case from its size
+  bool list = false;
+};
+
+double Now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+Status ParseThreads(const std::string& s, std::vector<int>* out) {
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    char* end = nullptr;
+    const long v = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || v < 1 || v > 256)
+      return InvalidArgumentError(fmt::format("--threads '{}': '{}' is not a thread count in [1, 256]", s, item));
+    out->push_back(static_cast<int>(v));
+  }
+  if (out->empty()) return InvalidArgumentError(fmt::format("--threads '{}' lists no thread count", s));
+  return OkStatus();
+}
+
+// The exact table must cost at most 1.5x the reference one: both built here, interleaved.
+void BenchTable(const BenchOptions& o, const std::vector<int>& threads) {
+  const int64_t positions = 32768;
+  auto freqs = DefaultRopeFrequencies(128, 500000.0).value();
+  for (int t : threads) {
+    (void)t;  // RopeTable::Build uses the internal pool; reported per process setting
+  }
+  std::vector<double> ref, exact;
+  const int reps = o.reps > 0 ? o.reps : 11;
+  for (int r = 0; r < reps + 1; ++r) {
+    double t0 = Now();
+    auto a = RopeTable::Build(freqs, positions, RopePrecision::kReference);
+    double t1 = Now();
+    auto b = RopeTable::Build(freqs, positions, RopePrecision::kExact);
+    double t2 = Now();
+    if (r == 0) continue;  // warm-up
+    ref.push_back(t1 - t0);
+    exact.push_back(t2 - t1);
+  }
+  const double mr = Median(ref) * 1e3, me = Median(exact) * 1e3;
+  if (o.json) {
+    std::printf("{\"op\": \"rope_table_build\", \"shape\": \"[%lld, 64]\", \"dtype\": \"float32\", \"simd\": \"%s\", "
+                "\"threads\": %d, \"reference_median_ms\": %.4f, \"exact_median_ms\": %.4f, \"exact_over_reference\": %.3f, \"reps\": %d}\n",
+                static_cast<long long>(positions), ChosenSimdTarget().c_str(), DefaultThreadCount(), mr, me, me / mr, reps);
+  } else {
+    std::printf("%-40s reference %8.3f ms   exact %8.3f ms   exact/reference %.2f\n",
+                fmt::format("rope_table_build/[{}, 64]", positions).c_str(), mr, me, me / mr);
+  }
+}
+
+Status RunBench(const BenchOptions& o) {
+  std::vector<int> threads;
+  POSENC_RETURN_IF_ERROR(ParseThreads(o.threads, &threads));
+  POSENC_RETURN_IF_ERROR(ForceSimdTarget(o.simd));
+  std::regex filter;
+  try {
+    filter = std::regex(o.filter.empty() ? ".*" : o.filter);
+  } catch (const std::regex_error&) {
+    return InvalidArgumentError(fmt::format("--filter '{}' is not a valid regular expression", o.filter));
+  }
+  const auto cases = bench::AllCases();
+  if (o.list) {
+    for (const auto& c : cases) std::printf("%s\n", c.Name().c_str());
+    std::printf("rope_table_build\n");
+    return OkStatus();
+  }
+  if (!o.json)
+    std::printf("simd %s, threads %s; median over repetitions, kernel and roofline interleaved\n%-40s %7s %10s %9s %9s %8s\n",
+                ChosenSimdTarget().c_str(), o.threads.c_str(), "case", "threads", "median_ms", "GB/s", "roof GB/s", "fraction");
+  for (const auto& c : cases) {
+    if (!std::regex_search(c.Name(), filter)) continue;
+    for (int t : threads) {
+      ThreadPool pool(t);
+      auto p = bench::Prepare(c, &pool);
+      const int reps = o.reps > 0 ? o.reps : std::clamp(static_cast<int>(4e9 / p->bytes), 15, 501);
+      for (int w = 0; w < 3; ++w) {  // warm-up: page faults, caches, thread start
+        p->run();
+        p->roofline();
+      }
+      std::vector<double> tk, tr;
+      for (int r = 0; r < reps; ++r) {
+        double t0 = Now();
+        p->run();
+        double t1 = Now();
+        p->roofline();
+        double t2 = Now();
+        tk.push_back(t1 - t0);
+        tr.push_back(t2 - t1);
+      }
+      const double mk = Median(tk), mr = Median(tr);
+      const double gbps = p->bytes / mk / 1e9, roof = p->roofline_bytes / mr / 1e9;
+      if (o.json) {
+        std::printf("{\"op\": \"%s\", \"shape\": \"%s\", \"dtype\": \"%s\", \"layout\": \"%s\", \"threads\": %d, "
+                    "\"inplace\": %s, \"simd\": \"%s\", \"median_ms\": %.4f, \"gbps\": %.3f, \"roofline\": \"%s\", "
+                    "\"roofline_median_ms\": %.4f, \"roofline_gbps\": %.3f, \"fraction\": %.3f, \"bytes\": %.0f, \"reps\": %d}\n",
+                    c.op.c_str(), c.shape.c_str(), std::string(ToString(c.dtype)).c_str(),
+                    c.op.rfind("gather", 0) == 0 ? "rows" : std::string(ToString(c.layout)).c_str(), t,
+                    c.inplace ? "true" : "false", ChosenSimdTarget().c_str(), mk * 1e3, gbps, p->roofline_kind, mr * 1e3,
+                    roof, gbps / roof, p->bytes, reps);
+      } else {
+        std::printf("%-40s %7d %10.3f %9.2f %9.2f %8.3f\n", c.Name().c_str(), t, mk * 1e3, gbps, roof, gbps / roof);
+      }
+      std::fflush(stdout);
+    }
+  }
+  if (std::regex_search(std::string("rope_table_build"), filter)) BenchTable(o, threads);
+  return OkStatus();
+}
+
+void RegisterBench(CLI::App& app) {
+  auto* cmd = app.add_subcommand("bench", "Time the SIMD kernels on Llama-3-8B shapes against the memory roofline");
+  auto o = std::make_shared<BenchOptions>();
+  cmd->add_flag("--json", o->json, "One JSON object per line (op, shape, dtype, layout, threads, inplace, median_ms, gbps, roofline_gbps, fraction, ...)");
+  cmd->add_option("--filter", o->filter, "Regular expression on case names (see --list), e.g. 'rope_prefill_q/float32'");
+  cmd->add_option("--threads", o->threads, "Comma-separated thread counts")->capture_default_str();
+  cmd->add_option("--simd", o->simd, "Cap the SIMD target (see `posenc info`), or 'best'")->capture_default_str();
+  cmd->add_option("--reps", o->reps, "Repetitions per case (default: from the case size, 15..501)");
+  cmd->add_flag("--list", o->list, "List the case names and exit");
+  cmd->callback([o] {
+    Status s = RunBench(*o);
+    if (!s.ok()) ReportError("bench", s);
+  });
+}
+
+}  // namespace
+POSENC_CLI_COMMAND(90, RegisterBench);
+}  // namespace posenc::cli

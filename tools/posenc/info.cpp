@@ -1,0 +1,48 @@
+// `posenc info`: the build and the machine as posenc's kernels see them (SIMD targets, threads).
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "commands.hpp"
+#include "posenc/parallel.hpp"
+#include "posenc/simd.hpp"
+
+namespace posenc::cli {
+namespace {
+
+std::string Join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : " ") + x;
+  return s;
+}
+
+void RegisterInfo(CLI::App& app) {
+  auto* cmd = app.add_subcommand("info", "Print the compiled and chosen SIMD targets and the thread count");
+  auto simd = std::make_shared<std::string>("best");
+  auto json = std::make_shared<bool>(false);
+  cmd->add_option("--simd", *simd, "Cap the SIMD target first (as `posenc bench --simd`), then report")->capture_default_str();
+  cmd->add_flag("--json", *json, "Print one JSON object");
+  cmd->callback([simd, json] {
+    Status s = ForceSimdTarget(*simd);
+    if (!s.ok()) return ReportError("info", s);
+    if (*json) {
+      auto list = [](const std::vector<std::string>& v) {
+        std::string out = "[";
+        for (size_t i = 0; i < v.size(); ++i) out += fmt::format("{}\"{}\"", i ? ", " : "", v[i]);
+        return out + "]";
+      };
+      std::printf("{\"compiled\": %s, \"available\": %s, \"chosen\": \"%s\", \"threads\": %d}\n",
+                  list(CompiledSimdTargets()).c_str(), list(AvailableSimdTargets()).c_str(), ChosenSimdTarget().c_str(),
+                  DefaultThreadCount());
+      return;
+    }
+    std::printf("simd compiled:  %s\n", Join(CompiledSimdTargets()).c_str());
+    std::printf("simd available: %s\n", Join(AvailableSimdTargets()).c_str());
+    std::printf("simd chosen:    %s\n", ChosenSimdTarget().c_str());
+    std::printf("threads:        %d (POSENC_NUM_THREADS overrides)\n", DefaultThreadCount());
+  });
+}
+
+}  // namespace
+POSENC_CLI_COMMAND(95, RegisterInfo);
+}  // namespace posenc::cli
