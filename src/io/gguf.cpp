@@ -397,9 +397,11 @@ Result<GgufFile> GgufFile::Parse(MappedFile mapped) {
     const uint64_t data_size = size - g.data_offset_;
     for (const GgufTensorInfo& t : g.tensors_) {
       if (t.offset > data_size || t.nbytes > data_size - t.offset) {
+        uint64_t end = 0;
+        const std::string end_text = io::AddOverflows(t.offset, t.nbytes, &end) ? "2^64+" : std::to_string(end);
         return DataLossError(fmt::format("reading GGUF '{}': tensor '{}' data [{}, {}) lies past the end of the data "
                                          "section ({} bytes, file size {})", file, Printable(t.name),
-                                         t.offset, t.offset + std::min(t.nbytes, data_size + 1), data_size, size));
+                                         t.offset, end_text, data_size, size));
       }
     }
     std::vector<size_t> order(g.tensors_.size());

@@ -50,12 +50,21 @@ Result<Llama2cFile> Llama2cFile::Parse(MappedFile mapped) {
   }
   if (c.head_size() % 2 != 0) return fail(fmt::format("head size {} is odd (RoPE rotates pairs)", c.head_size()));
 
-  // Sizes in floats, in file order; all products of int32 fit in uint64 without overflow.
+  // Sizes in floats, in file order, each product checked for overflow (three int32 factors can pass
+  // 2^64).
   const uint64_t dim = c.dim, hidden = c.hidden_dim, layers = c.n_layers, vocab = c.vocab_size;
   const uint64_t kv = static_cast<uint64_t>(c.kv_dim()), seq = c.seq_len, half = c.head_size() / 2;
-  const uint64_t sizes[] = {vocab * dim, layers * dim, layers * dim * dim, layers * kv * dim, layers * kv * dim,
-                            layers * dim * dim, layers * dim, layers * hidden * dim, layers * dim * hidden,
-                            layers * hidden * dim, dim, seq * half, seq * half, c.shared_classifier ? 0 : vocab * dim};
+  bool overflow = false;
+  auto mul = [&overflow](uint64_t a, uint64_t b, uint64_t c3 = 1) {
+    uint64_t r = 0;
+    if (io::MulOverflows(a, b, &r) || io::MulOverflows(r, c3, &r)) overflow = true;
+    return r;
+  };
+  const uint64_t sizes[] = {mul(vocab, dim), mul(layers, dim), mul(layers, dim, dim), mul(layers, kv, dim),
+                            mul(layers, kv, dim), mul(layers, dim, dim), mul(layers, dim), mul(layers, hidden, dim),
+                            mul(layers, dim, hidden), mul(layers, hidden, dim), dim, mul(seq, half), mul(seq, half),
+                            c.shared_classifier ? 0 : mul(vocab, dim)};
+  if (overflow) return fail(fmt::format("header sizes (dim {}, hidden_dim {}, n_layers {}) overflow", h[0], h[1], h[2]));
   uint64_t total = 0;
   for (uint64_t s : sizes) {
     if (io::AddOverflows(total, s, &total)) return fail("weight sizes overflow");
