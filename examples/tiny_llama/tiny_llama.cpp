@@ -29,6 +29,7 @@
 
 #include "posenc/attention.hpp"
 #include "posenc/embedding.hpp"
+#include "posenc/layout_convert.hpp"
 #include "posenc/llama2c.hpp"
 #include "posenc/npy.hpp"
 #include "posenc/rope.hpp"
@@ -305,6 +306,23 @@ Result<int> RunCheck(const std::string& case_dir, const std::string& model_overr
       Compare(check, role, got, want, a, r);
       return posenc::OkStatus();
     };
+    // A model converted to another layout (posenc convert-layout) keeps every score, but its q/k dims
+    // sit in the other order: map them back to the case's layout before comparing.
+    posenc::RopePairing case_pairing = pairing;
+    posenc::ParseRopePairing(c.value("layout", std::string("interleaved")), &case_pairing);
+    if (case_pairing != pairing) {
+      const posenc::RotaryLayout run_layout = model.rope_layout;
+      POSENC_ASSIGN_OR_RETURN(std::vector<int64_t> perm, posenc::RotaryRowPermutation(run_layout, case_pairing));
+      for (Array* a : {&taps.q_rope, &taps.k_rope}) {
+        const Array src = *a;
+        const size_t hd = static_cast<size_t>(run_layout.head_dim);
+        for (size_t row = 0; row < static_cast<size_t>(src.size()) / hd; ++row)
+          for (size_t j = 0; j < hd; ++j)
+            a->data<float>()[row * hd + j] = src.data<float>()[row * hd + static_cast<size_t>(perm[j])];
+      }
+      std::printf("q/k compared after mapping %s dims to the case's %s layout\n",
+                  std::string(posenc::ToString(pairing)).c_str(), std::string(posenc::ToString(case_pairing)).c_str());
+    }
     POSENC_RETURN_IF_ERROR(compare_role("embeddings", taps.embeddings, 0.0, 0.0));
     POSENC_RETURN_IF_ERROR(compare_role("q_rope", taps.q_rope, 1e-4, 1e-4));
     POSENC_RETURN_IF_ERROR(compare_role("k_rope", taps.k_rope, 1e-4, 1e-4));
