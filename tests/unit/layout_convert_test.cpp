@@ -13,9 +13,11 @@
 #include <unistd.h>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "model_builders.hpp"
 #include "posenc/layout_convert.hpp"
+#include "posenc/layout_detect.hpp"
 #include "posenc/rope.hpp"
 #include "test_support.hpp"
 
@@ -290,6 +292,63 @@ TEST(LayoutConvert, Stories260KConvertedToHalfRunsAndRoundTrips) {
   // Converted but run with the old layout: it talks nonsense (the check fails).
   EXPECT_EQ(1, testing::RunCommand(tiny.string() + " --check " + ref + " --model " + half + " --layout interleaved", &out)) << out;
   std::filesystem::remove_all(dir);
+}
+
+// The detector names interleaved for stories260K as shipped and half for it converted (warning that the
+// llama2.c format declares interleaved), on the reference prompt plus its greedy continuation; a
+// 3-token sequence is too weak to decide.
+TEST(LayoutDetect, Stories260KShippedAndConverted) {
+  POSENC_REQUIRE_DATA(model, "models/stories260K/stories260K.bin");
+  POSENC_REQUIRE_DATA(case_json, "models/stories260K/reference/case.json");
+  std::ifstream cf(case_json);
+  const auto c = nlohmann::json::parse(cf);
+  std::vector<int64_t> ids = c.at("token_ids").get<std::vector<int64_t>>();
+  for (int64_t t : c.at("greedy_continuation").at("new_token_ids").get<std::vector<int64_t>>()) ids.push_back(t);
+  auto shipped = DetectLayout(model, ids);
+  ASSERT_TRUE(shipped.ok()) << shipped.status().message();
+  ASSERT_TRUE(shipped->verdict.has_value()) << shipped->summary;
+  EXPECT_EQ(*shipped->verdict, RopePairing::kInterleaved) << shipped->summary;
+  EXPECT_FALSE(shipped->declared_disagrees);
+  EXPECT_GT(shipped->margin, 1.0) << shipped->summary;  // measured 2.3 nats/token
+
+  const auto dir = std::filesystem::temp_directory_path() / ("posenc_detect_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string half = (dir / "half.bin").string();
+  LayoutConvertOptions o;
+  ASSERT_TRUE(ConvertLayoutFile(model, half, o).ok());
+  auto converted = DetectLayout(half, ids);
+  ASSERT_TRUE(converted.ok()) << converted.status().message();
+  ASSERT_TRUE(converted->verdict.has_value()) << converted->summary;
+  EXPECT_EQ(*converted->verdict, RopePairing::kHalf) << converted->summary;
+  EXPECT_TRUE(converted->declared_disagrees);
+  // The right layout's loss is the same model's loss either way (the conversion keeps every score).
+  EXPECT_NEAR(converted->candidates[0].mean_loss, shipped->candidates[1].mean_loss, 1e-4);
+  std::string out;
+  std::string list;
+  for (int64_t t : ids) list += (list.empty() ? "" : ",") + std::to_string(t);
+  EXPECT_EQ(0, testing::RunCommand(testing::CliPath() + " detect-layout " + half + " --quiet --tokens " + list, &out)) << out;
+  EXPECT_NE(out.find("layout half"), std::string::npos) << out;
+  EXPECT_NE(out.find("warning: the file's format declares interleaved"), std::string::npos) << out;
+
+  const std::vector<int64_t> few = {1, 403, 407};
+  auto weak = DetectLayout(model, few);
+  ASSERT_TRUE(weak.ok());
+  EXPECT_FALSE(weak->verdict.has_value()) << weak->summary;
+  EXPECT_NE(weak->summary.find("evidence too weak"), std::string::npos);
+  const std::vector<int64_t> bad = {1, 9999};
+  auto e = DetectLayout(model, bad);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("token 9999 at index 1"), std::string::npos) << e.status().message();
+  std::filesystem::remove_all(dir);
+}
+
+TEST(LayoutDetect, RefusesFormatsItCannotRun) {
+  POSENC_REQUIRE_DATA(gguf, "models/llama-2-tiny-random/llama-2-tiny-random.gguf");
+  const std::vector<int64_t> ids = {1, 2, 3};
+  auto e = DetectLayout(gguf, ids);
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(e.status().message().find("is GGUF"), std::string::npos);
 }
 
 }  // namespace

@@ -1,0 +1,52 @@
+// Detecting a checkpoint's RoPE pair layout from evidence: run the model on a token sequence under each
+// layout and compare the next-token loss. A model run with the layout it was trained for predicts
+// text; run with the other, its q/k pairs rotate by the wrong angles and the loss jumps.
+//
+// Supported: llama2.c checkpoints (the Llama family the tiny_llama example runs), with a small
+// reference forward pass (RMSNorm, RoPE base 10000 over the whole head, grouped-query causal attention,
+// SwiGLU, classifier) in float32/float64. Other formats: kUnimplemented naming the file.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "posenc/rope.hpp"
+#include "posenc/status.hpp"
+
+namespace posenc {
+
+struct LayoutEvidence {
+  RopePairing pairing = RopePairing::kHalf;
+  double mean_loss = 0;                 // nats per predicted token
+  std::vector<double> token_losses;     // -log p(token[t+1] | tokens[0..t]), t = 0 .. n-2
+};
+
+struct LayoutDetection {
+  std::vector<LayoutEvidence> candidates;  // half, interleaved
+  // mean over tokens of loss(other) - loss(best), and its standard error over tokens
+  double margin = 0, margin_stderr = 0;
+  std::optional<RopePairing> verdict;  // set when the margin is clear (see DetectLayout)
+  std::string declared;                // what the file's format implies ("interleaved" for llama2.c), or ""
+  bool declared_disagrees = false;     // verdict set and != declared
+  std::string summary;                 // one line for people
+};
+
+struct LayoutDetectOptions {
+  // The verdict needs margin >= min_margin nats and margin >= z * stderr.
+  double min_margin = 0.1;
+  double z = 3.0;
+};
+
+// Runs `model_path` on `tokens` (ids in [0, vocab), at least 2) under both layouts. kInvalidArgument for
+// too few tokens or an id out of range (naming the index and value); errors of the reader otherwise.
+Result<LayoutDetection> DetectLayout(const std::string& model_path, std::span<const int64_t> tokens,
+                                     const LayoutDetectOptions& options = {});
+
+// Per-token next-token losses of a llama2.c model run with `pairing` (the forward pass DetectLayout uses).
+Result<std::vector<double>> Llama2cTokenLosses(const std::string& model_path, std::span<const int64_t> tokens,
+                                               RopePairing pairing);
+
+}  // namespace posenc
