@@ -58,7 +58,7 @@ inline Status FuzzGguf(std::span<const std::byte> bytes) {
         }
         break;
       case GgufValueType::kBool: sink = sink + (g->GetBool(kv.key).value() ? 1 : 0); break;
-      default: sink = sink + static_cast<uint64_t>(g->GetFloat(kv.key).value()); break;
+      default: sink = sink + (g->GetFloat(kv.key).value() > 0.0 ? 1 : 0); break;
     }
   }
   std::vector<float> row;
