@@ -33,4 +33,9 @@ class MappedFile {
   std::shared_ptr<const Storage> storage_;  // shared: copies are cheap; unmapped with the last copy
 };
 
+// Hints the kernel that `bytes` (inside a mapping) will be read at random, a few rows at a time: no
+// readahead, so a page fault brings in that page only and the resident set grows by about the rows
+// touched. Applies to the whole pages inside the span; a no-op where unsupported. Never fails.
+void AdviseRandomAccess(std::span<const std::byte> bytes);
+
 }  // namespace posenc

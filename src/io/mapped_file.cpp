@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -79,6 +80,14 @@ std::span<const std::byte> MappedFile::bytes() const {
 const std::string& MappedFile::name() const {
   static const std::string kEmpty;
   return storage_ ? storage_->name : kEmpty;
+}
+
+void AdviseRandomAccess(std::span<const std::byte> bytes) {
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(bytes.data()) + page - 1) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(bytes.data()) + bytes.size()) / page * page;
+  if (bytes.empty() || end <= begin) return;
+  (void)madvise(reinterpret_cast<void*>(begin), end - begin, MADV_RANDOM);
 }
 
 }  // namespace posenc

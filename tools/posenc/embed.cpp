@@ -13,6 +13,7 @@
 #include "commands.hpp"
 #include "posenc/config.hpp"
 #include "posenc/embedding.hpp"
+#include "posenc/mapped_file.hpp"
 #include "posenc/model_file.hpp"
 #include "posenc/npy.hpp"
 #include "posenc/quant.hpp"
@@ -132,6 +133,8 @@ Status RunEmbed(const EmbedOptions& o) {
   POSENC_ASSIGN_OR_RETURN(ModelFile model, OpenModel(o.model));
   POSENC_ASSIGN_OR_RETURN(QuantizedTable table, model.TokenEmbeddingTable());
   const ModelTensor* e = model.token_embedding();
+  // A lookup reads a few scattered rows: no readahead, so only those pages become resident.
+  AdviseRandomAccess(table.data);
   const Rss before = ReadRss();
   POSENC_ASSIGN_OR_RETURN(Array x, LookupRows(table, ids, lo));
   const Rss after = ReadRss();
