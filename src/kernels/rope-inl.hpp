@@ -13,6 +13,7 @@
 #endif
 
 #include <cstring>
+#include <type_traits>
 
 #include <hwy/aligned_allocator.h>
 #include <hwy/cache_control.h>
@@ -41,10 +42,9 @@ HWY_INLINE void RotatePair(V a, V b, V c, V s, V& out_a, V& out_b) {
 
 // Half layout: pair i is (x[i], x[n + i]); `in`/`out` point at the rotary window (may be equal).
 template <bool kBackward, typename T>
-HWY_INLINE void RotateHalfRow(const T* in, T* out, const float* c, const float* s, size_t n) {
+HWY_INLINE void RotateHalfRow(const T* in, T* out, const float* c, const float* s, size_t n, size_t i = 0) {
   const DF df;
   const size_t N = hn::Lanes(df);
-  size_t i = 0;
   for (; i + N <= n; i += N) {
     const auto a = LoadF(df, in + i);
     const auto b = LoadF(df, in + n + i);
@@ -74,11 +74,11 @@ HWY_INLINE void RotateHalfRow(const T* in, T* out, const float* c, const float* 
 // cc = (c0, c0, c1, c1, ...), ss = (-s0, s0, -s1, s1, ...) (signs flipped for backward), so
 // x' = fma(x, cc, swap(x) * ss) where swap exchanges the two lanes of each pair.
 template <typename T>
-HWY_INLINE void RotateInterleavedRow(const T* in, T* out, const float* cc, const float* ss, size_t len) {
+HWY_INLINE void RotateInterleavedRow(const T* in, T* out, const float* cc, const float* ss, size_t len, size_t i = 0) {
   const DF df;
   const size_t N = hn::Lanes(df);
 #if HWY_TARGET == HWY_SCALAR
-  for (size_t i = 0; i < len; i += 2) {
+  for (; i < len; i += 2) {
     const float a = LoadAsF32(in + i), b = LoadAsF32(in + i + 1);
     const float ra = std::fma(a, cc[i], b * ss[i]);
     const float rb = std::fma(b, cc[i + 1], a * ss[i + 1]);
@@ -87,7 +87,6 @@ HWY_INLINE void RotateInterleavedRow(const T* in, T* out, const float* cc, const
   }
   (void)N;
 #else
-  size_t i = 0;
   for (; i + N <= len; i += N) {
     const auto x = LoadF(df, in + i);
     const auto r = hn::MulAdd(x, hn::LoadU(df, cc + i), hn::Mul(hn::Reverse2(df, x), hn::LoadU(df, ss + i)));
@@ -106,6 +105,72 @@ HWY_INLINE void RotateInterleavedRow(const T* in, T* out, const float* cc, const
 #endif
 }
 
+// bfloat16 two to a 32-bit lane: a bfloat16 value is the upper half of a float32, so the element in
+// the upper half of a lane is that lane masked, and the one in the lower half is the lane shifted
+// left by 16. This replaces widening loads and narrowing packs (the costly part on AVX2, which has
+// no bfloat16 instructions).
+using DU = hn::RebindToUnsigned<DF>;
+
+// float32 -> bfloat16 bits (round to nearest even; NaN quieted as F32ToBF16) in each lane's upper half.
+HWY_INLINE hn::Vec<DU> RoundBF16High(hn::Vec<DF> v) {
+  const DU du;
+  const hn::RebindToSigned<DF> di;
+  const auto u = hn::BitCast(du, v);
+  const auto abs = hn::BitCast(di, hn::And(u, hn::Set(du, 0x7fffffffu)));
+  const auto is_nan = hn::RebindMask(du, hn::Gt(abs, hn::Set(di, 0x7f800000)));
+  const auto lsb = hn::And(hn::ShiftRight<16>(u), hn::Set(du, 1u));
+  const auto rounded = hn::Add(u, hn::Add(hn::Set(du, 0x7fffu), lsb));
+  return hn::IfThenElse(is_nan, hn::Or(u, hn::Set(du, 0x00400000u)), rounded);
+}
+
+// One lane holding two bfloat16: `lo` rounded into the lower half, `hi` into the upper half.
+HWY_INLINE hn::Vec<DU> PackBF16(hn::Vec<DF> lo, hn::Vec<DF> hi) {
+  const DU du;
+  return hn::Or(hn::And(RoundBF16High(hi), hn::Set(du, 0xffff0000u)), hn::ShiftRight<16>(RoundBF16High(lo)));
+}
+
+HWY_INLINE hn::Vec<DF> LowBF16(hn::Vec<DU> x) { return hn::BitCast(DF(), hn::ShiftLeft<16>(x)); }
+HWY_INLINE hn::Vec<DF> HighBF16(hn::Vec<DU> x) { return hn::BitCast(DF(), hn::And(x, hn::Set(DU(), 0xffff0000u))); }
+
+// Half layout, bfloat16: 2N pairs per step. `dc`/`ds` hold cos/sin reordered per block of 2N pairs as
+// (pairs 0, 2, 4, ... | pairs 1, 3, 5, ...) to match the lanes' lower and upper halves.
+template <bool kBackward>
+HWY_INLINE void RotateHalfRowBF16(const bf16_t* in, bf16_t* out, const float* c, const float* s, const float* dc,
+                                  const float* ds, size_t n) {
+  const DF df;
+  const DU du;
+  const size_t N = hn::Lanes(df);
+  size_t i = 0;
+  for (; i + 2 * N <= n; i += 2 * N) {
+    const auto A = hn::LoadU(du, reinterpret_cast<const uint32_t*>(in + i));
+    const auto B = hn::LoadU(du, reinterpret_cast<const uint32_t*>(in + n + i));
+    hn::Vec<DF> ra_e, rb_e, ra_o, rb_o;
+    RotatePair<kBackward>(LowBF16(A), LowBF16(B), hn::LoadU(df, dc + i), hn::LoadU(df, ds + i), ra_e, rb_e);
+    RotatePair<kBackward>(HighBF16(A), HighBF16(B), hn::LoadU(df, dc + i + N), hn::LoadU(df, ds + i + N), ra_o, rb_o);
+    hn::StoreU(PackBF16(ra_e, ra_o), du, reinterpret_cast<uint32_t*>(out + i));
+    hn::StoreU(PackBF16(rb_e, rb_o), du, reinterpret_cast<uint32_t*>(out + n + i));
+  }
+  if (i < n) RotateHalfRow<kBackward>(in, out, c, s, n, i);
+}
+
+// Interleaved layout, bfloat16: a pair is one lane (a in the lower half, b in the upper half), so cos
+// and sin come straight from the table row, N pairs per step.
+template <bool kBackward>
+HWY_INLINE void RotateInterleavedRowBF16(const bf16_t* in, bf16_t* out, const float* c, const float* s,
+                                         const float* cc, const float* ss, size_t n) {
+  const DF df;
+  const DU du;
+  const size_t N = hn::Lanes(df);
+  size_t j = 0;
+  for (; j + N <= n; j += N) {
+    const auto x = hn::LoadU(du, reinterpret_cast<const uint32_t*>(in + 2 * j));
+    hn::Vec<DF> ra, rb;
+    RotatePair<kBackward>(LowBF16(x), HighBF16(x), hn::LoadU(df, c + j), hn::LoadU(df, s + j), ra, rb);
+    hn::StoreU(PackBF16(ra, rb), du, reinterpret_cast<uint32_t*>(out + 2 * j));
+  }
+  if (j < n) RotateInterleavedRow(in, out, cc, ss, 2 * n, 2 * j);
+}
+
 template <typename T, bool kInterleaved, bool kBackward>
 void RopeTokensT(const detail::RopeJob& job, int64_t begin, int64_t end) {
   const RotaryLayout& L = job.layout;
@@ -115,11 +180,15 @@ void RopeTokensT(const detail::RopeJob& job, int64_t begin, int64_t end) {
   const size_t after = start + 2 * n;  // first pass-through dim after the window
   const RopeTable& table = *job.table;
   // Scratch: on-the-fly cos/sin (2n) and, for interleaved, the expanded factors (4n).
-  auto scratch = hwy::AllocateAligned<float>(6 * n + 1);
+  auto scratch = hwy::AllocateAligned<float>(8 * n + 1);
   float* fly_c = scratch.get();
   float* fly_s = fly_c + n;
   float* cc = fly_s + n;
   float* ss = cc + 2 * n;
+  float* dc = ss + 2 * n;  // bfloat16 half layout: cos/sin reordered (even pairs | odd pairs) per block
+  float* ds = dc + n;
+  constexpr bool kPackedBF16 = std::is_same_v<T, bf16_t> && HWY_TARGET != HWY_SCALAR;
+  const size_t block = 2 * hn::Lanes(DF());
   const size_t row_lines = (n * sizeof(float) + 63) / 64;
   for (int64_t t = begin; t < end; ++t) {
     const int64_t pos = job.positions[t];
@@ -153,6 +222,15 @@ void RopeTokensT(const detail::RopeJob& job, int64_t begin, int64_t end) {
         ss[2 * i + 1] = sign * s[i];
       }
     }
+    if constexpr (kPackedBF16 && !kInterleaved) {
+      for (size_t b0 = 0; b0 + block <= n; b0 += block)
+        for (size_t m = 0; m < block / 2; ++m) {
+          dc[b0 + m] = c[b0 + 2 * m];
+          dc[b0 + block / 2 + m] = c[b0 + 2 * m + 1];
+          ds[b0 + m] = s[b0 + 2 * m];
+          ds[b0 + block / 2 + m] = s[b0 + 2 * m + 1];
+        }
+    }
     for (int k = 0; k < job.num_tensors; ++k) {
       const detail::RopeTensor& x = job.tensors[k];
       const T* in_tok = static_cast<const T*>(x.in) + t * x.in_token_stride;
@@ -164,7 +242,11 @@ void RopeTokensT(const detail::RopeJob& job, int64_t begin, int64_t end) {
           if (start > 0) std::memcpy(out, in, start * sizeof(T));
           if (after < head_dim) std::memcpy(out + after, in + after, (head_dim - after) * sizeof(T));
         }
-        if constexpr (kInterleaved) {
+        if constexpr (kPackedBF16 && kInterleaved) {
+          RotateInterleavedRowBF16<kBackward>(in + start, out + start, c, s, cc, ss, n);
+        } else if constexpr (kPackedBF16) {
+          RotateHalfRowBF16<kBackward>(in + start, out + start, c, s, dc, ds, n);
+        } else if constexpr (kInterleaved) {
           RotateInterleavedRow(in + start, out + start, cc, ss, 2 * n);
         } else {
           RotateHalfRow<kBackward>(in + start, out + start, c, s, n);
