@@ -18,6 +18,16 @@ namespace {
 namespace fs = std::filesystem;
 using namespace ::posenc::testing;  // NOLINT
 
+// Joins arguments with spaces (std::string operator+ chains trip a g++ 12 -Wrestrict false positive).
+std::string Cmd(std::initializer_list<std::string> parts) {
+  std::string out;
+  for (const std::string& p : parts) {
+    if (!out.empty()) out.push_back(' ');
+    out.append(p);
+  }
+  return out;
+}
+
 fs::path TempDir(const std::string& name) {
   fs::path p = fs::temp_directory_path() / ("posenc_embed_cli_test_" + std::to_string(::getpid())) / name;
   fs::remove_all(p);
@@ -31,7 +41,7 @@ TEST(EmbedCli, TinyLlamaGgufReturnsF16RowsWidenedExactly) {
   const std::string out = (dir / "x.npy").string();
   const std::vector<int64_t> ids = {1, 0, 31999, 15043, 1};
   std::string output;
-  const int rc = RunCommand(CliPath() + " embed " + path + " --ids 1,0,31999,15043,1 --output " + out + " --rope-check", &output);
+  const int rc = RunCommand(Cmd({CliPath(), "embed", path, "--ids 1,0,31999,15043,1 --output", out, "--rope-check"}), &output);
   ASSERT_EQ(rc, 0) << output;
   EXPECT_NE(output.find("pairing interleaved"), std::string::npos) << output;
   auto x = ReadNpy(out);
@@ -63,7 +73,7 @@ TEST(EmbedCli, LearnedPositionsAreAdded) {
   std::ofstream(dir / "model.safetensors", std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   const std::string out = (dir / "x.npy").string();
   std::string output;
-  ASSERT_EQ(RunCommand(CliPath() + " embed " + (dir / "model.safetensors").string() + " --ids 5,0 --output " + out, &output), 0)
+  ASSERT_EQ(RunCommand(Cmd({CliPath(), "embed", (dir / "model.safetensors").string(), "--ids 5,0 --output", out}), &output), 0)
       << output;
   auto x = ReadNpy(out);
   ASSERT_TRUE(x.ok());
@@ -77,8 +87,8 @@ TEST(EmbedCli, LearnedPositionsAreAdded) {
   Array pos = Array::Zeros(DType::kI64, {2}).value();
   pos.data<int64_t>()[1] = 4;
   ASSERT_TRUE(WriteNpy((dir / "p.npy").string(), pos).ok());
-  const int rc = RunCommand(CliPath() + " embed " + (dir / "model.safetensors").string() + " --ids 5,0 --positions " +
-                                (dir / "p.npy").string() + " --output " + out, &output);
+  const int rc = RunCommand(Cmd({CliPath(), "embed", (dir / "model.safetensors").string(), "--ids 5,0 --positions",
+                                     (dir / "p.npy").string(), "--output", out}), &output);
   EXPECT_EQ(rc, 2) << output;
   EXPECT_NE(output.find("4"), std::string::npos) << output;
 }
@@ -88,13 +98,13 @@ TEST(EmbedCli, BadInputsExitTwoNamingTheFault) {
   const fs::path dir = TempDir("bad");
   const std::string out = (dir / "x.npy").string();
   std::string output;
-  EXPECT_EQ(RunCommand(CliPath() + " embed " + path + " --ids 1,512 --output " + out, &output), 2);
+  EXPECT_EQ(RunCommand(Cmd({CliPath(), "embed", path, "--ids 1,512 --output", out}), &output), 2);
   EXPECT_NE(output.find("token id 512 at index 1"), std::string::npos) << output;
-  EXPECT_EQ(RunCommand(CliPath() + " embed " + path + " --ids 1,x --output " + out, &output), 2);
+  EXPECT_EQ(RunCommand(Cmd({CliPath(), "embed", path, "--ids 1,x --output", out}), &output), 2);
   EXPECT_NE(output.find("'x'"), std::string::npos) << output;
-  EXPECT_EQ(RunCommand(CliPath() + " embed " + (dir / "missing.gguf").string() + " --ids 1 --output " + out, &output), 2);
+  EXPECT_EQ(RunCommand(Cmd({CliPath(), "embed", (dir / "missing.gguf").string(), "--ids 1 --output", out}), &output), 2);
   EXPECT_NE(output.find("missing.gguf"), std::string::npos) << output;
-  EXPECT_EQ(RunCommand(CliPath() + " embed --help", &output), 0);
+  EXPECT_EQ(RunCommand(Cmd({CliPath(), "embed --help"}), &output), 0);
   EXPECT_NE(output.find("--ids-file"), std::string::npos);
 }
 
