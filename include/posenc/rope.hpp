@@ -35,8 +35,11 @@ bool ParseRopePairing(std::string_view s, RopePairing* out);
 // How angles become cos/sin. kReference: float32(position) * float32(inv_freq) in float32, then
 // float32 cos/sin, as PyTorch (Hugging Face) and ggml compute them, so a model sees what it saw in
 // training; the angle error grows like position * 2^-24. kExact: angle = position * inv_freq in
-// float64, cos/sin in float64, rounded once to float32: within 2e-6 * max|x| of the float64 truth
-// for every position below 2^31.
+// float64, cos/sin in float64, rounded once to float32 (ComputeCosSin is the definition): within
+// 2e-6 * max|x| of the float64 truth for every position below 2^31. A kExact RopeTable builds its rows
+// by one float64 angle addition from anchors every 32 positions (cheaper than a cos and sin per entry):
+// each entry is within scaling * (2^-52 |pos * w| + 2^-50) plus one float32 ulp of ComputeCosSin's
+// (equal at the anchors), which keeps the same bound.
 enum class RopePrecision { kReference, kExact };
 std::string_view ToString(RopePrecision p);
 bool ParseRopePrecision(std::string_view s, RopePrecision* out);

@@ -13,9 +13,12 @@
 //    results, float16 subnormals). The test checks exactly that interval and prints how many differ.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -246,19 +249,59 @@ TEST(RopeSimd, QueriesAndKeysInOneCallMatchSeparateCalls) {
   EXPECT_EQ(0, std::memcmp(k.data(), k2.data(), k.size() * 4));
 }
 
-// The threaded table build is ComputeCosSin row for row, in both precisions.
-TEST(RopeSimd, TableBuildIsComputeCosSinBitForBit) {
-  for (RopePrecision prec : {RopePrecision::kReference, RopePrecision::kExact}) {
-    auto freqs = DefaultRopeFrequencies(128, 500000.0).value();
-    freqs.attention_scaling = 1.0986;
-    const int64_t P = 3000;
-    auto table = RopeTable::Build(freqs, P, prec).value();
-    std::vector<float> c(64), s(64);
-    for (int64_t p = 0; p < P; ++p) {
-      ComputeCosSin(freqs, p, prec, c.data(), s.data());
-      ASSERT_EQ(0, std::memcmp(c.data(), table.cos_row(p), 64 * 4)) << ToString(prec) << " position " << p;
-      ASSERT_EQ(0, std::memcmp(s.data(), table.sin_row(p), 64 * 4)) << ToString(prec) << " position " << p;
+// The threaded reference table is ComputeCosSin row for row.
+TEST(RopeSimd, ReferenceTableBuildIsComputeCosSinBitForBit) {
+  auto freqs = DefaultRopeFrequencies(128, 500000.0).value();
+  freqs.attention_scaling = 1.0986;
+  const int64_t P = 3000;
+  auto table = RopeTable::Build(freqs, P, RopePrecision::kReference).value();
+  std::vector<float> c(64), s(64);
+  for (int64_t p = 0; p < P; ++p) {
+    ComputeCosSin(freqs, p, RopePrecision::kReference, c.data(), s.data());
+    ASSERT_EQ(0, std::memcmp(c.data(), table.cos_row(p), 64 * 4)) << "position " << p;
+    ASSERT_EQ(0, std::memcmp(s.data(), table.sin_row(p), 64 * 4)) << "position " << p;
+  }
+}
+
+// The exact table is built by angle addition (rope_frequencies.cpp): each entry is within
+// s (2^-52 |p w| + 2^-50) + one float32 ulp of ComputeCosSin's, and equal at the block anchors
+// (multiples of 32). Checked over many positions and over large ones (few pairs, so the table stays small).
+TEST(RopeSimd, ExactTableBuildIsWithinItsBoundOfComputeCosSin) {
+  struct Case {
+    int64_t rotary_dim, positions;
+    double base, scaling;
+  };
+  for (const Case& k : {Case{128, 3000, 500000.0, 1.0986}, Case{4, int64_t{1} << 21, 10000.0, 1.0},
+                        Case{6, 100003, 10.0, 0.7}}) {
+    auto freqs = DefaultRopeFrequencies(k.rotary_dim, k.base).value();
+    freqs.attention_scaling = k.scaling;
+    const size_t n = freqs.inv_freq.size();
+    auto table = RopeTable::Build(freqs, k.positions, RopePrecision::kExact).value();
+    std::vector<float> c(n), s(n);
+    int64_t differ = 0;
+    double worst = 0;  // largest |difference| in float32 ulps of the entry
+    for (int64_t p = 0; p < k.positions; ++p) {
+      ComputeCosSin(freqs, p, RopePrecision::kExact, c.data(), s.data());
+      if (p % 32 == 0) {
+        ASSERT_EQ(0, std::memcmp(c.data(), table.cos_row(p), n * 4)) << "anchor position " << p;
+        ASSERT_EQ(0, std::memcmp(s.data(), table.sin_row(p), n * 4)) << "anchor position " << p;
+      }
+      for (size_t i = 0; i < n; ++i) {
+        const double e = k.scaling * (std::ldexp(std::fabs(static_cast<double>(p) * freqs.inv_freq[i]), -52) +
+                                      std::ldexp(1.0, -50));
+        for (auto [want, got] : {std::pair{c[i], table.cos_row(p)[i]}, std::pair{s[i], table.sin_row(p)[i]}}) {
+          const double allowed = e + Ulp(std::max(std::fabs(want), std::fabs(got)));
+          const double d = std::fabs(static_cast<double>(want) - static_cast<double>(got));
+          ASSERT_LE(d, allowed) << "position " << p << " pair " << i << ": " << want << " vs " << got;
+          worst = std::max(worst, d / Ulp(std::max(std::fabs(want), std::fabs(got))));
+          differ += want != got;
+        }
+      }
     }
+    std::printf("exact table [%lld positions, %zu pairs]: %lld of %lld entries differ from ComputeCosSin, "
+                "worst %.2f float32 ulp\n",
+                static_cast<long long>(k.positions), n, static_cast<long long>(differ),
+                static_cast<long long>(2 * k.positions * static_cast<int64_t>(n)), worst);
   }
 }
 
