@@ -30,8 +30,14 @@ HWY_INLINE hn::Vec<DF> LoadF(DF df, const bf16_t* p) {
 }
 template <class DF>
 HWY_INLINE hn::Vec<DF> LoadF(DF df, const f16_t* p) {
-  const hn::Rebind<hwy::float16_t, DF> df16;  // exact widening on every target (F16C or integer code)
+#if HWY_TARGET == HWY_SCALAR
+  // Highway 1.0.3's scalar PromoteTo turns float16 infinities and NaNs into finite numbers (it
+  // rebiases exponent 31 like any other); posenc's own widening is exact.
+  return hn::Set(df, F16ToF32(*p));
+#else
+  const hn::Rebind<hwy::float16_t, DF> df16;  // exact widening (F16C, or Highway's integer code)
   return hn::PromoteTo(df, hn::LoadU(df16, reinterpret_cast<const hwy::float16_t*>(p)));
+#endif
 }
 
 template <class DF>

@@ -220,6 +220,51 @@ TEST_F(PerTarget, MatchesReferenceOnEveryTarget) {
   }
 }
 
+// Rounding to float16/bfloat16, bit for bit. At position 0 cos = attention_scaling and sin = 0, so
+// a' = a * scaling and b' = b * scaling. With scaling = 1 + 2^-8 (and 1 - 2^-9) the float32 product of a
+// 16-bit value is exact (at most 8 + 9 significant bits for bfloat16, 11 + 10 for float16; or it
+// overflows to infinity both ways), so the kernel and the reference round the same number: every one of
+// the 65536 bit patterns for a (ties to even, carries into the exponent, overflow to infinity,
+// subnormals, signed zeros, infinities, NaN payloads) must give the reference's bits exactly. b runs
+// over the finite patterns so that b * sin never makes a NaN of its own.
+TEST_F(PerTarget, SixteenBitRoundingIsBitExactOnEveryTarget) {
+  const int64_t D = 64, H = 8, T = 65536 / (H * D / 2);  // every pattern once as an `a`
+  for (double scaling : {1.0 + 1.0 / 256, 1.0 - 1.0 / 512}) {
+    RopeFrequencies freqs = DefaultRopeFrequencies(D, 10000.0).value();
+    freqs.attention_scaling = scaling;
+    auto table = RopeTable::Build(freqs, 1, RopePrecision::kReference).value();
+    const std::vector<int64_t> positions(static_cast<size_t>(T), 0);
+    for (DType dtype : {DType::kBF16, DType::kF16})
+      for (RopePairing pairing : {RopePairing::kHalf, RopePairing::kInterleaved}) {
+        const RotaryLayout layout{pairing, D, 0, D};
+        std::vector<uint16_t> in(static_cast<size_t>(T * H * D));
+        uint32_t a_bits = 0, b_bits = 0x1234;
+        for (int64_t row = 0; row < T * H; ++row)
+          for (int64_t i = 0; i < D / 2; ++i) {
+            in[static_cast<size_t>(row * D + layout.first(i))] = static_cast<uint16_t>(a_bits++);
+            do b_bits = (b_bits * 75 + 74) % 65537; while (((b_bits & 0x7fff) >> (dtype == DType::kBF16 ? 7 : 10)) ==
+                                                           (dtype == DType::kBF16 ? 0xffu : 0x1fu));
+            in[static_cast<size_t>(row * D + layout.second(i))] = static_cast<uint16_t>(b_bits & 0xffff);
+          }
+        std::vector<uint16_t> want(in.size());
+        RopeArgs args{layout, &table, positions};
+        ASSERT_TRUE(ApplyRopeReference(args, HeadsView::Dense(in.data(), dtype, T, H, D),
+                                       HeadsView::Dense(want.data(), dtype, T, H, D)).ok());
+        for (const auto& target : AvailableSimdTargets()) {
+          ASSERT_TRUE(ForceSimdTarget(target).ok());
+          std::vector<uint16_t> got = in;
+          ASSERT_TRUE(ApplyRope(args, HeadsView::Dense(got.data(), dtype, T, H, D)).ok());
+          int64_t bad = 0;
+          for (size_t k = 0; k < got.size(); ++k)
+            if (got[k] != want[k] && ++bad <= 3)
+              ADD_FAILURE() << fmt::format("target {} {} {} scaling {}: element {} input {:#06x} -> {:#06x}, reference {:#06x}",
+                                           target, ToString(dtype), ToString(pairing), scaling, k, in[k], got[k], want[k]);
+          ASSERT_EQ(bad, 0);
+        }
+      }
+  }
+}
+
 TEST_F(PerTarget, InPlaceOutOfPlaceAndBothDirectionsOnEveryTarget) {
   uint64_t seed = 1000;
   const Shape sh{17, 3, 80, 80, 0};
