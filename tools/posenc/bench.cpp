@@ -22,6 +22,7 @@ struct BenchOptions {
   std::string threads = "1,2";
   std::string simd = "best";
   int reps = 0;  // 0: chosen per case from its size
+  std::string cache = "both";  // warm, cold or both
   bool list = false;
 };
 
@@ -94,40 +95,54 @@ Status RunBench(const BenchOptions& o) {
     return OkStatus();
   }
   if (!o.json)
-    std::printf("simd %s, threads %s; median over repetitions, kernel and roofline interleaved\n%-40s %7s %10s %9s %9s %8s\n",
-                ChosenSimdTarget().c_str(), o.threads.c_str(), "case", "threads", "median_ms", "GB/s", "roof GB/s", "fraction");
+    std::printf("simd %s, threads %s; median over repetitions, kernel and roofline interleaved\n%-40s %5s %7s %10s %9s %9s %8s\n",
+                ChosenSimdTarget().c_str(), o.threads.c_str(), "case", "cache", "threads", "median_ms", "GB/s", "roof GB/s", "fraction");
+  std::vector<bool> cold_modes;
+  if (o.cache == "warm" || o.cache == "both") cold_modes.push_back(false);
+  if (o.cache == "cold" || o.cache == "both") cold_modes.push_back(true);
+  if (cold_modes.empty())
+    return InvalidArgumentError(fmt::format("--cache '{}' must be warm, cold or both", o.cache));
   for (const auto& c : cases) {
     if (!std::regex_search(c.Name(), filter)) continue;
+    for (bool cold : cold_modes)
     for (int t : threads) {
       ThreadPool pool(t);
       auto p = bench::Prepare(c, &pool);
-      const int reps = o.reps > 0 ? o.reps : std::clamp(static_cast<int>(4e9 / p->bytes), 15, 501);
+      // Warm: kernel and roofline alternate over the same buffers, so each starts with whatever of
+      // them the other left in cache (all of it when the tensor fits in L2/L3). Cold: every timed run
+      // starts after an untimed eviction pass, so both stream their bytes from DRAM.
+      const int auto_reps = cold ? 15 : std::clamp(static_cast<int>(4e9 / p->bytes), 15, 501);
+      const int reps = o.reps > 0 ? o.reps : auto_reps;
       for (int w = 0; w < 3; ++w) {  // warm-up: page faults, caches, thread start
         p->run();
         p->roofline();
       }
       std::vector<double> tk, tr;
       for (int r = 0; r < reps; ++r) {
+        if (cold) bench::EvictCaches();
         double t0 = Now();
         p->run();
         double t1 = Now();
-        p->roofline();
+        if (cold) bench::EvictCaches();
         double t2 = Now();
+        p->roofline();
+        double t3 = Now();
         tk.push_back(t1 - t0);
-        tr.push_back(t2 - t1);
+        tr.push_back(t3 - t2);
       }
       const double mk = Median(tk), mr = Median(tr);
       const double gbps = p->bytes / mk / 1e9, roof = p->roofline_bytes / mr / 1e9;
+      const char* cache = cold ? "cold" : "warm";
       if (o.json) {
         std::printf("{\"op\": \"%s\", \"shape\": \"%s\", \"dtype\": \"%s\", \"layout\": \"%s\", \"threads\": %d, "
-                    "\"inplace\": %s, \"simd\": \"%s\", \"median_ms\": %.4f, \"gbps\": %.3f, \"roofline\": \"%s\", "
+                    "\"inplace\": %s, \"cache\": \"%s\", \"simd\": \"%s\", \"median_ms\": %.4f, \"gbps\": %.3f, \"roofline\": \"%s\", "
                     "\"roofline_median_ms\": %.4f, \"roofline_gbps\": %.3f, \"fraction\": %.3f, \"bytes\": %.0f, \"reps\": %d}\n",
                     c.op.c_str(), c.shape.c_str(), std::string(ToString(c.dtype)).c_str(),
                     c.op.rfind("gather", 0) == 0 ? "rows" : std::string(ToString(c.layout)).c_str(), t,
-                    c.inplace ? "true" : "false", ChosenSimdTarget().c_str(), mk * 1e3, gbps, p->roofline_kind, mr * 1e3,
+                    c.inplace ? "true" : "false", cache, ChosenSimdTarget().c_str(), mk * 1e3, gbps, p->roofline_kind, mr * 1e3,
                     roof, gbps / roof, p->bytes, reps);
       } else {
-        std::printf("%-40s %7d %10.3f %9.2f %9.2f %8.3f\n", c.Name().c_str(), t, mk * 1e3, gbps, roof, gbps / roof);
+        std::printf("%-40s %5s %7d %10.3f %9.2f %9.2f %8.3f\n", c.Name().c_str(), cache, t, mk * 1e3, gbps, roof, gbps / roof);
       }
       std::fflush(stdout);
     }
@@ -144,6 +159,10 @@ void RegisterBench(CLI::App& app) {
   cmd->add_option("--threads", o->threads, "Comma-separated thread counts")->capture_default_str();
   cmd->add_option("--simd", o->simd, "Cap the SIMD target (see `posenc info`), or 'best'")->capture_default_str();
   cmd->add_option("--reps", o->reps, "Repetitions per case (default: from the case size, 15..501)");
+  cmd->add_option("--cache", o->cache,
+                  "warm: kernel and roofline alternate over the same buffers (cache-resident when they fit); "
+                  "cold: an untimed pass over 256 MiB evicts the caches before every timed run of either; both")
+      ->capture_default_str();
   cmd->add_flag("--list", o->list, "List the case names and exit");
   cmd->callback([o] {
     Status s = RunBench(*o);
