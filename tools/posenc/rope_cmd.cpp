@@ -1,8 +1,11 @@
 // `posenc rope`: rotate an array [tokens, heads, head_dim] for a model config.
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "commands.hpp"
 #include "posenc/config.hpp"
@@ -21,14 +24,43 @@ struct RopeOptions {
   int64_t seq_len = 0;
 };
 
+bool EndsWith(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// The RoPE of --config: a GGUF model's metadata, ggml_rope_ext parameters (n_dims, mode, freq_base,
+// ...; head_dim from the input), or a Hugging Face config.json in either spelling.
+Result<RopeConfig> LoadRopeConfig(const RopeOptions& o, int64_t input_head_dim) {
+  PositionScheme scheme;
+  if (EndsWith(o.config, ".gguf")) {
+    POSENC_ASSIGN_OR_RETURN(scheme, LoadGgufConfig(o.config));
+  } else {
+    std::ifstream f(o.config);
+    if (!f) return NotFoundError(fmt::format("config {}: cannot open file", o.config));
+    std::stringstream text;
+    text << f.rdbuf();
+    const nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+    const nlohmann::json* params = &j;
+    if (j.is_object() && j.contains("config") && j["config"].is_object()) params = &j["config"];
+    if (params->is_object() && params->contains("n_dims") && params->contains("mode"))
+      return RopeConfigFromGgmlParams(text.str(), input_head_dim, o.config);
+    POSENC_ASSIGN_OR_RETURN(scheme, ParseHfConfig(text.str(), o.config));
+  }
+  if (scheme.kind != PositionKind::kRope)
+    return InvalidArgumentError(fmt::format("config {}: the model's scheme is {}, not rope", o.config, ToString(scheme.kind)));
+  return scheme.rope;
+}
+
 Status RunRope(const RopeOptions& o) {
   RopePrecision precision;
   if (!ParseRopePrecision(o.precision, &precision))
     return InvalidArgumentError(fmt::format("--precision '{}' (expected reference or exact)", o.precision));
-  POSENC_ASSIGN_OR_RETURN(PositionScheme scheme, LoadHfConfig(o.config));
-  if (scheme.kind != PositionKind::kRope)
-    return InvalidArgumentError(fmt::format("config {}: the model's scheme is {}, not rope", o.config, ToString(scheme.kind)));
-  RopeConfig rc = scheme.rope;
+  POSENC_ASSIGN_OR_RETURN(Array x, ReadNpy(o.input));
+  if (x.dtype() != DType::kF32 && x.dtype() != DType::kF16)
+    return InvalidArgumentError(fmt::format("input {}: dtype {} is not float32 or float16", o.input, ToString(x.dtype())));
+  if (x.ndim() != 3)
+    return InvalidArgumentError(fmt::format("input {}: shape {} is not [tokens, heads, head_dim]", o.input, ShapeToString(x.shape())));
+  POSENC_ASSIGN_OR_RETURN(RopeConfig rc, LoadRopeConfig(o, x.dim(2)));
   if (!o.layout.empty() && !ParseRopePairing(o.layout, &rc.layout.pairing))
     return InvalidArgumentError(fmt::format("--layout '{}' (expected half or interleaved)", o.layout));
   POSENC_ASSIGN_OR_RETURN(Array pos_array, ReadNpy(o.positions));
@@ -38,11 +70,6 @@ Status RunRope(const RopeOptions& o) {
     return InvalidArgumentError(fmt::format("positions {}: dtype {} is not int64 or int32", o.positions, ToString(pos_array.dtype())));
   POSENC_ASSIGN_OR_RETURN(Array pos64, pos_array.AsType(DType::kI64));
   std::span<const int64_t> positions = pos64.span<int64_t>();
-  POSENC_ASSIGN_OR_RETURN(Array x, ReadNpy(o.input));
-  if (x.dtype() != DType::kF32 && x.dtype() != DType::kF16)
-    return InvalidArgumentError(fmt::format("input {}: dtype {} is not float32 or float16", o.input, ToString(x.dtype())));
-  if (x.ndim() != 3)
-    return InvalidArgumentError(fmt::format("input {}: shape {} is not [tokens, heads, head_dim]", o.input, ShapeToString(x.shape())));
   if (x.dim(2) != rc.layout.head_dim)
     return InvalidArgumentError(fmt::format("input {}: head_dim {} differs from the config's {}", o.input, x.dim(2), rc.layout.head_dim));
   if (x.dim(0) != static_cast<int64_t>(positions.size()))
@@ -59,9 +86,9 @@ Status RunRope(const RopeOptions& o) {
 }
 
 void RegisterRope(CLI::App& app) {
-  auto* cmd = app.add_subcommand("rope", "Rotate queries or keys [tokens, heads, head_dim] for a Hugging Face config");
+  auto* cmd = app.add_subcommand("rope", "Rotate queries or keys [tokens, heads, head_dim] for a model config (Hugging Face, ggml parameters, GGUF)");
   static RopeOptions o;
-  cmd->add_option("--config", o.config, "Hugging Face config.json")->required();
+  cmd->add_option("--config", o.config, "Hugging Face config.json (either spelling), ggml_rope_ext parameters (JSON with n_dims, mode, freq_base, ...), or a .gguf model")->required();
   cmd->add_option("--positions", o.positions, ".npy int64 [tokens]: position of each token")->required();
   cmd->add_option("--input", o.input, ".npy float32 or float16 [tokens, heads, head_dim]")->required();
   cmd->add_option("--output", o.output, ".npy to write, same dtype and shape as the input")->required();
