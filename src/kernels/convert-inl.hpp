@@ -92,6 +92,62 @@ HWY_INLINE void StoreF(DF df, hn::Vec<DF> v, f16_t* p) {
 #endif
 }
 
+using DF = hn::ScalableTag<float>;
+
+// bfloat16 two to a 32-bit lane: a bfloat16 value is the upper half of a float32, so the element in
+// the upper half of a lane is that lane masked, and the one in the lower half is the lane shifted
+// left by 16. This replaces widening loads and narrowing packs (the costly part on AVX2, which has
+// no bfloat16 instructions).
+using DU = hn::RebindToUnsigned<DF>;
+
+// float32 -> bfloat16 bits (round to nearest even; NaN quieted as F32ToBF16) in each lane's upper half.
+HWY_INLINE hn::Vec<DU> RoundBF16High(hn::Vec<DF> v) {
+  const DU du;
+  const hn::RebindToSigned<DF> di;
+  const auto u = hn::BitCast(du, v);
+  const auto abs = hn::BitCast(di, hn::And(u, hn::Set(du, 0x7fffffffu)));
+  const auto is_nan = hn::RebindMask(du, hn::Gt(abs, hn::Set(di, 0x7f800000)));
+  const auto lsb = hn::And(hn::ShiftRight<16>(u), hn::Set(du, 1u));
+  const auto rounded = hn::Add(u, hn::Add(hn::Set(du, 0x7fffu), lsb));
+  return hn::IfThenElse(is_nan, hn::Or(u, hn::Set(du, 0x00400000u)), rounded);
+}
+
+// One lane holding two bfloat16: `lo` rounded into the lower half, `hi` into the upper half.
+HWY_INLINE hn::Vec<DU> PackBF16(hn::Vec<DF> lo, hn::Vec<DF> hi) {
+  const DU du;
+  return hn::Or(hn::And(RoundBF16High(hi), hn::Set(du, 0xffff0000u)), hn::ShiftRight<16>(RoundBF16High(lo)));
+}
+
+// The same packing for lanes that hold no NaN, in about half the operations: works on 16-bit words.
+// p = the two truncated bfloat16 (hi's upper word stays, lo's upper word moves down), q = the two
+// dropped lower words at the same word positions. Round to nearest even adds 1 to a word of p when
+// q + lsb(p) > 0x8000, i.e. when q + 0x7fff + lsb carries out of 16 bits; AverageRound(q, 0x7ffe | lsb)
+// = (q + 0x7ffe + lsb + 1) >> 1 computed in 17 bits has that carry as its bit 15. A carry through the
+// mantissa moves into the exponent (up to infinity) exactly as F32ToBF16's 32-bit add does; infinities
+// round to themselves. NaN would be rounded like a number, so callers check for NaN and use PackBF16.
+#if HWY_TARGET != HWY_SCALAR  // (the scalar target has no 16-bit lanes inside a 32-bit one)
+using DU16 = hn::Repartition<uint16_t, DF>;
+HWY_INLINE hn::Vec<DU> PackBF16NoNaN(hn::Vec<DF> lo, hn::Vec<DF> hi) {
+  const DU du;
+  const DU16 d16;
+  const auto ul = hn::BitCast(du, lo), uh = hn::BitCast(du, hi);
+  const auto p = hn::OddEven(hn::BitCast(d16, uh), hn::BitCast(d16, hn::ShiftRight<16>(ul)));
+  const auto q = hn::OddEven(hn::BitCast(d16, hn::ShiftLeft<16>(uh)), hn::BitCast(d16, ul));
+  const auto bias = hn::Or(hn::And(p, hn::Set(d16, 1)), hn::Set(d16, 0x7ffe));
+  const auto carry = hn::ShiftRight<15>(hn::AverageRound(q, bias));
+  return hn::BitCast(du, hn::Add(p, carry));
+}
+
+// True if any lane of the four results may be NaN (a sum is NaN when an addend is; inf - inf gives a
+// harmless false positive that only selects the exact slow path).
+HWY_INLINE bool MaybeNaN(hn::Vec<DF> a, hn::Vec<DF> b, hn::Vec<DF> c, hn::Vec<DF> d) {
+  return !hn::AllFalse(DF(), hn::IsNaN(hn::Add(hn::Add(a, b), hn::Add(c, d))));
+}
+
+HWY_INLINE hn::Vec<DF> LowBF16(hn::Vec<DU> x) { return hn::BitCast(DF(), hn::ShiftLeft<16>(x)); }
+HWY_INLINE hn::Vec<DF> HighBF16(hn::Vec<DU> x) { return hn::BitCast(DF(), hn::And(x, hn::Set(DU(), 0xffff0000u))); }
+#endif  // HWY_TARGET != HWY_SCALAR
+
 }  // namespace HWY_NAMESPACE
 }  // namespace posenc
 HWY_AFTER_NAMESPACE();

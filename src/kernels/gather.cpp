@@ -17,6 +17,9 @@
 #endif
 
 #include <cstring>
+#include <type_traits>
+
+#include <hwy/cache_control.h>
 
 #include "posenc/embedding.hpp"
 
@@ -25,7 +28,21 @@ namespace posenc {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-template <typename In, typename Out>
+// Outputs of at least this many bytes are written with streaming (non-temporal) stores when aligned:
+// they would not stay in cache anyway (half of a 32 MiB L3), and streaming skips reading each output
+// line before writing it. glibc's memcpy, the benchmark's roofline, does the same for large copies.
+inline constexpr size_t kStreamOutputBytes = size_t{16} << 20;
+
+template <bool kStream, class D, class V, typename T>
+HWY_INLINE void StoreOut(D d, V v, T* p) {
+  if constexpr (kStream) {
+    hn::Stream(v, d, p);
+  } else {
+    hn::StoreU(v, d, p);
+  }
+}
+
+template <typename In, typename Out, bool kStream>
 void GatherRowsT(const EmbeddingTable& table, const int64_t* ids, int64_t begin, int64_t end, float multiplier,
                  const float* add, Out* out) {
   const hn::ScalableTag<float> df;
@@ -37,11 +54,32 @@ void GatherRowsT(const EmbeddingTable& table, const int64_t* ids, int64_t begin,
     const In* src = base + ids[i] * table.row_stride;
     Out* dst = out + static_cast<size_t>(i) * d;
     const float* p = add != nullptr ? add + static_cast<size_t>(i) * d : nullptr;
+    // Rows are scattered: fetch the next row while this one is copied, at the same column, so the
+    // hardware prefetcher (which stops at page boundaries) is not the only source of reads ahead.
+    const char* next = reinterpret_cast<const char*>(i + 1 < end ? base + ids[i + 1] * table.row_stride : src);
     size_t c = 0;
-    if (p == nullptr) {
-      for (; c + N <= d; c += N) StoreF(df, hn::Mul(LoadF(df, src + c), m), dst + c);
+    if constexpr (kStream && std::is_same_v<Out, float>) {  // float32 output, aligned rows
+      if (p == nullptr) {
+        for (; c + N <= d; c += N) {
+          hwy::Prefetch(next + c * sizeof(In));
+          hn::Stream(hn::Mul(LoadF(df, src + c), m), df, dst + c);
+        }
+      } else {
+        for (; c + N <= d; c += N) {
+          hwy::Prefetch(next + c * sizeof(In));
+          hn::Stream(hn::Add(hn::Mul(LoadF(df, src + c), m), hn::LoadU(df, p + c)), df, dst + c);
+        }
+      }
+    } else if (p == nullptr) {
+      for (; c + N <= d; c += N) {
+        hwy::Prefetch(next + c * sizeof(In));
+        StoreF(df, hn::Mul(LoadF(df, src + c), m), dst + c);
+      }
     } else {
-      for (; c + N <= d; c += N) StoreF(df, hn::Add(hn::Mul(LoadF(df, src + c), m), hn::LoadU(df, p + c)), dst + c);
+      for (; c + N <= d; c += N) {
+        hwy::Prefetch(next + c * sizeof(In));
+        StoreF(df, hn::Add(hn::Mul(LoadF(df, src + c), m), hn::LoadU(df, p + c)), dst + c);
+      }
     }
     for (; c < d; ++c) {  // tail: the reference's scalar code
       float v = LoadAsF32(src + c) * multiplier;
@@ -51,12 +89,65 @@ void GatherRowsT(const EmbeddingTable& table, const int64_t* ids, int64_t begin,
   }
 }
 
-void GatherTarget(const EmbeddingTable& table, const int64_t* ids, int64_t begin, int64_t end,
+#if HWY_TARGET != HWY_SCALAR
+// bfloat16 table to bfloat16 rows (no position add): two values per 32-bit lane, as the RoPE kernels
+// (convert-inl.hpp), so neither widening loads nor narrowing packs are needed.
+template <bool kStream>
+void GatherRowsBF16Packed(const EmbeddingTable& table, const int64_t* ids, int64_t begin, int64_t end,
+                          float multiplier, bf16_t* out) {
+  const DF df;
+  const DU du;
+  const size_t N = hn::Lanes(df);  // 32-bit lanes; 2N bfloat16 per vector
+  const size_t d = static_cast<size_t>(table.d_model);
+  const auto m = hn::Set(df, multiplier);
+  const bf16_t* base = static_cast<const bf16_t*>(table.data);
+  for (int64_t i = begin; i < end; ++i) {
+    const bf16_t* src = base + ids[i] * table.row_stride;
+    bf16_t* dst = out + static_cast<size_t>(i) * d;
+    const char* next = reinterpret_cast<const char*>(i + 1 < end ? base + ids[i + 1] * table.row_stride : src);
+    size_t c = 0;
+    for (; c + 4 * N <= d; c += 4 * N) {
+      hwy::Prefetch(next + 2 * c);
+      const auto x0 = hn::LoadU(du, reinterpret_cast<const uint32_t*>(src + c));
+      const auto x1 = hn::LoadU(du, reinterpret_cast<const uint32_t*>(src + c + 2 * N));
+      const auto lo0 = hn::Mul(LowBF16(x0), m), hi0 = hn::Mul(HighBF16(x0), m);
+      const auto lo1 = hn::Mul(LowBF16(x1), m), hi1 = hn::Mul(HighBF16(x1), m);
+      uint32_t* o = reinterpret_cast<uint32_t*>(dst + c);
+      if (HWY_LIKELY(!MaybeNaN(lo0, hi0, lo1, hi1))) {
+        StoreOut<kStream>(du, PackBF16NoNaN(lo0, hi0), o);
+        StoreOut<kStream>(du, PackBF16NoNaN(lo1, hi1), o + N);
+      } else {
+        StoreOut<kStream>(du, PackBF16(lo0, hi0), o);
+        StoreOut<kStream>(du, PackBF16(lo1, hi1), o + N);
+      }
+    }
+    for (; c < d; ++c) StoreFromF32(LoadAsF32(src + c) * multiplier, dst + c);
+  }
+}
+#endif
+
+// Rows [begin, end) of a lookup of `total_rows` rows.
+void GatherTarget(const EmbeddingTable& table, const int64_t* ids, int64_t begin, int64_t end, int64_t total_rows,
                   const LookupOptions& o, void* out) {
   const bool bf16_out = o.out_dtype == DType::kBF16;
-#define POSENC_GATHER_CASE(In)                                                                      \
-  if (bf16_out) GatherRowsT<In>(table, ids, begin, end, o.multiplier, o.add_rows, static_cast<bf16_t*>(out)); \
-  else GatherRowsT<In>(table, ids, begin, end, o.multiplier, o.add_rows, static_cast<float*>(out));
+  const size_t d = static_cast<size_t>(table.d_model);
+  const size_t out_row_bytes = d * (bf16_out ? 2 : 4);
+  const size_t vec_bytes = hn::Lanes(hn::ScalableTag<float>()) * 4;
+  // Streaming needs every row start aligned to the vector size, and whole vectors per row.
+  const bool stream = HWY_TARGET != HWY_SCALAR && static_cast<size_t>(total_rows) * out_row_bytes >= kStreamOutputBytes &&
+                      reinterpret_cast<uintptr_t>(out) % vec_bytes == 0 && out_row_bytes % vec_bytes == 0;
+#if HWY_TARGET != HWY_SCALAR
+  if (bf16_out && table.dtype == DType::kBF16 && o.add_rows == nullptr) {
+    if (stream) GatherRowsBF16Packed<true>(table, ids, begin, end, o.multiplier, static_cast<bf16_t*>(out));
+    else GatherRowsBF16Packed<false>(table, ids, begin, end, o.multiplier, static_cast<bf16_t*>(out));
+    if (stream) hwy::FlushStream();
+    return;
+  }
+#endif
+#define POSENC_GATHER_CASE(In)                                                                            \
+  if (bf16_out) GatherRowsT<In, bf16_t, false>(table, ids, begin, end, o.multiplier, o.add_rows, static_cast<bf16_t*>(out)); \
+  else if (stream) GatherRowsT<In, float, true>(table, ids, begin, end, o.multiplier, o.add_rows, static_cast<float*>(out)); \
+  else GatherRowsT<In, float, false>(table, ids, begin, end, o.multiplier, o.add_rows, static_cast<float*>(out));
   switch (table.dtype) {
     case DType::kF32: POSENC_GATHER_CASE(float) break;
     case DType::kF16: POSENC_GATHER_CASE(f16_t) break;
@@ -64,6 +155,7 @@ void GatherTarget(const EmbeddingTable& table, const int64_t* ids, int64_t begin
     default: break;  // validated at the boundary
   }
 #undef POSENC_GATHER_CASE
+  if (stream) hwy::FlushStream();
 }
 
 // Columns [c0, c1) of the gradient: every id in order, so repeated ids accumulate in index order.
@@ -116,7 +208,7 @@ Status LookupEmbeddingsInto(const EmbeddingTable& table, std::span<const int64_t
   const int64_t n = static_cast<int64_t>(ids.size());
   const int64_t bytes = n * table.d_model * static_cast<int64_t>(SizeOf(table.dtype) + SizeOf(options.out_dtype));
   ParallelFor(options.parallel, n, bytes, [&](int64_t b, int64_t e) {
-    HWY_DYNAMIC_DISPATCH(GatherTarget)(table, ids.data(), b, e, options, out);
+    HWY_DYNAMIC_DISPATCH(GatherTarget)(table, ids.data(), b, e, n, options, out);
   });
   return OkStatus();
 }

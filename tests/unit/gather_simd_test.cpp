@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <hwy/aligned_allocator.h>
 
 #include "posenc/embedding.hpp"
 #include "posenc/parallel.hpp"
@@ -74,6 +75,51 @@ TEST_F(GatherPerTarget, LookupMatchesReferenceBitForBit) {
                   }
               }
             }
+  }
+}
+
+// Outputs of 16 MiB or more take the streaming-store path (and a bfloat16 table into bfloat16 rows
+// the packed two-per-lane path): bit for bit the reference on every target, with every 16-bit pattern
+// (NaN payloads, infinities, subnormals, signed zeros) or random float32 bit patterns in the table.
+TEST_F(GatherPerTarget, LargeOutputsAndEveryBitPatternMatchReference) {
+  auto rng = testing::MakeRng(11);
+  ThreadPool two(2);
+  const int64_t vocab = 16, d_model = 4096;
+  for (DType tdtype : {DType::kF32, DType::kF16, DType::kBF16}) {
+    std::vector<uint8_t> bytes(static_cast<size_t>(vocab * d_model) * SizeOf(tdtype));
+    if (tdtype == DType::kF32) {
+      for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(rng());
+    } else {
+      for (size_t i = 0; i < bytes.size() / 2; ++i) {
+        const auto u = static_cast<uint16_t>(i);
+        std::memcpy(bytes.data() + 2 * i, &u, 2);
+      }
+    }
+    const EmbeddingTable table = EmbeddingTable::View(bytes.data(), tdtype, vocab, d_model);
+    for (DType odtype : {DType::kF32, DType::kBF16}) {
+      const int64_t n = (int64_t{17} << 20) / (d_model * static_cast<int64_t>(SizeOf(odtype))) + 1;  // > 16 MiB out
+      std::vector<int64_t> ids(static_cast<size_t>(n));
+      for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>((i * 7) % vocab);
+      auto add = testing::RandomNormal(rng, ids.size() * static_cast<size_t>(d_model));
+      const size_t out_bytes = ids.size() * static_cast<size_t>(d_model) * SizeOf(odtype);
+      std::vector<uint8_t> want(out_bytes);
+      auto got = hwy::AllocateAligned<uint8_t>(out_bytes);  // aligned: streaming stores apply
+      for (bool fused_add : {false, true}) {
+        LookupOptions o;
+        o.multiplier = 45.254833f;
+        o.out_dtype = odtype;
+        o.add_rows = fused_add ? add.data() : nullptr;
+        LookupEmbeddingsReference(table, ids, o, want.data());
+        o.parallel = &two;
+        for (const auto& target : AvailableSimdTargets()) {
+          SCOPED_TRACE(fmt::format("target {} table {} out {} add {}", target, ToString(tdtype), ToString(odtype), fused_add));
+          ASSERT_TRUE(ForceSimdTarget(target).ok());
+          std::memset(got.get(), 0xee, out_bytes);
+          ASSERT_TRUE(LookupEmbeddingsInto(table, ids, o, got.get()).ok());
+          ASSERT_EQ(0, std::memcmp(want.data(), got.get(), out_bytes));
+        }
+      }
+    }
   }
 }
 
