@@ -165,6 +165,31 @@ HWY_INLINE void RotateInterleavedRowBF16(const bf16_t* in, bf16_t* out, const fl
 }
 #endif  // HWY_TARGET != HWY_SCALAR
 
+// cc[2i] = cc[2i+1] = c[i]; ss[2i] = -sign s[i], ss[2i+1] = sign s[i] (sign -1 for backward).
+template <bool kBackward>
+HWY_INLINE void ExpandInterleaved(const float* c, const float* s, size_t n, float* cc, float* ss) {
+  const float sign = kBackward ? -1.0f : 1.0f;
+  size_t i = 0;
+#if HWY_TARGET != HWY_SCALAR
+  const DF df;
+  const size_t N = hn::Lanes(df);
+  HWY_ALIGN int32_t dup[hn::MaxLanes(df)];
+  for (size_t k = 0; k < N; ++k) dup[k] = static_cast<int32_t>(k / 2);
+  const auto idx = hn::SetTableIndices(df, dup);
+  const auto signs = hn::OddEven(hn::Set(df, sign), hn::Set(df, -sign));
+  // Output lanes [2i, 2i + N) come from input lanes [i, i + N/2); loads stay inside the row.
+  for (; i + N <= n; i += N / 2) {
+    hn::StoreU(hn::TableLookupLanes(hn::LoadU(df, c + i), idx), df, cc + 2 * i);
+    hn::StoreU(hn::Mul(hn::TableLookupLanes(hn::LoadU(df, s + i), idx), signs), df, ss + 2 * i);
+  }
+#endif
+  for (; i < n; ++i) {
+    cc[2 * i] = cc[2 * i + 1] = c[i];
+    ss[2 * i] = -sign * s[i];
+    ss[2 * i + 1] = sign * s[i];
+  }
+}
+
 // Software prefetch distance for the tensor, in bytes ahead of the head being rotated: with it one
 // thread streams cold float32 q/k from DRAM at ~0.85-0.95 of an in-place XOR pass instead of ~0.75
 // (posenc bench --cache cold; 1024 and 8192 measured no better).
@@ -188,6 +213,8 @@ void RopeTokensT(const detail::RopeJob& job, int64_t begin, int64_t end) {
   float* ds = dc + n;
   constexpr bool kPackedBF16 = std::is_same_v<T, bf16_t> && HWY_TARGET != HWY_SCALAR;
   const size_t block = 2 * hn::Lanes(DF());
+  (void)ds;  // unused where there is no packed bfloat16 path (SCALAR)
+  (void)block;
   const size_t row_lines = (n * sizeof(float) + 63) / 64;
   for (int64_t t = begin; t < end; ++t) {
     const int64_t pos = job.positions[t];
@@ -213,23 +240,27 @@ void RopeTokensT(const detail::RopeJob& job, int64_t begin, int64_t end) {
       c = fly_c;
       s = fly_s;
     }
+    // Per-token preparation (once for all heads), vectorized: for the interleaved layout every factor
+    // twice, (c0, c0, c1, c1, ...) and (-s0, s0, -s1, s1, ...); the packed bfloat16 interleaved path
+    // needs them only for a tail of fewer than N pairs.
     if constexpr (kInterleaved) {
-      const float sign = kBackward ? -1.0f : 1.0f;
-      for (size_t i = 0; i < n; ++i) {
-        cc[2 * i] = cc[2 * i + 1] = c[i];
-        ss[2 * i] = -sign * s[i];
-        ss[2 * i + 1] = sign * s[i];
+      if (!kPackedBF16 || n % hn::Lanes(DF()) != 0) ExpandInterleaved<kBackward>(c, s, n, cc, ss);
+    }
+#if HWY_TARGET != HWY_SCALAR
+    if constexpr (kPackedBF16 && !kInterleaved) {
+      // Half layout, bfloat16: per block of 2N pairs, the even pairs then the odd ones.
+      const DF df;
+      const size_t N = hn::Lanes(df);
+      for (size_t b0 = 0; b0 + block <= n; b0 += block) {
+        const auto c_lo = hn::LoadU(df, c + b0), c_hi = hn::LoadU(df, c + b0 + N);
+        const auto s_lo = hn::LoadU(df, s + b0), s_hi = hn::LoadU(df, s + b0 + N);
+        hn::StoreU(hn::ConcatEven(df, c_hi, c_lo), df, dc + b0);
+        hn::StoreU(hn::ConcatOdd(df, c_hi, c_lo), df, dc + b0 + N);
+        hn::StoreU(hn::ConcatEven(df, s_hi, s_lo), df, ds + b0);
+        hn::StoreU(hn::ConcatOdd(df, s_hi, s_lo), df, ds + b0 + N);
       }
     }
-    if constexpr (kPackedBF16 && !kInterleaved) {
-      for (size_t b0 = 0; b0 + block <= n; b0 += block)
-        for (size_t m = 0; m < block / 2; ++m) {
-          dc[b0 + m] = c[b0 + 2 * m];
-          dc[b0 + block / 2 + m] = c[b0 + 2 * m + 1];
-          ds[b0 + m] = s[b0 + 2 * m];
-          ds[b0 + block / 2 + m] = s[b0 + 2 * m + 1];
-        }
-    }
+#endif
     for (int k = 0; k < job.num_tensors; ++k) {
       const detail::RopeTensor& x = job.tensors[k];
       const T* in_tok = static_cast<const T*>(x.in) + t * x.in_token_stride;
