@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "model_builders.hpp"
 #include "posenc/npy.hpp"
 #include "test_support.hpp"
 
@@ -136,6 +137,82 @@ TEST(Inspect, BadInputExitsTwoNamingTheFault) {
   EXPECT_EQ(testing::RunCommand(testing::CliPath() + " inspect " + tmp + "/missing.json", &out), 2) << out;
   EXPECT_NE(out.find("missing.json"), std::string::npos) << out;
   fs::remove_all(tmp);
+}
+
+}  // namespace
+}  // namespace posenc
+
+namespace posenc {
+namespace {
+
+// inspect on model files of every type lists the tensors that carry identity and position.
+json InspectJson(const std::string& args) {
+  std::string out;
+  EXPECT_EQ(testing::RunCommand(testing::CliPath() + " inspect " + args + " --json", &out), 0) << out;
+  return json::parse(out, nullptr, false);
+}
+
+TEST(InspectModelFiles, GgufListsTokenEmbedding) {
+  POSENC_REQUIRE_DATA(path, "models/llama-2-tiny-random/llama-2-tiny-random.gguf");
+  const json d = InspectJson(path + " --allow-default-base");
+  ASSERT_TRUE(d.contains("tensors")) << d.dump();
+  EXPECT_EQ(d["file"]["format"], "gguf");
+  EXPECT_EQ(d["tensors"][0]["role"], "token_embedding");
+  EXPECT_EQ(d["tensors"][0]["name"], "token_embd.weight");
+  EXPECT_EQ(d["tensors"][0]["type"], "F16");
+  EXPECT_EQ(d["tensors"][0]["shape"], json::array({32000, 8}));
+}
+
+TEST(InspectModelFiles, Llama2cCheckpointSchemeAndTable) {
+  POSENC_REQUIRE_DATA(path, "models/stories260K/stories260K.bin");
+  const json d = InspectJson(path);
+  EXPECT_EQ(d["file"]["format"], "llama2c");
+  EXPECT_EQ(d["layout"], "interleaved");
+  EXPECT_EQ(d["head_dim"], 8);
+  EXPECT_EQ(d["base"], 10000.0);
+  EXPECT_EQ(d["tensors"][0]["role"], "token_embedding");
+  EXPECT_EQ(d["tensors"][0]["shape"], json::array({512, 64}));
+  EXPECT_EQ(d["tensors"][0]["type"], "F32");
+}
+
+TEST(InspectModelFiles, HuggingFaceFolderWithLearnedPositions) {
+  // A GPT-2-shaped folder: config.json beside model.safetensors with wte and wpe.
+  const fs::path dir = fs::path(TempDir()) / "gpt2";
+  fs::create_directories(dir);
+  std::ofstream(dir / "config.json") << R"({"model_type": "gpt2", "n_embd": 4, "n_head": 2, "n_positions": 8, "vocab_size": 3})";
+  testing::SafetensorsBuilder b;
+  b.Tensor("wte.weight", "F32", {3, 4}, testing::FloatBytes(std::vector<float>(12, 0.5f)))
+      .Tensor("wpe.weight", "F16", {8, 4}, std::string(8 * 4 * 2, '\0'))
+      .Finish();
+  std::ofstream(dir / "model.safetensors", std::ios::binary) << b.Build();
+  for (const std::string& target : {dir.string(), (dir / "model.safetensors").string()}) {
+    SCOPED_TRACE(target);
+    const json d = InspectJson(target);
+    EXPECT_EQ(d["scheme"], "learned");
+    ASSERT_EQ(d["tensors"].size(), 2u) << d.dump();
+    EXPECT_EQ(d["tensors"][0]["name"], "wte.weight");
+    EXPECT_EQ(d["tensors"][1]["role"], "position_embedding");
+    EXPECT_EQ(d["tensors"][1]["type"], "F16");
+    EXPECT_EQ(d["tensors"][1]["shape"], json::array({8, 4}));
+  }
+  // The text form names the same tensors.
+  std::string text;
+  ASSERT_EQ(testing::RunCommand(testing::CliPath() + " inspect " + dir.string(), &text), 0) << text;
+  EXPECT_NE(text.find("position_embedding"), std::string::npos) << text;
+  EXPECT_NE(text.find("wpe.weight"), std::string::npos) << text;
+  fs::remove_all(dir);
+}
+
+TEST(InspectModelFiles, SafetensorsWithoutConfigSaysWhatIsMissing) {
+  const fs::path dir = fs::path(TempDir()) / "bare";
+  fs::create_directories(dir);
+  testing::SafetensorsBuilder b;
+  b.Tensor("model.embed_tokens.weight", "F32", {3, 4}, testing::FloatBytes(std::vector<float>(12, 1.0f))).Finish();
+  std::ofstream(dir / "w.safetensors", std::ios::binary) << b.Build();
+  std::string out;
+  EXPECT_EQ(testing::RunCommand(testing::CliPath() + " inspect " + (dir / "w.safetensors").string(), &out), 2) << out;
+  EXPECT_NE(out.find("no config.json"), std::string::npos) << out;
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -5,12 +5,14 @@
 #include <fstream>
 #include <limits>
 #include <numbers>
+#include <optional>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
 #include "posenc/config.hpp"
+#include "posenc/model_file.hpp"
 #include "posenc/rope_config.hpp"
 
 namespace posenc::cli {
@@ -18,11 +20,40 @@ namespace {
 
 using nlohmann::json;
 
-bool LooksLikeGguf(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  char magic[4] = {};
-  f.read(magic, 4);
-  return f.gcount() == 4 && magic[0] == 'G' && magic[1] == 'G' && magic[2] == 'U' && magic[3] == 'F';
+bool EndsWith(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// llama2.c checkpoints carry no RoPE keys: run.c hard-codes base 10000 over the whole head with
+// adjacent pairs, which is what this returns (noted).
+Result<PositionScheme> Llama2cScheme(const ModelFile& m) {
+  if (m.n_heads() <= 0 || m.d_model() % m.n_heads() != 0)
+    return InvalidArgumentError(fmt::format("{}: dim {} is not a multiple of n_heads {}", m.path(), m.d_model(), m.n_heads()));
+  PositionScheme s;
+  s.kind = PositionKind::kRope;
+  s.model_type = "llama2c";
+  s.num_heads = m.n_heads();
+  s.num_kv_heads = m.n_kv_heads();
+  s.hidden_size = m.d_model();
+  s.rope_spelling = "llama2.c (fixed by run.c)";
+  s.rope.layout = {RopePairing::kInterleaved, m.d_model() / m.n_heads(), 0, m.d_model() / m.n_heads()};
+  s.rope.base = 10000.0;
+  s.rope.max_position_embeddings = m.context_length();
+  s.notes.push_back("llama2.c files hold no RoPE parameters: run.c's base 10000 and adjacent pairs assumed");
+  return s;
+}
+
+// The tensors that carry identity and position, with their stored types and shapes.
+json IdentityTensors(const ModelFile& m) {
+  json out = json::array();
+  auto add = [&](const char* role, const ModelTensor* t) {
+    if (t == nullptr) return;
+    out.push_back({{"role", role}, {"name", t->name}, {"type", t->type_name}, {"shape", t->shape}});
+  };
+  add("token_embedding", m.token_embedding());
+  add("position_embedding", m.position_embedding());
+  add("rope_freqs", m.rope_freqs());
+  return out;
 }
 
 // The parameters the scaling uses, as (key, value) pairs in the config's own words.
@@ -185,6 +216,13 @@ void PrintText(const json& d) {
     std::printf("notes:\n");
     for (const auto& n : d["notes"]) std::printf("  - %s\n", n.get<std::string>().c_str());
   }
+  if (d.contains("tensors")) {
+    std::printf("file: %s (%s), %zu tensors\n", d["file"]["path"].get<std::string>().c_str(),
+                d["file"]["format"].get<std::string>().c_str(), d["file"]["num_tensors"].get<size_t>());
+    for (const auto& t : d["tensors"])
+      std::printf("  %-18s %-28s %-6s %s\n", t["role"].get<std::string>().c_str(), t["name"].get<std::string>().c_str(),
+                  t["type"].get<std::string>().c_str(), t["shape"].dump().c_str());
+  }
   if (d.contains("pairs")) {
     std::printf("%5s %11s %16s %16s %10s  %s\n", "pair", "dims", "frequency", "wavelength", "divisor", "regime");
     for (const auto& p : d["pairs"]) {
@@ -200,7 +238,7 @@ void PrintText(const json& d) {
 void RegisterInspect(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "inspect",
-      "Show the positional scheme of a Hugging Face config.json or a GGUF model: layout, rotary dims, base, "
+      "Show the positional scheme of a Hugging Face config.json or a model file (GGUF, safetensors, HF folder, llama2.c), its embedding / position / rope_freqs tensors, layout, rotary dims, base, "
       "scaling and its parameters, attention scaling, notes on defaulted values, and every RoPE pair's "
       "frequency, wavelength (2*pi/frequency, in tokens) and regime (extrapolated / interpolated / blended / "
       "scaled / unrotated) at a sequence length");
@@ -209,7 +247,7 @@ void RegisterInspect(CLI::App& app) {
   static bool as_json = false;
   static std::string layer_type;
   static bool allow_default_base = false;
-  cmd->add_option("config", path, "config.json or .gguf file")->required();
+  cmd->add_option("config", path, "config.json, or a model: .gguf, .safetensors, a Hugging Face folder, llama2.c .bin")->required();
   cmd->add_option("--seq-len", seq_len, "Sequence length (largest position + 1); default max_position_embeddings")
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--json", as_json, "Print the same as JSON");
@@ -218,12 +256,33 @@ void RegisterInspect(CLI::App& app) {
   cmd->add_flag("--allow-default-base", allow_default_base,
                 "GGUF without <arch>.rope.freq_base: take llama.cpp's 10000 (noted) instead of failing");
   cmd->callback([] {
-    Result<PositionScheme> s = LooksLikeGguf(path)
-                                   ? LoadGgufConfig(path, GgufConfigOptions{.allow_default_freq_base = allow_default_base})
-                                   : LoadHfConfig(path, HfConfigOptions{.layer_type = layer_type});
+    // A config.json describes the scheme alone; a model file (GGUF, safetensors, HF folder, llama2.c,
+    // .npy) also lists its identity and position tensors, and the scheme comes from its metadata or
+    // the config.json beside it.
+    std::optional<ModelFile> model;
+    if (!EndsWith(path, ".json")) {
+      Result<ModelFile> m = OpenModel(path);
+      if (!m.ok()) return ReportError("inspect", m.status());
+      model = std::move(m).value();
+    }
+    Result<PositionScheme> s = NotFoundError(fmt::format(
+        "{}: no positional scheme: the file has no RoPE metadata and no config.json beside it", path));
+    if (model && model->format() == ModelFormat::kGguf)
+      s = LoadGgufConfig(path, GgufConfigOptions{.allow_default_freq_base = allow_default_base});
+    else if (!model)
+      s = LoadHfConfig(path, HfConfigOptions{.layer_type = layer_type});
+    else if (!model->config_path().empty())
+      s = LoadHfConfig(model->config_path(), HfConfigOptions{.layer_type = layer_type});
+    else if (model->format() == ModelFormat::kLlama2c)
+      s = Llama2cScheme(*model);
     if (!s.ok()) return ReportError("inspect", s.status());
     Result<json> d = Describe(*s, path, seq_len);
     if (!d.ok()) return ReportError("inspect", d.status());
+    if (model) {
+      (*d)["file"] = {{"path", model->path()}, {"format", std::string(ToString(model->format()))},
+                      {"num_tensors", model->tensors().size()}};
+      (*d)["tensors"] = IdentityTensors(*model);
+    }
     if (as_json) std::printf("%s\n", d->dump(2).c_str());
     else PrintText(*d);
     SetExitCode(0);
