@@ -66,6 +66,9 @@ ParallelRunner& SerialRunner();
 // than they save on tiny inputs). Results must not depend on the choice, which only moves work.
 void ParallelFor(ParallelRunner* runner, int64_t n, int64_t bytes, const std::function<void(int64_t, int64_t)>& fn);
 
-inline constexpr int64_t kMinBytesForThreads = int64_t{1} << 16;
+// 4 MiB: waking a sleeping pool worker costs tens of microseconds (20-100 us measured on a 2-vCPU
+// KVM guest), about what one thread needs to stream 1-2 MiB; below this a decode step (64 tokens x 32
+// heads x 128, 1 MiB float32) runs faster on the calling thread alone (posenc bench, rope_decode).
+inline constexpr int64_t kMinBytesForThreads = int64_t{1} << 22;
 
 }  // namespace posenc

@@ -53,7 +53,7 @@ class ReverseRunner : public ParallelRunner {
 };
 
 TEST(Parallel, RopeIsBitIdenticalForAnyRunner) {
-  const int64_t T = 300, H = 8, D = 128;  // large enough to be split across threads
+  const int64_t T = 1200, H = 8, D = 128;  // above kMinBytesForThreads in every dtype: split across threads
   for (DType dtype : {DType::kF32, DType::kBF16}) {
     for (RopePairing pairing : {RopePairing::kHalf, RopePairing::kInterleaved}) {
       RotaryLayout layout{pairing, D, 0, D};
