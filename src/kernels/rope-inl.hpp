@@ -44,6 +44,7 @@ template <bool kBackward, typename T>
 HWY_INLINE void RotateHalfRow(const T* in, T* out, const float* c, const float* s, size_t n, size_t i = 0) {
   const DF df;
   const size_t N = hn::Lanes(df);
+#pragma GCC unroll 4
   for (; i + N <= n; i += N) {
     const auto a = LoadF(df, in + i);
     const auto b = LoadF(df, in + n + i);
@@ -86,6 +87,7 @@ HWY_INLINE void RotateInterleavedRow(const T* in, T* out, const float* cc, const
   }
   (void)N;
 #else
+#pragma GCC unroll 4
   for (; i + N <= len; i += N) {
     const auto x = LoadF(df, in + i);
     const auto r = hn::MulAdd(x, hn::LoadU(df, cc + i), hn::Mul(hn::Reverse2(df, x), hn::LoadU(df, ss + i)));
@@ -115,6 +117,7 @@ HWY_INLINE void RotateHalfRowBF16(const bf16_t* in, bf16_t* out, const float* c,
   const DU du;
   const size_t N = hn::Lanes(df);
   size_t i = 0;
+#pragma GCC unroll 4
   for (; i + 2 * N <= n; i += 2 * N) {
     const auto A = hn::LoadU(du, reinterpret_cast<const uint32_t*>(in + i));
     const auto B = hn::LoadU(du, reinterpret_cast<const uint32_t*>(in + n + i));
@@ -141,6 +144,7 @@ HWY_INLINE void RotateInterleavedRowBF16(const bf16_t* in, bf16_t* out, const fl
   const DU du;
   const size_t N = hn::Lanes(df);
   size_t j = 0;
+#pragma GCC unroll 4
   for (; j + 2 * N <= n; j += 2 * N) {  // two vectors per step: one NaN test for both
     const auto x0 = hn::LoadU(du, reinterpret_cast<const uint32_t*>(in + 2 * j));
     const auto x1 = hn::LoadU(du, reinterpret_cast<const uint32_t*>(in + 2 * j + 2 * N));
