@@ -1,0 +1,47 @@
+#!/usr/bin/env python3
+"""Median of medians over several `posenc bench --json` runs, as a Markdown table.
+
+Usage: bench/summarize_bench.py run1.jsonl run2.jsonl run3.jsonl [--target 0.85 --decode-target 0.6]
+For each case (op, dtype, layout, threads, cache) it prints the median over runs of the kernel's
+median time, its GB/s, the roofline's GB/s and the fraction, with the range of the fraction over runs.
+"""
+import json
+import statistics
+import sys
+
+
+def main(argv):
+    files = [a for a in argv if not a.startswith('--')]
+    rows, table = {}, []
+    order = []
+    for f in files:
+        for line in open(f):
+            line = line.strip()
+            if not line.startswith('{'):
+                continue
+            r = json.loads(line)
+            if r['op'] == 'rope_table_build':
+                table.append(r)
+                continue
+            key = (r['op'], r['dtype'], r['layout'], r['threads'], r.get('cache', 'warm'))
+            if key not in rows:
+                order.append(key)
+            rows.setdefault(key, []).append(r)
+    print('| op | dtype | layout | threads | cache | median ms | GB/s | roofline GB/s | fraction | range over runs |')
+    print('|---|---|---|---|---|---|---|---|---|---|')
+    for key in order:
+        rs = rows[key]
+        med = lambda k: statistics.median(x[k] for x in rs)
+        fr = [x['fraction'] for x in rs]
+        print(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | {key[4]} | {med('median_ms'):.3f} | {med('gbps'):.1f} | "
+              f"{med('roofline_gbps'):.1f} ({rs[0]['roofline']}) | {statistics.median(fr):.2f} | {min(fr):.2f}-{max(fr):.2f} |")
+    if table:
+        ratios = [t['exact_over_reference'] for t in table]
+        print()
+        print(f"rope_table_build [32768, 64]: reference {statistics.median(t['reference_median_ms'] for t in table):.1f} ms, "
+              f"exact {statistics.median(t['exact_median_ms'] for t in table):.1f} ms, exact/reference median "
+              f"{statistics.median(ratios):.2f} (runs: {', '.join(f'{x:.2f}' for x in ratios)})")
+
+
+if __name__ == '__main__':
+    main(sys.argv[1:])
