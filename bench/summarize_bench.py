@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Median of medians over several `posenc bench --json` runs, as a Markdown table.
 
-Usage: bench/summarize_bench.py run1.jsonl run2.jsonl run3.jsonl [--target 0.85 --decode-target 0.6]
+Usage: bench/summarize_bench.py run1.jsonl run2.jsonl run3.jsonl [--compact]
 For each case (op, dtype, layout, threads, cache) it prints the median over runs of the kernel's
-median time, its GB/s, the roofline's GB/s and the fraction, with the range of the fraction over runs.
+median time, its GB/s, the roofline's GB/s and the fraction, with the range of the fraction over runs
+(--compact: one row per case and thread count, warm and cold side by side).
 """
 import json
 import statistics
@@ -27,8 +28,29 @@ def main(argv):
             if key not in rows:
                 order.append(key)
             rows.setdefault(key, []).append(r)
-    print('| op | dtype | layout | threads | cache | median ms | GB/s | roofline GB/s | fraction | range over runs |')
-    print('|---|---|---|---|---|---|---|---|---|---|')
+    if '--compact' in argv:  # one row per case and thread count, warm and cold side by side
+        def cell(rs):
+            if not rs:
+                return '- | - | -'
+            med = lambda k: statistics.median(x[k] for x in rs)
+            fr = [x['fraction'] for x in rs]
+            return (f"{med('median_ms'):.3f} | {med('gbps'):.1f} / {med('roofline_gbps'):.1f} | "
+                    f"**{statistics.median(fr):.2f}** ({min(fr):.2f}-{max(fr):.2f})")
+        print('| op | dtype | layout | thr | warm ms | warm GB/s / roof | warm fraction (range) | '
+              'cold ms | cold GB/s / roof | cold fraction (range) |')
+        print('|---|---|---|---|---|---|---|---|---|---|')
+        seen = []
+        for key in order:
+            if key[:4] in seen:
+                continue
+            seen.append(key[:4])
+            w, c = rows.get(key[:4] + ('warm',), []), rows.get(key[:4] + ('cold',), [])
+            roof = (w or c)[0]['roofline']
+            print(f"| {key[0]} ({roof}) | {key[1]} | {key[2]} | {key[3]} | {cell(w)} | {cell(c)} |")
+        order = []
+    else:
+        print('| op | dtype | layout | threads | cache | median ms | GB/s | roofline GB/s | fraction | range over runs |')
+        print('|---|---|---|---|---|---|---|---|---|---|')
     for key in order:
         rs = rows[key]
         med = lambda k: statistics.median(x[k] for x in rs)
