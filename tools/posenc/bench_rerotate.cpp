@@ -1,4 +1,4 @@
-// `posenc bench-rerotate`: re-rotating a [4096 tokens, 8 heads, 128] key cache in place (RerotateKeys,
+// `posenc bench rerotate`: re-rotating a [4096 tokens, 8 heads, 128] key cache in place (RerotateKeys,
 // dynamic NTK 4096 -> 4097) against rotating it afresh from kept pre-rotation keys with the new
 // frequencies, both with the same SIMD kernels and threads. "afresh" is timed twice: with the new
 // cos/sin table already built (a lower bound: the table must be rebuilt whenever the frequencies
@@ -124,8 +124,10 @@ Status Run(const Options& o) {
 }
 
 void RegisterBenchRerotate(CLI::App& app) {
-  auto* cmd = app.add_subcommand("bench-rerotate",
-                                 "Time re-rotating a [4096, 8, 128] key cache (RerotateKeys) against rotating it afresh");
+  // A subcommand of `posenc bench`: `posenc bench rerotate`.
+  CLI::App* bench = app.get_subcommand("bench");
+  auto* cmd = bench->add_subcommand("rerotate",
+                                    "Time re-rotating a [4096, 8, 128] key cache (RerotateKeys) against rotating it afresh");
   auto o = std::make_shared<Options>();
   cmd->add_option("--reps", o->reps, "Repetitions (median reported)")->capture_default_str();
   cmd->add_option("--threads", o->threads, "Comma-separated thread counts")->capture_default_str();
@@ -135,10 +137,10 @@ void RegisterBenchRerotate(CLI::App& app) {
   cmd->add_flag("--json", o->json, "One JSON object per line");
   cmd->callback([o] {
     Status s = Run(*o);
-    if (!s.ok()) ReportError("bench-rerotate", s);
+    if (!s.ok()) ReportError("bench rerotate", s);
   });
 }
 
 }  // namespace
-POSENC_CLI_COMMAND(91, RegisterBenchRerotate);
+POSENC_CLI_COMMAND(91, RegisterBenchRerotate);  // after `bench` (90), which it extends
 }  // namespace posenc::cli
