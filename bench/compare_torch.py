@@ -5,7 +5,8 @@ HF Llama: q_embed = q * cos + rotate_half(q) * sin, with cos/sin cached for the 
 ([seq, head_dim], broadcast over heads) and rotate_half(x) = cat(-x[..., d/2:], x[..., :d/2]).
 Both sides run the same shapes ([4096, 32, 128] queries, [4096, 8, 128] keys; half layout), dtypes
 and thread counts on this machine. Rounds alternate: a block of torch repetitions, then one
-`posenc bench` run of the same case, so background load hits both alike; medians over all.
+`posenc bench` run of the same case (`--cache warm`: torch also runs on warm buffers), so background load
+hits both alike; medians over all.
 
 Usage: /usr/bin/python3 bench/compare_torch.py [--posenc build/posenc] [--rounds 5] [--reps 7]
 Needs Debian's python3-torch (apt-get install python3-torch).
@@ -55,7 +56,7 @@ def time_torch(q, cos, sin, reps):
 
 
 def time_posenc(exe, name, threads, reps):
-    res = subprocess.run([exe, "bench", "--json", "--filter", "^" + name + "$", "--threads", str(threads),
+    res = subprocess.run([exe, "bench", "--json", "--cache", "warm", "--filter", "^" + name + "$", "--threads", str(threads),
                           "--reps", str(reps)], capture_output=True, text=True, check=True)
     rows = [json.loads(line) for line in res.stdout.splitlines() if line.startswith("{")]
     rows = [r for r in rows if r["op"] != "rope_table_build"]
