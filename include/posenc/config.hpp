@@ -88,6 +88,13 @@ Result<RopeConfig> RopeConfigFromGgmlParams(std::string_view json_text, int64_t 
 //
 // llama.cpp itself falls back to base 10000 when freq_base is absent; posenc refuses that unless
 // `options.allow_default_freq_base` is set (then the fallback is taken and noted).
+// The RoPE of a JSON text that is either ggml_rope_ext parameters (n_dims and mode present, at the top
+// level or under "config", as in a ggml golden case; head_dim comes from the caller) or a Hugging
+// Face config.json in either spelling. Errors as RopeConfigFromGgmlParams / ParseHfConfig, and
+// kInvalidArgument naming `source` when the config's scheme is not RoPE. A ggml config comes back
+// with scaling type kGgml; a Hugging Face one never does.
+Result<RopeConfig> ParseRopeConfigJson(std::string_view json_text, int64_t head_dim, const std::string& source);
+
 struct GgufConfigOptions {
   bool allow_default_freq_base = false;
 };

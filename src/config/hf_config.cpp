@@ -621,4 +621,16 @@ Result<RopeConfig> RopeConfigFromGgmlParams(std::string_view json_text, int64_t 
   return rc;
 }
 
+Result<RopeConfig> ParseRopeConfigJson(std::string_view json_text, int64_t head_dim, const std::string& source) {
+  const nlohmann::json j = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  const nlohmann::json* params = &j;
+  if (j.is_object() && j.contains("config") && j["config"].is_object()) params = &j["config"];
+  if (params->is_object() && params->contains("n_dims") && params->contains("mode"))
+    return RopeConfigFromGgmlParams(json_text, head_dim, source);
+  POSENC_ASSIGN_OR_RETURN(PositionScheme scheme, ParseHfConfig(json_text, source));
+  if (scheme.kind != PositionKind::kRope)
+    return InvalidArgumentError(fmt::format("config {}: the model's scheme is {}, not rope", source, ToString(scheme.kind)));
+  return scheme.rope;
+}
+
 }  // namespace posenc

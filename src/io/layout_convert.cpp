@@ -115,10 +115,6 @@ Status FinishHeads(const LayoutConvertOptions& o, const std::string& name, int64
   return OkStatus();
 }
 
-bool EndsWith(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
 // Which head groups a tensor's rows hold, by its name; empty = not a q/k tensor.
 std::vector<int64_t> GroupsFor(std::string_view n, const Heads& h, bool gguf) {
   const char* q[] = {"q_proj.weight", "q_proj.bias"};
@@ -128,9 +124,9 @@ std::vector<int64_t> GroupsFor(std::string_view n, const Heads& h, bool gguf) {
   const char* gk[] = {".attn_k.weight", ".attn_k.bias"};
   const char* gqkv[] = {".attn_qkv.weight", ".attn_qkv.bias"};
   for (int i = 0; i < 2; ++i) {
-    if (EndsWith(n, gguf ? gqkv[i] : qkv[i])) return {h.q, h.kv};
-    if (EndsWith(n, gguf ? gq[i] : q[i])) return {h.q};
-    if (EndsWith(n, gguf ? gk[i] : k[i])) return {h.kv};
+    if (n.ends_with(gguf ? gqkv[i] : qkv[i])) return {h.q, h.kv};
+    if (n.ends_with(gguf ? gq[i] : q[i])) return {h.q};
+    if (n.ends_with(gguf ? gk[i] : k[i])) return {h.kv};
   }
   return {};
 }

@@ -146,22 +146,14 @@ Result<RopeConfig> CaseRopeConfig(const Case& c, int64_t head_dim) {
   const json& j = c.j();
   if (!j.contains("config") || !j["config"].is_object())
     return DataLossError("case.json has no 'config' object");
-  const std::string config_text = j["config"].dump();
-  const bool ggml = j["config"].contains("n_dims") && j["config"].contains("mode");
-  RopeConfig rc;
-  if (ggml) {
-    POSENC_ASSIGN_OR_RETURN(rc, RopeConfigFromGgmlParams(config_text, head_dim, "case config"));
-  } else {
-    POSENC_ASSIGN_OR_RETURN(PositionScheme s, ParseHfConfig(config_text, "case config"));
-    if (s.kind != PositionKind::kRope) return InvalidArgumentError(fmt::format("config is {}, not rope", ToString(s.kind)));
-    rc = s.rope;
-    // The pairing is a fact of the model family, not of the config: the case states it.
-    if (j.contains("layout")) {
-      RopePairing p;
-      if (!ParseRopePairing(j["layout"].get<std::string>(), &p))
-        return DataLossError(fmt::format("unknown layout '{}'", j["layout"].dump()));
-      rc.layout.pairing = p;
-    }
+  POSENC_ASSIGN_OR_RETURN(RopeConfig rc, ParseRopeConfigJson(j["config"].dump(), head_dim, "case config"));
+  // For Hugging Face configs the pairing is a fact of the model family, not of the config: the case
+  // states it (a ggml config's mode fixes it).
+  if (rc.scaling.type != RopeScalingType::kGgml && j.contains("layout")) {
+    RopePairing p;
+    if (!ParseRopePairing(j["layout"].get<std::string>(), &p))
+      return DataLossError(fmt::format("unknown layout '{}'", j["layout"].dump()));
+    rc.layout.pairing = p;
   }
   for (const char* key : {"head_dim", "rotary_dim"}) {
     if (!j.contains(key)) continue;

@@ -20,10 +20,6 @@ namespace {
 
 using nlohmann::json;
 
-bool EndsWith(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // llama2.c checkpoints carry no RoPE keys: run.c hard-codes base 10000 over the whole head with
 // adjacent pairs, which is what this returns (noted).
 Result<PositionScheme> Llama2cScheme(const ModelFile& m) {
@@ -260,7 +256,7 @@ void RegisterInspect(CLI::App& app) {
     // .npy) also lists its identity and position tensors, and the scheme comes from its metadata or
     // the config.json beside it.
     std::optional<ModelFile> model;
-    if (!EndsWith(path, ".json")) {
+    if (!path.ends_with(".json")) {
       Result<ModelFile> m = OpenModel(path);
       if (!m.ok()) return ReportError("inspect", m.status());
       model = std::move(m).value();

@@ -5,7 +5,6 @@
 #include <sstream>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "commands.hpp"
 #include "posenc/config.hpp"
@@ -24,28 +23,17 @@ struct RopeOptions {
   int64_t seq_len = 0;
 };
 
-bool EndsWith(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // The RoPE of --config: a GGUF model's metadata, ggml_rope_ext parameters (n_dims, mode, freq_base,
 // ...; head_dim from the input), or a Hugging Face config.json in either spelling.
 Result<RopeConfig> LoadRopeConfig(const RopeOptions& o, int64_t input_head_dim) {
-  PositionScheme scheme;
-  if (EndsWith(o.config, ".gguf")) {
-    POSENC_ASSIGN_OR_RETURN(scheme, LoadGgufConfig(o.config));
-  } else {
+  if (!o.config.ends_with(".gguf")) {
     std::ifstream f(o.config);
     if (!f) return NotFoundError(fmt::format("config {}: cannot open file", o.config));
     std::stringstream text;
     text << f.rdbuf();
-    const nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
-    const nlohmann::json* params = &j;
-    if (j.is_object() && j.contains("config") && j["config"].is_object()) params = &j["config"];
-    if (params->is_object() && params->contains("n_dims") && params->contains("mode"))
-      return RopeConfigFromGgmlParams(text.str(), input_head_dim, o.config);
-    POSENC_ASSIGN_OR_RETURN(scheme, ParseHfConfig(text.str(), o.config));
+    return ParseRopeConfigJson(text.str(), input_head_dim, o.config);
   }
+  POSENC_ASSIGN_OR_RETURN(PositionScheme scheme, LoadGgufConfig(o.config));
   if (scheme.kind != PositionKind::kRope)
     return InvalidArgumentError(fmt::format("config {}: the model's scheme is {}, not rope", o.config, ToString(scheme.kind)));
   return scheme.rope;
