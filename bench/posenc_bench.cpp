@@ -31,7 +31,7 @@ void RunCase(benchmark::State& state, CaseSpec c, bool roofline, bool cold) {
   for (auto _ : state) {
     if (cold) {  // untimed eviction pass, as `posenc bench --cache cold`
       state.PauseTiming();
-      posenc::bench::EvictCaches();
+      posenc::bench::EvictCaches(*Pool(threads));
       state.ResumeTiming();
     }
     fn();

@@ -35,6 +35,8 @@ class ParallelRunner {
 // A fixed pool: num_threads - 1 workers plus the calling thread, which takes a share. `For` splits
 // [0, n) into num_threads contiguous ranges of near-equal size. One `For` at a time per pool
 // (concurrent callers are serialized); calling `For` from inside `fn` of the same pool runs inline.
+// After each job the workers poll for the next one for 200 us (a core stays busy that long), then
+// sleep; the caller likewise polls for the workers to finish before it sleeps.
 class ThreadPool : public ParallelRunner {
  public:
   // num_threads <= 0 means DefaultThreadCount().
@@ -62,13 +64,16 @@ ParallelRunner& DefaultRunner();
 ParallelRunner& SerialRunner();
 
 // Runs `fn` over [0, n) with `runner` (nullptr: DefaultRunner()); when the whole job touches fewer
-// than `min_bytes_for_threads` bytes, runs inline on the calling thread instead (threads cost more
+// than kMinBytesForThreads bytes, runs inline on the calling thread instead (threads cost more
 // than they save on tiny inputs). Results must not depend on the choice, which only moves work.
 void ParallelFor(ParallelRunner* runner, int64_t n, int64_t bytes, const std::function<void(int64_t, int64_t)>& fn);
 
-// 4 MiB: waking a sleeping pool worker costs tens of microseconds (20-100 us measured on a 2-vCPU
-// KVM guest), about what one thread needs to stream 1-2 MiB; below this a decode step (64 tokens x 32
-// heads x 128, 1 MiB float32) runs faster on the calling thread alone (posenc bench, rope_decode).
-inline constexpr int64_t kMinBytesForThreads = int64_t{1} << 22;
+// 256 KiB. The pool's workers poll for the next job for 200 us after each one before they sleep, so
+// a kernel called right after another hands work over in about a microsecond; waking a sleeping
+// worker costs tens of microseconds (20-100 us measured on a 2-vCPU KVM guest). Measured there with
+// a warm pool (float32 RoPE, 32 heads x 128, in place): 8 tokens (256 KiB read + written) run 1.4x
+// faster on 2 threads than on 1, 16 tokens 1.75x; 4 tokens break even. The environment variable
+// POSENC_MIN_BYTES_FOR_THREADS (bytes, >= 0) overrides it.
+inline constexpr int64_t kMinBytesForThreads = int64_t{1} << 18;
 
 }  // namespace posenc

@@ -4,8 +4,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstring>
+#include <memory>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "posenc/parallel.hpp"
@@ -29,6 +32,52 @@ TEST(ThreadPool, CoversEveryIndexOnce) {
       });
       for (int64_t i = 0; i < n; ++i) EXPECT_EQ(hits[static_cast<size_t>(i)].load(), 1) << "threads " << threads << " n " << n << " i " << i;
     }
+  }
+}
+
+// Jobs handed over while the workers poll (back to back) and after they have gone to sleep (a pause
+// longer than the 200 us polling window): every job runs every index once, and none is lost.
+TEST(ThreadPool, HandsOverWhilePollingAndAfterSleeping) {
+  for (int threads : {2, 3}) {
+    ThreadPool pool(threads);
+    for (int round = 0; round < 40; ++round) {
+      if (round % 10 == 9) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      const int64_t n = 1 + round % 13;
+      std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+      std::atomic<int> ranges{0};
+      pool.For(n, [&](int64_t b, int64_t e) {
+        ++ranges;
+        for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)]++;
+      });
+      EXPECT_LE(ranges.load(), threads);
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[static_cast<size_t>(i)].load(), 1) << "round " << round << " i " << i;
+    }
+  }
+}
+
+// Several threads calling one pool at once are served one job at a time, each completely.
+TEST(ThreadPool, ConcurrentCallersAreSerialized) {
+  ThreadPool pool(2);
+  std::atomic<int64_t> total{0};
+  std::vector<std::thread> callers;
+  for (int c = 0; c < 3; ++c) {
+    callers.emplace_back([&] {
+      for (int r = 0; r < 200; ++r) pool.For(10, [&](int64_t b, int64_t e) { total += e - b; });
+    });
+  }
+  for (auto& t : callers) t.join();
+  EXPECT_EQ(total.load(), 3 * 200 * 10);
+}
+
+// Destroying a pool whose workers are polling, or asleep, returns (no hang, no lost thread).
+TEST(ThreadPool, DestroysWhilePollingOrSleeping) {
+  for (int pause_ms : {0, 2}) {
+    auto pool = std::make_unique<ThreadPool>(3);
+    std::atomic<int> runs{0};
+    pool->For(3, [&](int64_t b, int64_t e) { runs += static_cast<int>(e - b); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
+    pool.reset();
+    EXPECT_EQ(runs.load(), 3);
   }
 }
 

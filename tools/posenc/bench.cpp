@@ -119,11 +119,11 @@ Status RunBench(const BenchOptions& o) {
       }
       std::vector<double> tk, tr;
       for (int r = 0; r < reps; ++r) {
-        if (cold) bench::EvictCaches();
+        if (cold) bench::EvictCaches(pool);
         double t0 = Now();
         p->run();
         double t1 = Now();
-        if (cold) bench::EvictCaches();
+        if (cold) bench::EvictCaches(pool);
         double t2 = Now();
         p->roofline();
         double t3 = Now();
