@@ -199,10 +199,10 @@ HWY_INLINE void ExpandInterleaved(const float* c, const float* s, size_t n, floa
 // (posenc bench --cache cold; 1024 and 8192 measured no better).
 constexpr size_t kPrefetchAhead = 4096;
 
-template <typename T, bool kInterleaved, bool kBackward>
+template <typename T, bool kInterleaved, bool kBackward, size_t kPairs>
 void RopeTokensT(const detail::RopeJob& job, int64_t begin, int64_t end) {
   const RotaryLayout& L = job.layout;
-  const size_t n = static_cast<size_t>(L.num_pairs());
+  const size_t n = kPairs > 0 ? kPairs : static_cast<size_t>(L.num_pairs());  // kPairs: see RopeTokensDtype
   const size_t start = static_cast<size_t>(L.rotary_start);
   const size_t head_dim = static_cast<size_t>(L.head_dim);
   const size_t after = start + 2 * n;  // first pass-through dim after the window
@@ -297,13 +297,26 @@ void RopeTokensT(const detail::RopeJob& job, int64_t begin, int64_t end) {
   }
 }
 
-template <typename T>
-void RopeTokensDtype(const detail::RopeJob& job, int64_t begin, int64_t end) {
+template <typename T, size_t kPairs>
+void RopeTokensPairs(const detail::RopeJob& job, int64_t begin, int64_t end) {
   const bool inter = job.layout.pairing == RopePairing::kInterleaved;
   if (inter) {
-    job.backward ? RopeTokensT<T, true, true>(job, begin, end) : RopeTokensT<T, true, false>(job, begin, end);
+    job.backward ? RopeTokensT<T, true, true, kPairs>(job, begin, end) : RopeTokensT<T, true, false, kPairs>(job, begin, end);
   } else {
-    job.backward ? RopeTokensT<T, false, true>(job, begin, end) : RopeTokensT<T, false, false>(job, begin, end);
+    job.backward ? RopeTokensT<T, false, true, kPairs>(job, begin, end) : RopeTokensT<T, false, false, kPairs>(job, begin, end);
+  }
+}
+
+template <typename T>
+void RopeTokensDtype(const detail::RopeJob& job, int64_t begin, int64_t end) {
+  // The common rotary widths get a compile-time pair count, so each head's loop unrolls without
+  // remainder dispatch (roughly 5-15% less time on cache-resident [64, 8, 128] rows on AVX2, in
+  // paired runs whose noise is of the same order): 64 pairs (head_dim 128: Llama, Mistral, Qwen) and
+  // 32 pairs (head_dim 64, or GPT-J's 64-dim rotary window).
+  switch (job.layout.num_pairs()) {
+    case 64: RopeTokensPairs<T, 64>(job, begin, end); break;
+    case 32: RopeTokensPairs<T, 32>(job, begin, end); break;
+    default: RopeTokensPairs<T, 0>(job, begin, end); break;
   }
 }
 
