@@ -11,12 +11,14 @@
 // bytes = bytes read + bytes written by the kernel; gbps = bytes / median time.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <functional>
 #include <memory>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -42,9 +44,13 @@ struct CaseSpec {
 };
 
 // A prepared case: buffers allocated and filled, `run` times the kernel, `roofline` the matching pass.
+// `core` runs the same kernel on one thread over a slice of the same case small enough to stay in L1
+// (about 16 KiB of tensor: the first tokens, or the first ids of a gather) and touches `core_bytes`:
+// its rate is what one core can compute with no memory stall, an upper bound on `run`'s rate per
+// thread whatever the cache state.
 struct Prepared {
-  std::function<void()> run, roofline;
-  double bytes = 0, roofline_bytes = 0;
+  std::function<void()> run, roofline, core;
+  double bytes = 0, roofline_bytes = 0, core_bytes = 0;
   const char* roofline_kind = "rmw";
   std::vector<std::shared_ptr<void>> keep;  // owned buffers
 };
@@ -136,22 +142,34 @@ inline std::unique_ptr<Prepared> Prepare(const CaseSpec& c, ParallelRunner* runn
     const size_t tensor_bytes = (nq + nk) * es;
     p->bytes = 2.0 * static_cast<double>(tensor_bytes);
     p->roofline_bytes = p->bytes;
+    const int64_t token_bytes = (Hq + Hk) * D * static_cast<int64_t>(es);
+    const int64_t Ts = std::clamp<int64_t>(16384 / token_bytes, 1, T);  // the L1 slice for `core`
+    RopeArgs core_args = args;
+    core_args.positions = std::span<const int64_t>(pos->data(), static_cast<size_t>(Ts));
+    core_args.parallel = &SerialRunner();
+    HeadsView qs = HeadsView::Dense(q.get(), c.dtype, Ts, Hq, D);
+    HeadsView ks = HeadsView::Dense(k.get(), c.dtype, Hk > 0 ? Ts : 0, Hk, D);
+    p->core_bytes = 2.0 * static_cast<double>(Ts * token_bytes);
     if (!c.inplace) {
       auto out = Buffer<uint8_t>(nq * es + 64);
       std::memset(out.get(), 0, nq * es);
       HeadsView ov = HeadsView::Dense(out.get(), c.dtype, T, Hq, D);
       p->run = [args, qv, ov] { (void)ApplyRope(args, qv, ov); };
+      HeadsView os = HeadsView::Dense(out.get(), c.dtype, Ts, Hq, D);
+      p->core = [core_args, qs, os] { (void)ApplyRope(core_args, qs, os); };
       p->roofline = [q, out, nq, es, runner] { detail::RooflineCopy(out.get(), q.get(), nq * es, runner); };
       p->roofline_kind = "memcpy";
       p->keep.push_back(out);
     } else if (Hk > 0) {
       p->run = [args, qv, kv] { (void)ApplyRopeQK(args, qv, kv); };
+      p->core = [core_args, qs, ks] { (void)ApplyRopeQK(core_args, qs, ks); };
       p->roofline = [q, k, nq, nk, es, runner] {
         detail::RooflineRmw(q.get(), nq * es, 0, runner);
         detail::RooflineRmw(k.get(), nk * es, 0, runner);
       };
     } else {
       p->run = [args, qv] { (void)ApplyRope(args, qv); };
+      p->core = [core_args, qs] { (void)ApplyRope(core_args, qs); };
       p->roofline = [q, nq, es, runner] { detail::RooflineRmw(q.get(), nq * es, 0, runner); };
     }
     p->keep.push_back(q);
@@ -183,6 +201,14 @@ inline std::unique_ptr<Prepared> Prepare(const CaseSpec& c, ParallelRunner* runn
   o.out_dtype = out_dtype;
   o.parallel = runner;
   p->run = [t, ids, o, out] { (void)LookupEmbeddingsInto(t, *ids, o, out.get()); };
+  const size_t out_row = static_cast<size_t>(d_model) * SizeOf(out_dtype);
+  const size_t ns = std::clamp<size_t>(16384 / out_row, 1, static_cast<size_t>(n));
+  LookupOptions core_o = o;
+  core_o.parallel = &SerialRunner();
+  p->core = [t, ids, core_o, out, ns] {
+    (void)LookupEmbeddingsInto(t, std::span<const int64_t>(ids->data(), ns), core_o, out.get());
+  };
+  p->core_bytes = static_cast<double>(ns * (row_bytes + out_row));
   p->roofline = [out, copy_src, out_bytes, runner] { detail::RooflineCopy(out.get(), copy_src.get(), out_bytes, runner); };
   p->roofline_kind = "memcpy";
   p->bytes = static_cast<double>(static_cast<size_t>(n) * row_bytes + out_bytes);

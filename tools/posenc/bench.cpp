@@ -34,6 +34,22 @@ double Median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+// One core's rate on `core`, an L1-resident slice of the case (bench_cases.hpp): the median of 41
+// samples, each repeating the slice back to back for at least 50 us. GB/s of the slice's bytes.
+double CoreGbps(const bench::Prepared& p) {
+  for (int w = 0; w < 3; ++w) p.core();
+  double t0 = Now();
+  p.core();
+  const int repeats = std::clamp(static_cast<int>(50e-6 / std::max(Now() - t0, 1e-8)), 1, 100000);
+  std::vector<double> ts;
+  for (int r = 0; r < 41; ++r) {
+    t0 = Now();
+    for (int i = 0; i < repeats; ++i) p.core();
+    ts.push_back((Now() - t0) / repeats);
+  }
+  return p.core_bytes / Median(ts) / 1e9;
+}
+
 Status ParseThreads(const std::string& s, std::vector<int>* out) {
   std::stringstream ss(s);
   std::string item;
@@ -95,8 +111,11 @@ Status RunBench(const BenchOptions& o) {
     return OkStatus();
   }
   if (!o.json)
-    std::printf("simd %s, threads %s; median over repetitions, kernel and roofline interleaved\n%-40s %5s %7s %10s %9s %9s %8s\n",
-                ChosenSimdTarget().c_str(), o.threads.c_str(), "case", "cache", "threads", "median_ms", "GB/s", "roof GB/s", "fraction");
+    std::printf("simd %s, threads %s; median over repetitions, kernel and roofline interleaved\n"
+                "core GB/s: one core on an L1-resident slice of the case; attain: min(1, threads x core / roof), the\n"
+                "best fraction the kernel could reach if it never waited on memory\n%-40s %5s %7s %10s %9s %9s %8s %9s %7s\n",
+                ChosenSimdTarget().c_str(), o.threads.c_str(), "case", "cache", "threads", "median_ms", "GB/s", "roof GB/s",
+                "fraction", "core GB/s", "attain");
   std::vector<bool> cold_modes;
   if (o.cache == "warm" || o.cache == "both") cold_modes.push_back(false);
   if (o.cache == "cold" || o.cache == "both") cold_modes.push_back(true);
@@ -110,9 +129,11 @@ Status RunBench(const BenchOptions& o) {
       auto p = bench::Prepare(c, &pool);
       // Warm: kernel and roofline alternate over the same buffers, so each starts with whatever of
       // them the other left in cache (all of it when the tensor fits in L2/L3). Cold: every timed run
-      // starts after an untimed eviction pass, so both stream their bytes from DRAM.
+      // starts after an untimed eviction pass, so both stream their bytes from DRAM. The core rate is
+      // measured first, while the pool's workers sleep (a polling worker can slow the other vCPU).
       const int auto_reps = cold ? 15 : std::clamp(static_cast<int>(4e9 / p->bytes), 15, 501);
       const int reps = o.reps > 0 ? o.reps : auto_reps;
+      const double core = CoreGbps(*p);
       for (int w = 0; w < 3; ++w) {  // warm-up: page faults, caches, thread start
         p->run();
         p->roofline();
@@ -132,17 +153,21 @@ Status RunBench(const BenchOptions& o) {
       }
       const double mk = Median(tk), mr = Median(tr);
       const double gbps = p->bytes / mk / 1e9, roof = p->roofline_bytes / mr / 1e9;
+      // The best fraction `t` cores computing at the single-core cache-resident rate could reach.
+      const double attainable = std::min(1.0, t * core / roof);
       const char* cache = cold ? "cold" : "warm";
       if (o.json) {
         std::printf("{\"op\": \"%s\", \"shape\": \"%s\", \"dtype\": \"%s\", \"layout\": \"%s\", \"threads\": %d, "
                     "\"inplace\": %s, \"cache\": \"%s\", \"simd\": \"%s\", \"median_ms\": %.4f, \"gbps\": %.3f, \"roofline\": \"%s\", "
-                    "\"roofline_median_ms\": %.4f, \"roofline_gbps\": %.3f, \"fraction\": %.3f, \"bytes\": %.0f, \"reps\": %d}\n",
+                    "\"roofline_median_ms\": %.4f, \"roofline_gbps\": %.3f, \"fraction\": %.3f, \"core_gbps\": %.3f, "
+                    "\"attainable\": %.3f, \"bytes\": %.0f, \"reps\": %d}\n",
                     c.op.c_str(), c.shape.c_str(), std::string(ToString(c.dtype)).c_str(),
                     c.op.rfind("gather", 0) == 0 ? "rows" : std::string(ToString(c.layout)).c_str(), t,
                     c.inplace ? "true" : "false", cache, ChosenSimdTarget().c_str(), mk * 1e3, gbps, p->roofline_kind, mr * 1e3,
-                    roof, gbps / roof, p->bytes, reps);
+                    roof, gbps / roof, core, attainable, p->bytes, reps);
       } else {
-        std::printf("%-40s %5s %7d %10.3f %9.2f %9.2f %8.3f\n", c.Name().c_str(), cache, t, mk * 1e3, gbps, roof, gbps / roof);
+        std::printf("%-40s %5s %7d %10.3f %9.2f %9.2f %8.3f %9.2f %7.2f\n", c.Name().c_str(), cache, t, mk * 1e3, gbps, roof,
+                    gbps / roof, core, attainable);
       }
       std::fflush(stdout);
     }
@@ -154,7 +179,9 @@ Status RunBench(const BenchOptions& o) {
 void RegisterBench(CLI::App& app) {
   auto* cmd = app.add_subcommand("bench", "Time the SIMD kernels on Llama-3-8B shapes against the memory roofline");
   auto o = std::make_shared<BenchOptions>();
-  cmd->add_flag("--json", o->json, "One JSON object per line (op, shape, dtype, layout, threads, inplace, median_ms, gbps, roofline_gbps, fraction, ...)");
+  cmd->add_flag("--json", o->json,
+                "One JSON object per line (op, shape, dtype, layout, threads, inplace, median_ms, gbps, roofline_gbps, "
+                "fraction, core_gbps, attainable, ...)");
   cmd->add_option("--filter", o->filter, "Regular expression on case names (see --list), e.g. 'rope_prefill_q/float32'");
   cmd->add_option("--threads", o->threads, "Comma-separated thread counts")->capture_default_str();
   cmd->add_option("--simd", o->simd, "Cap the SIMD target (see `posenc info`), or 'best'")->capture_default_str();
