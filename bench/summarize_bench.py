@@ -4,7 +4,8 @@
 Usage: bench/summarize_bench.py run1.jsonl run2.jsonl run3.jsonl [--compact]
 For each case (op, dtype, layout, threads, cache) it prints the median over runs of the kernel's
 median time, its GB/s, the roofline's GB/s and the fraction, with the range of the fraction over runs
-(--compact: one row per case and thread count, warm and cold side by side).
+(--compact: one row per case and thread count, warm and cold side by side, with the median of
+`attainable`, min(1, threads x one core's cache-resident rate / roofline), where the runs report it).
 """
 import json
 import statistics
@@ -31,14 +32,15 @@ def main(argv):
     if '--compact' in argv:  # one row per case and thread count, warm and cold side by side
         def cell(rs):
             if not rs:
-                return '- | - | -'
+                return '- | - | - | -'
             med = lambda k: statistics.median(x[k] for x in rs)
             fr = [x['fraction'] for x in rs]
+            att = f"{med('attainable'):.2f}" if all('attainable' in x for x in rs) else '-'
             return (f"{med('median_ms'):.3f} | {med('gbps'):.1f} / {med('roofline_gbps'):.1f} | "
-                    f"**{statistics.median(fr):.2f}** ({min(fr):.2f}-{max(fr):.2f})")
-        print('| op | dtype | layout | thr | warm ms | warm GB/s / roof | warm fraction (range) | '
-              'cold ms | cold GB/s / roof | cold fraction (range) |')
-        print('|---|---|---|---|---|---|---|---|---|---|')
+                    f"**{statistics.median(fr):.2f}** ({min(fr):.2f}-{max(fr):.2f}) | {att}")
+        print('| op | dtype | layout | thr | warm ms | warm GB/s / roof | warm fraction (range) | warm attain | '
+              'cold ms | cold GB/s / roof | cold fraction (range) | cold attain |')
+        print('|---|---|---|---|---|---|---|---|---|---|---|---|')
         seen = []
         for key in order:
             if key[:4] in seen:
