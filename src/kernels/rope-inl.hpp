@@ -40,10 +40,22 @@ HWY_INLINE void RotatePair(V a, V b, V c, V s, V& out_a, V& out_b) {
 }
 
 // Half layout: pair i is (x[i], x[n + i]); `in`/`out` point at the rotary window (may be equal).
-template <bool kBackward, typename T>
+// kPairs > 0: n == kPairs, a compile-time constant, and the loop unrolls completely.
+template <bool kBackward, size_t kPairs = 0, typename T>
 HWY_INLINE void RotateHalfRow(const T* in, T* out, const float* c, const float* s, size_t n, size_t i = 0) {
   const DF df;
   const size_t N = hn::Lanes(df);
+  if constexpr (kPairs > 0) {
+    n = kPairs;
+#pragma GCC unroll 4
+    for (; i + N <= kPairs; i += N) {
+      hn::Vec<DF> ra, rb;
+      RotatePair<kBackward>(LoadF(df, in + i), LoadF(df, in + kPairs + i), hn::LoadU(df, c + i), hn::LoadU(df, s + i), ra, rb);
+      StoreF(df, ra, out + i);
+      StoreF(df, rb, out + kPairs + i);
+    }
+    if (i == kPairs) return;
+  }
 #pragma GCC unroll 4
   for (; i + N <= n; i += N) {
     const auto a = LoadF(df, in + i);
@@ -73,10 +85,21 @@ HWY_INLINE void RotateHalfRow(const T* in, T* out, const float* c, const float* 
 // Interleaved layout: pair i is (x[2i], x[2i+1]). `cc`/`ss` hold 2n expanded factors per element:
 // cc = (c0, c0, c1, c1, ...), ss = (-s0, s0, -s1, s1, ...) (signs flipped for backward), so
 // x' = fma(x, cc, swap(x) * ss) where swap exchanges the two lanes of each pair.
-template <typename T>
+template <size_t kLen = 0, typename T>
 HWY_INLINE void RotateInterleavedRow(const T* in, T* out, const float* cc, const float* ss, size_t len, size_t i = 0) {
   const DF df;
   const size_t N = hn::Lanes(df);
+#if HWY_TARGET != HWY_SCALAR
+  if constexpr (kLen > 0) {  // compile-time length: unrolls completely
+    len = kLen;
+#pragma GCC unroll 4
+    for (; i + N <= kLen; i += N) {
+      const auto x = LoadF(df, in + i);
+      StoreF(df, hn::MulAdd(x, hn::LoadU(df, cc + i), hn::Mul(hn::Reverse2(df, x), hn::LoadU(df, ss + i))), out + i);
+    }
+    if (i == kLen) return;
+  }
+#endif
 #if HWY_TARGET == HWY_SCALAR
   for (; i < len; i += 2) {
     const float a = LoadAsF32(in + i), b = LoadAsF32(in + i + 1);
@@ -110,12 +133,13 @@ HWY_INLINE void RotateInterleavedRow(const T* in, T* out, const float* cc, const
 
 // Half layout, bfloat16: 2N pairs per step. `dc`/`ds` hold cos/sin reordered per block of 2N pairs as
 // (pairs 0, 2, 4, ... | pairs 1, 3, 5, ...) to match the lanes' lower and upper halves.
-template <bool kBackward>
+template <bool kBackward, size_t kPairs = 0>
 HWY_INLINE void RotateHalfRowBF16(const bf16_t* in, bf16_t* out, const float* c, const float* s, const float* dc,
                                   const float* ds, size_t n) {
   const DF df;
   const DU du;
   const size_t N = hn::Lanes(df);
+  if constexpr (kPairs > 0) n = kPairs;  // compile-time: no remainder dispatch
   size_t i = 0;
 #pragma GCC unroll 4
   for (; i + 2 * N <= n; i += 2 * N) {
@@ -137,12 +161,13 @@ HWY_INLINE void RotateHalfRowBF16(const bf16_t* in, bf16_t* out, const float* c,
 
 // Interleaved layout, bfloat16: a pair is one lane (a in the lower half, b in the upper half), so cos
 // and sin come straight from the table row, N pairs per step.
-template <bool kBackward>
+template <bool kBackward, size_t kPairs = 0>
 HWY_INLINE void RotateInterleavedRowBF16(const bf16_t* in, bf16_t* out, const float* c, const float* s,
                                          const float* cc, const float* ss, size_t n) {
   const DF df;
   const DU du;
   const size_t N = hn::Lanes(df);
+  if constexpr (kPairs > 0) n = kPairs;  // compile-time: no remainder dispatch
   size_t j = 0;
 #pragma GCC unroll 4
   for (; j + 2 * N <= n; j += 2 * N) {  // two vectors per step: one NaN test for both
@@ -267,30 +292,31 @@ void RopeTokensT(const detail::RopeJob& job, int64_t begin, int64_t end) {
 #endif
     for (int k = 0; k < job.num_tensors; ++k) {
       const detail::RopeTensor& x = job.tensors[k];
-      const T* in_tok = static_cast<const T*>(x.in) + t * x.in_token_stride;
-      T* out_tok = static_cast<T*>(x.out) + t * x.out_token_stride;
-      for (int64_t h = 0; h < x.heads; ++h) {
-        const T* in = in_tok + h * x.in_head_stride;
-        T* out = out_tok + h * x.out_head_stride;
-        if (kPrefetchAhead > 0) {
+      // Pointers at the rotary window of head 0; the dims outside it are copied only out of place.
+      const T* in = static_cast<const T*>(x.in) + t * x.in_token_stride + start;
+      T* out = static_cast<T*>(x.out) + t * x.out_token_stride + start;
+      const bool copy_outside = x.in != x.out && (start > 0 || after < head_dim);
+      for (int64_t h = 0; h < x.heads; ++h, in += x.in_head_stride, out += x.out_head_stride) {
+        if (kPrefetchAhead > 0) {  // the window's lines, kPrefetchAhead bytes ahead (a fixed count for kPairs)
           const char* ahead = reinterpret_cast<const char*>(in) + kPrefetchAhead;
-          for (size_t l = 0; l < head_dim * sizeof(T); l += 64) hwy::Prefetch(ahead + l);
+#pragma GCC unroll 16
+          for (size_t l = 0; l < 2 * n * sizeof(T); l += 64) hwy::Prefetch(ahead + l);
         }
-        if (in != out) {  // copy the dims outside the rotary window
-          if (start > 0) std::memcpy(out, in, start * sizeof(T));
-          if (after < head_dim) std::memcpy(out + after, in + after, (head_dim - after) * sizeof(T));
+        if (copy_outside) {
+          if (start > 0) std::memcpy(out - start, in - start, start * sizeof(T));
+          if (after < head_dim) std::memcpy(out - start + after, in - start + after, (head_dim - after) * sizeof(T));
         }
 #if HWY_TARGET != HWY_SCALAR
         if constexpr (kPackedBF16 && kInterleaved) {
-          RotateInterleavedRowBF16<kBackward>(in + start, out + start, c, s, cc, ss, n);
+          RotateInterleavedRowBF16<kBackward, kPairs>(in, out, c, s, cc, ss, n);
         } else if constexpr (kPackedBF16) {
-          RotateHalfRowBF16<kBackward>(in + start, out + start, c, s, dc, ds, n);
+          RotateHalfRowBF16<kBackward, kPairs>(in, out, c, s, dc, ds, n);
         } else
 #endif
         if constexpr (kInterleaved) {
-          RotateInterleavedRow(in + start, out + start, cc, ss, 2 * n);
+          RotateInterleavedRow<2 * kPairs>(in, out, cc, ss, 2 * n);
         } else {
-          RotateHalfRow<kBackward>(in + start, out + start, c, s, n);
+          RotateHalfRow<kBackward, kPairs>(in, out, c, s, n);
         }
       }
     }
