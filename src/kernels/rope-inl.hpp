@@ -40,22 +40,10 @@ HWY_INLINE void RotatePair(V a, V b, V c, V s, V& out_a, V& out_b) {
 }
 
 // Half layout: pair i is (x[i], x[n + i]); `in`/`out` point at the rotary window (may be equal).
-// kPairs > 0: n == kPairs, a compile-time constant, and the loop unrolls completely.
-template <bool kBackward, size_t kPairs = 0, typename T>
+template <bool kBackward, typename T>
 HWY_INLINE void RotateHalfRow(const T* in, T* out, const float* c, const float* s, size_t n, size_t i = 0) {
   const DF df;
   const size_t N = hn::Lanes(df);
-  if constexpr (kPairs > 0) {
-    n = kPairs;
-#pragma GCC unroll 4
-    for (; i + N <= kPairs; i += N) {
-      hn::Vec<DF> ra, rb;
-      RotatePair<kBackward>(LoadF(df, in + i), LoadF(df, in + kPairs + i), hn::LoadU(df, c + i), hn::LoadU(df, s + i), ra, rb);
-      StoreF(df, ra, out + i);
-      StoreF(df, rb, out + kPairs + i);
-    }
-    if (i == kPairs) return;
-  }
 #pragma GCC unroll 4
   for (; i + N <= n; i += N) {
     const auto a = LoadF(df, in + i);
@@ -85,21 +73,10 @@ HWY_INLINE void RotateHalfRow(const T* in, T* out, const float* c, const float* 
 // Interleaved layout: pair i is (x[2i], x[2i+1]). `cc`/`ss` hold 2n expanded factors per element:
 // cc = (c0, c0, c1, c1, ...), ss = (-s0, s0, -s1, s1, ...) (signs flipped for backward), so
 // x' = fma(x, cc, swap(x) * ss) where swap exchanges the two lanes of each pair.
-template <size_t kLen = 0, typename T>
+template <typename T>
 HWY_INLINE void RotateInterleavedRow(const T* in, T* out, const float* cc, const float* ss, size_t len, size_t i = 0) {
   const DF df;
   const size_t N = hn::Lanes(df);
-#if HWY_TARGET != HWY_SCALAR
-  if constexpr (kLen > 0) {  // compile-time length: unrolls completely
-    len = kLen;
-#pragma GCC unroll 4
-    for (; i + N <= kLen; i += N) {
-      const auto x = LoadF(df, in + i);
-      StoreF(df, hn::MulAdd(x, hn::LoadU(df, cc + i), hn::Mul(hn::Reverse2(df, x), hn::LoadU(df, ss + i))), out + i);
-    }
-    if (i == kLen) return;
-  }
-#endif
 #if HWY_TARGET == HWY_SCALAR
   for (; i < len; i += 2) {
     const float a = LoadAsF32(in + i), b = LoadAsF32(in + i + 1);
@@ -133,13 +110,12 @@ HWY_INLINE void RotateInterleavedRow(const T* in, T* out, const float* cc, const
 
 // Half layout, bfloat16: 2N pairs per step. `dc`/`ds` hold cos/sin reordered per block of 2N pairs as
 // (pairs 0, 2, 4, ... | pairs 1, 3, 5, ...) to match the lanes' lower and upper halves.
-template <bool kBackward, size_t kPairs = 0>
+template <bool kBackward>
 HWY_INLINE void RotateHalfRowBF16(const bf16_t* in, bf16_t* out, const float* c, const float* s, const float* dc,
                                   const float* ds, size_t n) {
   const DF df;
   const DU du;
   const size_t N = hn::Lanes(df);
-  if constexpr (kPairs > 0) n = kPairs;  // compile-time: no remainder dispatch
   size_t i = 0;
 #pragma GCC unroll 4
   for (; i + 2 * N <= n; i += 2 * N) {
@@ -161,13 +137,12 @@ HWY_INLINE void RotateHalfRowBF16(const bf16_t* in, bf16_t* out, const float* c,
 
 // Interleaved layout, bfloat16: a pair is one lane (a in the lower half, b in the upper half), so cos
 // and sin come straight from the table row, N pairs per step.
-template <bool kBackward, size_t kPairs = 0>
+template <bool kBackward>
 HWY_INLINE void RotateInterleavedRowBF16(const bf16_t* in, bf16_t* out, const float* c, const float* s,
                                          const float* cc, const float* ss, size_t n) {
   const DF df;
   const DU du;
   const size_t N = hn::Lanes(df);
-  if constexpr (kPairs > 0) n = kPairs;  // compile-time: no remainder dispatch
   size_t j = 0;
 #pragma GCC unroll 4
   for (; j + 2 * N <= n; j += 2 * N) {  // two vectors per step: one NaN test for both
@@ -308,15 +283,15 @@ void RopeTokensT(const detail::RopeJob& job, int64_t begin, int64_t end) {
         }
 #if HWY_TARGET != HWY_SCALAR
         if constexpr (kPackedBF16 && kInterleaved) {
-          RotateInterleavedRowBF16<kBackward, kPairs>(in, out, c, s, cc, ss, n);
+          RotateInterleavedRowBF16<kBackward>(in, out, c, s, cc, ss, n);
         } else if constexpr (kPackedBF16) {
-          RotateHalfRowBF16<kBackward, kPairs>(in, out, c, s, dc, ds, n);
+          RotateHalfRowBF16<kBackward>(in, out, c, s, dc, ds, n);
         } else
 #endif
         if constexpr (kInterleaved) {
-          RotateInterleavedRow<2 * kPairs>(in, out, cc, ss, 2 * n);
+          RotateInterleavedRow(in, out, cc, ss, 2 * n);
         } else {
-          RotateHalfRow<kBackward, kPairs>(in, out, c, s, n);
+          RotateHalfRow<kBackward>(in, out, c, s, n);
         }
       }
     }
