@@ -1,0 +1,96 @@
+// `posenc bench` through the CLI: the JSON each row prints (the fields issue 4 names, and the
+// relations between them), its case list, and its errors. Timings are printed, never asserted.
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "test_support.hpp"
+
+namespace posenc {
+namespace {
+
+using namespace ::posenc::testing;  // NOLINT
+using nlohmann::json;
+
+std::vector<json> JsonLines(const std::string& output) {
+  std::vector<json> rows;
+  std::istringstream in(output);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] != '{') continue;
+    rows.push_back(json::parse(line));
+  }
+  return rows;
+}
+
+// The smallest case (a decode step, 1 MiB), both cache modes and thread counts, one repetition.
+TEST(BenchCli, JsonRowsCarryTheFieldsAndTheirRelations) {
+  std::string out;
+  const int rc = RunCommand(CliPath() + " bench --json --filter 'rope_decode/float32/half' --threads 1,2 --cache both --reps 1", &out);
+  ASSERT_EQ(rc, 0) << out;
+  const std::vector<json> rows = JsonLines(out);
+  ASSERT_EQ(rows.size(), 4u) << out;
+  std::set<std::pair<std::string, int>> seen;
+  for (const json& r : rows) {
+    SCOPED_TRACE(r.dump());
+    for (const char* key : {"op", "shape", "dtype", "layout", "threads", "inplace", "cache", "simd", "median_ms", "gbps",
+                            "roofline", "roofline_median_ms", "roofline_gbps", "fraction", "core_gbps", "attainable",
+                            "bytes", "reps"})
+      ASSERT_TRUE(r.contains(key)) << key;
+    EXPECT_EQ(r["op"], "rope_decode");
+    EXPECT_EQ(r["dtype"], "float32");
+    EXPECT_EQ(r["layout"], "half");
+    EXPECT_EQ(r["inplace"], true);
+    EXPECT_EQ(r["roofline"], "rmw");
+    EXPECT_EQ(r["reps"], 1);
+    // 64 tokens x 32 heads x 128 float32, read and written.
+    EXPECT_DOUBLE_EQ(r["bytes"].get<double>(), 2.0 * 64 * 32 * 128 * 4);
+    const double ms = r["median_ms"], gbps = r["gbps"], roof = r["roofline_gbps"], fraction = r["fraction"];
+    const double core = r["core_gbps"], attainable = r["attainable"];
+    ASSERT_GT(ms, 0.0);
+    ASSERT_GT(gbps, 0.0);
+    ASSERT_GT(roof, 0.0);
+    ASSERT_GT(core, 0.0);
+    // gbps = bytes / time and fraction = gbps / roofline, up to the printed digits (median_ms has 4
+    // decimals: a relative rounding of up to 0.5e-4 / ms).
+    EXPECT_NEAR(gbps, r["bytes"].get<double>() / (ms * 1e-3) / 1e9, gbps * (0.5e-4 / ms + 1e-3) + 2e-3);
+    EXPECT_NEAR(fraction, gbps / roof, 1e-3 * fraction + 2e-3);
+    const int threads = r["threads"];
+    EXPECT_NEAR(attainable, std::min(1.0, threads * core / roof), 1e-3 * attainable + 2e-3);
+    EXPECT_LE(attainable, 1.0);
+    seen.insert({r["cache"].get<std::string>(), threads});
+  }
+  EXPECT_EQ(seen, (std::set<std::pair<std::string, int>>{{"warm", 1}, {"warm", 2}, {"cold", 1}, {"cold", 2}}));
+}
+
+TEST(BenchCli, ListsEveryCaseOfTheIssue) {
+  std::string out;
+  ASSERT_EQ(RunCommand(CliPath() + " bench --list", &out), 0) << out;
+  for (const char* dtype : {"float32", "bfloat16", "float16"}) {
+    for (const char* layout : {"half", "interleaved"}) {
+      for (const char* op : {"rope_prefill_q", "rope_prefill_k", "rope_prefill_qk", "rope_decode"})
+        EXPECT_NE(out.find(std::string(op) + "/" + dtype + "/" + layout + "\n"), std::string::npos) << op << dtype << layout;
+      EXPECT_NE(out.find(std::string("rope_prefill_q_oop/") + dtype + "/" + layout + "/oop"), std::string::npos);
+    }
+    EXPECT_NE(out.find(std::string("gather/") + dtype + "/rows/oop"), std::string::npos) << dtype;
+  }
+  EXPECT_NE(out.find("gather_bf16out/bfloat16/rows/oop"), std::string::npos);
+  EXPECT_NE(out.find("rope_table_build"), std::string::npos);
+}
+
+TEST(BenchCli, BadOptionsNameWhatIsWrong) {
+  std::string out;
+  EXPECT_EQ(RunCommand(CliPath() + " bench --cache lukewarm --filter rope_decode", &out), 2) << out;
+  EXPECT_NE(out.find("--cache 'lukewarm'"), std::string::npos) << out;
+  EXPECT_EQ(RunCommand(CliPath() + " bench --threads 1,zero --filter rope_decode", &out), 2) << out;
+  EXPECT_NE(out.find("'zero'"), std::string::npos) << out;
+  EXPECT_EQ(RunCommand(CliPath() + " bench --threads 0 --filter rope_decode", &out), 2) << out;
+  EXPECT_NE(out.find("'0'"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace posenc
