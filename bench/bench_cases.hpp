@@ -46,8 +46,9 @@ struct CaseSpec {
 // A prepared case: buffers allocated and filled, `run` times the kernel, `roofline` the matching pass.
 // `core` runs the same kernel on one thread over a slice of the same case small enough to stay in L1
 // (about 16 KiB of tensor: the first tokens, or the first ids of a gather) and touches `core_bytes`:
-// its rate is what one core can compute with no memory stall, an upper bound on `run`'s rate per
-// thread whatever the cache state.
+// its rate is what one core can compute with no memory stall, which bounds `run`'s rate per thread
+// whatever the cache state, except that a slice of one token (float32 queries, decode) also pays the
+// ~0.1 us call overhead on a fifth of its time and so reads low.
 struct Prepared {
   std::function<void()> run, roofline, core;
   double bytes = 0, roofline_bytes = 0, core_bytes = 0;
