@@ -113,13 +113,8 @@ void GatherRowsBF16Packed(const EmbeddingTable& table, const int64_t* ids, int64
       const auto lo0 = hn::Mul(LowBF16(x0), m), hi0 = hn::Mul(HighBF16(x0), m);
       const auto lo1 = hn::Mul(LowBF16(x1), m), hi1 = hn::Mul(HighBF16(x1), m);
       uint32_t* o = reinterpret_cast<uint32_t*>(dst + c);
-      if (HWY_LIKELY(!MaybeNaN(lo0, hi0, lo1, hi1))) {
-        StoreOut<kStream>(du, PackBF16NoNaN(lo0, hi0), o);
-        StoreOut<kStream>(du, PackBF16NoNaN(lo1, hi1), o + N);
-      } else {
-        StoreOut<kStream>(du, PackBF16(lo0, hi0), o);
-        StoreOut<kStream>(du, PackBF16(lo1, hi1), o + N);
-      }
+      StoreOut<kStream>(du, PackBF16Computed(lo0, hi0), o);
+      StoreOut<kStream>(du, PackBF16Computed(lo1, hi1), o + N);
     }
     for (; c < d; ++c) StoreFromF32(LoadAsF32(src + c) * multiplier, dst + c);
   }

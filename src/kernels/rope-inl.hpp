@@ -124,13 +124,8 @@ HWY_INLINE void RotateHalfRowBF16(const bf16_t* in, bf16_t* out, const float* c,
     hn::Vec<DF> ra_e, rb_e, ra_o, rb_o;
     RotatePair<kBackward>(LowBF16(A), LowBF16(B), hn::LoadU(df, dc + i), hn::LoadU(df, ds + i), ra_e, rb_e);
     RotatePair<kBackward>(HighBF16(A), HighBF16(B), hn::LoadU(df, dc + i + N), hn::LoadU(df, ds + i + N), ra_o, rb_o);
-    if (HWY_LIKELY(!MaybeNaN(ra_e, ra_o, rb_e, rb_o))) {
-      hn::StoreU(PackBF16NoNaN(ra_e, ra_o), du, reinterpret_cast<uint32_t*>(out + i));
-      hn::StoreU(PackBF16NoNaN(rb_e, rb_o), du, reinterpret_cast<uint32_t*>(out + n + i));
-    } else {
-      hn::StoreU(PackBF16(ra_e, ra_o), du, reinterpret_cast<uint32_t*>(out + i));
-      hn::StoreU(PackBF16(rb_e, rb_o), du, reinterpret_cast<uint32_t*>(out + n + i));
-    }
+    hn::StoreU(PackBF16Computed(ra_e, ra_o), du, reinterpret_cast<uint32_t*>(out + i));
+    hn::StoreU(PackBF16Computed(rb_e, rb_o), du, reinterpret_cast<uint32_t*>(out + n + i));
   }
   if (i < n) RotateHalfRow<kBackward>(in, out, c, s, n, i);
 }
@@ -145,25 +140,11 @@ HWY_INLINE void RotateInterleavedRowBF16(const bf16_t* in, bf16_t* out, const fl
   const size_t N = hn::Lanes(df);
   size_t j = 0;
 #pragma GCC unroll 4
-  for (; j + 2 * N <= n; j += 2 * N) {  // two vectors per step: one NaN test for both
-    const auto x0 = hn::LoadU(du, reinterpret_cast<const uint32_t*>(in + 2 * j));
-    const auto x1 = hn::LoadU(du, reinterpret_cast<const uint32_t*>(in + 2 * j + 2 * N));
-    hn::Vec<DF> ra0, rb0, ra1, rb1;
-    RotatePair<kBackward>(LowBF16(x0), HighBF16(x0), hn::LoadU(df, c + j), hn::LoadU(df, s + j), ra0, rb0);
-    RotatePair<kBackward>(LowBF16(x1), HighBF16(x1), hn::LoadU(df, c + j + N), hn::LoadU(df, s + j + N), ra1, rb1);
-    if (HWY_LIKELY(!MaybeNaN(ra0, rb0, ra1, rb1))) {
-      hn::StoreU(PackBF16NoNaN(ra0, rb0), du, reinterpret_cast<uint32_t*>(out + 2 * j));
-      hn::StoreU(PackBF16NoNaN(ra1, rb1), du, reinterpret_cast<uint32_t*>(out + 2 * j + 2 * N));
-    } else {
-      hn::StoreU(PackBF16(ra0, rb0), du, reinterpret_cast<uint32_t*>(out + 2 * j));
-      hn::StoreU(PackBF16(ra1, rb1), du, reinterpret_cast<uint32_t*>(out + 2 * j + 2 * N));
-    }
-  }
   for (; j + N <= n; j += N) {
     const auto x = hn::LoadU(du, reinterpret_cast<const uint32_t*>(in + 2 * j));
     hn::Vec<DF> ra, rb;
     RotatePair<kBackward>(LowBF16(x), HighBF16(x), hn::LoadU(df, c + j), hn::LoadU(df, s + j), ra, rb);
-    hn::StoreU(PackBF16(ra, rb), du, reinterpret_cast<uint32_t*>(out + 2 * j));
+    hn::StoreU(PackBF16Computed(ra, rb), du, reinterpret_cast<uint32_t*>(out + 2 * j));
   }
   if (j < n) RotateInterleavedRow(in, out, cc, ss, 2 * n, 2 * j);
 }
