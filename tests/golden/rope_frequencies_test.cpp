@@ -133,7 +133,9 @@ TEST_P(RopeGolden, FrequenciesAndRotation) {
   // The pairing: llama.cpp and GPT-J fix it outside the config; the case states it.
   RopePairing pairing;
   ASSERT_TRUE(ParseRopePairing(c["layout"].get<std::string>(), &pairing));
-  if (!is_ggml) EXPECT_EQ(config.layout.pairing, pairing) << "pairing implied by the config";
+  if (!is_ggml) {
+    EXPECT_EQ(config.layout.pairing, pairing) << "pairing implied by the config";
+  }
   config.layout.pairing = pairing;
 
   int64_t seq_len = 0;

@@ -294,6 +294,24 @@ TEST(RopeSimd, QueriesAndKeysInOneCallMatchSeparateCalls) {
   EXPECT_EQ(0, std::memcmp(k.data(), k2.data(), k.size() * 4));
 }
 
+// Table storage (detail::TableAllocator): small tables 64-byte aligned, tables of 2 MiB or more
+// 2 MiB-aligned (the huge-page advice needs it); a copy is a deep copy with the same alignment.
+TEST(RopeSimd, TableStorageIsAlignedAndCopies) {
+  auto freqs = DefaultRopeFrequencies(128, 500000.0).value();
+  for (int64_t positions : {int64_t{1}, int64_t{100}, int64_t{8192}, int64_t{8193}}) {
+    const auto table = RopeTable::Build(freqs, positions, RopePrecision::kReference).value();
+    const size_t bytes = static_cast<size_t>(positions) * 64 * sizeof(float);
+    const uintptr_t align = bytes >= (size_t{2} << 20) ? (uintptr_t{2} << 20) : 64;
+    EXPECT_EQ(0u, reinterpret_cast<uintptr_t>(table.cos_row(0)) % align) << positions << " positions";
+    EXPECT_EQ(0u, reinterpret_cast<uintptr_t>(table.sin_row(0)) % align) << positions << " positions";
+    const RopeTable copy = table;
+    EXPECT_NE(copy.cos_row(0), table.cos_row(0));
+    EXPECT_EQ(0u, reinterpret_cast<uintptr_t>(copy.cos_row(0)) % align);
+    EXPECT_EQ(0, std::memcmp(copy.cos_row(0), table.cos_row(0), bytes));
+    EXPECT_EQ(0, std::memcmp(copy.sin_row(positions - 1), table.sin_row(positions - 1), 64 * sizeof(float)));
+  }
+}
+
 // The threaded reference table is ComputeCosSin row for row.
 TEST(RopeSimd, ReferenceTableBuildIsComputeCosSinBitForBit) {
   auto freqs = DefaultRopeFrequencies(128, 500000.0).value();
