@@ -87,7 +87,7 @@ namespace detail {
 // at scattered positions took ~10% less time). Smaller ones are 64-byte aligned. Throws
 // std::bad_alloc like std::allocator. For trivially constructible T only (it is used for float).
 void* AllocateTableBytes(size_t bytes);
-void FreeTableBytes(void* p) noexcept;
+void FreeTableBytes(void* p, size_t bytes) noexcept;  // bytes: as given to AllocateTableBytes
 
 template <typename T>
 struct TableAllocator {
@@ -97,7 +97,7 @@ struct TableAllocator {
   template <typename U>
   TableAllocator(const TableAllocator<U>& /*other*/) noexcept {}
   T* allocate(size_t n) { return static_cast<T*>(AllocateTableBytes(n * sizeof(T))); }
-  void deallocate(T* p, size_t /*n*/) noexcept { FreeTableBytes(p); }
+  void deallocate(T* p, size_t n) noexcept { FreeTableBytes(p, n * sizeof(T)); }
   // resize() default-initializes (no zero fill): Build writes every entry, so the pages are first
   // touched, and faulted in, by the threads that fill them.
   template <typename U>
