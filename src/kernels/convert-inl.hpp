@@ -113,7 +113,7 @@ using DU = hn::RebindToUnsigned<DF>;
 // are the only NaNs the kernels can make: their values are products and sums of widened bfloat16
 // (lower words zero) and finite float32 factors (cos, sin, the embedding multiplier), and an IEEE
 // operation returns either a quieted operand NaN or the default NaN (x86 0xffc00000, Arm and RISC-V
-// 0x7fc00000), all with a zero lower word. So no NaN test is needed (it cost ~15% of the bfloat16 RoPE
+// 0x7fc00000), all with a zero lower word. So no NaN test is needed (it cost 7-15% of the bfloat16 RoPE
 // time); tests/unit/rope_simd_test.cpp and gather_simd_test.cpp feed every bfloat16 pattern,
 // NaN payloads and 0 x infinity included, and compare bits with the reference.
 // Not for arbitrary float32 input: a NaN with payload only in its lower word would round wrongly.

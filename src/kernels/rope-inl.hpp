@@ -292,8 +292,8 @@ void RopeTokensT(const detail::RopeJob& job, int64_t begin, int64_t end) {
       s = fly_s;
     }
     // Per-token preparation (once for all heads), vectorized: for the interleaved layout every factor
-    // twice, (c0, c0, c1, c1, ...) and (-s0, s0, -s1, s1, ...); the packed bfloat16 interleaved path
-    // needs them only for a tail of fewer than N pairs.
+    // twice, (c0, c0, c1, c1, ...) and (-s0, s0, -s1, s1, ...); the packed bfloat16 and the in-block
+    // float32 interleaved paths need them only for a tail of fewer than N pairs.
     if constexpr (kInterleaved) {
       if (!(kPackedBF16 || kBlocks) || n % hn::Lanes(DF()) != 0) ExpandInterleaved<kBackward>(c, s, n, cc, ss);
     }
