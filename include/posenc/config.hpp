@@ -15,12 +15,24 @@ namespace posenc {
 enum class PositionKind { kRope, kLearned, kSinusoidal, kAlibi, kT5Bucket, kNone };
 std::string_view ToString(PositionKind k);
 
+// How a fused query_key_value projection (one [rows, hidden] weight for q, k and v) orders its rows,
+// as the model's Hugging Face modeling code splits it. Head counts are the config's.
+enum class FusedQkvLayout {
+  kNone,        // the model type has no such tensor (or posenc does not know how it is split)
+  kPerHead,     // per query head [q, k, v]: gpt_neox, persimmon, falcon without multi-query
+  kPerKvGroup,  // per key/value head [num_heads / num_kv_heads q heads, k, v]: falcon new_decoder_architecture
+  kQThenKThenV  // all q heads, then the k heads, then the v heads: falcon multi-query (one k and one v head)
+};
+std::string_view ToString(FusedQkvLayout l);
+
 struct PositionScheme {
   PositionKind kind = PositionKind::kRope;
   std::string model_type;  // config's model_type, if any
   int64_t num_heads = 0;
   int64_t num_kv_heads = 0;
   int64_t hidden_size = 0;
+  // The row order of the model's fused query_key_value weight, if it has one (layout converter).
+  FusedQkvLayout fused_qkv = FusedQkvLayout::kNone;
   RopeConfig rope;  // kind == kRope
   // absolute schemes
   int64_t max_position_embeddings = 0;

@@ -64,8 +64,10 @@ struct LayoutConvertReport {
 // Converts the file bytes `in` (named `name` in messages) into `out` (same size; the header and every
 // other byte are copied unchanged, only q/k rows move). Tensors it permutes:
 //   llama2.c     wq (n_heads heads) and wk (n_kv_heads heads) of every layer, window = the whole head;
-//   safetensors  *q_proj.weight/.bias, *k_proj.weight/.bias, and fused *qkv_proj.weight/.bias
-//                (q rows, then k rows, then v rows untouched); F32, F16, BF16 (else kUnimplemented);
+//   safetensors  *q_proj.weight/.bias, *k_proj.weight/.bias, fused *qkv_proj.weight/.bias
+//                (q rows, then k rows, then v rows untouched), and fused *query_key_value.weight/.bias
+//                in the row order config.json's model_type implies (FusedQkvLayout: GPT-NeoX,
+//                Persimmon, Falcon; refused without a config); F32, F16, BF16 (else kUnimplemented);
 //   GGUF         blk.N.attn_q / attn_k (.weight, .bias) and attn_qkv; any type for 2-D weights (rows are
 //                whole blocks); a 1-D bias must be F32/F16/BF16 (a quantized bias would split blocks:
 //                kUnimplemented naming the tensor and type).

@@ -24,6 +24,16 @@ std::string_view ToString(PositionKind k) {
   return "unknown";
 }
 
+std::string_view ToString(FusedQkvLayout l) {
+  switch (l) {
+    case FusedQkvLayout::kNone: return "none";
+    case FusedQkvLayout::kPerHead: return "per head [q, k, v]";
+    case FusedQkvLayout::kPerKvGroup: return "per kv head [q heads, k, v]";
+    case FusedQkvLayout::kQThenKThenV: return "[q heads | k heads | v heads]";
+  }
+  return "unknown";
+}
+
 namespace {
 
 using nlohmann::json;
@@ -91,6 +101,44 @@ bool IsOneOf(const std::string& v, std::initializer_list<const char*> set) {
   for (const char* x : set)
     if (v == x) return true;
   return false;
+}
+
+// ---------- fused query_key_value ----------
+
+// Which row order a fused query_key_value weight has (FusedQkvLayout), and Falcon's key/value heads,
+// as modeling_falcon.py / modeling_gpt_neox.py / modeling_persimmon.py split the projection.
+Status ParseFusedQkv(const json& j, const std::string& source, PositionScheme* s) {
+  const std::string& mt = s->model_type;
+  if (IsOneOf(mt, {"gpt_neox", "persimmon"})) {
+    s->fused_qkv = FusedQkvLayout::kPerHead;
+    return OkStatus();
+  }
+  if (!IsOneOf(mt, {"falcon", "RefinedWeb", "RefinedWebModel"})) return OkStatus();
+  // FalconConfig: multi_query defaults to true, new_decoder_architecture to false, num_kv_heads
+  // (n_head_kv in RefinedWeb configs) to num_attention_heads; the attention uses num_kv_heads only with
+  // the new architecture or without multi-query, else one shared key/value head.
+  bool new_arch = false, multi_query = true;
+  if (Has(j, "new_decoder_architecture")) {
+    POSENC_ASSIGN_OR_RETURN(new_arch, GetBool(j, "new_decoder_architecture", source));
+  }
+  if (Has(j, "multi_query")) {
+    POSENC_ASSIGN_OR_RETURN(multi_query, GetBool(j, "multi_query", source));
+  }
+  int64_t kv = s->num_heads;
+  if (std::string k = FirstKey(j, {"num_kv_heads", "n_head_kv"}); !k.empty()) {
+    POSENC_ASSIGN_OR_RETURN(kv, GetInt(j, k, source));
+  }
+  if (new_arch) {
+    s->fused_qkv = FusedQkvLayout::kPerKvGroup;
+    s->num_kv_heads = kv;
+  } else if (multi_query) {
+    s->fused_qkv = FusedQkvLayout::kQThenKThenV;
+    s->num_kv_heads = 1;
+  } else {
+    s->fused_qkv = FusedQkvLayout::kPerHead;
+    s->num_kv_heads = s->num_heads;
+  }
+  return OkStatus();
 }
 
 // ---------- schemes that are not RoPE ----------
@@ -296,6 +344,7 @@ Status ParseRope(const json& j, const std::string& source, const HfConfigOptions
   if (Has(j, "num_key_value_heads")) {
     POSENC_ASSIGN_OR_RETURN(s->num_kv_heads, GetInt(j, "num_key_value_heads", source));
   }
+  POSENC_RETURN_IF_ERROR(ParseFusedQkv(j, source, s));
   std::string dk = FirstKey(j, {"hidden_size", "n_embd", "d_model"});
   int64_t hidden = 0;
   if (!dk.empty()) {

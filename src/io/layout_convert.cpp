@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -62,16 +63,27 @@ namespace {
 struct Heads {
   int64_t q = 0, kv = 0;
   RotaryLayout layout;  // with the source pairing
+  FusedQkvLayout fused = FusedQkvLayout::kNone;  // safetensors query_key_value (from config.json)
+};
+
+// A run of consecutive heads in a tensor's rows: q or k heads (permuted) or v heads (left as they are).
+struct Segment {
+  int64_t heads = 0;
+  bool permute = true;
 };
 
 // One tensor to permute: where its bytes are in the file, its row count and row size, and the head
-// groups its rows hold from the top (q heads, k heads; rows past them stay, e.g. the v part of qkv).
+// segments its rows hold from the top. `what` names them in messages ("2 heads", "2+1 heads",
+// "4 x [q, k, v] heads"); `rows_may_follow`: rows past the segments stay (the v part of a q|k|v
+// tensor), otherwise the segments are the whole tensor.
 struct Job {
   std::string name;
   uint64_t offset = 0;
   int64_t rows = 0;
   size_t row_bytes = 0;
-  std::vector<int64_t> groups;
+  std::vector<Segment> segments;
+  std::string what;
+  bool rows_may_follow = false;
 };
 
 Status RunJobs(const std::vector<Job>& jobs, const Heads& heads, std::span<const std::byte> in,
@@ -80,17 +92,18 @@ Status RunJobs(const std::vector<Job>& jobs, const Heads& heads, std::span<const
   const int64_t D = heads.layout.head_dim;
   for (const Job& j : jobs) {
     int64_t need = 0;
-    for (int64_t g : j.groups) need += g * D;
-    if ((j.groups.size() == 1 && j.rows != need) || j.rows < need)
-      return InvalidArgumentError(fmt::format("{}: tensor '{}' has {} rows, but {} heads of head_dim {} need {}", name,
-                                              j.name, j.rows, fmt::join(j.groups, "+"), D, need));
+    for (const Segment& g : j.segments) need += g.heads * D;
+    if (j.rows_may_follow ? j.rows < need : j.rows != need)
+      return InvalidArgumentError(fmt::format("{}: tensor '{}' has {} rows, but {} of head_dim {} need {}", name,
+                                              j.name, j.rows, j.what, D, need));
     uint64_t off = j.offset;
-    for (int64_t g : j.groups) {
-      const size_t bytes = static_cast<size_t>(g * D) * j.row_bytes;
+    for (const Segment& g : j.segments) {
+      const size_t bytes = static_cast<size_t>(g.heads * D) * j.row_bytes;
       if (off + bytes > in.size())
         return OutOfRangeError(fmt::format("{}: tensor '{}' lies past the end of the file", name, j.name));
-      POSENC_RETURN_IF_ERROR(PermuteHeadRows(in.subspan(off, bytes), std::span<std::byte>(out->data() + off, bytes),
-                                             g, D, j.row_bytes, perm));
+      if (g.permute)
+        POSENC_RETURN_IF_ERROR(PermuteHeadRows(in.subspan(off, bytes), std::span<std::byte>(out->data() + off, bytes),
+                                               g.heads, D, j.row_bytes, perm));
       off += bytes;
     }
   }
@@ -115,20 +128,64 @@ Status FinishHeads(const LayoutConvertOptions& o, const std::string& name, int64
   return OkStatus();
 }
 
-// Which head groups a tensor's rows hold, by its name; empty = not a q/k tensor.
-std::vector<int64_t> GroupsFor(std::string_view n, const Heads& h, bool gguf) {
+// The head segments of a fused query_key_value weight with h.fused's row order (FusedQkvLayout).
+Result<Job> FusedQkvJob(std::string_view tensor, const Heads& h, const std::string& name) {
+  Job j;
+  switch (h.fused) {
+    case FusedQkvLayout::kPerHead:
+      if (h.kv != h.q)
+        return InvalidArgumentError(fmt::format("{}: tensor '{}' holds [q, k, v] per head, which needs as many key "
+                                                "heads as query heads ({} and {})", name, tensor, h.q, h.kv));
+      for (int64_t i = 0; i < h.q; ++i) j.segments.insert(j.segments.end(), {{1, true}, {1, true}, {1, false}});
+      j.what = fmt::format("{} x [q, k, v] heads", h.q);
+      return j;
+    case FusedQkvLayout::kPerKvGroup:
+      for (int64_t i = 0; i < h.kv; ++i)
+        j.segments.insert(j.segments.end(), {{h.q / h.kv, true}, {1, true}, {1, false}});
+      j.what = fmt::format("{} x [{} q, k, v] heads", h.kv, h.q / h.kv);
+      return j;
+    case FusedQkvLayout::kQThenKThenV:
+      j.segments = {{h.q, true}, {h.kv, true}, {h.kv, false}};
+      j.what = fmt::format("{}+{}+{} heads", h.q, h.kv, h.kv);
+      return j;
+    case FusedQkvLayout::kNone: break;
+  }
+  return InvalidArgumentError(fmt::format(
+      "{}: tensor '{}' is a fused query_key_value, whose row order depends on the architecture; give the model's "
+      "config.json (model_type gpt_neox, persimmon or falcon)", name, tensor));
+}
+
+// The job for a q/k tensor, by its name; nullopt = not a q/k tensor.
+Result<std::optional<Job>> JobFor(std::string_view n, const Heads& h, bool gguf, const std::string& name) {
   const char* q[] = {"q_proj.weight", "q_proj.bias"};
   const char* k[] = {"k_proj.weight", "k_proj.bias"};
   const char* qkv[] = {"qkv_proj.weight", "qkv_proj.bias"};
   const char* gq[] = {".attn_q.weight", ".attn_q.bias"};
   const char* gk[] = {".attn_k.weight", ".attn_k.bias"};
   const char* gqkv[] = {".attn_qkv.weight", ".attn_qkv.bias"};
+  const char* fused[] = {"query_key_value.weight", "query_key_value.bias"};
+  Job j;
+  j.name = std::string(n);
   for (int i = 0; i < 2; ++i) {
-    if (n.ends_with(gguf ? gqkv[i] : qkv[i])) return {h.q, h.kv};
-    if (n.ends_with(gguf ? gq[i] : q[i])) return {h.q};
-    if (n.ends_with(gguf ? gk[i] : k[i])) return {h.kv};
+    if (n.ends_with(gguf ? gqkv[i] : qkv[i])) {  // [q | k | v]; GGUF's attn_qkv is so for every architecture
+      j.segments = {{h.q, true}, {h.kv, true}};
+      j.what = fmt::format("{}+{} heads", h.q, h.kv);
+      j.rows_may_follow = true;
+      return std::optional<Job>(std::move(j));
+    }
+    if (!gguf && n.ends_with(fused[i])) {
+      POSENC_ASSIGN_OR_RETURN(Job f, FusedQkvJob(n, h, name));
+      f.name = j.name;
+      return std::optional<Job>(std::move(f));
+    }
+    const bool is_q = n.ends_with(gguf ? gq[i] : q[i]);
+    if (is_q || n.ends_with(gguf ? gk[i] : k[i])) {
+      j.segments = {{is_q ? h.q : h.kv, true}};
+      j.what = fmt::format("{} heads", j.segments[0].heads);
+      return std::optional<Job>(std::move(j));
+    }
   }
-  return {};
+  return std::optional<Job>();
 }
 
 Result<LayoutConvertReport> ConvertLlama2c(std::span<const std::byte> in, const std::string& name,
@@ -148,8 +205,10 @@ Result<LayoutConvertReport> ConvertLlama2c(std::span<const std::byte> in, const 
   for (int32_t l = 0; l < c.n_layers; ++l) {
     const auto* wq = reinterpret_cast<const std::byte*>(f.weights().wq.data()) + static_cast<size_t>(l) * c.dim * row;
     const auto* wk = reinterpret_cast<const std::byte*>(f.weights().wk.data()) + static_cast<size_t>(l) * c.kv_dim() * row;
-    jobs.push_back({fmt::format("wq[{}]", l), static_cast<uint64_t>(wq - base), c.dim, row, {h.q}});
-    jobs.push_back({fmt::format("wk[{}]", l), static_cast<uint64_t>(wk - base), c.kv_dim(), row, {h.kv}});
+    jobs.push_back({fmt::format("wq[{}]", l), static_cast<uint64_t>(wq - base), c.dim, row, {{h.q, true}},
+                    fmt::format("{} heads", h.q)});
+    jobs.push_back({fmt::format("wk[{}]", l), static_cast<uint64_t>(wk - base), c.kv_dim(), row, {{h.kv, true}},
+                    fmt::format("{} heads", h.kv)});
   }
   POSENC_RETURN_IF_ERROR(RunJobs(jobs, h, in, out, name, o.to));
   LayoutConvertReport r;
@@ -170,6 +229,7 @@ Result<LayoutConvertReport> ConvertSafetensors(std::span<const std::byte> in, co
   const uint64_t data_start = 8 + header_len;
   // Heads and window from config.json (beside the file, or given), then the options.
   int64_t q = 0, kv = 0, hd = 0, rd = 0, rs = 0;
+  FusedQkvLayout fused = FusedQkvLayout::kNone;
   std::string cfg = o.config_path;
   if (cfg.empty()) {
     const auto beside = std::filesystem::path(name).parent_path() / "config.json";
@@ -185,26 +245,32 @@ Result<LayoutConvertReport> ConvertSafetensors(std::span<const std::byte> in, co
     hd = s.rope.layout.head_dim;
     rd = s.rope.layout.rotary_dim;
     rs = s.rope.layout.rotary_start;
+    fused = s.fused_qkv;
     r.notes.push_back(fmt::format("heads and rotary window from {}", cfg));
   }
   Heads h;
   POSENC_RETURN_IF_ERROR(FinishHeads(o, name, q, kv, hd, rd, rs, &h));
+  h.fused = fused;
   std::vector<Job> jobs;
   for (const SafetensorsTensor& t : f.tensors()) {
-    std::vector<int64_t> groups = GroupsFor(t.name, h, false);
-    if (groups.empty()) continue;
+    POSENC_ASSIGN_OR_RETURN(std::optional<Job> job, JobFor(t.name, h, false, name));
+    if (!job) continue;
     if (t.dtype != "F32" && t.dtype != "F16" && t.dtype != "BF16")
       return UnimplementedError(fmt::format("{}: tensor '{}' has dtype {}; convert-layout handles F32, F16, BF16", name,
                                             t.name, t.dtype));
     if (t.shape.empty() || t.shape.size() > 2)
       return InvalidArgumentError(fmt::format("{}: tensor '{}' has {} dims; expected a [out, in] weight or an [out] bias",
                                               name, t.name, t.shape.size()));
-    const size_t row_bytes = t.element_size * static_cast<size_t>(t.shape.size() == 2 ? t.shape[1] : 1);
-    jobs.push_back({t.name, data_start + t.begin, t.shape[0], row_bytes, groups});
+    job->offset = data_start + t.begin;
+    job->rows = t.shape[0];
+    job->row_bytes = t.element_size * static_cast<size_t>(t.shape.size() == 2 ? t.shape[1] : 1);
+    jobs.push_back(std::move(*job));
     r.permuted.push_back(t.name);
   }
   if (jobs.empty())
-    return NotFoundError(fmt::format("{}: no q_proj / k_proj / qkv_proj tensor to permute", name));
+    return NotFoundError(fmt::format("{}: no q_proj / k_proj / qkv_proj / query_key_value tensor to permute", name));
+  if (h.fused != FusedQkvLayout::kNone)
+    r.notes.push_back(fmt::format("query_key_value rows (model_type in config.json): {}", ToString(h.fused)));
   POSENC_RETURN_IF_ERROR(RunJobs(jobs, h, in, out, name, o.to));
   r.format = ModelFileFormat::kSafetensors;
   r.num_heads = h.q;
@@ -230,11 +296,12 @@ Result<LayoutConvertReport> ConvertGguf(std::span<const std::byte> in, const std
   POSENC_RETURN_IF_ERROR(FinishHeads(o, name, q, kv, hd, get("rope.dimension_count"), 0, &h));
   std::vector<Job> jobs;
   for (const GgufTensorInfo& t : f.tensors()) {
-    std::vector<int64_t> groups = GroupsFor(t.name, h, true);
-    if (groups.empty()) continue;
+    POSENC_ASSIGN_OR_RETURN(std::optional<Job> job, JobFor(t.name, h, true, name));
+    if (!job) continue;
     GgmlTypeTraits tr;
     GetGgmlTypeTraits(t.type, &tr);
-    Job j{t.name, f.data_offset() + t.offset, 0, 0, groups};
+    Job& j = *job;
+    j.offset = f.data_offset() + t.offset;
     if (t.dims.size() == 1) {  // a bias: one element per row, so a block type would be split
       if (tr.block_size != 1)
         return UnimplementedError(fmt::format(
@@ -246,7 +313,7 @@ Result<LayoutConvertReport> ConvertGguf(std::span<const std::byte> in, const std
       j.rows = t.num_rows();
       j.row_bytes = t.row_bytes();
     }
-    jobs.push_back(j);
+    jobs.push_back(std::move(j));
     r.permuted.push_back(fmt::format("{} ({})", t.name, tr.name));
   }
   if (jobs.empty()) return NotFoundError(fmt::format("{}: no blk.N.attn_q / attn_k / attn_qkv tensor to permute", name));

@@ -114,7 +114,10 @@ struct SafetensorsBuilder {
   SafetensorsBuilder& Tensor(const std::string& name, const std::string& dtype, const std::vector<int64_t>& shape,
                              const std::string& bytes) {
     std::string s = "[";
-    for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
+    for (size_t i = 0; i < shape.size(); ++i) {
+      if (i > 0) s += ',';
+      s += std::to_string(shape[i]);  // appended, not "," + to_string(): g++ 12 warns falsely (-Wrestrict) on that
+    }
     s += "]";
     entries_.push_back("\"" + name + "\":{\"dtype\":\"" + dtype + "\",\"shape\":" + s + ",\"data_offsets\":[" +
                        std::to_string(data.size()) + "," + std::to_string(data.size() + bytes.size()) + "]}");

@@ -272,7 +272,7 @@ TEST_P(CorruptFile, RejectedNamingFileAndFault) {
 }
 
 INSTANTIATE_TEST_SUITE_P(All, CorruptFile, ::testing::ValuesIn(Cases()),
-                         [](const auto& info) { return std::string(info.param.name); });
+                         [](const auto& test_info) { return std::string(test_info.param.name); });
 
 // The valid starting points parse, so each case above fails for its own fault only.
 TEST(CorruptFileBaselines, ValidFilesParse) {

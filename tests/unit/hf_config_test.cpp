@@ -22,6 +22,41 @@ void ExpectError(const std::string& text, const std::string& key, const std::str
   EXPECT_NE(m.find(value), std::string::npos) << m;
 }
 
+// Falcon's key/value heads and every family's fused query_key_value row order, as the Hugging Face
+// modeling code splits the projection (the layout converter moves q/k rows by it).
+TEST(HfConfig, FalconKeyValueHeadsAndFusedQkvLayouts) {
+  // falcon-7b: multi_query, one shared k/v head (num_kv_heads is not read without the new architecture).
+  PositionScheme s = Parse(R"({"model_type": "falcon", "hidden_size": 4544, "num_attention_heads": 71,
+    "multi_query": true, "new_decoder_architecture": false, "alibi": false, "rope_theta": 10000.0})");
+  EXPECT_EQ(s.num_kv_heads, 1);
+  EXPECT_EQ(s.fused_qkv, FusedQkvLayout::kQThenKThenV);
+  EXPECT_EQ(s.rope.layout.head_dim, 64);
+  // falcon-40b: new_decoder_architecture with 8 kv heads (multi_query is true too and does not matter).
+  s = Parse(R"({"model_type": "falcon", "hidden_size": 8192, "num_attention_heads": 128, "num_kv_heads": 8,
+    "multi_query": true, "new_decoder_architecture": true, "alibi": false})");
+  EXPECT_EQ(s.num_kv_heads, 8);
+  EXPECT_EQ(s.fused_qkv, FusedQkvLayout::kPerKvGroup);
+  // RefinedWeb spelling: n_head, n_head_kv; FalconConfig's default multi_query is true.
+  s = Parse(R"({"model_type": "RefinedWeb", "hidden_size": 8192, "n_head": 128, "n_head_kv": 8,
+    "new_decoder_architecture": true})");
+  EXPECT_EQ(s.num_heads, 128);
+  EXPECT_EQ(s.num_kv_heads, 8);
+  s = Parse(R"({"model_type": "falcon", "hidden_size": 64, "num_attention_heads": 4, "alibi": false})");
+  EXPECT_EQ(s.num_kv_heads, 1);
+  EXPECT_EQ(s.fused_qkv, FusedQkvLayout::kQThenKThenV);
+  s = Parse(R"({"model_type": "falcon", "hidden_size": 64, "num_attention_heads": 4, "multi_query": false,
+    "alibi": false})");
+  EXPECT_EQ(s.num_kv_heads, 4);
+  EXPECT_EQ(s.fused_qkv, FusedQkvLayout::kPerHead);
+  s = Parse(R"({"model_type": "gpt_neox", "hidden_size": 6144, "num_attention_heads": 64, "rotary_pct": 0.25})");
+  EXPECT_EQ(s.fused_qkv, FusedQkvLayout::kPerHead);
+  EXPECT_EQ(s.rope.layout.rotary_dim, 24);
+  s = Parse(R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4})");
+  EXPECT_EQ(s.fused_qkv, FusedQkvLayout::kNone);
+  ExpectError(R"({"model_type": "falcon", "hidden_size": 64, "num_attention_heads": 4, "multi_query": "yes",
+    "alibi": false})", "multi_query", "yes");
+}
+
 TEST(HfConfig, LegacyAndNewSpellingsAgree) {
   const PositionScheme a = Parse(R"({"hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 131072,
     "rope_theta": 500000.0, "rope_scaling": {"type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -198,6 +199,107 @@ TEST(LayoutConvert, SafetensorsRoundTripWithConfigBiasesAndFusedQkv) {
   auto e = ConvertLayoutBytes(AsBytes(bad.Build()), "bad.safetensors", o2, &out);
   ASSERT_FALSE(e.ok());
   EXPECT_NE(e.status().message().find("'q_proj.weight' has dtype I64"), std::string::npos) << e.status().message();
+  std::filesystem::remove_all(dir);
+}
+
+// Fused query_key_value weights, split as the models' Hugging Face code splits them: GPT-NeoX and
+// Persimmon per head [q, k, v]; Falcon per kv head [q heads, k, v] (new_decoder_architecture), all q
+// then one k and one v (multi_query), or per head (neither). Every row holds its own index, so the
+// test can say which source row landed where: q/k rows move inside their head's rotary window by the
+// layout permutation, v rows and pass-through dims stay, and converting back restores the file.
+TEST(LayoutConvert, SafetensorsFusedQueryKeyValueOfNeoxPersimmonAndFalcon) {
+  struct Case {
+    const char* config;
+    int64_t heads, kv, head_dim, rotary_dim;
+    // (row) -> true when the row is a q or k row; rows are grouped in blocks of head_dim.
+    int64_t blocks;
+    std::function<bool(int64_t block)> rotated;
+  };
+  const std::vector<Case> cases = {
+      {R"({"model_type": "gpt_neox", "hidden_size": 32, "num_attention_heads": 2, "rotary_pct": 0.25})", 2, 2, 16, 4,
+       6, [](int64_t b) { return b % 3 != 2; }},
+      {R"({"model_type": "persimmon", "hidden_size": 24, "num_attention_heads": 3, "partial_rotary_factor": 0.5})", 3,
+       3, 8, 4, 9, [](int64_t b) { return b % 3 != 2; }},
+      {R"({"model_type": "falcon", "hidden_size": 32, "num_attention_heads": 4, "num_kv_heads": 2,
+           "new_decoder_architecture": true, "multi_query": true, "alibi": false})",
+       4, 2, 8, 8, 8, [](int64_t b) { return b % 4 != 3; }},  // per kv head: q, q, k, v
+      {R"({"model_type": "falcon", "hidden_size": 32, "num_attention_heads": 4, "alibi": false})", 4, 1, 8, 8, 6,
+       [](int64_t b) { return b < 5; }},  // multi_query by default: q q q q k v
+      {R"({"model_type": "falcon", "hidden_size": 16, "num_attention_heads": 2, "multi_query": false,
+           "alibi": false})",
+       2, 2, 8, 8, 6, [](int64_t b) { return b % 3 != 2; }},
+  };
+  const auto dir = std::filesystem::temp_directory_path() / ("posenc_layout_qkv_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.config);
+    std::ofstream(dir / "config.json", std::ios::trunc) << c.config;
+    const int64_t rows = c.blocks * c.head_dim, cols = 3;
+    std::vector<float> w(static_cast<size_t>(rows * cols)), bias(static_cast<size_t>(rows));
+    for (int64_t r = 0; r < rows; ++r) {
+      bias[static_cast<size_t>(r)] = static_cast<float>(r);
+      for (int64_t k = 0; k < cols; ++k) w[static_cast<size_t>(r * cols + k)] = static_cast<float>(r);
+    }
+    testing::SafetensorsBuilder b;
+    b.Tensor("layers.0.attention.query_key_value.weight", "F32", {rows, cols}, testing::FloatBytes(w))
+        .Tensor("layers.0.attention.query_key_value.bias", "F32", {rows}, testing::FloatBytes(bias))
+        .Finish();
+    const std::string file = b.Build();
+    const std::string name = (dir / "model.safetensors").string();
+    LayoutConvertOptions o;
+    o.from = RopePairing::kHalf;
+    o.to = RopePairing::kInterleaved;
+    std::vector<std::byte> out;
+    auto r = ConvertLayoutBytes(AsBytes(file), name, o, &out);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_EQ(r->num_heads, c.heads);
+    EXPECT_EQ(r->num_kv_heads, c.kv);
+    EXPECT_EQ(r->from_layout.rotary_dim, c.rotary_dim);
+    EXPECT_EQ(r->permuted.size(), 2u);
+    // Half -> interleaved inside the window [0, R): new dim 2i + c holds old dim c*R/2 + i.
+    auto source_dim = [&](int64_t d) { return d < c.rotary_dim ? (d % 2) * (c.rotary_dim / 2) + d / 2 : d; };
+    const size_t data = 8 + *reinterpret_cast<const uint64_t*>(file.data());
+    const float* wout = reinterpret_cast<const float*>(out.data() + data);
+    const float* bout = wout + rows * cols;
+    int64_t moved = 0;
+    for (int64_t row = 0; row < rows; ++row) {
+      const int64_t block = row / c.head_dim, d = row % c.head_dim;
+      const int64_t want = c.rotated(block) ? block * c.head_dim + source_dim(d) : row;
+      moved += want != row;
+      ASSERT_EQ(wout[row * cols + 2], static_cast<float>(want)) << "row " << row;
+      ASSERT_EQ(bout[row], static_cast<float>(want)) << "bias row " << row;
+    }
+    EXPECT_GT(moved, 0);
+    o.from = RopePairing::kInterleaved;
+    o.to = RopePairing::kHalf;
+    std::vector<std::byte> back;
+    ASSERT_TRUE(ConvertLayoutBytes(out, name, o, &back).ok());
+    EXPECT_EQ(Str(back), file);
+  }
+  // Without config.json the row order of query_key_value is unknown: refused, naming the tensor.
+  std::filesystem::remove(dir / "config.json");
+  testing::SafetensorsBuilder b;
+  b.Tensor("h.0.self_attention.query_key_value.weight", "F32", {48, 1}, std::string(192, '\0')).Finish();
+  LayoutConvertOptions o;
+  o.num_heads = 2;
+  o.head_dim = 8;
+  std::vector<std::byte> out;
+  auto e = ConvertLayoutBytes(AsBytes(b.Build()), (dir / "m.safetensors").string(), o, &out);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("'h.0.self_attention.query_key_value.weight' is a fused query_key_value"),
+            std::string::npos)
+      << e.status().message();
+  // A row count that does not fit the config's heads names the tensor and the split it expected.
+  std::ofstream(dir / "config.json", std::ios::trunc)
+      << R"({"model_type": "gpt_neox", "hidden_size": 16, "num_attention_heads": 2, "rotary_pct": 1.0})";
+  testing::SafetensorsBuilder short_qkv;
+  short_qkv.Tensor("h.0.self_attention.query_key_value.weight", "F32", {40, 1}, std::string(160, '\0')).Finish();
+  e = ConvertLayoutBytes(AsBytes(short_qkv.Build()), (dir / "m.safetensors").string(), LayoutConvertOptions{}, &out);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("'h.0.self_attention.query_key_value.weight' has 40 rows, but 2 x [q, k, v] "
+                                      "heads of head_dim 8 need 48"),
+            std::string::npos)
+      << e.status().message();
   std::filesystem::remove_all(dir);
 }
 
