@@ -12,6 +12,8 @@
 
 namespace posenc {
 
+class GgufFile;
+
 enum class PositionKind { kRope, kLearned, kSinusoidal, kAlibi, kT5Bucket, kNone };
 std::string_view ToString(PositionKind k);
 
@@ -111,5 +113,7 @@ struct GgufConfigOptions {
   bool allow_default_freq_base = false;
 };
 Result<PositionScheme> LoadGgufConfig(const std::string& path, const GgufConfigOptions& options = {});
+// The same from a GGUF file already open (or parsed from bytes); errors name f.name().
+Result<PositionScheme> GgufConfigFromFile(const GgufFile& f, const GgufConfigOptions& options = {});
 
 }  // namespace posenc

@@ -74,6 +74,11 @@ Result<std::vector<double>> F32Tensor(const GgufFile& f, const GgufTensorInfo& t
 
 Result<PositionScheme> LoadGgufConfig(const std::string& path, const GgufConfigOptions& options) {
   POSENC_ASSIGN_OR_RETURN(GgufFile f, GgufFile::Open(path));
+  return GgufConfigFromFile(f, options);
+}
+
+Result<PositionScheme> GgufConfigFromFile(const GgufFile& f, const GgufConfigOptions& options) {
+  const std::string& path = f.name();
   POSENC_ASSIGN_OR_RETURN(std::string arch, f.GetString("general.architecture"));
   auto key = [&](std::string_view k) { return fmt::format("{}.{}", arch, k); };
   PositionScheme s;

@@ -88,14 +88,25 @@ struct Job {
 
 Status RunJobs(const std::vector<Job>& jobs, const Heads& heads, std::span<const std::byte> in,
                std::vector<std::byte>* out, const std::string& name, RopePairing to) {
-  POSENC_ASSIGN_OR_RETURN(std::vector<int64_t> perm, RotaryRowPermutation(heads.layout, to));
   const int64_t D = heads.layout.head_dim;
+  // Every tensor's rows are checked against the heads before anything is allocated or moved: head
+  // counts and head_dim come from the file (or the options) and may be absurd.
   for (const Job& j : jobs) {
     int64_t need = 0;
-    for (const Segment& g : j.segments) need += g.heads * D;
+    bool overflow = false;
+    for (const Segment& g : j.segments) {
+      int64_t n = 0;
+      overflow = overflow || __builtin_mul_overflow(g.heads, D, &n) || __builtin_add_overflow(need, n, &need);
+    }
+    if (overflow)
+      return InvalidArgumentError(fmt::format("{}: tensor '{}' has {} rows, but {} of head_dim {} need more than 2^63",
+                                              name, j.name, j.rows, j.what, D));
     if (j.rows_may_follow ? j.rows < need : j.rows != need)
       return InvalidArgumentError(fmt::format("{}: tensor '{}' has {} rows, but {} of head_dim {} need {}", name,
                                               j.name, j.rows, j.what, D, need));
+  }
+  POSENC_ASSIGN_OR_RETURN(std::vector<int64_t> perm, RotaryRowPermutation(heads.layout, to));
+  for (const Job& j : jobs) {
     uint64_t off = j.offset;
     for (const Segment& g : j.segments) {
       const size_t bytes = static_cast<size_t>(g.heads * D) * j.row_bytes;

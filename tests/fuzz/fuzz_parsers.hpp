@@ -6,15 +6,20 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cmath>
 #include <cstring>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "posenc/config.hpp"
 #include "posenc/gguf.hpp"
+#include "posenc/layout_convert.hpp"
 #include "posenc/llama2c.hpp"
 #include "posenc/npy.hpp"
 #include "posenc/quant.hpp"
+#include "posenc/rope.hpp"
+#include "posenc/rope_config.hpp"
 #include "posenc/safetensors.hpp"
 
 namespace posenc::fuzz {
@@ -61,6 +66,8 @@ inline Status FuzzGguf(std::span<const std::byte> bytes) {
       default: sink = sink + (g->GetFloat(kv.key).value() > 0.0 ? 1 : 0); break;
     }
   }
+  // The scheme reader over the same metadata (and rope_freqs tensors): any error is fine, a crash is not.
+  if (auto cfg = GgufConfigFromFile(*g); cfg.ok()) sink = sink + static_cast<uint64_t>(cfg->num_heads);
   std::vector<float> row;
   for (const GgufTensorInfo& t : g->tensors()) {
     auto data = g->TensorData(t);
@@ -93,6 +100,84 @@ inline Status FuzzLlama2c(std::span<const std::byte> bytes) {
                  w.w3, w.rms_final_weight, w.freq_cis_real, w.freq_cis_imag, w.wcls}) {
     sink = sink + Touch(std::as_bytes(v));
   }
+  return OkStatus();
+}
+
+// A RoPE config that parsed: its frequencies at a short, the configured and a long sequence (dynamic
+// NTK and LongRoPE depend on it) must come out finite, and a small table of them finite. Anything
+// else is a config the parser let through that the math turns into garbage: kInternal. (Not
+// "positive": ggml's YaRN mix with ext_factor > 1 and freq_scale > 1 gives negative frequencies, as
+// ggml itself computes them; libFuzzer found that one.)
+inline Status ExerciseRope(const RopeConfig& rc, const char* which) {
+  const int64_t max_pos = rc.max_position_embeddings > 0 ? rc.max_position_embeddings : 2048;
+  for (int64_t seq_len : {int64_t{1}, max_pos, max_pos * 4}) {
+    auto f = ComputeRopeFrequencies(rc, seq_len);
+    if (!f.ok()) return InternalError(std::string(which) + " config parsed, but its frequencies fail: " + f.status().message());
+    for (double w : f->inv_freq)
+      if (!std::isfinite(w)) return InternalError(std::string(which) + " config gives a frequency of " + std::to_string(w));
+    if (!std::isfinite(f->attention_scaling))
+      return InternalError(std::string(which) + " config gives attention_scaling " + std::to_string(f->attention_scaling));
+    if (f->inv_freq.size() > 4096) continue;  // a table of every pair of a huge head is not the point here
+    for (RopePrecision p : {RopePrecision::kReference, RopePrecision::kExact}) {
+      auto t = RopeTable::Build(*f, 4, p);
+      if (!t.ok()) return InternalError(std::string(which) + " table build failed: " + t.status().message());
+      for (int64_t pos = 0; pos < 4; ++pos)
+        for (int64_t i = 0; i < t->num_pairs(); ++i)
+          if (!std::isfinite(t->cos_row(pos)[i]) || !std::isfinite(t->sin_row(pos)[i]))
+            return InternalError(std::string(which) + " table holds a non-finite cos/sin");
+    }
+  }
+  return OkStatus();
+}
+
+// A config text: as a Hugging Face config.json (every scheme kind) and as either RoPE spelling posenc
+// reads (ggml_rope_ext parameters or a config.json). OK when either reading accepts it; else the
+// Hugging Face reading's error, which names the file.
+inline Status FuzzConfig(std::span<const std::byte> bytes) {
+  const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  auto hf = ParseHfConfig(text, "fuzz.json");
+  if (hf.ok() && hf->kind == PositionKind::kRope) {
+    const Status s = ExerciseRope(hf->rope, "Hugging Face");
+    if (!s.ok()) return s;
+  }
+  auto any = ParseRopeConfigJson(text, 128, "fuzz.json");
+  if (any.ok()) {
+    const Status s = ExerciseRope(*any, "RoPE");
+    if (!s.ok()) return s;
+  }
+  if (hf.ok() || any.ok()) return OkStatus();
+  return hf.status();
+}
+
+// A model file for the layout converter, after one byte that picks the direction (bit 0: from half)
+// and where heads come from (bits 1-2: the file; 2 heads of 8; 4 heads, 2 kv heads of 8 with a
+// window of 4 at dim 2; 3 heads of 6). The file is named inside a folder that does not exist, so no
+// config.json is found beside it. A converted file must have the input's size and convert back to the
+// input bit for bit (kInternal otherwise).
+inline Status FuzzConvert(std::span<const std::byte> bytes) {
+  const std::string name = "/nonexistent-posenc-fuzz/fuzz.model";
+  if (bytes.empty()) return InvalidArgumentError(name + ": empty");
+  const uint8_t mode = static_cast<uint8_t>(bytes[0]);
+  const std::span<const std::byte> file = bytes.subspan(1);
+  LayoutConvertOptions o;
+  o.from = (mode & 1) != 0 ? RopePairing::kHalf : RopePairing::kInterleaved;
+  o.to = (mode & 1) != 0 ? RopePairing::kInterleaved : RopePairing::kHalf;
+  switch ((mode >> 1) & 3) {
+    case 1: o.num_heads = 2, o.head_dim = 8; break;
+    case 2: o.num_heads = 4, o.num_kv_heads = 2, o.head_dim = 8, o.rotary_dim = 4, o.rotary_start = 2; break;
+    case 3: o.num_heads = 3, o.head_dim = 6; break;
+    default: break;
+  }
+  std::vector<std::byte> out;
+  auto r = ConvertLayoutBytes(file, name, o, &out);
+  if (!r.ok()) return r.status();
+  if (out.size() != file.size()) return InternalError("convert-layout changed the file size");
+  std::swap(o.from, o.to);
+  std::vector<std::byte> back;
+  auto b = ConvertLayoutBytes(out, name, o, &back);
+  if (!b.ok()) return InternalError("convert-layout refused its own output: " + b.status().message());
+  if (back.size() != file.size() || std::memcmp(back.data(), file.data(), file.size()) != 0)
+    return InternalError("convert-layout round trip did not restore the file");
   return OkStatus();
 }
 

@@ -34,6 +34,8 @@ const Reader kReaders[] = {
     {"gguf", "fuzz.gguf", fuzz::FuzzGguf},
     {"safetensors", "fuzz.safetensors", fuzz::FuzzSafetensors},
     {"llama2c", "fuzz.bin", fuzz::FuzzLlama2c},
+    {"config", "fuzz.json", fuzz::FuzzConfig},
+    {"convert", "fuzz.model", fuzz::FuzzConvert},
 };
 
 std::vector<std::string> LoadCorpus(const std::string& reader) {
@@ -134,7 +136,7 @@ TEST_P(FuzzReplay, CorpusParsesAndMutationsFailCleanly) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Readers, FuzzReplay, ::testing::ValuesIn(kReaders),
-                         [](const auto& info) { return std::string(info.param.name); });
+                         [](const auto& test_info) { return std::string(test_info.param.name); });
 
 }  // namespace
 }  // namespace posenc

@@ -358,6 +358,20 @@ TEST(LayoutConvert, ErrorsNameTheFault) {
   EXPECT_NE(e.status().message().find("'q_proj.weight' has 12 rows, but 2 heads of head_dim 8 need 16"),
             std::string::npos)
       << e.status().message();
+  // An absurd head_dim (from the options here; a file's metadata can say the same) is refused by the
+  // row count before a head_dim-long permutation is allocated, and a heads x head_dim product past
+  // int64 is refused as such (both found by the convert fuzzer: it allocated gigabytes, then threw).
+  LayoutConvertOptions huge = o2;
+  huge.head_dim = int64_t{1} << 40;
+  e = ConvertLayoutBytes(AsBytes(b.Build()), "x.safetensors", huge, &out);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("has 12 rows, but 2 heads of head_dim 1099511627776 need 2199023255552"),
+            std::string::npos)
+      << e.status().message();
+  huge.head_dim = int64_t{1} << 62;
+  e = ConvertLayoutBytes(AsBytes(b.Build()), "x.safetensors", huge, &out);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("need more than 2^63"), std::string::npos) << e.status().message();
   testing::SafetensorsBuilder none;
   none.Tensor("v_proj.weight", "F32", {2, 2}, std::string(16, '\0')).Finish();
   e = ConvertLayoutBytes(AsBytes(none.Build()), "v.safetensors", o2, &out);
