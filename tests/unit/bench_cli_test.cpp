@@ -90,6 +90,9 @@ TEST(BenchCli, BadOptionsNameWhatIsWrong) {
   EXPECT_NE(out.find("'zero'"), std::string::npos) << out;
   EXPECT_EQ(RunCommand(CliPath() + " bench --threads 0 --filter rope_decode", &out), 2) << out;
   EXPECT_NE(out.find("'0'"), std::string::npos) << out;
+  // A filter that selects nothing is an error, not an empty table.
+  EXPECT_EQ(RunCommand(CliPath() + " bench --filter no_such_case", &out), 2) << out;
+  EXPECT_NE(out.find("--filter 'no_such_case' matches no case"), std::string::npos) << out;
 }
 
 }  // namespace

@@ -134,6 +134,22 @@ TEST_F(CliErrors, BadOptionValues) {
   std::string out;
   ExpectError(Rope(P("config.json"), P("pos.npy"), P("x.npy"), &out, "--precision sloppy"), out, {"sloppy"});
   ExpectError(Rope(P("config.json"), P("pos.npy"), P("x.npy"), &out, "--layout diagonal"), out, {"diagonal"});
+  // Option checks of CLI11 (two lines: the fault, then "Run with --help"): a sequence length is a
+  // whole number >= 0, said in those words rather than as a range up to the largest double.
+  for (const std::string& cmd : {" inspect " + P("config.json") + " --seq-len -5",
+                                 " rope --config " + P("config.json") + " --positions " + P("pos.npy") + " --input " +
+                                     P("x.npy") + " --output " + P("y.npy") + " --seq-len -5"}) {
+    EXPECT_EQ(testing::RunCommand(testing::CliPath() + cmd, &out), 2) << out;
+    EXPECT_NE(out.find("--seq-len: -5 is negative"), std::string::npos) << out;
+    EXPECT_EQ(out.find("179769"), std::string::npos) << out;
+  }
+  EXPECT_EQ(testing::RunCommand(testing::CliPath() + " inspect " + P("config.json") + " --seq-len 1.5", &out), 2);
+  EXPECT_NE(out.find("--seq-len: 1.5 is not a whole number"), std::string::npos) << out;
+  // Converting a model to the layout it already has is a mistake, not a copy.
+  int rc = testing::RunCommand(testing::CliPath() + " convert-layout --from half --to half " + P("x.npy") + " " +
+                                   P("out.bin"), &out);
+  ExpectError(rc, out, {"--from and --to are both 'half'"});
+  EXPECT_FALSE(fs::exists(P("out.bin")));
 }
 
 TEST_F(CliErrors, GoldenOnMissingPathAndFailingCase) {

@@ -107,6 +107,10 @@ Status RunBench(const BenchOptions& o) {
     return InvalidArgumentError(fmt::format("--filter '{}' is not a valid regular expression", o.filter));
   }
   const auto cases = bench::AllCases();
+  const bool table_case = std::regex_search(std::string("rope_table_build"), filter);
+  if (!table_case && std::none_of(cases.begin(), cases.end(),
+                                  [&](const bench::CaseSpec& c) { return std::regex_search(c.Name(), filter); }))
+    return InvalidArgumentError(fmt::format("--filter '{}' matches no case (posenc bench --list names them)", o.filter));
   if (o.list) {
     for (const auto& c : cases) std::printf("%s\n", c.Name().c_str());
     std::printf("rope_table_build\n");
@@ -174,7 +178,7 @@ Status RunBench(const BenchOptions& o) {
       std::fflush(stdout);
     }
   }
-  if (std::regex_search(std::string("rope_table_build"), filter)) POSENC_RETURN_IF_ERROR(BenchTable(o));
+  if (table_case) POSENC_RETURN_IF_ERROR(BenchTable(o));
   return OkStatus();
 }
 

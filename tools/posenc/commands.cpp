@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <stdexcept>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -32,6 +34,24 @@ int ExitCode() { return g_exit_code; }
 void ReportError(const std::string& command, const Status& status) {
   std::fprintf(stderr, "posenc %s: error: %s\n", command.c_str(), status.ToString().c_str());
   SetExitCode(2);
+}
+
+const CLI::Validator& NonNegativeInteger() {
+  static const CLI::Validator v(
+      [](std::string& text) -> std::string {
+        long long value = 0;
+        size_t used = 0;
+        try {
+          value = std::stoll(text, &used);
+        } catch (const std::exception&) {
+          return text + " is not a whole number";
+        }
+        if (used != text.size()) return text + " is not a whole number";
+        if (value < 0) return text + " is negative";
+        return "";
+      },
+      "INT>=0");
+  return v;
 }
 
 }  // namespace posenc::cli

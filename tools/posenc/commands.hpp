@@ -21,6 +21,10 @@ int ExitCode();
 // Prints "posenc <cmd>: error: <message>" to stderr and sets exit code 2.
 void ReportError(const std::string& command, const Status& status);
 
+// An option check for counts and lengths: a whole number >= 0 ("--seq-len: -5 is negative", instead of
+// CLI11's NonNegativeNumber, which prints the largest double as the range).
+const CLI::Validator& NonNegativeInteger();
+
 }  // namespace posenc::cli
 
 #define POSENC_CLI_COMMAND(order, fn) \

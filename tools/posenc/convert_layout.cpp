@@ -23,6 +23,8 @@ Status Run(const Options& o) {
   if (!ParseRopePairing(o.from, &c.from))
     return InvalidArgumentError(fmt::format("--from '{}': expected half or interleaved", o.from));
   if (!ParseRopePairing(o.to, &c.to)) return InvalidArgumentError(fmt::format("--to '{}': expected half or interleaved", o.to));
+  if (c.from == c.to)
+    return InvalidArgumentError(fmt::format("--from and --to are both '{}': there is nothing to convert", o.from));
   if (o.format == "auto") c.format = ModelFileFormat::kAuto;
   else if (o.format == "llama2c") c.format = ModelFileFormat::kLlama2c;
   else if (o.format == "safetensors") c.format = ModelFileFormat::kSafetensors;

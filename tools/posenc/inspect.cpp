@@ -246,7 +246,7 @@ void RegisterInspect(CLI::App& app) {
   static bool allow_default_base = false;
   cmd->add_option("config", path, "config.json, or a model: .gguf, .safetensors, a Hugging Face folder, llama2.c .bin")->required();
   cmd->add_option("--seq-len", seq_len, "Sequence length (largest position + 1); default max_position_embeddings")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NonNegativeInteger());
   cmd->add_flag("--json", as_json, "Print the same as JSON");
   cmd->add_option("--layer-type", layer_type,
                   "Nested rope_parameters (Gemma 3/4 style): which layer type, e.g. sliding_attention");

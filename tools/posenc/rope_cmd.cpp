@@ -83,7 +83,8 @@ void RegisterRope(CLI::App& app) {
   cmd->add_option("--precision", o.precision, "reference (float32 angles, as PyTorch/ggml) or exact (float64 angles)")
       ->capture_default_str();
   cmd->add_option("--layout", o.layout, "Override the pair layout: half (GPT-NeoX, HF Llama) or interleaved (GPT-J, Meta Llama)");
-  cmd->add_option("--seq-len", o.seq_len, "Sequence length for length-dependent scalings (default: max position + 1)");
+  cmd->add_option("--seq-len", o.seq_len, "Sequence length for length-dependent scalings (default: max position + 1)")
+      ->check(NonNegativeInteger());
   cmd->add_option("--direction", o.direction, "forward, or backward (rotate by -angle: the gradient)")
       ->check(CLI::IsMember({"forward", "backward"}))->capture_default_str();
   cmd->callback([] {
