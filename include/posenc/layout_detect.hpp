@@ -2,9 +2,16 @@
 // layout and compare the next-token loss. A model run with the layout it was trained for predicts
 // text; run with the other, its q/k pairs rotate by the wrong angles and the loss jumps.
 //
-// Supported: llama2.c checkpoints (the Llama family the tiny_llama example runs), with a small
-// reference forward pass (RMSNorm, RoPE base 10000 over the whole head, grouped-query causal attention,
-// SwiGLU, classifier) in float32/float64. Other formats: kUnimplemented naming the file.
+// Supported: Llama-architecture models in llama2.c checkpoints (RoPE base 10000, as run.c), GGUF files
+// (general.architecture llama; RoPE and its scaling from the metadata, as llama.cpp reads it; any
+// weight type posenc dequantizes) and Hugging Face safetensors files or folders (config.json beside
+// them gives heads, RoPE with its scaling, rms_norm_eps), through a small reference forward pass
+// (RMSNorm, RoPE, grouped-query causal attention, SwiGLU, classifier or tied embeddings) in
+// float32/float64 on weights dequantized to float32. Other formats or architectures: kUnimplemented
+// naming the file; a missing tensor: kNotFound naming it.
+//
+// What each format declares (LayoutDetection::declared): llama2.c and GGUF llama run adjacent pairs
+// (run.c; llama.cpp's NORM rope type), Hugging Face half pairs (rotate_half).
 #pragma once
 
 #include <cstdint>
@@ -29,7 +36,7 @@ struct LayoutDetection {
   // mean over tokens of loss(other) - loss(best), and its standard error over tokens
   double margin = 0, margin_stderr = 0;
   std::optional<RopePairing> verdict;  // set when the margin is clear (see DetectLayout)
-  std::string declared;                // what the file's format implies ("interleaved" for llama2.c), or ""
+  std::string declared;                // the pairing the file's format implies ("interleaved", "half"), or ""
   bool declared_disagrees = false;     // verdict set and != declared
   std::string summary;                 // one line for people
 };
@@ -45,8 +52,8 @@ struct LayoutDetectOptions {
 Result<LayoutDetection> DetectLayout(const std::string& model_path, std::span<const int64_t> tokens,
                                      const LayoutDetectOptions& options = {});
 
-// Per-token next-token losses of a llama2.c model run with `pairing` (the forward pass DetectLayout uses).
-Result<std::vector<double>> Llama2cTokenLosses(const std::string& model_path, std::span<const int64_t> tokens,
-                                               RopePairing pairing);
+// Per-token next-token losses of the model run with `pairing` (the forward pass DetectLayout uses).
+Result<std::vector<double>> LlamaTokenLosses(const std::string& model_path, std::span<const int64_t> tokens,
+                                             RopePairing pairing);
 
 }  // namespace posenc

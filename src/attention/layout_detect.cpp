@@ -1,15 +1,22 @@
-// Layout detection by next-token loss, with a plain llama2.c forward pass (layout_detect.hpp).
+// Layout detection by next-token loss, with a plain Llama forward pass over llama2.c, GGUF and
+// safetensors weights (layout_detect.hpp).
 #include "posenc/layout_detect.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <nlohmann/json.hpp>
 
 #include "posenc/array.hpp"
 #include "posenc/attention.hpp"
-#include "posenc/llama2c.hpp"
+#include "posenc/config.hpp"
+#include "posenc/gguf.hpp"
+#include "posenc/model_file.hpp"
 
 namespace posenc {
 namespace {
@@ -24,75 +31,216 @@ void MatVec(const float* w, const float* x, int64_t rows, int64_t cols, float* o
   }
 }
 
-void RmsNorm(const float* x, const float* w, int64_t n, float* out) {
+void RmsNorm(const float* x, const float* w, int64_t n, float eps, float* out) {
   double ss = 0;
   for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(x[i]) * x[i];
-  const double inv = 1.0 / std::sqrt(ss / static_cast<double>(n) + 1e-5);
+  const double inv = 1.0 / std::sqrt(ss / static_cast<double>(n) + eps);
   for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(w[i] * (x[i] * inv));
 }
 
-}  // namespace
+// A Llama-family model's weights as float32, read from any model file OpenModel knows: llama2.c
+// (its stacked [layers, ...] tensors), GGUF (architecture llama: blk.N.attn_q.weight, ...) or a
+// Hugging Face safetensors file / folder (model.layers.N.self_attn.q_proj.weight, ...). Matrices are
+// [out, in] row-major in all three.
+struct LlamaModel {
+  std::string path;
+  int64_t D = 0, H = 0, Hkv = 0, hs = 0, F = 0, V = 0, L = 0;
+  double rms_eps = 1e-5;
+  RopeConfig rope;       // frequencies and rotary window; the pairing is set per candidate
+  std::string declared;  // the pairing the format's runtime uses ("" if the format does not say)
+  std::vector<float> emb, final_norm, cls;
+  struct Layer {
+    std::vector<float> att_norm, wq, wk, wv, wo, ffn_norm, w1, w2, w3;
+  };
+  std::vector<Layer> layers;
+};
 
-Result<std::vector<double>> Llama2cTokenLosses(const std::string& model_path, std::span<const int64_t> tokens,
-                                               RopePairing pairing) {
-  POSENC_ASSIGN_OR_RETURN(Llama2cFile file, Llama2cFile::Open(model_path));
-  const Llama2cConfig& c = file.config();
-  const Llama2cWeights& w = file.weights();
-  const int64_t T = static_cast<int64_t>(tokens.size()), D = c.dim, H = c.n_heads, Hkv = c.n_kv_heads,
-                hs = c.head_size(), KV = c.kv_dim(), F = c.hidden_dim, V = c.vocab_size;
+// Rows [row_begin, row_begin + row_count) of `t` as float32 (dequantized), after checking that the
+// tensor holds `want_elems` elements in rows of `cols`.
+Result<std::vector<float>> ReadRows(const ModelTensor& t, int64_t want_elems, int64_t cols, int64_t row_begin,
+                                    int64_t row_count, const std::string& path) {
+  const QuantizedTable q = t.AsTable();
+  int64_t elems = 1;
+  for (int64_t d : t.shape) elems *= d;
+  if (elems != want_elems || q.row_length != cols || cols <= 0)
+    return InvalidArgumentError(fmt::format("detect-layout: {}: tensor '{}' has shape [{}], expected {} elements in rows of {}",
+                                            path, t.name, fmt::join(t.shape, ", "), want_elems, cols));
+  POSENC_RETURN_IF_ERROR(q.Validate());
+  std::vector<float> out(static_cast<size_t>(row_count * cols));
+  POSENC_RETURN_IF_ERROR(DequantizeRows(q.ggml_type, q.data, cols, row_begin, row_count, out.data()));
+  return out;
+}
+
+Result<LlamaModel> LoadLlama(const std::string& path) {
+  POSENC_ASSIGN_OR_RETURN(ModelFile m, OpenModel(path));
+  LlamaModel r;
+  r.path = path;
+  const bool l2c = m.format() == ModelFormat::kLlama2c, gguf = m.format() == ModelFormat::kGguf;
+  const bool hf = m.format() == ModelFormat::kSafetensors || m.format() == ModelFormat::kHuggingFaceFolder;
+  if (!l2c && !gguf && !hf)
+    return UnimplementedError(fmt::format("detect-layout: {} is {}; it runs llama2.c, GGUF and safetensors Llama models",
+                                          path, ToString(m.format())));
+  if (m.architecture() != "llama" && !(hf && m.architecture().empty()))
+    return UnimplementedError(fmt::format("detect-layout: {} is a '{}' model; it runs the Llama architecture only", path,
+                                          m.architecture()));
+  if (hf && m.config_path().empty())
+    return NotFoundError(fmt::format("detect-layout: {}: no config.json beside it (heads, RoPE, rms_norm_eps)", path));
+  auto find = [&](const std::string& name) -> Result<const ModelTensor*> {
+    const ModelTensor* t = m.Find(name);
+    if (t == nullptr) return NotFoundError(fmt::format("detect-layout: {}: no tensor '{}'", path, name));
+    return t;
+  };
+  const ModelTensor* emb = m.token_embedding();
+  if (emb == nullptr || emb->shape.size() != 2)
+    return NotFoundError(fmt::format("detect-layout: {}: no [vocab, d_model] token embedding", path));
+  r.V = emb->shape[0];
+  r.D = emb->shape[1];
+  r.H = m.n_heads();
+  r.Hkv = m.n_kv_heads() > 0 ? m.n_kv_heads() : r.H;
+  r.L = m.n_layers();
+  if (r.H <= 0 || r.D % r.H != 0 || r.Hkv <= 0 || r.H % r.Hkv != 0 || r.L <= 0)
+    return InvalidArgumentError(fmt::format("detect-layout: {}: {} heads, {} kv heads, {} layers do not fit d_model {}",
+                                            path, r.H, r.Hkv, r.L, r.D));
+  r.hs = r.D / r.H;
+  const int64_t D = r.D, KV = r.Hkv * r.hs;
+  POSENC_ASSIGN_OR_RETURN(r.emb, ReadRows(*emb, r.V * D, D, 0, r.V, path));
+
+  // Names of each weight per format; llama2.c stacks the layers in one tensor.
+  auto layer_name = [&](const char* l2c_name, const char* gguf_name, const char* hf_name, int64_t l) {
+    if (l2c) return std::string(l2c_name);
+    return gguf ? fmt::format("blk.{}.{}.weight", l, gguf_name) : fmt::format("model.layers.{}.{}.weight", l, hf_name);
+  };
+  auto read_layer = [&](const char* a, const char* b, const char* c, int64_t l, int64_t rows, int64_t cols,
+                        std::vector<float>* out) -> Status {
+    POSENC_ASSIGN_OR_RETURN(const ModelTensor* t, find(layer_name(a, b, c, l)));
+    POSENC_ASSIGN_OR_RETURN(*out, ReadRows(*t, (l2c ? r.L : 1) * rows * cols, cols, l2c ? l * rows : 0, rows, path));
+    return OkStatus();
+  };
+  {
+    const std::string w1 = layer_name("w1", "ffn_gate", "mlp.gate_proj", 0);
+    POSENC_ASSIGN_OR_RETURN(const ModelTensor* t, find(w1));
+    if (t->shape.size() < 2)
+      return InvalidArgumentError(fmt::format("detect-layout: {}: tensor '{}' is not a matrix", path, w1));
+    r.F = t->shape[t->shape.size() - 2];
+  }
+  r.layers.resize(static_cast<size_t>(r.L));
+  for (int64_t l = 0; l < r.L; ++l) {
+    LlamaModel::Layer& y = r.layers[static_cast<size_t>(l)];
+    POSENC_RETURN_IF_ERROR(read_layer("rms_att_weight", "attn_norm", "input_layernorm", l, 1, D, &y.att_norm));
+    POSENC_RETURN_IF_ERROR(read_layer("wq", "attn_q", "self_attn.q_proj", l, D, D, &y.wq));
+    POSENC_RETURN_IF_ERROR(read_layer("wk", "attn_k", "self_attn.k_proj", l, KV, D, &y.wk));
+    POSENC_RETURN_IF_ERROR(read_layer("wv", "attn_v", "self_attn.v_proj", l, KV, D, &y.wv));
+    POSENC_RETURN_IF_ERROR(read_layer("wo", "attn_output", "self_attn.o_proj", l, D, D, &y.wo));
+    POSENC_RETURN_IF_ERROR(read_layer("rms_ffn_weight", "ffn_norm", "post_attention_layernorm", l, 1, D, &y.ffn_norm));
+    POSENC_RETURN_IF_ERROR(read_layer("w1", "ffn_gate", "mlp.gate_proj", l, r.F, D, &y.w1));
+    POSENC_RETURN_IF_ERROR(read_layer("w2", "ffn_down", "mlp.down_proj", l, D, r.F, &y.w2));
+    POSENC_RETURN_IF_ERROR(read_layer("w3", "ffn_up", "mlp.up_proj", l, r.F, D, &y.w3));
+  }
+  {
+    POSENC_ASSIGN_OR_RETURN(const ModelTensor* t, find(l2c ? "rms_final_weight" : gguf ? "output_norm.weight" : "model.norm.weight"));
+    POSENC_ASSIGN_OR_RETURN(r.final_norm, ReadRows(*t, D, D, 0, 1, path));
+  }
+  // The classifier, or the embedding table when the model ties them (no such tensor).
+  const ModelTensor* cls = m.Find(l2c ? "wcls" : gguf ? "output.weight" : "lm_head.weight");
+  if (cls != nullptr) {
+    POSENC_ASSIGN_OR_RETURN(r.cls, ReadRows(*cls, r.V * D, D, 0, r.V, path));
+  } else {
+    r.cls = r.emb;
+  }
+
+  // RoPE and the norm epsilon, as each format's runtime takes them.
+  if (l2c) {
+    r.rope.base = 10000.0;  // run.c
+    r.rope.layout = RotaryLayout{RopePairing::kInterleaved, r.hs, 0, r.hs};
+    r.declared = "interleaved";
+  } else if (gguf) {
+    POSENC_ASSIGN_OR_RETURN(GgufFile g, GgufFile::Open(path));
+    GgufConfigOptions go;
+    go.allow_default_freq_base = true;  // run it as llama.cpp would (base 10000 when the key is absent)
+    POSENC_ASSIGN_OR_RETURN(PositionScheme s, GgufConfigFromFile(g, go));
+    r.rope = s.rope;
+    if (g.Find("llama.attention.layer_norm_rms_epsilon") != nullptr) {
+      POSENC_ASSIGN_OR_RETURN(r.rms_eps, g.GetFloat("llama.attention.layer_norm_rms_epsilon"));
+    }
+    r.declared = "interleaved";  // llama.cpp runs architecture llama with adjacent pairs (NORM)
+  } else {
+    POSENC_ASSIGN_OR_RETURN(PositionScheme s, LoadHfConfig(m.config_path()));
+    if (s.kind != PositionKind::kRope)
+      return InvalidArgumentError(fmt::format("detect-layout: {}: {} describes no RoPE", path, m.config_path()));
+    r.rope = s.rope;
+    std::ifstream f(m.config_path());
+    const nlohmann::json j = nlohmann::json::parse(f, nullptr, /*allow_exceptions=*/false);
+    r.rms_eps = 1e-6;  // LlamaConfig's default
+    if (j.is_object() && j.contains("rms_norm_eps") && j["rms_norm_eps"].is_number())
+      r.rms_eps = j["rms_norm_eps"].get<double>();
+    r.declared = "half";  // Hugging Face's rotate_half
+  }
+  if (r.rope.layout.head_dim != r.hs)
+    return InvalidArgumentError(fmt::format("detect-layout: {}: the RoPE config's head_dim {} is not d_model / heads = {}",
+                                            path, r.rope.layout.head_dim, r.hs));
+  if (!(r.rms_eps >= 0) || !std::isfinite(r.rms_eps))
+    return InvalidArgumentError(fmt::format("detect-layout: {}: rms_norm_eps {} is not a finite number >= 0", path, r.rms_eps));
+  return r;
+}
+
+Result<std::vector<double>> TokenLosses(const LlamaModel& w, std::span<const int64_t> tokens, RopePairing pairing) {
+  const int64_t T = static_cast<int64_t>(tokens.size()), D = w.D, H = w.H, Hkv = w.Hkv, hs = w.hs, KV = Hkv * hs,
+                F = w.F, V = w.V;
   if (T < 2) return InvalidArgumentError(fmt::format("detect-layout: {} tokens; at least 2 are needed", T));
   for (int64_t t = 0; t < T; ++t)
     if (tokens[static_cast<size_t>(t)] < 0 || tokens[static_cast<size_t>(t)] >= V)
       return InvalidArgumentError(fmt::format("detect-layout: token {} at index {} is outside [0, {}) of {}",
-                                              tokens[static_cast<size_t>(t)], t, V, model_path));
-  const RotaryLayout layout{pairing, hs, 0, hs};
-  POSENC_ASSIGN_OR_RETURN(RopeFrequencies freqs, DefaultRopeFrequencies(hs, 10000.0));
+                                              tokens[static_cast<size_t>(t)], t, V, w.path));
+  RopeConfig rc = w.rope;
+  rc.layout.pairing = pairing;
+  POSENC_ASSIGN_OR_RETURN(RopeFrequencies freqs, ComputeRopeFrequencies(rc, T));
   POSENC_ASSIGN_OR_RETURN(RopeTable table, RopeTable::Build(freqs, T, RopePrecision::kReference));
   std::vector<int64_t> positions(static_cast<size_t>(T));
   for (int64_t t = 0; t < T; ++t) positions[static_cast<size_t>(t)] = t;
+  const float eps = static_cast<float>(w.rms_eps);
 
   // Whole-sequence (teacher-forced) forward: x [T, D].
   std::vector<float> x(static_cast<size_t>(T * D)), xb(static_cast<size_t>(D)), hb(static_cast<size_t>(F)),
       hb2(static_cast<size_t>(F)), tmp(static_cast<size_t>(D));
   for (int64_t t = 0; t < T; ++t)
-    std::memcpy(&x[static_cast<size_t>(t * D)], w.token_embedding_table.data() + tokens[static_cast<size_t>(t)] * D,
+    std::memcpy(&x[static_cast<size_t>(t * D)], w.emb.data() + tokens[static_cast<size_t>(t)] * D,
                 static_cast<size_t>(D) * sizeof(float));
-  for (int64_t l = 0; l < c.n_layers; ++l) {
+  for (const LlamaModel::Layer& y : w.layers) {
     POSENC_ASSIGN_OR_RETURN(Array q, Array::Zeros(DType::kF32, {T, H, hs}));
     POSENC_ASSIGN_OR_RETURN(Array k, Array::Zeros(DType::kF32, {T, Hkv, hs}));
     POSENC_ASSIGN_OR_RETURN(Array v, Array::Zeros(DType::kF32, {T, Hkv, hs}));
     for (int64_t t = 0; t < T; ++t) {
-      RmsNorm(&x[static_cast<size_t>(t * D)], w.rms_att_weight.data() + l * D, D, xb.data());
-      MatVec(w.wq.data() + l * D * D, xb.data(), D, D, q.data<float>() + t * D);
-      MatVec(w.wk.data() + l * KV * D, xb.data(), KV, D, k.data<float>() + t * KV);
-      MatVec(w.wv.data() + l * KV * D, xb.data(), KV, D, v.data<float>() + t * KV);
+      RmsNorm(&x[static_cast<size_t>(t * D)], y.att_norm.data(), D, eps, xb.data());
+      MatVec(y.wq.data(), xb.data(), D, D, q.data<float>() + t * D);
+      MatVec(y.wk.data(), xb.data(), KV, D, k.data<float>() + t * KV);
+      MatVec(y.wv.data(), xb.data(), KV, D, v.data<float>() + t * KV);
     }
     POSENC_ASSIGN_OR_RETURN(HeadsView qv, HeadsView::Of(q, "q"));
     POSENC_ASSIGN_OR_RETURN(HeadsView kv, HeadsView::Of(k, "k"));
-    POSENC_RETURN_IF_ERROR(ApplyRopeQK({layout, &table, positions}, qv, kv));
+    POSENC_RETURN_IF_ERROR(ApplyRopeQK({rc.layout, &table, positions}, qv, kv));
     AttentionOptions opt;
     opt.causal = true;
     POSENC_ASSIGN_OR_RETURN(Array att, AttentionReference(q, k, v, opt));
     for (int64_t t = 0; t < T; ++t) {
-      MatVec(w.wo.data() + l * D * D, att.data<float>() + t * D, D, D, tmp.data());
+      MatVec(y.wo.data(), att.data<float>() + t * D, D, D, tmp.data());
       float* xt = &x[static_cast<size_t>(t * D)];
       for (int64_t i = 0; i < D; ++i) xt[i] += tmp[static_cast<size_t>(i)];
-      RmsNorm(xt, w.rms_ffn_weight.data() + l * D, D, xb.data());
-      MatVec(w.w1.data() + l * F * D, xb.data(), F, D, hb.data());
-      MatVec(w.w3.data() + l * F * D, xb.data(), F, D, hb2.data());
+      RmsNorm(xt, y.ffn_norm.data(), D, eps, xb.data());
+      MatVec(y.w1.data(), xb.data(), F, D, hb.data());
+      MatVec(y.w3.data(), xb.data(), F, D, hb2.data());
       for (int64_t i = 0; i < F; ++i) {
         const float g = hb[static_cast<size_t>(i)];
         hb[static_cast<size_t>(i)] = g / (1.0f + std::exp(-g)) * hb2[static_cast<size_t>(i)];
       }
-      MatVec(w.w2.data() + l * D * F, hb.data(), D, F, tmp.data());
+      MatVec(y.w2.data(), hb.data(), D, F, tmp.data());
       for (int64_t i = 0; i < D; ++i) xt[i] += tmp[static_cast<size_t>(i)];
     }
   }
   std::vector<double> losses;
   std::vector<float> logits(static_cast<size_t>(V));
   for (int64_t t = 0; t + 1 < T; ++t) {
-    RmsNorm(&x[static_cast<size_t>(t * D)], w.rms_final_weight.data(), D, xb.data());
-    MatVec(w.wcls.data(), xb.data(), V, D, logits.data());
+    RmsNorm(&x[static_cast<size_t>(t * D)], w.final_norm.data(), D, eps, xb.data());
+    MatVec(w.cls.data(), xb.data(), V, D, logits.data());
     const double mx = *std::max_element(logits.begin(), logits.end());
     double z = 0;
     for (float lv : logits) z += std::exp(static_cast<double>(lv) - mx);
@@ -101,23 +249,22 @@ Result<std::vector<double>> Llama2cTokenLosses(const std::string& model_path, st
   return losses;
 }
 
+}  // namespace
+
+Result<std::vector<double>> LlamaTokenLosses(const std::string& model_path, std::span<const int64_t> tokens,
+                                             RopePairing pairing) {
+  POSENC_ASSIGN_OR_RETURN(LlamaModel w, LoadLlama(model_path));
+  return TokenLosses(w, tokens, pairing);
+}
+
 Result<LayoutDetection> DetectLayout(const std::string& model_path, std::span<const int64_t> tokens,
                                      const LayoutDetectOptions& options) {
-  {
-    POSENC_ASSIGN_OR_RETURN(MappedFile probe, MappedFile::Open(model_path));
-    const auto b = probe.bytes();
-    if (b.size() >= 4 && std::memcmp(b.data(), "GGUF", 4) == 0)
-      return UnimplementedError(fmt::format("detect-layout: {} is GGUF; only llama2.c checkpoints can be run here",
-                                            model_path));
-    if (b.size() >= 9 && static_cast<char>(b[8]) == '{')
-      return UnimplementedError(fmt::format(
-          "detect-layout: {} looks like safetensors; only llama2.c checkpoints can be run here", model_path));
-  }
+  POSENC_ASSIGN_OR_RETURN(LlamaModel w, LoadLlama(model_path));
   LayoutDetection d;
   for (RopePairing p : {RopePairing::kHalf, RopePairing::kInterleaved}) {
     LayoutEvidence e;
     e.pairing = p;
-    POSENC_ASSIGN_OR_RETURN(e.token_losses, Llama2cTokenLosses(model_path, tokens, p));
+    POSENC_ASSIGN_OR_RETURN(e.token_losses, TokenLosses(w, tokens, p));
     double s = 0;
     for (double v : e.token_losses) s += v;
     e.mean_loss = s / static_cast<double>(e.token_losses.size());
@@ -140,7 +287,7 @@ Result<LayoutDetection> DetectLayout(const std::string& model_path, std::span<co
   d.margin = mean;
   d.margin_stderr = std::sqrt(var / static_cast<double>(n));
   if (d.margin >= options.min_margin && d.margin >= options.z * d.margin_stderr) d.verdict = best.pairing;
-  d.declared = "interleaved";  // llama2.c's run.c rotates adjacent pairs; the format records nothing else
+  d.declared = w.declared;
   d.declared_disagrees = d.verdict.has_value() && ToString(*d.verdict) != d.declared;
   if (d.verdict)
     d.summary = fmt::format("{}: layout {} (loss {:.3f} vs {:.3f} nats/token over {} predictions; margin {:.3f} +- {:.3f})",

@@ -19,6 +19,8 @@
 #include "model_builders.hpp"
 #include "posenc/layout_convert.hpp"
 #include "posenc/layout_detect.hpp"
+#include "posenc/npy.hpp"
+#include "posenc/llama2c.hpp"
 #include "posenc/rope.hpp"
 #include "test_support.hpp"
 
@@ -458,13 +460,146 @@ TEST(LayoutDetect, Stories260KShippedAndConverted) {
   std::filesystem::remove_all(dir);
 }
 
-TEST(LayoutDetect, RefusesFormatsItCannotRun) {
+// stories260K's trained weights written as a GGUF file (architecture llama, q/k rows as they are:
+// adjacent pairs, as llama.cpp's converter leaves them) and as a Hugging Face safetensors file with
+// config.json (q/k rows permuted to half pairs, as convert_llama_weights_to_hf.py does): the detector
+// runs both, finds the layout each format declares, and its losses for the right layout are the
+// llama2.c file's (the same float32 weights, the same scores).
+TEST(LayoutDetect, Stories260KAsGgufAndHuggingFaceSafetensors) {
+  POSENC_REQUIRE_DATA(model, "models/stories260K/stories260K.bin");
+  POSENC_REQUIRE_DATA(case_json, "models/stories260K/reference/case.json");
+  std::ifstream cf(case_json);
+  const auto c = nlohmann::json::parse(cf);
+  std::vector<int64_t> ids = c.at("token_ids").get<std::vector<int64_t>>();
+  for (int64_t t : c.at("greedy_continuation").at("new_token_ids").get<std::vector<int64_t>>()) ids.push_back(t);
+  auto l2c = Llama2cFile::Open(model);
+  ASSERT_TRUE(l2c.ok()) << l2c.status().message();
+  const Llama2cConfig& cfg = l2c->config();
+  const Llama2cWeights& w = l2c->weights();
+  const int64_t D = cfg.dim, F = cfg.hidden_dim, L = cfg.n_layers, V = cfg.vocab_size, hs = cfg.head_size(),
+                KV = cfg.kv_dim();
+  auto slice = [](std::span<const float> all, int64_t l, int64_t n) {
+    return std::string(reinterpret_cast<const char*>(all.data() + l * n), static_cast<size_t>(n) * sizeof(float));
+  };
+  // Interleaved -> half rows of every q/k head, for the Hugging Face file.
+  const auto perm = RotaryRowPermutation(RotaryLayout{RopePairing::kInterleaved, hs, 0, hs}, RopePairing::kHalf).value();
+  auto to_half = [&](const std::string& rows, int64_t heads) {
+    std::string out(rows.size(), '\0');
+    EXPECT_TRUE(PermuteHeadRows(AsBytes(rows), std::as_writable_bytes(std::span<char>(out.data(), out.size())), heads,
+                                hs, static_cast<size_t>(D) * sizeof(float), perm)
+                    .ok());
+    return out;
+  };
+  testing::GgufBuilder g;
+  g.KvString("general.architecture", "llama")
+      .KvU32("llama.block_count", static_cast<uint32_t>(L))
+      .KvU32("llama.embedding_length", static_cast<uint32_t>(D))
+      .KvU32("llama.feed_forward_length", static_cast<uint32_t>(F))
+      .KvU32("llama.attention.head_count", static_cast<uint32_t>(cfg.n_heads))
+      .KvU32("llama.attention.head_count_kv", static_cast<uint32_t>(cfg.n_kv_heads))
+      .KvU32("llama.context_length", static_cast<uint32_t>(cfg.seq_len))
+      .KvU32("llama.rope.dimension_count", static_cast<uint32_t>(hs))
+      .KvF32("llama.rope.freq_base", 10000.0f)
+      .KvF32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
+  testing::SafetensorsBuilder st;
+  auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
+  g.Tensor("token_embd.weight", {u(D), u(V)}, 0, slice(w.token_embedding_table, 0, V * D));
+  st.Tensor("model.embed_tokens.weight", "F32", {V, D}, slice(w.token_embedding_table, 0, V * D));
+  for (int64_t l = 0; l < L; ++l) {
+    const std::string b = "blk." + std::to_string(l) + ".", h = "model.layers." + std::to_string(l) + ".";
+    g.Tensor(b + "attn_norm.weight", {u(D)}, 0, slice(w.rms_att_weight, l, D))
+        .Tensor(b + "attn_q.weight", {u(D), u(D)}, 0, slice(w.wq, l, D * D))
+        .Tensor(b + "attn_k.weight", {u(D), u(KV)}, 0, slice(w.wk, l, KV * D))
+        .Tensor(b + "attn_v.weight", {u(D), u(KV)}, 0, slice(w.wv, l, KV * D))
+        .Tensor(b + "attn_output.weight", {u(D), u(D)}, 0, slice(w.wo, l, D * D))
+        .Tensor(b + "ffn_norm.weight", {u(D)}, 0, slice(w.rms_ffn_weight, l, D))
+        .Tensor(b + "ffn_gate.weight", {u(D), u(F)}, 0, slice(w.w1, l, F * D))
+        .Tensor(b + "ffn_down.weight", {u(F), u(D)}, 0, slice(w.w2, l, D * F))
+        .Tensor(b + "ffn_up.weight", {u(D), u(F)}, 0, slice(w.w3, l, F * D));
+    st.Tensor(h + "input_layernorm.weight", "F32", {D}, slice(w.rms_att_weight, l, D))
+        .Tensor(h + "self_attn.q_proj.weight", "F32", {D, D}, to_half(slice(w.wq, l, D * D), cfg.n_heads))
+        .Tensor(h + "self_attn.k_proj.weight", "F32", {KV, D}, to_half(slice(w.wk, l, KV * D), cfg.n_kv_heads))
+        .Tensor(h + "self_attn.v_proj.weight", "F32", {KV, D}, slice(w.wv, l, KV * D))
+        .Tensor(h + "self_attn.o_proj.weight", "F32", {D, D}, slice(w.wo, l, D * D))
+        .Tensor(h + "post_attention_layernorm.weight", "F32", {D}, slice(w.rms_ffn_weight, l, D))
+        .Tensor(h + "mlp.gate_proj.weight", "F32", {F, D}, slice(w.w1, l, F * D))
+        .Tensor(h + "mlp.down_proj.weight", "F32", {D, F}, slice(w.w2, l, D * F))
+        .Tensor(h + "mlp.up_proj.weight", "F32", {F, D}, slice(w.w3, l, F * D));
+  }
+  g.Tensor("output_norm.weight", {u(D)}, 0, slice(w.rms_final_weight, 0, D));
+  st.Tensor("model.norm.weight", "F32", {D}, slice(w.rms_final_weight, 0, D));
+  if (!cfg.shared_classifier) {
+    g.Tensor("output.weight", {u(D), u(V)}, 0, slice(w.wcls, 0, V * D));
+    st.Tensor("lm_head.weight", "F32", {V, D}, slice(w.wcls, 0, V * D));
+  }
+  st.Finish();
+  const auto dir = std::filesystem::temp_directory_path() / ("posenc_detect_fmt_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string gguf = (dir / "stories260K.gguf").string(), hf = (dir / "model.safetensors").string();
+  std::ofstream(gguf, std::ios::binary) << g.Build();
+  std::ofstream(hf, std::ios::binary) << st.Build();
+  std::ofstream(dir / "config.json") << nlohmann::json{
+      {"model_type", "llama"},      {"hidden_size", D},          {"intermediate_size", F},
+      {"num_hidden_layers", L},     {"num_attention_heads", cfg.n_heads}, {"num_key_value_heads", cfg.n_kv_heads},
+      {"vocab_size", V},            {"rope_theta", 10000.0},     {"rms_norm_eps", 1e-5},
+      {"max_position_embeddings", cfg.seq_len}, {"tie_word_embeddings", bool(cfg.shared_classifier)}}.dump();
+
+  auto shipped = DetectLayout(model, ids);
+  ASSERT_TRUE(shipped.ok()) << shipped.status().message();
+  auto from_gguf = DetectLayout(gguf, ids);
+  ASSERT_TRUE(from_gguf.ok()) << from_gguf.status().message();
+  ASSERT_TRUE(from_gguf->verdict.has_value()) << from_gguf->summary;
+  EXPECT_EQ(*from_gguf->verdict, RopePairing::kInterleaved) << from_gguf->summary;
+  EXPECT_EQ(from_gguf->declared, "interleaved");
+  EXPECT_FALSE(from_gguf->declared_disagrees);
+  auto from_hf = DetectLayout(hf, ids);
+  ASSERT_TRUE(from_hf.ok()) << from_hf.status().message();
+  ASSERT_TRUE(from_hf->verdict.has_value()) << from_hf->summary;
+  EXPECT_EQ(*from_hf->verdict, RopePairing::kHalf) << from_hf->summary;
+  EXPECT_EQ(from_hf->declared, "half");
+  EXPECT_FALSE(from_hf->declared_disagrees);
+  // Same weights, same scores: GGUF reproduces the llama2.c losses for both layouts, and the Hugging
+  // Face file under half pairs reproduces them under interleaved pairs.
+  for (int k = 0; k < 2; ++k)
+    EXPECT_NEAR(from_gguf->candidates[k].mean_loss, shipped->candidates[k].mean_loss, 1e-6) << k;
+  EXPECT_NEAR(from_hf->candidates[0].mean_loss, shipped->candidates[1].mean_loss, 1e-4);
+  EXPECT_GT(from_hf->margin, 1.0) << from_hf->summary;
+
+  // A missing weight is named.
+  std::filesystem::remove(dir / "config.json");
+  auto e = DetectLayout(hf, ids);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("no config.json"), std::string::npos) << e.status().message();
+  testing::SafetensorsBuilder partial;
+  partial.Tensor("model.embed_tokens.weight", "F32", {V, D}, slice(w.token_embedding_table, 0, V * D)).Finish();
+  std::ofstream(hf, std::ios::binary | std::ios::trunc) << partial.Build();
+  std::ofstream(dir / "config.json") << R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 8,
+    "num_hidden_layers": 5, "rope_theta": 10000.0})";
+  e = DetectLayout(hf, ids);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("no tensor 'model.layers.0.mlp.gate_proj.weight'"), std::string::npos)
+      << e.status().message();
+  std::filesystem::remove_all(dir);
+}
+
+// Random weights (llama-2-tiny-random.gguf, base 10000 as llama.cpp assumes without the key) run,
+// but predict nothing under either layout: no verdict. A file of another kind is refused by name.
+TEST(LayoutDetect, RandomWeightsGiveNoVerdictAndOtherFormatsAreRefused) {
   POSENC_REQUIRE_DATA(gguf, "models/llama-2-tiny-random/llama-2-tiny-random.gguf");
-  const std::vector<int64_t> ids = {1, 2, 3};
-  auto e = DetectLayout(gguf, ids);
+  const std::vector<int64_t> ids = {1, 450, 4996, 17354, 1701, 432, 17204, 975, 278, 17366, 11203, 29889};
+  auto r = DetectLayout(gguf, ids);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_FALSE(r->verdict.has_value()) << r->summary;
+  EXPECT_NEAR(r->candidates[0].mean_loss, std::log(32000.0), 0.5);  // uniform over the vocabulary
+  const auto dir = std::filesystem::temp_directory_path() / ("posenc_detect_npy_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  Array a = Array::Zeros(DType::kF32, {4, 2}).value();
+  ASSERT_TRUE(WriteNpy((dir / "table.npy").string(), a).ok());
+  auto e = DetectLayout((dir / "table.npy").string(), ids);
   ASSERT_FALSE(e.ok());
   EXPECT_EQ(e.status().code(), StatusCode::kUnimplemented);
-  EXPECT_NE(e.status().message().find("is GGUF"), std::string::npos);
+  EXPECT_NE(e.status().message().find("is npy"), std::string::npos) << e.status().message();
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
