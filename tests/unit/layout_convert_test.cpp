@@ -412,16 +412,22 @@ TEST(LayoutConvert, Stories260KConvertedToHalfRunsAndRoundTrips) {
   std::filesystem::remove_all(dir);
 }
 
+// stories260K's reference prompt followed by its greedy continuation (52 tokens of its own text).
+std::vector<int64_t> Stories260KText(const std::string& case_json) {
+  std::ifstream cf(case_json);
+  const auto c = nlohmann::json::parse(cf);
+  std::vector<int64_t> ids = c.at("token_ids").get<std::vector<int64_t>>();
+  for (int64_t t : c.at("greedy_continuation").at("new_token_ids").get<std::vector<int64_t>>()) ids.push_back(t);
+  return ids;
+}
+
 // The detector names interleaved for stories260K as shipped and half for it converted (warning that the
 // llama2.c format declares interleaved), on the reference prompt plus its greedy continuation; a
 // 3-token sequence is too weak to decide.
 TEST(LayoutDetect, Stories260KShippedAndConverted) {
   POSENC_REQUIRE_DATA(model, "models/stories260K/stories260K.bin");
   POSENC_REQUIRE_DATA(case_json, "models/stories260K/reference/case.json");
-  std::ifstream cf(case_json);
-  const auto c = nlohmann::json::parse(cf);
-  std::vector<int64_t> ids = c.at("token_ids").get<std::vector<int64_t>>();
-  for (int64_t t : c.at("greedy_continuation").at("new_token_ids").get<std::vector<int64_t>>()) ids.push_back(t);
+  const std::vector<int64_t> ids = Stories260KText(case_json);
   auto shipped = DetectLayout(model, ids);
   ASSERT_TRUE(shipped.ok()) << shipped.status().message();
   ASSERT_TRUE(shipped->verdict.has_value()) << shipped->summary;
@@ -468,10 +474,7 @@ TEST(LayoutDetect, Stories260KShippedAndConverted) {
 TEST(LayoutDetect, Stories260KAsGgufAndHuggingFaceSafetensors) {
   POSENC_REQUIRE_DATA(model, "models/stories260K/stories260K.bin");
   POSENC_REQUIRE_DATA(case_json, "models/stories260K/reference/case.json");
-  std::ifstream cf(case_json);
-  const auto c = nlohmann::json::parse(cf);
-  std::vector<int64_t> ids = c.at("token_ids").get<std::vector<int64_t>>();
-  for (int64_t t : c.at("greedy_continuation").at("new_token_ids").get<std::vector<int64_t>>()) ids.push_back(t);
+  const std::vector<int64_t> ids = Stories260KText(case_json);
   auto l2c = Llama2cFile::Open(model);
   ASSERT_TRUE(l2c.ok()) << l2c.status().message();
   const Llama2cConfig& cfg = l2c->config();
