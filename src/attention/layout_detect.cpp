@@ -21,16 +21,6 @@
 namespace posenc {
 namespace {
 
-// out[r] = sum_c W[r*cols + c] x[c], float64 accumulation.
-void MatVec(const float* w, const float* x, int64_t rows, int64_t cols, float* out) {
-  for (int64_t r = 0; r < rows; ++r) {
-    double s = 0;
-    const float* row = w + r * cols;
-    for (int64_t c = 0; c < cols; ++c) s += static_cast<double>(row[c]) * x[c];
-    out[r] = static_cast<float>(s);
-  }
-}
-
 void RmsNorm(const float* x, const float* w, int64_t n, float eps, float* out) {
   double ss = 0;
   for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(x[i]) * x[i];
@@ -38,27 +28,67 @@ void RmsNorm(const float* x, const float* w, int64_t n, float eps, float* out) {
   for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(w[i] * (x[i] * inv));
 }
 
-// A Llama-family model's weights as float32, read from any model file OpenModel knows: llama2.c
-// (its stacked [layers, ...] tensors), GGUF (architecture llama: blk.N.attn_q.weight, ...) or a
-// Hugging Face safetensors file / folder (model.layers.N.self_attn.q_proj.weight, ...). Matrices are
-// [out, in] row-major in all three.
+// A weight matrix inside a model file, in its stored type: rows [row_begin, row_begin + rows) of rows
+// of `cols` elements (llama2.c stacks every layer's matrix in one tensor; the other formats have one
+// tensor per layer, row_begin 0).
+struct Weight {
+  const ModelTensor* t = nullptr;
+  int64_t row_begin = 0, rows = 0, cols = 0;
+};
+
+// Y[i, r] = sum_c W[r, c] X[i, c] for i < n (X [n, cols], Y [n, rows]), float64 accumulation per dot
+// product. W is dequantized 64 rows at a time, so no float copy of a matrix (or of the model) is made.
+Status Project(const Weight& w, const float* X, int64_t n, float* Y) {
+  constexpr int64_t kChunk = 64;
+  std::vector<float> rows(static_cast<size_t>(std::min(kChunk, w.rows) * w.cols));
+  for (int64_t r0 = 0; r0 < w.rows; r0 += kChunk) {
+    const int64_t m = std::min(kChunk, w.rows - r0);
+    POSENC_RETURN_IF_ERROR(DequantizeRows(w.t->ggml_type, w.t->data, w.cols, w.row_begin + r0, m, rows.data()));
+    for (int64_t i = 0; i < n; ++i) {
+      const float* x = X + i * w.cols;
+      for (int64_t r = 0; r < m; ++r) {
+        const float* row = rows.data() + r * w.cols;
+        double acc = 0;
+        for (int64_t c = 0; c < w.cols; ++c) acc += static_cast<double>(row[c]) * x[c];
+        Y[i * w.rows + r0 + r] = static_cast<float>(acc);
+      }
+    }
+  }
+  return OkStatus();
+}
+
+// A Llama-family model read from any model file OpenModel knows: llama2.c (its stacked [layers, ...]
+// tensors), GGUF (architecture llama: blk.N.attn_q.weight, ...) or a Hugging Face safetensors file /
+// folder (model.layers.N.self_attn.q_proj.weight, ...). Matrices are [out, in] row-major in all three
+// and stay in the file's mapping in their stored type; only the norm vectors are copied.
 struct LlamaModel {
+  // The Weights point into file's tensor list: moving keeps them valid (the vector's buffer moves),
+  // a copy would not, so there is none.
+  LlamaModel() = default;
+  LlamaModel(LlamaModel&&) = default;
+  LlamaModel& operator=(LlamaModel&&) = default;
+  LlamaModel(const LlamaModel&) = delete;
+  LlamaModel& operator=(const LlamaModel&) = delete;
+
+  ModelFile file;
   std::string path;
   int64_t D = 0, H = 0, Hkv = 0, hs = 0, F = 0, V = 0, L = 0;
   double rms_eps = 1e-5;
   RopeConfig rope;       // frequencies and rotary window; the pairing is set per candidate
   std::string declared;  // the pairing the format's runtime uses ("" if the format does not say)
-  std::vector<float> emb, final_norm, cls;
+  Weight emb, cls;       // cls is emb when the model ties them
+  std::vector<float> final_norm;
   struct Layer {
-    std::vector<float> att_norm, wq, wk, wv, wo, ffn_norm, w1, w2, w3;
+    std::vector<float> att_norm, ffn_norm;
+    Weight wq, wk, wv, wo, w1, w2, w3;
   };
   std::vector<Layer> layers;
 };
 
-// Rows [row_begin, row_begin + row_count) of `t` as float32 (dequantized), after checking that the
-// tensor holds `want_elems` elements in rows of `cols`.
-Result<std::vector<float>> ReadRows(const ModelTensor& t, int64_t want_elems, int64_t cols, int64_t row_begin,
-                                    int64_t row_count, const std::string& path) {
+// Checks that `t` holds `want_elems` elements in rows of `cols` of a type posenc dequantizes, and
+// returns rows [row_begin, row_begin + rows) of it.
+Result<Weight> CheckedWeight(const ModelTensor& t, int64_t want_elems, int64_t cols, int64_t row_begin, int64_t rows,
+                             const std::string& path) {
   const QuantizedTable q = t.AsTable();
   int64_t elems = 1;
   for (int64_t d : t.shape) elems *= d;
@@ -66,14 +96,21 @@ Result<std::vector<float>> ReadRows(const ModelTensor& t, int64_t want_elems, in
     return InvalidArgumentError(fmt::format("detect-layout: {}: tensor '{}' has shape [{}], expected {} elements in rows of {}",
                                             path, t.name, fmt::join(t.shape, ", "), want_elems, cols));
   POSENC_RETURN_IF_ERROR(q.Validate());
-  std::vector<float> out(static_cast<size_t>(row_count * cols));
-  POSENC_RETURN_IF_ERROR(DequantizeRows(q.ggml_type, q.data, cols, row_begin, row_count, out.data()));
+  return Weight{&t, row_begin, rows, cols};
+}
+
+Result<std::vector<float>> ReadVector(const ModelTensor& t, int64_t n, int64_t row_begin, int64_t want_elems,
+                                      const std::string& path) {
+  POSENC_ASSIGN_OR_RETURN(Weight w, CheckedWeight(t, want_elems, n, row_begin, 1, path));
+  std::vector<float> out(static_cast<size_t>(n));
+  POSENC_RETURN_IF_ERROR(DequantizeRows(w.t->ggml_type, w.t->data, n, row_begin, 1, out.data()));
   return out;
 }
 
 Result<LlamaModel> LoadLlama(const std::string& path) {
-  POSENC_ASSIGN_OR_RETURN(ModelFile m, OpenModel(path));
   LlamaModel r;
+  POSENC_ASSIGN_OR_RETURN(r.file, OpenModel(path));
+  const ModelFile& m = r.file;
   r.path = path;
   const bool l2c = m.format() == ModelFormat::kLlama2c, gguf = m.format() == ModelFormat::kGguf;
   const bool hf = m.format() == ModelFormat::kSafetensors || m.format() == ModelFormat::kHuggingFaceFolder;
@@ -103,17 +140,22 @@ Result<LlamaModel> LoadLlama(const std::string& path) {
                                             path, r.H, r.Hkv, r.L, r.D));
   r.hs = r.D / r.H;
   const int64_t D = r.D, KV = r.Hkv * r.hs;
-  POSENC_ASSIGN_OR_RETURN(r.emb, ReadRows(*emb, r.V * D, D, 0, r.V, path));
+  POSENC_ASSIGN_OR_RETURN(r.emb, CheckedWeight(*emb, r.V * D, D, 0, r.V, path));
 
   // Names of each weight per format; llama2.c stacks the layers in one tensor.
   auto layer_name = [&](const char* l2c_name, const char* gguf_name, const char* hf_name, int64_t l) {
     if (l2c) return std::string(l2c_name);
     return gguf ? fmt::format("blk.{}.{}.weight", l, gguf_name) : fmt::format("model.layers.{}.{}.weight", l, hf_name);
   };
-  auto read_layer = [&](const char* a, const char* b, const char* c, int64_t l, int64_t rows, int64_t cols,
-                        std::vector<float>* out) -> Status {
+  auto weight = [&](const char* a, const char* b, const char* c, int64_t l, int64_t rows, int64_t cols,
+                    Weight* out) -> Status {
     POSENC_ASSIGN_OR_RETURN(const ModelTensor* t, find(layer_name(a, b, c, l)));
-    POSENC_ASSIGN_OR_RETURN(*out, ReadRows(*t, (l2c ? r.L : 1) * rows * cols, cols, l2c ? l * rows : 0, rows, path));
+    POSENC_ASSIGN_OR_RETURN(*out, CheckedWeight(*t, (l2c ? r.L : 1) * rows * cols, cols, l2c ? l * rows : 0, rows, path));
+    return OkStatus();
+  };
+  auto norm = [&](const char* a, const char* b, const char* c, int64_t l, std::vector<float>* out) -> Status {
+    POSENC_ASSIGN_OR_RETURN(const ModelTensor* t, find(layer_name(a, b, c, l)));
+    POSENC_ASSIGN_OR_RETURN(*out, ReadVector(*t, D, l2c ? l : 0, (l2c ? r.L : 1) * D, path));
     return OkStatus();
   };
   {
@@ -126,28 +168,27 @@ Result<LlamaModel> LoadLlama(const std::string& path) {
   r.layers.resize(static_cast<size_t>(r.L));
   for (int64_t l = 0; l < r.L; ++l) {
     LlamaModel::Layer& y = r.layers[static_cast<size_t>(l)];
-    POSENC_RETURN_IF_ERROR(read_layer("rms_att_weight", "attn_norm", "input_layernorm", l, 1, D, &y.att_norm));
-    POSENC_RETURN_IF_ERROR(read_layer("wq", "attn_q", "self_attn.q_proj", l, D, D, &y.wq));
-    POSENC_RETURN_IF_ERROR(read_layer("wk", "attn_k", "self_attn.k_proj", l, KV, D, &y.wk));
-    POSENC_RETURN_IF_ERROR(read_layer("wv", "attn_v", "self_attn.v_proj", l, KV, D, &y.wv));
-    POSENC_RETURN_IF_ERROR(read_layer("wo", "attn_output", "self_attn.o_proj", l, D, D, &y.wo));
-    POSENC_RETURN_IF_ERROR(read_layer("rms_ffn_weight", "ffn_norm", "post_attention_layernorm", l, 1, D, &y.ffn_norm));
-    POSENC_RETURN_IF_ERROR(read_layer("w1", "ffn_gate", "mlp.gate_proj", l, r.F, D, &y.w1));
-    POSENC_RETURN_IF_ERROR(read_layer("w2", "ffn_down", "mlp.down_proj", l, D, r.F, &y.w2));
-    POSENC_RETURN_IF_ERROR(read_layer("w3", "ffn_up", "mlp.up_proj", l, r.F, D, &y.w3));
+    POSENC_RETURN_IF_ERROR(norm("rms_att_weight", "attn_norm", "input_layernorm", l, &y.att_norm));
+    POSENC_RETURN_IF_ERROR(weight("wq", "attn_q", "self_attn.q_proj", l, D, D, &y.wq));
+    POSENC_RETURN_IF_ERROR(weight("wk", "attn_k", "self_attn.k_proj", l, KV, D, &y.wk));
+    POSENC_RETURN_IF_ERROR(weight("wv", "attn_v", "self_attn.v_proj", l, KV, D, &y.wv));
+    POSENC_RETURN_IF_ERROR(weight("wo", "attn_output", "self_attn.o_proj", l, D, D, &y.wo));
+    POSENC_RETURN_IF_ERROR(norm("rms_ffn_weight", "ffn_norm", "post_attention_layernorm", l, &y.ffn_norm));
+    POSENC_RETURN_IF_ERROR(weight("w1", "ffn_gate", "mlp.gate_proj", l, r.F, D, &y.w1));
+    POSENC_RETURN_IF_ERROR(weight("w2", "ffn_down", "mlp.down_proj", l, D, r.F, &y.w2));
+    POSENC_RETURN_IF_ERROR(weight("w3", "ffn_up", "mlp.up_proj", l, r.F, D, &y.w3));
   }
   {
     POSENC_ASSIGN_OR_RETURN(const ModelTensor* t, find(l2c ? "rms_final_weight" : gguf ? "output_norm.weight" : "model.norm.weight"));
-    POSENC_ASSIGN_OR_RETURN(r.final_norm, ReadRows(*t, D, D, 0, 1, path));
+    POSENC_ASSIGN_OR_RETURN(r.final_norm, ReadVector(*t, D, 0, D, path));
   }
   // The classifier, or the embedding table when the model ties them (no such tensor).
   const ModelTensor* cls = m.Find(l2c ? "wcls" : gguf ? "output.weight" : "lm_head.weight");
   if (cls != nullptr) {
-    POSENC_ASSIGN_OR_RETURN(r.cls, ReadRows(*cls, r.V * D, D, 0, r.V, path));
+    POSENC_ASSIGN_OR_RETURN(r.cls, CheckedWeight(*cls, r.V * D, D, 0, r.V, path));
   } else {
     r.cls = r.emb;
   }
-
   // RoPE and the norm epsilon, as each format's runtime takes them.
   if (l2c) {
     r.rope.base = 10000.0;  // run.c
@@ -184,8 +225,7 @@ Result<LlamaModel> LoadLlama(const std::string& path) {
 }
 
 Result<std::vector<double>> TokenLosses(const LlamaModel& w, std::span<const int64_t> tokens, RopePairing pairing) {
-  const int64_t T = static_cast<int64_t>(tokens.size()), D = w.D, H = w.H, Hkv = w.Hkv, hs = w.hs, KV = Hkv * hs,
-                F = w.F, V = w.V;
+  const int64_t T = static_cast<int64_t>(tokens.size()), D = w.D, H = w.H, Hkv = w.Hkv, hs = w.hs, F = w.F, V = w.V;
   if (T < 2) return InvalidArgumentError(fmt::format("detect-layout: {} tokens; at least 2 are needed", T));
   for (int64_t t = 0; t < T; ++t)
     if (tokens[static_cast<size_t>(t)] < 0 || tokens[static_cast<size_t>(t)] >= V)
@@ -198,53 +238,51 @@ Result<std::vector<double>> TokenLosses(const LlamaModel& w, std::span<const int
   std::vector<int64_t> positions(static_cast<size_t>(T));
   for (int64_t t = 0; t < T; ++t) positions[static_cast<size_t>(t)] = t;
   const float eps = static_cast<float>(w.rms_eps);
+  auto at = [](std::vector<float>& v, int64_t i) { return v.data() + i; };
 
   // Whole-sequence (teacher-forced) forward: x [T, D].
-  std::vector<float> x(static_cast<size_t>(T * D)), xb(static_cast<size_t>(D)), hb(static_cast<size_t>(F)),
-      hb2(static_cast<size_t>(F)), tmp(static_cast<size_t>(D));
+  std::vector<float> x(static_cast<size_t>(T * D)), xn(static_cast<size_t>(T * D)), tmp(static_cast<size_t>(T * D)),
+      hb(static_cast<size_t>(T * F)), hb2(static_cast<size_t>(T * F));
   for (int64_t t = 0; t < T; ++t)
-    std::memcpy(&x[static_cast<size_t>(t * D)], w.emb.data() + tokens[static_cast<size_t>(t)] * D,
-                static_cast<size_t>(D) * sizeof(float));
+    POSENC_RETURN_IF_ERROR(DequantizeRows(w.emb.t->ggml_type, w.emb.t->data, D, tokens[static_cast<size_t>(t)], 1,
+                                          at(x, t * D)));
   for (const LlamaModel::Layer& y : w.layers) {
     POSENC_ASSIGN_OR_RETURN(Array q, Array::Zeros(DType::kF32, {T, H, hs}));
     POSENC_ASSIGN_OR_RETURN(Array k, Array::Zeros(DType::kF32, {T, Hkv, hs}));
     POSENC_ASSIGN_OR_RETURN(Array v, Array::Zeros(DType::kF32, {T, Hkv, hs}));
-    for (int64_t t = 0; t < T; ++t) {
-      RmsNorm(&x[static_cast<size_t>(t * D)], y.att_norm.data(), D, eps, xb.data());
-      MatVec(y.wq.data(), xb.data(), D, D, q.data<float>() + t * D);
-      MatVec(y.wk.data(), xb.data(), KV, D, k.data<float>() + t * KV);
-      MatVec(y.wv.data(), xb.data(), KV, D, v.data<float>() + t * KV);
-    }
+    for (int64_t t = 0; t < T; ++t) RmsNorm(at(x, t * D), y.att_norm.data(), D, eps, at(xn, t * D));
+    POSENC_RETURN_IF_ERROR(Project(y.wq, xn.data(), T, q.data<float>()));
+    POSENC_RETURN_IF_ERROR(Project(y.wk, xn.data(), T, k.data<float>()));
+    POSENC_RETURN_IF_ERROR(Project(y.wv, xn.data(), T, v.data<float>()));
     POSENC_ASSIGN_OR_RETURN(HeadsView qv, HeadsView::Of(q, "q"));
     POSENC_ASSIGN_OR_RETURN(HeadsView kv, HeadsView::Of(k, "k"));
     POSENC_RETURN_IF_ERROR(ApplyRopeQK({rc.layout, &table, positions}, qv, kv));
     AttentionOptions opt;
     opt.causal = true;
     POSENC_ASSIGN_OR_RETURN(Array att, AttentionReference(q, k, v, opt));
-    for (int64_t t = 0; t < T; ++t) {
-      MatVec(y.wo.data(), att.data<float>() + t * D, D, D, tmp.data());
-      float* xt = &x[static_cast<size_t>(t * D)];
-      for (int64_t i = 0; i < D; ++i) xt[i] += tmp[static_cast<size_t>(i)];
-      RmsNorm(xt, y.ffn_norm.data(), D, eps, xb.data());
-      MatVec(y.w1.data(), xb.data(), F, D, hb.data());
-      MatVec(y.w3.data(), xb.data(), F, D, hb2.data());
-      for (int64_t i = 0; i < F; ++i) {
-        const float g = hb[static_cast<size_t>(i)];
-        hb[static_cast<size_t>(i)] = g / (1.0f + std::exp(-g)) * hb2[static_cast<size_t>(i)];
-      }
-      MatVec(y.w2.data(), hb.data(), D, F, tmp.data());
-      for (int64_t i = 0; i < D; ++i) xt[i] += tmp[static_cast<size_t>(i)];
+    POSENC_RETURN_IF_ERROR(Project(y.wo, att.data<float>(), T, tmp.data()));
+    for (int64_t i = 0; i < T * D; ++i) x[static_cast<size_t>(i)] += tmp[static_cast<size_t>(i)];
+    for (int64_t t = 0; t < T; ++t) RmsNorm(at(x, t * D), y.ffn_norm.data(), D, eps, at(xn, t * D));
+    POSENC_RETURN_IF_ERROR(Project(y.w1, xn.data(), T, hb.data()));
+    POSENC_RETURN_IF_ERROR(Project(y.w3, xn.data(), T, hb2.data()));
+    for (int64_t i = 0; i < T * F; ++i) {
+      const float g = hb[static_cast<size_t>(i)];
+      hb[static_cast<size_t>(i)] = g / (1.0f + std::exp(-g)) * hb2[static_cast<size_t>(i)];
     }
+    POSENC_RETURN_IF_ERROR(Project(y.w2, hb.data(), T, tmp.data()));
+    for (int64_t i = 0; i < T * D; ++i) x[static_cast<size_t>(i)] += tmp[static_cast<size_t>(i)];
   }
+  // Logits of the first T - 1 positions (the last one predicts nothing here).
+  for (int64_t t = 0; t + 1 < T; ++t) RmsNorm(at(x, t * D), w.final_norm.data(), D, eps, at(xn, t * D));
+  std::vector<float> logits(static_cast<size_t>((T - 1) * V));
+  POSENC_RETURN_IF_ERROR(Project(w.cls, xn.data(), T - 1, logits.data()));
   std::vector<double> losses;
-  std::vector<float> logits(static_cast<size_t>(V));
   for (int64_t t = 0; t + 1 < T; ++t) {
-    RmsNorm(&x[static_cast<size_t>(t * D)], w.final_norm.data(), D, eps, xb.data());
-    MatVec(w.cls.data(), xb.data(), V, D, logits.data());
-    const double mx = *std::max_element(logits.begin(), logits.end());
+    const float* lt = logits.data() + t * V;
+    const double mx = *std::max_element(lt, lt + V);
     double z = 0;
-    for (float lv : logits) z += std::exp(static_cast<double>(lv) - mx);
-    losses.push_back(std::log(z) + mx - logits[static_cast<size_t>(tokens[static_cast<size_t>(t + 1)])]);
+    for (int64_t i = 0; i < V; ++i) z += std::exp(static_cast<double>(lt[i]) - mx);
+    losses.push_back(std::log(z) + mx - lt[tokens[static_cast<size_t>(t + 1)]]);
   }
   return losses;
 }
