@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model_builders.hpp"
+#include "posenc/dtype.hpp"
 #include "posenc/layout_convert.hpp"
 #include "posenc/layout_detect.hpp"
 #include "posenc/npy.hpp"
@@ -470,7 +471,8 @@ TEST(LayoutDetect, Stories260KShippedAndConverted) {
 // adjacent pairs, as llama.cpp's converter leaves them) and as a Hugging Face safetensors file with
 // config.json (q/k rows permuted to half pairs, as convert_llama_weights_to_hf.py does): the detector
 // runs both, finds the layout each format declares, and its losses for the right layout are the
-// llama2.c file's (the same float32 weights, the same scores).
+// llama2.c file's (the same float32 weights, the same scores). A third file, the GGUF with Q8_0 and
+// float16 matrices, gives the same verdict with the loss moved by the quantization error only.
 TEST(LayoutDetect, Stories260KAsGgufAndHuggingFaceSafetensors) {
   POSENC_REQUIRE_DATA(model, "models/stories260K/stories260K.bin");
   POSENC_REQUIRE_DATA(case_json, "models/stories260K/reference/case.json");
@@ -493,32 +495,69 @@ TEST(LayoutDetect, Stories260KAsGgufAndHuggingFaceSafetensors) {
                     .ok());
     return out;
   };
-  testing::GgufBuilder g;
-  g.KvString("general.architecture", "llama")
-      .KvU32("llama.block_count", static_cast<uint32_t>(L))
-      .KvU32("llama.embedding_length", static_cast<uint32_t>(D))
-      .KvU32("llama.feed_forward_length", static_cast<uint32_t>(F))
-      .KvU32("llama.attention.head_count", static_cast<uint32_t>(cfg.n_heads))
-      .KvU32("llama.attention.head_count_kv", static_cast<uint32_t>(cfg.n_kv_heads))
-      .KvU32("llama.context_length", static_cast<uint32_t>(cfg.seq_len))
-      .KvU32("llama.rope.dimension_count", static_cast<uint32_t>(hs))
-      .KvF32("llama.rope.freq_base", 10000.0f)
-      .KvF32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
-  testing::SafetensorsBuilder st;
   auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
-  g.Tensor("token_embd.weight", {u(D), u(V)}, 0, slice(w.token_embedding_table, 0, V * D));
+  // A matrix for the GGUF file: float32, or (quantized) Q8_0 where its rows are whole 32-element
+  // blocks and float16 where they are not (stories260K's ffn_down rows have 172 elements), as
+  // llama.cpp's quantizer falls back.
+  auto matrix = [&](testing::GgufBuilder& g, const std::string& name, int64_t rows, int64_t cols,
+                    const std::string& f32, bool quantized) {
+    const float* x = reinterpret_cast<const float*>(f32.data());
+    if (!quantized) {
+      g.Tensor(name, {u(cols), u(rows)}, 0, f32);
+    } else if (cols % 32 != 0) {
+      std::string h;
+      for (int64_t i = 0; i < rows * cols; ++i) {
+        const uint16_t bits = F32ToF16(x[i]).bits;
+        h.append(reinterpret_cast<const char*>(&bits), 2);
+      }
+      g.Tensor(name, {u(cols), u(rows)}, 1, h);
+    } else {
+      std::string q;
+      for (int64_t b0 = 0; b0 < rows * cols; b0 += 32) {
+        float amax = 0;
+        for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[b0 + i]));
+        const float d = amax / 127.0f;
+        const uint16_t bits = F32ToF16(d).bits;
+        q.append(reinterpret_cast<const char*>(&bits), 2);
+        for (int i = 0; i < 32; ++i)
+          q.push_back(static_cast<char>(static_cast<int8_t>(d == 0 ? 0 : std::lround(x[b0 + i] / d))));
+      }
+      g.Tensor(name, {u(cols), u(rows)}, 8, q);
+    }
+  };
+  auto build_gguf = [&](bool quantized) {
+    testing::GgufBuilder g;
+    g.KvString("general.architecture", "llama")
+        .KvU32("llama.block_count", static_cast<uint32_t>(L))
+        .KvU32("llama.embedding_length", static_cast<uint32_t>(D))
+        .KvU32("llama.feed_forward_length", static_cast<uint32_t>(F))
+        .KvU32("llama.attention.head_count", static_cast<uint32_t>(cfg.n_heads))
+        .KvU32("llama.attention.head_count_kv", static_cast<uint32_t>(cfg.n_kv_heads))
+        .KvU32("llama.context_length", static_cast<uint32_t>(cfg.seq_len))
+        .KvU32("llama.rope.dimension_count", static_cast<uint32_t>(hs))
+        .KvF32("llama.rope.freq_base", 10000.0f)
+        .KvF32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
+    g.Tensor("token_embd.weight", {u(D), u(V)}, 0, slice(w.token_embedding_table, 0, V * D));
+    for (int64_t l = 0; l < L; ++l) {
+      const std::string b = "blk." + std::to_string(l) + ".";
+      g.Tensor(b + "attn_norm.weight", {u(D)}, 0, slice(w.rms_att_weight, l, D));
+      matrix(g, b + "attn_q.weight", D, D, slice(w.wq, l, D * D), quantized);
+      matrix(g, b + "attn_k.weight", KV, D, slice(w.wk, l, KV * D), quantized);
+      matrix(g, b + "attn_v.weight", KV, D, slice(w.wv, l, KV * D), quantized);
+      matrix(g, b + "attn_output.weight", D, D, slice(w.wo, l, D * D), quantized);
+      g.Tensor(b + "ffn_norm.weight", {u(D)}, 0, slice(w.rms_ffn_weight, l, D));
+      matrix(g, b + "ffn_gate.weight", F, D, slice(w.w1, l, F * D), quantized);
+      matrix(g, b + "ffn_down.weight", D, F, slice(w.w2, l, D * F), quantized);
+      matrix(g, b + "ffn_up.weight", F, D, slice(w.w3, l, F * D), quantized);
+    }
+    g.Tensor("output_norm.weight", {u(D)}, 0, slice(w.rms_final_weight, 0, D));
+    if (!cfg.shared_classifier) matrix(g, "output.weight", V, D, slice(w.wcls, 0, V * D), quantized);
+    return g.Build();
+  };
+  testing::SafetensorsBuilder st;
   st.Tensor("model.embed_tokens.weight", "F32", {V, D}, slice(w.token_embedding_table, 0, V * D));
   for (int64_t l = 0; l < L; ++l) {
-    const std::string b = "blk." + std::to_string(l) + ".", h = "model.layers." + std::to_string(l) + ".";
-    g.Tensor(b + "attn_norm.weight", {u(D)}, 0, slice(w.rms_att_weight, l, D))
-        .Tensor(b + "attn_q.weight", {u(D), u(D)}, 0, slice(w.wq, l, D * D))
-        .Tensor(b + "attn_k.weight", {u(D), u(KV)}, 0, slice(w.wk, l, KV * D))
-        .Tensor(b + "attn_v.weight", {u(D), u(KV)}, 0, slice(w.wv, l, KV * D))
-        .Tensor(b + "attn_output.weight", {u(D), u(D)}, 0, slice(w.wo, l, D * D))
-        .Tensor(b + "ffn_norm.weight", {u(D)}, 0, slice(w.rms_ffn_weight, l, D))
-        .Tensor(b + "ffn_gate.weight", {u(D), u(F)}, 0, slice(w.w1, l, F * D))
-        .Tensor(b + "ffn_down.weight", {u(F), u(D)}, 0, slice(w.w2, l, D * F))
-        .Tensor(b + "ffn_up.weight", {u(D), u(F)}, 0, slice(w.w3, l, F * D));
+    const std::string h = "model.layers." + std::to_string(l) + ".";
     st.Tensor(h + "input_layernorm.weight", "F32", {D}, slice(w.rms_att_weight, l, D))
         .Tensor(h + "self_attn.q_proj.weight", "F32", {D, D}, to_half(slice(w.wq, l, D * D), cfg.n_heads))
         .Tensor(h + "self_attn.k_proj.weight", "F32", {KV, D}, to_half(slice(w.wk, l, KV * D), cfg.n_kv_heads))
@@ -529,17 +568,15 @@ TEST(LayoutDetect, Stories260KAsGgufAndHuggingFaceSafetensors) {
         .Tensor(h + "mlp.down_proj.weight", "F32", {D, F}, slice(w.w2, l, D * F))
         .Tensor(h + "mlp.up_proj.weight", "F32", {F, D}, slice(w.w3, l, F * D));
   }
-  g.Tensor("output_norm.weight", {u(D)}, 0, slice(w.rms_final_weight, 0, D));
   st.Tensor("model.norm.weight", "F32", {D}, slice(w.rms_final_weight, 0, D));
-  if (!cfg.shared_classifier) {
-    g.Tensor("output.weight", {u(D), u(V)}, 0, slice(w.wcls, 0, V * D));
-    st.Tensor("lm_head.weight", "F32", {V, D}, slice(w.wcls, 0, V * D));
-  }
+  if (!cfg.shared_classifier) st.Tensor("lm_head.weight", "F32", {V, D}, slice(w.wcls, 0, V * D));
   st.Finish();
   const auto dir = std::filesystem::temp_directory_path() / ("posenc_detect_fmt_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const std::string gguf = (dir / "stories260K.gguf").string(), hf = (dir / "model.safetensors").string();
-  std::ofstream(gguf, std::ios::binary) << g.Build();
+  const std::string gguf_q8 = (dir / "stories260K-q8_0.gguf").string();
+  std::ofstream(gguf, std::ios::binary) << build_gguf(false);
+  std::ofstream(gguf_q8, std::ios::binary) << build_gguf(true);
   std::ofstream(hf, std::ios::binary) << st.Build();
   std::ofstream(dir / "config.json") << nlohmann::json{
       {"model_type", "llama"},      {"hidden_size", D},          {"intermediate_size", F},
@@ -567,6 +604,15 @@ TEST(LayoutDetect, Stories260KAsGgufAndHuggingFaceSafetensors) {
     EXPECT_NEAR(from_gguf->candidates[k].mean_loss, shipped->candidates[k].mean_loss, 1e-6) << k;
   EXPECT_NEAR(from_hf->candidates[0].mean_loss, shipped->candidates[1].mean_loss, 1e-4);
   EXPECT_GT(from_hf->margin, 1.0) << from_hf->summary;
+  // Quantized weights (Q8_0, float16 where rows are not whole blocks) run through the same pass: same
+  // verdict, and the right layout's loss moves by the quantization error only.
+  auto from_q8 = DetectLayout(gguf_q8, ids);
+  ASSERT_TRUE(from_q8.ok()) << from_q8.status().message();
+  ASSERT_TRUE(from_q8->verdict.has_value()) << from_q8->summary;
+  EXPECT_EQ(*from_q8->verdict, RopePairing::kInterleaved) << from_q8->summary;
+  std::printf("stories260K as Q8_0 GGUF: %s\n", from_q8->summary.c_str());
+  EXPECT_NEAR(from_q8->candidates[1].mean_loss, shipped->candidates[1].mean_loss, 0.01);  // measured 0.001
+  EXPECT_NE(from_q8->candidates[1].mean_loss, shipped->candidates[1].mean_loss);  // it did dequantize
 
   // A missing weight is named.
   std::filesystem::remove(dir / "config.json");
