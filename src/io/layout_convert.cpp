@@ -139,6 +139,15 @@ Status FinishHeads(const LayoutConvertOptions& o, const std::string& name, int64
   return OkStatus();
 }
 
+// A tensor of `heads` q or k heads, all permuted (q_proj, k_proj, attn_q, attn_k, llama2.c wq / wk).
+Job HeadsJob(std::string name, int64_t heads) {
+  Job j;
+  j.name = std::move(name);
+  j.segments = {{heads, true}};
+  j.what = fmt::format("{} heads", heads);
+  return j;
+}
+
 // The head segments of a fused query_key_value weight with h.fused's row order (FusedQkvLayout).
 Result<Job> FusedQkvJob(std::string_view tensor, const Heads& h, const std::string& name) {
   Job j;
@@ -190,11 +199,7 @@ Result<std::optional<Job>> JobFor(std::string_view n, const Heads& h, bool gguf,
       return std::optional<Job>(std::move(f));
     }
     const bool is_q = n.ends_with(gguf ? gq[i] : q[i]);
-    if (is_q || n.ends_with(gguf ? gk[i] : k[i])) {
-      j.segments = {{is_q ? h.q : h.kv, true}};
-      j.what = fmt::format("{} heads", j.segments[0].heads);
-      return std::optional<Job>(std::move(j));
-    }
+    if (is_q || n.ends_with(gguf ? gk[i] : k[i])) return std::optional<Job>(HeadsJob(j.name, is_q ? h.q : h.kv));
   }
   return std::optional<Job>();
 }
@@ -216,10 +221,14 @@ Result<LayoutConvertReport> ConvertLlama2c(std::span<const std::byte> in, const 
   for (int32_t l = 0; l < c.n_layers; ++l) {
     const auto* wq = reinterpret_cast<const std::byte*>(f.weights().wq.data()) + static_cast<size_t>(l) * c.dim * row;
     const auto* wk = reinterpret_cast<const std::byte*>(f.weights().wk.data()) + static_cast<size_t>(l) * c.kv_dim() * row;
-    jobs.push_back({fmt::format("wq[{}]", l), static_cast<uint64_t>(wq - base), c.dim, row, {{h.q, true}},
-                    fmt::format("{} heads", h.q)});
-    jobs.push_back({fmt::format("wk[{}]", l), static_cast<uint64_t>(wk - base), c.kv_dim(), row, {{h.kv, true}},
-                    fmt::format("{} heads", h.kv)});
+    Job q = HeadsJob(fmt::format("wq[{}]", l), h.q), k = HeadsJob(fmt::format("wk[{}]", l), h.kv);
+    q.offset = static_cast<uint64_t>(wq - base);
+    q.rows = c.dim;
+    k.offset = static_cast<uint64_t>(wk - base);
+    k.rows = c.kv_dim();
+    q.row_bytes = k.row_bytes = row;
+    jobs.push_back(std::move(q));
+    jobs.push_back(std::move(k));
   }
   POSENC_RETURN_IF_ERROR(RunJobs(jobs, h, in, out, name, o.to));
   LayoutConvertReport r;

@@ -584,35 +584,36 @@ TEST(LayoutDetect, Stories260KAsGgufAndHuggingFaceSafetensors) {
       {"vocab_size", V},            {"rope_theta", 10000.0},     {"rms_norm_eps", 1e-5},
       {"max_position_embeddings", cfg.seq_len}, {"tie_word_embeddings", bool(cfg.shared_classifier)}}.dump();
 
+  // Runs the detector on `path`; expects a verdict of `layout`, which is also what the format declares.
+  auto detect = [&](const std::string& path, RopePairing layout) {
+    auto d = DetectLayout(path, ids);
+    EXPECT_TRUE(d.ok()) << d.status().message();
+    if (!d.ok()) return LayoutDetection{};
+    EXPECT_TRUE(d->verdict.has_value()) << d->summary;
+    EXPECT_EQ(d->verdict, std::optional<RopePairing>(layout)) << d->summary;
+    EXPECT_EQ(d->declared, ToString(layout)) << path;
+    EXPECT_FALSE(d->declared_disagrees) << path;
+    return *d;
+  };
   auto shipped = DetectLayout(model, ids);
   ASSERT_TRUE(shipped.ok()) << shipped.status().message();
-  auto from_gguf = DetectLayout(gguf, ids);
-  ASSERT_TRUE(from_gguf.ok()) << from_gguf.status().message();
-  ASSERT_TRUE(from_gguf->verdict.has_value()) << from_gguf->summary;
-  EXPECT_EQ(*from_gguf->verdict, RopePairing::kInterleaved) << from_gguf->summary;
-  EXPECT_EQ(from_gguf->declared, "interleaved");
-  EXPECT_FALSE(from_gguf->declared_disagrees);
-  auto from_hf = DetectLayout(hf, ids);
-  ASSERT_TRUE(from_hf.ok()) << from_hf.status().message();
-  ASSERT_TRUE(from_hf->verdict.has_value()) << from_hf->summary;
-  EXPECT_EQ(*from_hf->verdict, RopePairing::kHalf) << from_hf->summary;
-  EXPECT_EQ(from_hf->declared, "half");
-  EXPECT_FALSE(from_hf->declared_disagrees);
+  const LayoutDetection from_gguf = detect(gguf, RopePairing::kInterleaved);
+  const LayoutDetection from_hf = detect(hf, RopePairing::kHalf);
+  ASSERT_EQ(from_gguf.candidates.size(), 2u);
+  ASSERT_EQ(from_hf.candidates.size(), 2u);
   // Same weights, same scores: GGUF reproduces the llama2.c losses for both layouts, and the Hugging
   // Face file under half pairs reproduces them under interleaved pairs.
   for (int k = 0; k < 2; ++k)
-    EXPECT_NEAR(from_gguf->candidates[k].mean_loss, shipped->candidates[k].mean_loss, 1e-6) << k;
-  EXPECT_NEAR(from_hf->candidates[0].mean_loss, shipped->candidates[1].mean_loss, 1e-4);
-  EXPECT_GT(from_hf->margin, 1.0) << from_hf->summary;
+    EXPECT_NEAR(from_gguf.candidates[k].mean_loss, shipped->candidates[k].mean_loss, 1e-6) << k;
+  EXPECT_NEAR(from_hf.candidates[0].mean_loss, shipped->candidates[1].mean_loss, 1e-4);
+  EXPECT_GT(from_hf.margin, 1.0) << from_hf.summary;
   // Quantized weights (Q8_0, float16 where rows are not whole blocks) run through the same pass: same
   // verdict, and the right layout's loss moves by the quantization error only.
-  auto from_q8 = DetectLayout(gguf_q8, ids);
-  ASSERT_TRUE(from_q8.ok()) << from_q8.status().message();
-  ASSERT_TRUE(from_q8->verdict.has_value()) << from_q8->summary;
-  EXPECT_EQ(*from_q8->verdict, RopePairing::kInterleaved) << from_q8->summary;
-  std::printf("stories260K as Q8_0 GGUF: %s\n", from_q8->summary.c_str());
-  EXPECT_NEAR(from_q8->candidates[1].mean_loss, shipped->candidates[1].mean_loss, 0.01);  // measured 0.001
-  EXPECT_NE(from_q8->candidates[1].mean_loss, shipped->candidates[1].mean_loss);  // it did dequantize
+  const LayoutDetection from_q8 = detect(gguf_q8, RopePairing::kInterleaved);
+  ASSERT_EQ(from_q8.candidates.size(), 2u);
+  std::printf("stories260K as Q8_0 GGUF: %s\n", from_q8.summary.c_str());
+  EXPECT_NEAR(from_q8.candidates[1].mean_loss, shipped->candidates[1].mean_loss, 0.01);  // measured 0.001
+  EXPECT_NE(from_q8.candidates[1].mean_loss, shipped->candidates[1].mean_loss);  // it did dequantize
 
   // A missing weight is named.
   std::filesystem::remove(dir / "config.json");
