@@ -26,4 +26,18 @@ std::string ChosenSimdTarget();
 // call it between calls (tests, CLI start-up).
 Status ForceSimdTarget(std::string_view name);
 
+// Whether the kernels that write a buffer other than the one they read also prefetch the
+// destination's lines ahead of their stores, so that each line is in cache before the store that
+// needs it. A tuning choice by CPU make, measured with `posenc bench` prefetch off and on alternating
+// (docs/PERFORMANCE.md, "Prefetching the destination"): the gather's rows gain on both CPUs measured
+// (an Intel Xeon with AVX-512 and an AMD Zen 3), out-of-place RoPE gains on the Intel Xeon (float32
+// half layout 0.53-0.61 of memcpy -> 0.96-1.11) but loses 3-8% on one AMD thread. So by default:
+// gather rows always, out-of-place RoPE on Intel CPUs. POSENC_PREFETCH_STORES=1 or 0 turns both on or
+// off instead (read once per process). Results do not depend on it.
+struct StorePrefetch {
+  bool gather_rows = false;
+  bool rope_out_of_place = false;
+};
+StorePrefetch StorePrefetchPolicy();
+
 }  // namespace posenc

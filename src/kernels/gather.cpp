@@ -22,6 +22,7 @@
 #include <hwy/cache_control.h>
 
 #include "posenc/embedding.hpp"
+#include "posenc/simd.hpp"
 
 HWY_BEFORE_NAMESPACE();
 namespace posenc {
@@ -42,9 +43,13 @@ HWY_INLINE void StoreOut(D d, V v, T* p) {
   }
 }
 
+// Destination lines are prefetched this many bytes ahead of the stores where StorePrefetchPolicy() says
+// so (not with streaming stores, which skip reading the lines).
+inline constexpr size_t kStoreAhead = 4096;
+
 template <typename In, typename Out, bool kStream>
 void GatherRowsT(const EmbeddingTable& table, const int64_t* ids, int64_t begin, int64_t end, float multiplier,
-                 const float* add, Out* out) {
+                 const float* add, bool prefetch_dst, Out* out) {
   const hn::ScalableTag<float> df;
   const size_t N = hn::Lanes(df);
   const size_t d = static_cast<size_t>(table.d_model);
@@ -73,11 +78,13 @@ void GatherRowsT(const EmbeddingTable& table, const int64_t* ids, int64_t begin,
     } else if (p == nullptr) {
       for (; c + N <= d; c += N) {
         hwy::Prefetch(next + c * sizeof(In));
+        if (prefetch_dst) hwy::Prefetch(reinterpret_cast<const char*>(dst + c) + kStoreAhead);
         StoreF(df, hn::Mul(LoadF(df, src + c), m), dst + c);
       }
     } else {
       for (; c + N <= d; c += N) {
         hwy::Prefetch(next + c * sizeof(In));
+        if (prefetch_dst) hwy::Prefetch(reinterpret_cast<const char*>(dst + c) + kStoreAhead);
         StoreF(df, hn::Add(hn::Mul(LoadF(df, src + c), m), hn::LoadU(df, p + c)), dst + c);
       }
     }
@@ -94,7 +101,7 @@ void GatherRowsT(const EmbeddingTable& table, const int64_t* ids, int64_t begin,
 // (convert-inl.hpp), so neither widening loads nor narrowing packs are needed.
 template <bool kStream>
 void GatherRowsBF16Packed(const EmbeddingTable& table, const int64_t* ids, int64_t begin, int64_t end,
-                          float multiplier, bf16_t* out) {
+                          float multiplier, bool prefetch_dst, bf16_t* out) {
   const DF df;
   const DU du;
   const size_t N = hn::Lanes(df);  // 32-bit lanes; 2N bfloat16 per vector
@@ -108,6 +115,7 @@ void GatherRowsBF16Packed(const EmbeddingTable& table, const int64_t* ids, int64
     size_t c = 0;
     for (; c + 4 * N <= d; c += 4 * N) {
       hwy::Prefetch(next + 2 * c);
+      if (!kStream && prefetch_dst) hwy::Prefetch(reinterpret_cast<const char*>(dst + c) + kStoreAhead);
       const auto x0 = hn::LoadU(du, reinterpret_cast<const uint32_t*>(src + c));
       const auto x1 = hn::LoadU(du, reinterpret_cast<const uint32_t*>(src + c + 2 * N));
       const auto lo0 = hn::Mul(LowBF16(x0), m), hi0 = hn::Mul(HighBF16(x0), m);
@@ -131,18 +139,19 @@ void GatherTarget(const EmbeddingTable& table, const int64_t* ids, int64_t begin
   // Streaming needs every row start aligned to the vector size, and whole vectors per row.
   const bool stream = HWY_TARGET != HWY_SCALAR && static_cast<size_t>(total_rows) * out_row_bytes >= kStreamOutputBytes &&
                       reinterpret_cast<uintptr_t>(out) % vec_bytes == 0 && out_row_bytes % vec_bytes == 0;
+  const bool pf = StorePrefetchPolicy().gather_rows;
 #if HWY_TARGET != HWY_SCALAR
   if (bf16_out && table.dtype == DType::kBF16 && o.add_rows == nullptr) {
-    if (stream) GatherRowsBF16Packed<true>(table, ids, begin, end, o.multiplier, static_cast<bf16_t*>(out));
-    else GatherRowsBF16Packed<false>(table, ids, begin, end, o.multiplier, static_cast<bf16_t*>(out));
+    if (stream) GatherRowsBF16Packed<true>(table, ids, begin, end, o.multiplier, false, static_cast<bf16_t*>(out));
+    else GatherRowsBF16Packed<false>(table, ids, begin, end, o.multiplier, pf, static_cast<bf16_t*>(out));
     if (stream) hwy::FlushStream();
     return;
   }
 #endif
 #define POSENC_GATHER_CASE(In)                                                                            \
-  if (bf16_out) GatherRowsT<In, bf16_t, false>(table, ids, begin, end, o.multiplier, o.add_rows, static_cast<bf16_t*>(out)); \
-  else if (stream) GatherRowsT<In, float, true>(table, ids, begin, end, o.multiplier, o.add_rows, static_cast<float*>(out)); \
-  else GatherRowsT<In, float, false>(table, ids, begin, end, o.multiplier, o.add_rows, static_cast<float*>(out));
+  if (bf16_out) GatherRowsT<In, bf16_t, false>(table, ids, begin, end, o.multiplier, o.add_rows, pf, static_cast<bf16_t*>(out)); \
+  else if (stream) GatherRowsT<In, float, true>(table, ids, begin, end, o.multiplier, o.add_rows, false, static_cast<float*>(out)); \
+  else GatherRowsT<In, float, false>(table, ids, begin, end, o.multiplier, o.add_rows, pf, static_cast<float*>(out));
   switch (table.dtype) {
     case DType::kF32: POSENC_GATHER_CASE(float) break;
     case DType::kF16: POSENC_GATHER_CASE(f16_t) break;

@@ -320,12 +320,20 @@ void RopeTokensT(const detail::RopeJob& job, int64_t begin, int64_t end) {
       // Pointers at the rotary window of head 0; the dims outside it are copied only out of place.
       const T* in = static_cast<const T*>(x.in) + t * x.in_token_stride + start;
       T* out = static_cast<T*>(x.out) + t * x.out_token_stride + start;
-      const bool copy_outside = x.in != x.out && (start > 0 || after < head_dim);
+      const bool out_of_place = x.in != x.out;
+      const bool prefetch_out = out_of_place && job.prefetch_out;
+      const bool copy_outside = out_of_place && (start > 0 || after < head_dim);
       for (int64_t h = 0; h < x.heads; ++h, in += x.in_head_stride, out += x.out_head_stride) {
         if (kPrefetchAhead > 0) {  // the window's lines, kPrefetchAhead bytes ahead (a fixed count for kPairs)
           const char* ahead = reinterpret_cast<const char*>(in) + kPrefetchAhead;
 #pragma GCC unroll 16
           for (size_t l = 0; l < 2 * n * sizeof(T); l += 64) hwy::Prefetch(ahead + l);
+          // Out of place, the destination's lines too, where that pays (StorePrefetchPolicy).
+          if (prefetch_out) {
+            const char* out_ahead = reinterpret_cast<const char*>(out) + kPrefetchAhead;
+#pragma GCC unroll 16
+            for (size_t l = 0; l < 2 * n * sizeof(T); l += 64) hwy::Prefetch(out_ahead + l);
+          }
         }
         if (copy_outside) {
           if (start > 0) std::memcpy(out - start, in - start, start * sizeof(T));

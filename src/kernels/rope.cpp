@@ -11,6 +11,7 @@
 #if HWY_ONCE
 #include <fmt/format.h>
 
+#include "posenc/simd.hpp"
 #include "kernels/rope_internal.hpp"
 #include "posenc/parallel.hpp"
 
@@ -43,6 +44,7 @@ detail::RopeJob MakeJob(const RopeArgs& args, DType dtype) {
   job.table = args.table;
   job.positions = args.positions.data();
   job.backward = args.direction == RopeDirection::kBackward;
+  job.prefetch_out = StorePrefetchPolicy().rope_out_of_place;
   return job;
 }
 

@@ -24,6 +24,7 @@ struct RopeJob {
   const RopeTable* table = nullptr;
   const int64_t* positions = nullptr;
   bool backward = false;
+  bool prefetch_out = false;  // StorePrefetchPolicy().rope_out_of_place
   int num_tensors = 0;
   RopeTensor tensors[2];
 };

@@ -5,6 +5,12 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 #include <fmt/format.h>
 #include <hwy/highway.h>
@@ -25,6 +31,20 @@ std::string Upper(std::string_view s) {
   std::string u(s);
   for (char& c : u) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return u;
+}
+
+bool IsIntelCpu() {
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid(0, &eax, &ebx, &ecx, &edx) == 0) return false;
+  char vendor[13] = {};
+  std::memcpy(vendor, &ebx, 4);
+  std::memcpy(vendor + 4, &edx, 4);
+  std::memcpy(vendor + 8, &ecx, 4);
+  return std::strcmp(vendor, "GenuineIntel") == 0;
+#else
+  return false;
+#endif
 }
 
 }  // namespace
@@ -68,6 +88,17 @@ Status ForceSimdTarget(std::string_view name) {
   for (int64_t b : bits) list += std::string(list.empty() ? "" : ", ") + hwy::TargetName(b);
   return InvalidArgumentError(
       fmt::format("simd: target '{}' is not compiled into posenc (compiled: {}; or 'best')", name, list));
+}
+
+StorePrefetch StorePrefetchPolicy() {
+  static const StorePrefetch policy = [] {
+    if (const char* env = std::getenv("POSENC_PREFETCH_STORES"); env != nullptr && *env != '\0') {
+      const bool on = std::strcmp(env, "0") != 0;
+      return StorePrefetch{on, on};
+    }
+    return StorePrefetch{true, IsIntelCpu()};
+  }();
+  return policy;
 }
 
 }  // namespace posenc

@@ -1,5 +1,6 @@
 // `posenc bench` through the CLI: the JSON each row prints (the fields issue 4 names, and the
 // relations between them), its case list, and its errors. Timings are printed, never asserted.
+#include <algorithm>
 #include <set>
 #include <sstream>
 #include <string>
@@ -25,6 +26,33 @@ std::vector<json> JsonLines(const std::string& output) {
     rows.push_back(json::parse(line));
   }
   return rows;
+}
+
+// `posenc info --json`: the target lists nest (chosen in available in compiled), and the store-prefetch
+// policy follows POSENC_PREFETCH_STORES (by default the gather prefetches; RoPE depends on the CPU).
+TEST(InfoCli, TargetsNestAndStorePrefetchFollowsTheEnvironment) {
+  const auto info = [](const std::string& env) {
+    std::string out;
+    EXPECT_EQ(RunCommand(env + CliPath() + " info --json", &out), 0) << out;
+    const std::vector<json> rows = JsonLines(out);
+    EXPECT_EQ(rows.size(), 1u) << out;
+    return rows.empty() ? json() : rows[0];
+  };
+  const json d = info("");
+  ASSERT_TRUE(d.contains("chosen") && d.contains("available") && d.contains("compiled")) << d.dump();
+  const auto available = d["available"].get<std::vector<std::string>>();
+  const auto compiled = d["compiled"].get<std::vector<std::string>>();
+  ASSERT_FALSE(available.empty());
+  EXPECT_EQ(d["chosen"], available.front());
+  for (const auto& t : available) EXPECT_NE(std::find(compiled.begin(), compiled.end(), t), compiled.end()) << t;
+  EXPECT_GE(d["threads"].get<int>(), 1);
+  EXPECT_EQ(d["prefetch_stores"]["gather_rows"], true);
+  for (const char* v : {"0", "1"}) {
+    const json f = info(std::string("POSENC_PREFETCH_STORES=") + v + " ");
+    const bool on = v[0] == '1';
+    EXPECT_EQ(f["prefetch_stores"]["gather_rows"], on) << f.dump();
+    EXPECT_EQ(f["prefetch_stores"]["rope_out_of_place"], on) << f.dump();
+  }
 }
 
 // The smallest case (a decode step, 1 MiB), both cache modes and thread counts, one repetition.

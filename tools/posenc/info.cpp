@@ -25,21 +25,25 @@ void RegisterInfo(CLI::App& app) {
   cmd->callback([simd, json] {
     Status s = ForceSimdTarget(*simd);
     if (!s.ok()) return ReportError("info", s);
+    const StorePrefetch prefetch = StorePrefetchPolicy();
     if (*json) {
       auto list = [](const std::vector<std::string>& v) {
         std::string out = "[";
         for (size_t i = 0; i < v.size(); ++i) out += fmt::format("{}\"{}\"", i ? ", " : "", v[i]);
         return out + "]";
       };
-      std::printf("{\"compiled\": %s, \"available\": %s, \"chosen\": \"%s\", \"threads\": %d}\n",
+      std::printf("{\"compiled\": %s, \"available\": %s, \"chosen\": \"%s\", \"threads\": %d, "
+                  "\"prefetch_stores\": {\"gather_rows\": %s, \"rope_out_of_place\": %s}}\n",
                   list(CompiledSimdTargets()).c_str(), list(AvailableSimdTargets()).c_str(), ChosenSimdTarget().c_str(),
-                  DefaultThreadCount());
+                  DefaultThreadCount(), prefetch.gather_rows ? "true" : "false", prefetch.rope_out_of_place ? "true" : "false");
       return;
     }
     std::printf("simd compiled:  %s\n", Join(CompiledSimdTargets()).c_str());
     std::printf("simd available: %s\n", Join(AvailableSimdTargets()).c_str());
     std::printf("simd chosen:    %s\n", ChosenSimdTarget().c_str());
     std::printf("threads:        %d (POSENC_NUM_THREADS overrides)\n", DefaultThreadCount());
+    std::printf("store prefetch: gather rows %s, out-of-place rope %s (POSENC_PREFETCH_STORES=0/1 overrides)\n",
+                prefetch.gather_rows ? "on" : "off", prefetch.rope_out_of_place ? "on" : "off");
   });
 }
 
