@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Median of medians over several `posenc bench --json` runs, as a Markdown table.
 
-Usage: bench/summarize_bench.py run1.jsonl run2.jsonl run3.jsonl [--compact]
+Usage: bench/summarize_bench.py run1.jsonl run2.jsonl run3.jsonl [--compact] [--targets]
 For each case (op, dtype, layout, threads, cache) it prints the median over runs of the kernel's
 median time, its GB/s, the roofline's GB/s and the fraction, with the range of the fraction over runs
 (--compact: one row per case and thread count, warm and cold side by side, with the median of
-`attainable`, min(1, threads x one core's cache-resident rate / roofline), where the runs report it).
+`attainable`, min(1, threads x one core's cache-resident rate / roofline), where the runs report it;
+--targets: then, per group of rows, how many medians meet issue 4's bar: fraction >= 0.85 for RoPE
+prefill and the gather, >= 0.6 for decode).
 """
 import json
 import statistics
@@ -59,12 +61,45 @@ def main(argv):
         fr = [x['fraction'] for x in rs]
         print(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | {key[4]} | {med('median_ms'):.3f} | {med('gbps'):.1f} | "
               f"{med('roofline_gbps'):.1f} ({rs[0]['roofline']}) | {statistics.median(fr):.2f} | {min(fr):.2f}-{max(fr):.2f} |")
+    if '--targets' in argv:
+        targets(rows)
     if table:
         ratios = [t['exact_over_reference'] for t in table]
         print()
         print(f"rope_table_build [32768, 64]: reference {statistics.median(t['reference_median_ms'] for t in table):.1f} ms, "
               f"exact {statistics.median(t['exact_median_ms'] for t in table):.1f} ms, exact/reference median "
               f"{statistics.median(ratios):.2f} (runs: {', '.join(f'{x:.2f}' for x in ratios)})")
+
+
+def targets(rows):
+    """Rows (case, threads, cache) whose median fraction meets issue 4's bar, per group."""
+    groups, order = {}, []
+    for (op, dtype, layout, threads, cache), rs in rows.items():
+        inplace = rs[0].get('inplace', True)
+        if op.startswith('gather'):
+            group, bar = f'{op} {dtype}', 0.85
+        elif op == 'rope_decode':
+            group, bar = f'decode {dtype} {cache}', 0.6
+        elif op.startswith('rope_prefill'):
+            kind = 'keys' if op == 'rope_prefill_k' else 'q, q+k'
+            group, bar = (f'prefill out of place {dtype}' if not inplace else f'prefill in place {dtype} {kind}'), 0.85
+        else:
+            continue
+        if group not in groups:
+            order.append(group)
+            groups[group] = []
+        groups[group].append((statistics.median(x['fraction'] for x in rs), bar))
+    print()
+    print('| group | met / rows | fractions (min-max) |')
+    print('|---|---|---|')
+    met = total = 0
+    for g in order:
+        fs = groups[g]
+        m = sum(f >= bar for f, bar in fs)
+        met += m
+        total += len(fs)
+        print(f"| {g} | {m} / {len(fs)} | {min(f for f, _ in fs):.2f}-{max(f for f, _ in fs):.2f} |")
+    print(f"| all | {met} / {total} | |")
 
 
 if __name__ == '__main__':
