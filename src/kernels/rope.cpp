@@ -48,21 +48,32 @@ detail::RopeJob MakeJob(const RopeArgs& args, DType dtype) {
   return job;
 }
 
+// `in` validated; `out` validated against it, or `in` itself.
+void RunOne(const RopeArgs& args, const HeadsView& in, const HeadsView& out) {
+  if (in.tokens == 0 || in.heads == 0) return;
+  detail::RopeJob job = MakeJob(args, in.dtype);
+  job.num_tensors = 1;
+  job.tensors[0] = TensorOf(in, out);
+  Run(args, job, in.tokens);
+}
+
 }  // namespace
 
 Status ApplyRope(const RopeArgs& args, HeadsView in, HeadsView out) {
   POSENC_RETURN_IF_ERROR(ValidateRope(args, in, "input"));
   POSENC_RETURN_IF_ERROR(out.Validate("output"));
   POSENC_RETURN_IF_ERROR(detail::ValidateRopeOutput(in, out));
-  if (in.tokens == 0 || in.heads == 0) return OkStatus();
-  detail::RopeJob job = MakeJob(args, in.dtype);
-  job.num_tensors = 1;
-  job.tensors[0] = TensorOf(in, out);
-  Run(args, job, in.tokens);
+  RunOne(args, in, out);
   return OkStatus();
 }
 
-Status ApplyRope(const RopeArgs& args, HeadsView x) { return ApplyRope(args, x, x); }
+// In place: the output is the input, so only the input is validated (a decode step of one token is
+// a call of a few hundred nanoseconds, and each check counts there).
+Status ApplyRope(const RopeArgs& args, HeadsView x) {
+  POSENC_RETURN_IF_ERROR(ValidateRope(args, x, "input"));
+  RunOne(args, x, x);
+  return OkStatus();
+}
 
 Status ApplyRopeQK(const RopeArgs& args, HeadsView q, HeadsView k) {
   POSENC_RETURN_IF_ERROR(ValidateRope(args, q, "queries"));
