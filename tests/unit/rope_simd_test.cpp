@@ -198,6 +198,8 @@ const Shape kShapes[] = {
     {17, 32, 128, 128, 0}, {2, 1, 256, 256, 0},    {4096, 1, 64, 64, 0},  {3, 3, 128, 64, 0},
     {3, 3, 256, 64, 192},  {5, 3, 80, 40, 20},     {4, 1, 96, 26, 2},     {2, 32, 64, 6, 58},
     {17, 1, 128, 2, 0},    {2, 1, 64, 34, 30},
+    // Past the kernels' 256 pairs of stack scratch (on-the-fly cos/sin and expanded factors on the heap).
+    {7, 2, 640, 640, 0},   {4, 1, 600, 514, 86},
 };
 
 TEST_F(PerTarget, MatchesReferenceOnEveryTarget) {
