@@ -62,16 +62,14 @@ TEST_F(GatherPerTarget, LookupMatchesReferenceBitForBit) {
               uint8_t* dst = got.data() + (odtype == DType::kBF16 ? 2 : 0);
               ASSERT_TRUE(LookupEmbeddingsInto(table, ids, o, dst).ok());
               EXPECT_EQ(0, std::memcmp(want.data(), dst, out_bytes));
-              if (fused_add && odtype == DType::kF32 && mult == 1.0f) {
-                // Fused add == lookup then AddPositions (float32).
+              if (fused_add && tdtype == DType::kF32 && odtype == DType::kF32 && mult == 1.0f) {
+                // Fused add == lookup then AddPositions (float32 table and output).
                 for (size_t i = 0; i < ids.size(); ++i)
                   for (int64_t c = 0; c < d_model; ++c) {
                     const float e = LoadAsF32(reinterpret_cast<const float*>(bytes.data()) + ids[i] * stride + c);
                     float y;
                     std::memcpy(&y, dst + (i * d_model + c) * 4, 4);
-                    if (tdtype == DType::kF32) {
-                      ASSERT_EQ(y, e + add[i * d_model + c]);
-                    }
+                    ASSERT_EQ(y, e + add[i * d_model + c]);
                   }
               }
             }
