@@ -25,6 +25,8 @@
 
 namespace posenc {
 
+class GgufFile;
+
 enum class ModelFormat { kGguf, kSafetensors, kHuggingFaceFolder, kLlama2c, kNpy };
 std::string_view ToString(ModelFormat f);  // "gguf", "safetensors", "hf-folder", "llama2c", "npy"
 
@@ -68,6 +70,9 @@ class ModelFile {
   const std::vector<ModelTensor>& tensors() const { return tensors_; }
   // The path of config.json (HF folder, or beside a .safetensors file), "" if none.
   const std::string& config_path() const { return config_path_; }
+  // The parsed GGUF file (its metadata: RoPE scheme, norm epsilon, ...) when format() is GGUF, else
+  // nullptr; valid while this ModelFile (or a copy) lives.
+  const GgufFile* gguf() const { return gguf_.get(); }
 
   // nullptr if absent.
   const ModelTensor* Find(const std::string& name) const;
@@ -93,6 +98,7 @@ class ModelFile {
   std::vector<ModelTensor> tensors_;
   int token_embedding_ = -1, position_embedding_ = -1, rope_freqs_ = -1;
   std::vector<std::shared_ptr<const void>> keep_alive_;  // the readers whose mappings the spans point into
+  std::shared_ptr<const GgufFile> gguf_;
 };
 
 // Opens a model file or folder; the format is detected from the bytes (GGUF magic, safetensors

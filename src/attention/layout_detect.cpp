@@ -195,7 +195,7 @@ Result<LlamaModel> LoadLlama(const std::string& path) {
     r.rope.layout = RotaryLayout{RopePairing::kInterleaved, r.hs, 0, r.hs};
     r.declared = "interleaved";
   } else if (gguf) {
-    POSENC_ASSIGN_OR_RETURN(GgufFile g, GgufFile::Open(path));
+    const GgufFile& g = *m.gguf();  // the metadata of the file OpenModel already parsed
     GgufConfigOptions go;
     go.allow_default_freq_base = true;  // run it as llama.cpp would (base 10000 when the key is absent)
     POSENC_ASSIGN_OR_RETURN(PositionScheme s, GgufConfigFromFile(g, go));

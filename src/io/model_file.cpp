@@ -245,6 +245,7 @@ Result<ModelFile> OpenModel(const std::string& path) {
       POSENC_ASSIGN_OR_RETURN(GgufFile g, GgufFile::Parse(file));
       auto keep = std::make_shared<GgufFile>(std::move(g));
       m.keep_alive_.push_back(keep);
+      m.gguf_ = keep;
       for (const auto& t : keep->tensors()) {
         ModelTensor mt;
         mt.name = t.name;

@@ -11,9 +11,9 @@
 #if HWY_ONCE
 #include <fmt/format.h>
 
-#include "posenc/simd.hpp"
 #include "kernels/rope_internal.hpp"
 #include "posenc/parallel.hpp"
+#include "posenc/simd.hpp"
 
 namespace posenc {
 HWY_EXPORT(RopeTokensTarget);

@@ -11,6 +11,7 @@
 
 #include "model_builders.hpp"
 #include "posenc/dtype.hpp"
+#include "posenc/gguf.hpp"
 #include "posenc/llama2c.hpp"
 #include "posenc/npy.hpp"
 #include "posenc/safetensors.hpp"
@@ -66,6 +67,7 @@ TEST(OpenModel, Llama2cEmbeddingsMatchReference) {
   auto m = OpenModel(path);
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   EXPECT_EQ(m->format(), ModelFormat::kLlama2c);
+  EXPECT_EQ(m->gguf(), nullptr);
   EXPECT_EQ(m->vocab_size(), 512);
   EXPECT_EQ(m->d_model(), 64);
   EXPECT_TRUE(m->rope().present);
@@ -100,6 +102,10 @@ TEST(OpenModel, GgufTinyLlama) {
   EXPECT_EQ(m->token_embedding()->type_name, "F16");
   EXPECT_EQ(m->position_embedding(), nullptr);
   EXPECT_EQ(m->PositionTable().status().code(), StatusCode::kNotFound);
+  // The parsed file itself, for the metadata OpenModel does not summarize.
+  ASSERT_NE(m->gguf(), nullptr);
+  EXPECT_NE(m->gguf()->Find("llama.embedding_length"), nullptr);
+  EXPECT_EQ(m->gguf()->tensors().size(), m->tensors().size());
 }
 
 TEST(OpenModel, VocabOnlyGgufHasNoTable) {
