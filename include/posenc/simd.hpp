@@ -31,7 +31,7 @@ Status ForceSimdTarget(std::string_view name);
 // needs it. A tuning choice by CPU make, measured with `posenc bench` prefetch off and on alternating
 // (docs/PERFORMANCE.md, "Prefetching the destination"): the gather's rows gain on both CPUs measured
 // (an Intel Xeon with AVX-512 and an AMD Zen 3), out-of-place RoPE gains on the Intel Xeon (float32
-// half layout 0.53-0.61 of memcpy -> 0.96-1.11) but loses 3-8% on one AMD thread. So by default:
+// half layout 0.53-0.61 of memcpy -> 0.96-1.11) but loses 1-7% on one AMD thread. So by default:
 // gather rows always, out-of-place RoPE on Intel CPUs. POSENC_PREFETCH_STORES=1 or 0 turns both on or
 // off instead (read once per process). Results do not depend on it.
 struct StorePrefetch {
