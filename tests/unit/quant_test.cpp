@@ -242,7 +242,7 @@ INSTANTIATE_TEST_SUITE_P(AllSupported, DequantizeTest,
                          ::testing::Values(GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ8_0,
                                            GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1,
                                            GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K),
-                         [](const auto& info) { return GgmlTypeName(static_cast<uint32_t>(info.param)); });
+                         [](const auto& case_info) { return GgmlTypeName(static_cast<uint32_t>(case_info.param)); });
 
 TEST(Dequantize, UnsupportedTypesAreNamed) {
   std::vector<std::byte> data(1024);
