@@ -97,7 +97,8 @@ class ModelFile {
   ModelRopeInfo rope_;
   std::vector<ModelTensor> tensors_;
   int token_embedding_ = -1, position_embedding_ = -1, rope_freqs_ = -1;
-  std::vector<std::shared_ptr<const void>> keep_alive_;  // the readers whose mappings the spans point into
+  // The readers whose mappings the spans point into: gguf_ for a GGUF file, keep_alive_ for the rest.
+  std::vector<std::shared_ptr<const void>> keep_alive_;
   std::shared_ptr<const GgufFile> gguf_;
 };
 

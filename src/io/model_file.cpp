@@ -244,8 +244,7 @@ Result<ModelFile> OpenModel(const std::string& path) {
       m.format_ = ModelFormat::kGguf;
       POSENC_ASSIGN_OR_RETURN(GgufFile g, GgufFile::Parse(file));
       auto keep = std::make_shared<GgufFile>(std::move(g));
-      m.keep_alive_.push_back(keep);
-      m.gguf_ = keep;
+      m.gguf_ = keep;  // also keeps the mapping alive
       for (const auto& t : keep->tensors()) {
         ModelTensor mt;
         mt.name = t.name;

@@ -237,6 +237,13 @@ HWY_INLINE void ExpandInterleaved(const float* c, const float* s, size_t n, floa
 // (posenc bench --cache cold; 1024 and 8192 measured no better).
 constexpr size_t kPrefetchAhead = 4096;
 
+// Prefetches the cache lines of `bytes` bytes from `p` (prefetches never fault, past the buffer too).
+HWY_INLINE void PrefetchWindow(const void* p, size_t bytes) {
+  const char* c = static_cast<const char*>(p);
+#pragma GCC unroll 16
+  for (size_t l = 0; l < bytes; l += 64) hwy::Prefetch(c + l);
+}
+
 template <typename T, bool kInterleaved, bool kBackward, size_t kPairs>
 void RopeTokensT(const detail::RopeJob& job, int64_t begin, int64_t end) {
   const RotaryLayout& L = job.layout;
@@ -333,15 +340,9 @@ void RopeTokensT(const detail::RopeJob& job, int64_t begin, int64_t end) {
       const bool copy_outside = out_of_place && (start > 0 || after < head_dim);
       for (int64_t h = 0; h < x.heads; ++h, in += x.in_head_stride, out += x.out_head_stride) {
         if (kPrefetchAhead > 0) {  // the window's lines, kPrefetchAhead bytes ahead (a fixed count for kPairs)
-          const char* ahead = reinterpret_cast<const char*>(in) + kPrefetchAhead;
-#pragma GCC unroll 16
-          for (size_t l = 0; l < 2 * n * sizeof(T); l += 64) hwy::Prefetch(ahead + l);
+          PrefetchWindow(reinterpret_cast<const char*>(in) + kPrefetchAhead, 2 * n * sizeof(T));
           // Out of place, the destination's lines too, where that pays (StorePrefetchPolicy).
-          if (prefetch_out) {
-            const char* out_ahead = reinterpret_cast<const char*>(out) + kPrefetchAhead;
-#pragma GCC unroll 16
-            for (size_t l = 0; l < 2 * n * sizeof(T); l += 64) hwy::Prefetch(out_ahead + l);
-          }
+          if (prefetch_out) PrefetchWindow(reinterpret_cast<const char*>(out) + kPrefetchAhead, 2 * n * sizeof(T));
         }
         if (copy_outside) {
           if (start > 0) std::memcpy(out - start, in - start, start * sizeof(T));
