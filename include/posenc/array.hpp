@@ -82,7 +82,8 @@ struct HeadsView {
   template <typename T> T* at(int64_t t, int64_t h) const {
     return static_cast<T*>(data) + t * token_stride + h * head_stride;
   }
-  // Checks dims >= 0, strides large enough that rows do not overlap, dtype a float storage type.
+  // Checks dims >= 0, dtype a float storage type, and strides that keep the rows apart: heads nested
+  // inside tokens (token-major, fused QKV rows) or tokens nested inside heads (head-major).
   Status Validate(const char* what) const;
 };
 

@@ -154,10 +154,18 @@ Status HeadsView::Validate(const char* what) const {
     return InvalidArgumentError(fmt::format("{}: negative shape [{}, {}, {}]", what, tokens, heads, head_dim));
   if (tokens > 0 && heads > 0 && head_dim > 0) {
     if (data == nullptr) return InvalidArgumentError(fmt::format("{}: null data for a non-empty view", what));
-    if ((heads > 1 && head_stride < head_dim) ||
-        (tokens > 1 && token_stride < (heads - 1) * head_stride + head_dim))
-      return InvalidArgumentError(fmt::format("{}: strides (token {}, head {}) overlap rows of head_dim {} and {} heads",
-                                              what, token_stride, head_stride, head_dim, heads));
+    // Rows are disjoint when one axis nests inside the other: heads inside a token (token-major,
+    // [tokens, heads, head_dim] and fused QKV rows) or tokens inside a head (head-major, as
+    // [batch, heads, seq, head_dim] tensors store them). 128-bit products: no stride can overflow.
+    using Wide = __int128;
+    const bool token_major = (heads == 1 || head_stride >= head_dim) &&
+                             (tokens == 1 || Wide{token_stride} >= Wide{heads - 1} * head_stride + head_dim);
+    const bool head_major = (tokens == 1 || token_stride >= head_dim) &&
+                            (heads == 1 || Wide{head_stride} >= Wide{tokens - 1} * token_stride + head_dim);
+    if (!token_major && !head_major)
+      return InvalidArgumentError(fmt::format(
+          "{}: strides (token {}, head {}) overlap rows of head_dim {} with {} tokens and {} heads (neither heads inside "
+          "tokens nor tokens inside heads)", what, token_stride, head_stride, head_dim, tokens, heads));
   }
   return OkStatus();
 }

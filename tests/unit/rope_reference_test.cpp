@@ -149,6 +149,37 @@ TEST(RopeReference, ZeroTokensAndStridedViews) {
   EXPECT_NE(qkv[16 + 8], 1.0f);
 }
 
+// Head-major storage ([heads, tokens, head_dim], as a [batch, heads, seq, head_dim] tensor holds q
+// and k) is a valid view and rotates like the token-major copy of the same rows; strides that make
+// rows overlap in both nestings are refused with the strides named.
+TEST(RopeReference, HeadMajorViewsAndOverlappingStrides) {
+  RopeTable table = RopeTable::Build(DefaultRopeFrequencies(4, 10000.0).value(), 8, RopePrecision::kExact).value();
+  const RotaryLayout L{RopePairing::kHalf, 4, 0, 4};
+  const std::vector<int64_t> pos = {1, 5, 2};
+  std::vector<float> head_major(2 * 3 * 4), token_major(3 * 2 * 4);
+  for (size_t i = 0; i < head_major.size(); ++i) head_major[i] = 0.25f * static_cast<float>(i) - 1.0f;
+  for (int h = 0; h < 2; ++h)
+    for (int t = 0; t < 3; ++t)
+      for (int d = 0; d < 4; ++d) token_major[(t * 2 + h) * 4 + d] = head_major[(h * 3 + t) * 4 + d];
+  const HeadsView hm{head_major.data(), DType::kF32, 3, 2, 4, /*token_stride=*/4, /*head_stride=*/12};
+  ASSERT_TRUE(hm.Validate("x").ok());
+  ASSERT_TRUE(ApplyRopeReference({L, &table, pos}, hm, hm).ok());
+  ASSERT_TRUE(ApplyRopeReference({L, &table, pos}, HeadsView::Dense(token_major.data(), DType::kF32, 3, 2, 4),
+                                 HeadsView::Dense(token_major.data(), DType::kF32, 3, 2, 4)).ok());
+  for (int h = 0; h < 2; ++h)
+    for (int t = 0; t < 3; ++t)
+      for (int d = 0; d < 4; ++d) EXPECT_EQ(head_major[(h * 3 + t) * 4 + d], token_major[(t * 2 + h) * 4 + d]);
+  // Token stride 4 and head stride 8 with 3 tokens: head 1 starts inside token 2 of head 0.
+  const HeadsView bad{head_major.data(), DType::kF32, 3, 2, 4, 4, 8};
+  const Status s = ApplyRopeReference({L, &table, pos}, bad, bad);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("strides (token 4, head 8) overlap rows of head_dim 4 with 3 tokens and 2 heads"),
+            std::string::npos) << s.message();
+  // Products past int64 are refused, not wrapped into a pass.
+  const HeadsView huge{head_major.data(), DType::kF32, 3, 3, 4, int64_t{1} << 62, int64_t{1} << 62};
+  EXPECT_EQ(huge.Validate("x").code(), StatusCode::kInvalidArgument);
+}
+
 TEST(RopeReference, ErrorsNameTheFault) {
   RopeTable table = RopeTable::Build(DefaultRopeFrequencies(4, 10000.0).value(), 0, RopePrecision::kExact).value();
   std::vector<float> x(2 * 4);

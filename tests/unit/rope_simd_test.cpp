@@ -272,10 +272,94 @@ TEST_F(PerTarget, InPlaceOutOfPlaceAndBothDirectionsOnEveryTarget) {
   const Shape sh{17, 3, 80, 80, 0};
   for (const auto& target : AvailableSimdTargets()) {
     ASSERT_TRUE(ForceSimdTarget(target).ok());
-    for (DType dtype : {DType::kF32, DType::kBF16})
+    for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16})
       for (RopePairing pairing : {RopePairing::kHalf, RopePairing::kInterleaved})
         for (RopeDirection dir : {RopeDirection::kForward, RopeDirection::kBackward})
           for (bool in_place : {false, true}) CheckCase(target, dtype, pairing, dir, sh, in_place, 1, ++seed);
+  }
+}
+
+// Strided views (heads inside a fused QKV row, head-major storage, padded heads): the kernels see
+// the strides only through pointer steps, so every (token, head) row must come out bit for bit as it
+// does from a dense copy of the same rows (which the tests above hold to the reference), and nothing
+// between the rows may be written.
+TEST_F(PerTarget, StridedViewsMatchDenseCopiesOnEveryTarget) {
+  struct Strides {
+    const char* name;
+    int64_t token_stride, head_stride, offset;
+  };
+  const int64_t T = 5, H = 3;
+  uint64_t seed = 2000;
+  for (const auto& target : AvailableSimdTargets()) {
+    ASSERT_TRUE(ForceSimdTarget(target).ok());
+    for (const Shape& sh : {Shape{T, H, 80, 80, 0}, Shape{T, H, 128, 96, 16}})
+      for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16})
+        for (RopePairing pairing : {RopePairing::kHalf, RopePairing::kInterleaved}) {
+          const int64_t D = sh.head_dim;
+          const Strides layouts[] = {{"fused qkv", (H + 5) * D + 3, D, 2 * D},
+                                     {"head-major", D, T * D + 7, 1},
+                                     {"padded heads", H * (D + 5) + 1, D + 5, 0}};
+          const RotaryLayout layout{pairing, D, sh.rotary_start, sh.rotary_dim};
+          auto table = RopeTable::Build(DefaultRopeFrequencies(sh.rotary_dim, 10000.0).value(), 64,
+                                        RopePrecision::kReference).value();
+          auto rng = testing::MakeRng(++seed);
+          std::vector<int64_t> positions(static_cast<size_t>(T));
+          for (auto& p : positions) p = static_cast<int64_t>(rng() % 100);  // in and past the table
+          const size_t es = SizeOf(dtype);
+          for (RopeDirection dir : {RopeDirection::kForward, RopeDirection::kBackward}) {
+            RopeArgs args{layout, &table, positions, dir};
+            for (const Strides& in_st : layouts)
+              for (const Strides& out_st : layouts) {  // the diagonal: in place
+                SCOPED_TRACE(fmt::format("target {} {} {} head_dim {} rotary {}@{} {} in {} out {}", target,
+                                         ToString(dtype), ToString(pairing), D, sh.rotary_dim, sh.rotary_start,
+                                         dir == RopeDirection::kForward ? "fwd" : "bwd", in_st.name, out_st.name));
+                const bool in_place = &in_st == &out_st;
+                const auto extent = [&](const Strides& st) {
+                  return static_cast<size_t>(st.offset + (T - 1) * st.token_stride + (H - 1) * st.head_stride + D);
+                };
+                const Buffer src = MakeBuffer(dtype, testing::RandomNormal(rng, extent(in_st), 3.0f), 0);
+                Buffer in = src, out = MakeBuffer(dtype, std::vector<float>(extent(out_st), -7.0f), 0);
+                const auto view = [&](Buffer& b, const Strides& st) {
+                  return HeadsView{static_cast<uint8_t*>(b.data()) + st.offset * es, dtype, T, H, D, st.token_stride,
+                                   st.head_stride};
+                };
+                // The dense copy, rotated in place.
+                std::vector<uint8_t> dense(static_cast<size_t>(T * H * D) * es);
+                const HeadsView in_view = view(in, in_st);
+                for (int64_t t = 0; t < T; ++t)
+                  for (int64_t h = 0; h < H; ++h)
+                    std::memcpy(dense.data() + static_cast<size_t>((t * H + h) * D) * es,
+                                static_cast<const uint8_t*>(in_view.data) +
+                                    static_cast<size_t>(t * in_view.token_stride + h * in_view.head_stride) * es,
+                                D * es);
+                ASSERT_TRUE(ApplyRope(args, HeadsView::Dense(dense.data(), dtype, T, H, D)).ok());
+                Buffer& dst = in_place ? in : out;
+                const Buffer before = dst;
+                const HeadsView out_view = in_place ? in_view : view(out, out_st);
+                const Status st = in_place ? ApplyRope(args, in_view) : ApplyRope(args, in_view, out_view);
+                ASSERT_TRUE(st.ok()) << st.ToString();
+                // Rows equal the dense result; every other byte of the destination is as it was.
+                std::vector<bool> in_row(dst.bytes.size(), false);
+                const auto base = static_cast<uint8_t*>(out_view.data);
+                for (int64_t t = 0; t < T; ++t)
+                  for (int64_t h = 0; h < H; ++h) {
+                    const size_t at = static_cast<size_t>((t * out_view.token_stride + h * out_view.head_stride)) * es;
+                    ASSERT_EQ(0, std::memcmp(base + at, dense.data() + static_cast<size_t>((t * H + h) * D) * es, D * es))
+                        << "token " << t << " head " << h;
+                    const size_t first = static_cast<size_t>(base - dst.bytes.data()) + at;
+                    std::fill(in_row.begin() + static_cast<std::ptrdiff_t>(first),
+                              in_row.begin() + static_cast<std::ptrdiff_t>(first + D * es), true);
+                  }
+                for (size_t b = 0; b < dst.bytes.size(); ++b)
+                  if (!in_row[b]) {
+                    ASSERT_EQ(dst.bytes[b], before.bytes[b]) << "byte " << b << " outside the view changed";
+                  }
+                if (!in_place) {
+                  EXPECT_TRUE(in.bytes == src.bytes) << "the input changed";
+                }
+              }
+          }
+        }
   }
 }
 
