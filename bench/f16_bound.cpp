@@ -5,7 +5,13 @@
 //   sw_both   the same with both operands widened by integer instructions (normal numbers only, so
 //             an upper bound for any exact software widening);
 //   sw_one    one operand widened that way, the other by vcvtph2ps;
+//   f16c_tab  the f16c loop reading cos/sin from the RopeTable's rows instead of private copies;
+//   f16c_hin  the same with the heads innermost (each step's cos/sin loaded once per token);
 //   ApplyRope posenc's kernel on the same shape (chosen SIMD target, one thread).
+// f16c and f16c_tab differ only in where cos/sin live: a load of them that matches an earlier head's
+// pending store in the low 12 bits of its address waits for it (4 KiB aliasing), and whether that
+// happens depends on the addresses. 2026-11-30, one build: f16c 10.2, f16c_tab 8.0, f16c_hin 11.5
+// G values/s; after code around it moved the allocations, f16c_tab ran as fast as f16c.
 // Medians of 21 samples, each a block of repetitions; the modes alternate within each sample.
 // Built only for x86-64 (the loops are AVX2/F16C intrinsics; this file alone gets -mavx2 -mfma -mf16c):
 //   build/bench/f16_bound
@@ -32,7 +38,24 @@ __m256 WidenNormal(const uint16_t* p) {  // f16 -> f32 for normal numbers: shift
 
 __m256 WidenF16c(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
 
-// mode 0: f16c, 1: sw_both, 2: sw_one.
+// Heads innermost: per step of 8 pairs, cos/sin loaded once, then every head of the token.
+void RotateHeadsInner(uint16_t* buf, const float* cs, const float* sn) {
+  for (int t = 0; t < kT; ++t) {
+    for (int i = 0; i < kP; i += 8) {
+      const __m256 vc = _mm256_loadu_ps(cs + t * kP + i), vs = _mm256_loadu_ps(sn + t * kP + i);
+      for (int h = 0; h < kH; ++h) {
+        uint16_t* x = buf + (t * kH + h) * kD;
+        const __m256 a = WidenF16c(x + i), b = WidenF16c(x + kP + i);
+        const __m256 ra = _mm256_fmsub_ps(a, vc, _mm256_mul_ps(b, vs));
+        const __m256 rb = _mm256_fmadd_ps(a, vs, _mm256_mul_ps(b, vc));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(x + i), _mm256_cvtps_ph(ra, _MM_FROUND_TO_NEAREST_INT));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(x + kP + i), _mm256_cvtps_ph(rb, _MM_FROUND_TO_NEAREST_INT));
+      }
+    }
+  }
+}
+
+// mode 0: f16c, 1: sw_both, 2: sw_one (cos/sin rows of kP floats per token at cs/sn).
 void Rotate(int mode, uint16_t* buf, const float* cs, const float* sn) {
   for (int t = 0; t < kT; ++t) {
     const float* c = cs + t * kP;
@@ -71,8 +94,10 @@ int main() {
   args.parallel = &SerialRunner();
   const HeadsView v = HeadsView::Dense(buf.data(), DType::kF16, kT, kH, kD);
 
-  const char* names[] = {"f16c", "sw_both", "sw_one", "ApplyRope"};
-  constexpr int kModes = 4, kSamples = 21, kReps = 2000;
+  const char* names[] = {"f16c", "sw_both", "sw_one", "f16c_tab", "f16c_hin", "ApplyRope"};
+  constexpr int kModes = 6, kSamples = 21, kReps = 2000;
+  const float* table_c = table.cos_row(0);  // the table's rows are consecutive: kP floats per position
+  const float* table_s = table.sin_row(0);
   std::vector<std::vector<double>> ns(kModes);
   for (int sample = 0; sample < kSamples; ++sample) {
     for (int mode = 0; mode < kModes; ++mode) {
@@ -80,6 +105,10 @@ int main() {
       for (int r = 0; r < kReps; ++r) {
         if (mode < 3) {
           Rotate(mode, buf.data(), cs.data(), sn.data());
+        } else if (mode == 3) {
+          Rotate(0, buf.data(), table_c, table_s);
+        } else if (mode == 4) {
+          RotateHeadsInner(buf.data(), table_c, table_s);
         } else if (!ApplyRope(args, v).ok()) {
           std::puts("ApplyRope failed");
           return 1;

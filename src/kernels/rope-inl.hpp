@@ -214,7 +214,8 @@ HWY_INLINE void RotateInterleavedRowBF16(const bf16_t* in, bf16_t* out, const fl
 // cos/sin load issued behind the stores of earlier heads waits on one of them whenever their addresses
 // match in the low 12 bits (4 KiB aliasing; the stores sweep every page offset as the heads go by).
 // A float16 intrinsics loop over [8, 8, 128] in L1 ran at 8.0 G values/s with the heads outermost
-// and 11.5 with them innermost, cos/sin taken from a RopeTable in both.
+// and 11.5 with them innermost, cos/sin taken from a RopeTable in both (build/bench/f16_bound; how
+// much it costs depends on where the buffers lie, and in other builds the two ran alike).
 template <bool kBackward, size_t kK, typename T>
 HWY_INLINE void RotateHalfHeads(const T* in, T* out, const float* c, const float* s, size_t n, int64_t heads,
                                 int64_t in_stride, int64_t out_stride) {
