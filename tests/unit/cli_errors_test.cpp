@@ -56,6 +56,42 @@ TEST_F(CliErrors, GoodInputWorks) {
   EXPECT_TRUE(fs::exists(P("y.npy")));
 }
 
+// --order heads-first reads [heads, tokens, head_dim] and rotates exactly as the tokens-first copy.
+TEST_F(CliErrors, HeadsFirstOrderMatchesTokensFirst) {
+  const int64_t T = 3, H = 2, D = 8;
+  Array x = Array::Zeros(DType::kF32, {T, H, D}).value(), xt = Array::Zeros(DType::kF32, {H, T, D}).value();
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t d = 0; d < D; ++d)
+        x.data<float>()[(t * H + h) * D + d] = xt.data<float>()[(h * T + t) * D + d] = 0.1f * static_cast<float>(t * 31 + h * 7 + d) - 1.0f;
+  ASSERT_TRUE(WriteNpy(P("x.npy"), x).ok());
+  ASSERT_TRUE(WriteNpy(P("xt.npy"), xt).ok());
+  Array pos = Array::Zeros(DType::kI64, {T}).value();
+  for (int64_t t = 0; t < T; ++t) pos.data<int64_t>()[t] = 5 + 4 * t;
+  ASSERT_TRUE(WriteNpy(P("pos.npy"), pos).ok());
+  std::string out;
+  ASSERT_EQ(Rope(P("config.json"), P("pos.npy"), P("x.npy"), &out), 0) << out;
+  Array y = ReadNpy(P("y.npy")).value();
+  ASSERT_EQ(Rope(P("config.json"), P("pos.npy"), P("xt.npy"), &out, "--order heads-first"), 0) << out;
+  Array yt = ReadNpy(P("y.npy")).value();
+  ASSERT_EQ(yt.shape(), xt.shape());
+  int64_t changed = 0;
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t d = 0; d < D; ++d) {
+        const float a = y.data<float>()[(t * H + h) * D + d], b = yt.data<float>()[(h * T + t) * D + d];
+        EXPECT_EQ(a, b) << "token " << t << " head " << h << " dim " << d;
+        changed += a != x.data<float>()[(t * H + h) * D + d];
+      }
+  EXPECT_GT(changed, T * H * D / 2) << "the rotation did nothing";
+  // 3 heads-first "heads" of 2 tokens: 2 tokens against 3 positions, named.
+  ExpectError(Rope(P("config.json"), P("pos.npy"), P("x.npy"), &out, "--order heads-first"), out,
+              {"has 2 tokens", "has 3"});
+  EXPECT_EQ(testing::RunCommand(testing::CliPath() + " rope --config " + P("config.json") + " --positions " + P("pos.npy") +
+                                    " --input " + P("x.npy") + " --output " + P("y.npy") + " --order sideways", &out), 2);
+  EXPECT_NE(out.find("sideways"), std::string::npos) << out;
+}
+
 TEST_F(CliErrors, MalformedNpy) {
   Write("bad.npy", "this is not numpy");
   std::string out;

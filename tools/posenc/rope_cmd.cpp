@@ -1,4 +1,4 @@
-// `posenc rope`: rotate an array [tokens, heads, head_dim] for a model config.
+// `posenc rope`: rotate an array [tokens, heads, head_dim] (or [heads, tokens, head_dim]) for a model config.
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -20,6 +20,7 @@ struct RopeOptions {
   std::string precision = "reference";
   std::string layout;
   std::string direction = "forward";
+  std::string order = "tokens-first";
   int64_t seq_len = 0;
 };
 
@@ -46,8 +47,11 @@ Status RunRope(const RopeOptions& o) {
   POSENC_ASSIGN_OR_RETURN(Array x, ReadNpy(o.input));
   if (x.dtype() != DType::kF32 && x.dtype() != DType::kF16)
     return InvalidArgumentError(fmt::format("input {}: dtype {} is not float32 or float16", o.input, ToString(x.dtype())));
+  const bool heads_first = o.order == "heads-first";
   if (x.ndim() != 3)
-    return InvalidArgumentError(fmt::format("input {}: shape {} is not [tokens, heads, head_dim]", o.input, ShapeToString(x.shape())));
+    return InvalidArgumentError(fmt::format("input {}: shape {} is not {}", o.input, ShapeToString(x.shape()),
+                                            heads_first ? "[heads, tokens, head_dim]" : "[tokens, heads, head_dim]"));
+  const int64_t tokens = x.dim(heads_first ? 1 : 0), heads = x.dim(heads_first ? 0 : 1), head_dim = x.dim(2);
   POSENC_ASSIGN_OR_RETURN(RopeConfig rc, LoadRopeConfig(o, x.dim(2)));
   if (!o.layout.empty() && !ParseRopePairing(o.layout, &rc.layout.pairing))
     return InvalidArgumentError(fmt::format("--layout '{}' (expected half or interleaved)", o.layout));
@@ -60,13 +64,16 @@ Status RunRope(const RopeOptions& o) {
   std::span<const int64_t> positions = pos64.span<int64_t>();
   if (x.dim(2) != rc.layout.head_dim)
     return InvalidArgumentError(fmt::format("input {}: head_dim {} differs from the config's {}", o.input, x.dim(2), rc.layout.head_dim));
-  if (x.dim(0) != static_cast<int64_t>(positions.size()))
-    return InvalidArgumentError(fmt::format("input {} has {} tokens, positions {} has {}", o.input, x.dim(0), o.positions, positions.size()));
+  if (tokens != static_cast<int64_t>(positions.size()))
+    return InvalidArgumentError(fmt::format("input {} has {} tokens, positions {} has {}", o.input, tokens, o.positions, positions.size()));
   int64_t seq_len = o.seq_len;
   for (int64_t p : positions) seq_len = std::max(seq_len, p + 1);
   POSENC_ASSIGN_OR_RETURN(RopeFrequencies freqs, ComputeRopeFrequencies(rc, seq_len));
   POSENC_ASSIGN_OR_RETURN(RopeTable table, RopeTable::Build(freqs, 0, precision));  // on the fly: any position
-  POSENC_ASSIGN_OR_RETURN(HeadsView view, HeadsView::Of(x, "input"));
+  // Heads first ([heads, tokens, head_dim], one batch element of a [batch, heads, seq, head_dim]
+  // tensor): tokens are head_dim apart, heads tokens * head_dim.
+  const HeadsView view = heads_first ? HeadsView{x.bytes(), x.dtype(), tokens, heads, head_dim, head_dim, tokens * head_dim}
+                                     : HeadsView::Dense(x.bytes(), x.dtype(), tokens, heads, head_dim);
   RopeArgs args{rc.layout, &table, positions,
                 o.direction == "backward" ? RopeDirection::kBackward : RopeDirection::kForward};
   POSENC_RETURN_IF_ERROR(ApplyRope(args, view).WithContext(o.input));
@@ -78,7 +85,7 @@ void RegisterRope(CLI::App& app) {
   static RopeOptions o;
   cmd->add_option("--config", o.config, "Hugging Face config.json (either spelling), ggml_rope_ext parameters (JSON with n_dims, mode, freq_base, ...), or a .gguf model")->required();
   cmd->add_option("--positions", o.positions, ".npy int64 [tokens]: position of each token")->required();
-  cmd->add_option("--input", o.input, ".npy float32 or float16 [tokens, heads, head_dim]")->required();
+  cmd->add_option("--input", o.input, ".npy float32 or float16 [tokens, heads, head_dim] (see --order)")->required();
   cmd->add_option("--output", o.output, ".npy to write, same dtype and shape as the input")->required();
   cmd->add_option("--precision", o.precision, "reference (float32 angles, as PyTorch/ggml) or exact (float64 angles)")
       ->capture_default_str();
@@ -87,6 +94,10 @@ void RegisterRope(CLI::App& app) {
       ->check(NonNegativeInteger());
   cmd->add_option("--direction", o.direction, "forward, or backward (rotate by -angle: the gradient)")
       ->check(CLI::IsMember({"forward", "backward"}))->capture_default_str();
+  cmd->add_option("--order", o.order,
+                  "tokens-first: input [tokens, heads, head_dim]; heads-first: [heads, tokens, head_dim], as one batch "
+                  "element of Hugging Face's [batch, heads, seq, head_dim] q and k")
+      ->check(CLI::IsMember({"tokens-first", "heads-first"}))->capture_default_str();
   cmd->callback([] {
     Status s = RunRope(o);
     if (!s.ok()) ReportError("rope", s);
