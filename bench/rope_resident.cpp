@@ -7,6 +7,9 @@
 // state moves single runs by 10-25%, so compare builds with bench/alternate_builds.py, which runs two
 // binaries in turn and takes medians over rounds:
 //   python3 bench/alternate_builds.py OLD/bench/rope_resident NEW/bench/rope_resident --rounds 4
+// These are small calls in cache: a change that wins here must still win on `posenc bench`'s rows
+// (rotating float16 heads innermost took 0.93-0.985x the time here and made the 32-head prefill
+// rows 25-30% slower there; docs/PERFORMANCE.md).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>

@@ -207,44 +207,6 @@ HWY_INLINE void RotateInterleavedRowBF16(const bf16_t* in, bf16_t* out, const fl
 }
 #endif  // HWY_TARGET != HWY_SCALAR
 
-// Half layout with the heads innermost: the windows of `heads` heads (`in`/`out` at head 0's window,
-// strides in elements) are rotated kK vectors of pairs at a time, each step for every head before the
-// next, so a step's cos/sin are loaded once per token instead of once per head; tails (fewer than kK
-// vectors of pairs left) go head by head through RotateHalfRow. This is not only fewer loads: a
-// cos/sin load issued behind the stores of earlier heads waits on one of them whenever their addresses
-// match in the low 12 bits (4 KiB aliasing; the stores sweep every page offset as the heads go by).
-// A float16 intrinsics loop over [8, 8, 128] in L1 ran at 8.0 G values/s with the heads outermost
-// and 11.5 with them innermost, cos/sin taken from a RopeTable in both (build/bench/f16_bound; how
-// much it costs depends on where the buffers lie, and in other builds the two ran alike).
-template <bool kBackward, size_t kK, typename T>
-HWY_INLINE void RotateHalfHeads(const T* in, T* out, const float* c, const float* s, size_t n, int64_t heads,
-                                int64_t in_stride, int64_t out_stride) {
-  const DF df;
-  const size_t N = hn::Lanes(df);
-  size_t i = 0;
-  for (; i + kK * N <= n; i += kK * N) {
-    hn::Vec<DF> vc[kK], vs[kK];
-    for (size_t k = 0; k < kK; ++k) {
-      vc[k] = hn::LoadU(df, c + i + k * N);
-      vs[k] = hn::LoadU(df, s + i + k * N);
-    }
-    const T* pi = in;
-    T* po = out;
-#pragma GCC unroll 2
-    for (int64_t h = 0; h < heads; ++h, pi += in_stride, po += out_stride) {
-      for (size_t k = 0; k < kK; ++k) {
-        const size_t j = i + k * N;
-        hn::Vec<DF> ra, rb;
-        RotatePair<kBackward>(LoadF(df, pi + j), LoadF(df, pi + n + j), vc[k], vs[k], ra, rb);
-        StoreF(df, ra, po + j);
-        StoreF(df, rb, po + n + j);
-      }
-    }
-  }
-  if (i == n) return;
-  for (int64_t h = 0; h < heads; ++h, in += in_stride, out += out_stride) RotateHalfRow<kBackward>(in, out, c, s, n, i);
-}
-
 // cc[2i] = cc[2i+1] = c[i]; ss[2i] = -sign s[i], ss[2i+1] = sign s[i] (sign -1 for backward).
 template <bool kBackward>
 HWY_INLINE void ExpandInterleaved(const float* c, const float* s, size_t n, float* cc, float* ss) {
@@ -316,14 +278,6 @@ void RopeTokensT(const detail::RopeJob& job, int64_t begin, int64_t end) {
 #else
   constexpr bool kBlocks = false;
 #endif
-  // float16 in the half layout rotates a token's heads step by step (RotateHalfHeads, two vectors of
-  // pairs per step). Against head by head on AVX2, bench/rope_resident alternated with the previous
-  // build (bench/alternate_builds.py, medians of 5 rounds): [8, 8, 128] 0.93x the time, [64, 8, 128]
-  // 0.98x, decode [64, 32, 128] 0.985x; the same order in an earlier harness whose buffer and table
-  // addresses aliased more (4 KiB apart) gave 0.76-0.84x. float32, bfloat16 and the interleaved layout
-  // measured the same or slower that way (float32 decode up to 1.26x: with 32 heads a step touches 64
-  // lines), so they stay head by head.
-  constexpr bool kHeadsInner = std::is_same_v<T, f16_t> && !kInterleaved && HWY_TARGET != HWY_SCALAR;
   const size_t block = 2 * hn::Lanes(DF());
   (void)ds;  // unused where there is no packed bfloat16 path (SCALAR)
   (void)block;
@@ -384,28 +338,16 @@ void RopeTokensT(const detail::RopeJob& job, int64_t begin, int64_t end) {
       const bool out_of_place = x.in != x.out;
       const bool prefetch_out = out_of_place && job.prefetch_out;
       const bool copy_outside = out_of_place && (start > 0 || after < head_dim);
-      // Per head: the prefetch of the window's lines kPrefetchAhead bytes ahead (a fixed count for
-      // kPairs), out of place the destination's too where that pays (StorePrefetchPolicy), and out of
-      // place the dims outside the window.
-      const auto prepare_head = [&](const T* pi, T* po) {
-        if (kPrefetchAhead > 0) {
-          PrefetchWindow(reinterpret_cast<const char*>(pi) + kPrefetchAhead, 2 * n * sizeof(T));
-          if (prefetch_out) PrefetchWindow(reinterpret_cast<const char*>(po) + kPrefetchAhead, 2 * n * sizeof(T));
+      for (int64_t h = 0; h < x.heads; ++h, in += x.in_head_stride, out += x.out_head_stride) {
+        if (kPrefetchAhead > 0) {  // the window's lines, kPrefetchAhead bytes ahead (a fixed count for kPairs)
+          PrefetchWindow(reinterpret_cast<const char*>(in) + kPrefetchAhead, 2 * n * sizeof(T));
+          // Out of place, the destination's lines too, where that pays (StorePrefetchPolicy).
+          if (prefetch_out) PrefetchWindow(reinterpret_cast<const char*>(out) + kPrefetchAhead, 2 * n * sizeof(T));
         }
         if (copy_outside) {
-          if (start > 0) std::memcpy(po - start, pi - start, start * sizeof(T));
-          if (after < head_dim) std::memcpy(po - start + after, pi - start + after, (head_dim - after) * sizeof(T));
+          if (start > 0) std::memcpy(out - start, in - start, start * sizeof(T));
+          if (after < head_dim) std::memcpy(out - start + after, in - start + after, (head_dim - after) * sizeof(T));
         }
-      };
-      if constexpr (kHeadsInner) {
-        const T* pi = in;
-        T* po = out;
-        for (int64_t h = 0; h < x.heads; ++h, pi += x.in_head_stride, po += x.out_head_stride) prepare_head(pi, po);
-        RotateHalfHeads<kBackward, 2>(in, out, c, s, n, x.heads, x.in_head_stride, x.out_head_stride);
-        continue;
-      }
-      for (int64_t h = 0; h < x.heads; ++h, in += x.in_head_stride, out += x.out_head_stride) {
-        prepare_head(in, out);
 #if HWY_TARGET != HWY_SCALAR
         if constexpr (kPackedBF16 && kInterleaved) {
           RotateInterleavedRowBF16<kBackward>(in, out, c, s, cc, ss, n);
