@@ -2,6 +2,7 @@
 #include "posenc/array.hpp"
 
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -166,6 +167,11 @@ Status HeadsView::Validate(const char* what) const {
       return InvalidArgumentError(fmt::format(
           "{}: strides (token {}, head {}) overlap rows of head_dim {} with {} tokens and {} heads (neither heads inside "
           "tokens nor tokens inside heads)", what, token_stride, head_stride, head_dim, tokens, heads));
+    // The view's byte extent must be a pointer offset (kernels and overlap checks compute it in int64).
+    const Wide last = Wide{tokens - 1} * token_stride + Wide{heads - 1} * head_stride + head_dim;
+    if (last * static_cast<Wide>(SizeOf(dtype)) > Wide{INT64_MAX})
+      return InvalidArgumentError(fmt::format("{}: strides (token {}, head {}) span more than 2^63 bytes", what,
+                                              token_stride, head_stride));
   }
   return OkStatus();
 }

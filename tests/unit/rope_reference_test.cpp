@@ -178,6 +178,11 @@ TEST(RopeReference, HeadMajorViewsAndOverlappingStrides) {
   // Products past int64 are refused, not wrapped into a pass.
   const HeadsView huge{head_major.data(), DType::kF32, 3, 3, 4, int64_t{1} << 62, int64_t{1} << 62};
   EXPECT_EQ(huge.Validate("x").code(), StatusCode::kInvalidArgument);
+  // Rows apart, but the view would span 2^64 bytes: no int64 offset reaches its end.
+  const HeadsView vast{head_major.data(), DType::kF32, 3, 2, 4, int64_t{1} << 61, 4};
+  const Status v = vast.Validate("x");
+  EXPECT_EQ(v.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(v.message().find("span more than 2^63 bytes"), std::string::npos) << v.message();
 }
 
 TEST(RopeReference, ErrorsNameTheFault) {
