@@ -59,7 +59,8 @@ struct RotaryLayout {
   // The two dims (within the head) of pair i.
   int64_t first(int64_t i) const { return rotary_start + (pairing == RopePairing::kHalf ? i : 2 * i); }
   int64_t second(int64_t i) const { return rotary_start + (pairing == RopePairing::kHalf ? i + rotary_dim / 2 : 2 * i + 1); }
-  // kInvalidArgument naming the field: head_dim <= 0, odd or non-positive rotary_dim, window past head_dim.
+  // kInvalidArgument naming the field: head_dim <= 0 or > kMaxRopeHeadDim, odd or non-positive
+  // rotary_dim, window past head_dim.
   Status Validate() const;
 };
 
@@ -73,8 +74,20 @@ struct RopeFrequencies {
 // kInvalidArgument for an odd or non-positive rotary_dim, or a base that is not finite and > 0.
 Result<RopeFrequencies> DefaultRopeFrequencies(int64_t rotary_dim, double base);
 
+// Largest head_dim a RotaryLayout accepts: 2^20, far past any model's (64-576), so that a hostile
+// config cannot make frequency and table vectors of billions of entries.
+inline constexpr int64_t kMaxRopeHeadDim = int64_t{1} << 20;
+
 // Largest position RoPE accepts (exclusive): 2^31, the range over which kExact keeps its bound.
 inline constexpr int64_t kMaxRopePosition = int64_t{1} << 31;
+
+// Largest |inv_freq| (radians per token) RoPE accepts: the float32 angle of every position below
+// kMaxRopePosition stays finite (FLT_MAX / 2^31, about 1.6e29; real models are at most ~1).
+inline constexpr double kMaxRopeInvFreq = 3.4028234663852886e38 / 2147483648.0;
+
+// OK when every inv_freq is finite with |inv_freq| <= kMaxRopeInvFreq and attention_scaling is
+// finite; else kInvalidArgument naming `what`, the pair and its value.
+Status ValidateRopeFrequencies(const RopeFrequencies& freqs, std::string_view what);
 
 // cos and sin of every pair at position `pos`, times attention_scaling, in the given precision.
 // This is the one definition of both precisions; tables and on-the-fly paths call it.

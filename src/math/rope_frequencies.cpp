@@ -28,6 +28,9 @@ bool ParseRopePrecision(std::string_view s, RopePrecision* out) {
 
 Status RotaryLayout::Validate() const {
   if (head_dim <= 0) return InvalidArgumentError(fmt::format("rope layout: head_dim {} must be positive", head_dim));
+  if (head_dim > kMaxRopeHeadDim)
+    return InvalidArgumentError(fmt::format("rope layout: head_dim {} is beyond {} (a model's is at most a few hundred)",
+                                            head_dim, kMaxRopeHeadDim));
   if (rotary_dim <= 0 || rotary_dim % 2 != 0)
     return InvalidArgumentError(fmt::format("rope layout: rotary_dim {} must be even and positive", rotary_dim));
   if (rotary_start < 0 || rotary_start > head_dim - rotary_dim)
@@ -129,15 +132,24 @@ void BuildExactRows(const RopeFrequencies& f, int64_t num_positions, float* cos_
 
 }  // namespace
 
+Status ValidateRopeFrequencies(const RopeFrequencies& freqs, std::string_view what) {
+  for (size_t i = 0; i < freqs.inv_freq.size(); ++i) {
+    // Negative frequencies are allowed: they rotate the other way (re-rotation, rerotate.hpp, uses them).
+    const double w = freqs.inv_freq[i];
+    if (!std::isfinite(w)) return InvalidArgumentError(fmt::format("{}: inv_freq[{}] = {} must be finite", what, i, w));
+    if (std::fabs(w) > kMaxRopeInvFreq)
+      return InvalidArgumentError(fmt::format("{}: inv_freq[{}] = {:g} rad/token is beyond {:g}: float32 angles of "
+                                              "positions up to 2^31 would overflow", what, i, w, kMaxRopeInvFreq));
+  }
+  if (!std::isfinite(freqs.attention_scaling))
+    return InvalidArgumentError(fmt::format("{}: attention_scaling {} is not finite", what, freqs.attention_scaling));
+  return OkStatus();
+}
+
 Result<RopeTable> RopeTable::Build(RopeFrequencies freqs, int64_t num_positions, RopePrecision precision) {
   if (num_positions < 0 || num_positions > kMaxRopePosition)
     return InvalidArgumentError(fmt::format("rope table: num_positions {} must be in [0, 2^31]", num_positions));
-  for (size_t i = 0; i < freqs.inv_freq.size(); ++i)
-    // Negative frequencies are allowed: they rotate the other way (re-rotation, rerotate.hpp, uses them).
-    if (!std::isfinite(freqs.inv_freq[i]))
-      return InvalidArgumentError(fmt::format("rope table: inv_freq[{}] = {} must be finite", i, freqs.inv_freq[i]));
-  if (!std::isfinite(freqs.attention_scaling))
-    return InvalidArgumentError(fmt::format("rope table: attention_scaling {} is not finite", freqs.attention_scaling));
+  POSENC_RETURN_IF_ERROR(ValidateRopeFrequencies(freqs, "rope table"));
   RopeTable t;
   t.freqs_ = std::move(freqs);
   t.num_positions_ = num_positions;

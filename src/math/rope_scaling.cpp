@@ -225,9 +225,8 @@ Status CheckFactorList(const RopeConfig& c, std::string_view key, const std::vec
   return OkStatus();
 }
 
-}  // namespace
-
-Status ValidateRopeConfig(const RopeConfig& c) {
+// The config's own keys, each against its rule.
+Status ValidateKeys(const RopeConfig& c) {
   POSENC_RETURN_IF_ERROR(c.layout.Validate());
   if (!Positive(c.base)) return FieldError(c, "rope_theta", fmt::format("{}", c.base), "must be finite and > 0");
   const RopeScaling& s = c.scaling;
@@ -305,9 +304,11 @@ Status ValidateRopeConfig(const RopeConfig& c) {
   return InvalidArgumentError("rope config: unknown scaling type");
 }
 
-Result<RopeFrequencies> ComputeRopeFrequencies(const RopeConfig& config, int64_t seq_len) {
-  if (seq_len < 0) return InvalidArgumentError(fmt::format("rope frequencies: seq_len {} is negative", seq_len));
-  POSENC_RETURN_IF_ERROR(ValidateRopeConfig(config));
+}  // namespace
+
+namespace {
+
+Result<RopeFrequencies> ComputeUnchecked(const RopeConfig& config, int64_t seq_len) {
   const RopeScaling& s = config.scaling;
   const int64_t dim = config.layout.rotary_dim;
   switch (s.type) {
@@ -336,6 +337,34 @@ Result<RopeFrequencies> ComputeRopeFrequencies(const RopeConfig& config, int64_t
     case RopeScalingType::kGgml: return Ggml(config, seq_len);
   }
   return InvalidArgumentError("rope frequencies: unknown scaling type");
+}
+
+std::string FrequenciesWhat(const RopeConfig& c) {
+  return fmt::format("rope config{}{}: {} scaling", c.source.empty() ? "" : " ", c.source, ToString(c.scaling.type));
+}
+
+}  // namespace
+
+Status ValidateRopeConfig(const RopeConfig& c) {
+  POSENC_RETURN_IF_ERROR(ValidateKeys(c));
+  // Each key can be in range while their product is not (a ggml freq_scale of 1e52, a linear factor of
+  // 1e-40): the frequencies must make finite float32 angles, in the short regime and in the long one
+  // (LongRope and ggml switch factors past original_max_position_embeddings; dynamic NTK only lowers
+  // frequencies as the length grows).
+  const int64_t long_len = std::max(c.scaling.original_max_position_embeddings, c.max_position_embeddings) + 1;
+  for (int64_t seq_len : {int64_t{1}, std::max<int64_t>(long_len, 2)}) {
+    POSENC_ASSIGN_OR_RETURN(RopeFrequencies f, ComputeUnchecked(c, seq_len));
+    POSENC_RETURN_IF_ERROR(ValidateRopeFrequencies(f, FrequenciesWhat(c)));
+  }
+  return OkStatus();
+}
+
+Result<RopeFrequencies> ComputeRopeFrequencies(const RopeConfig& config, int64_t seq_len) {
+  if (seq_len < 0) return InvalidArgumentError(fmt::format("rope frequencies: seq_len {} is negative", seq_len));
+  POSENC_RETURN_IF_ERROR(ValidateRopeConfig(config));
+  POSENC_ASSIGN_OR_RETURN(RopeFrequencies f, ComputeUnchecked(config, seq_len));
+  POSENC_RETURN_IF_ERROR(ValidateRopeFrequencies(f, FrequenciesWhat(config)));
+  return f;
 }
 
 double NominalScalingFactor(const RopeConfig& config) {

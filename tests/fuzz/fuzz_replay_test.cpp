@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -133,6 +134,24 @@ TEST_P(FuzzReplay, CorpusParsesAndMutationsFailCleanly) {
   }
   std::printf("%s: %d mutations accepted, %d rejected\n", r.name, accepted, rejected);
   EXPECT_GT(rejected, 0);  // the mutator does break files (else this test proves nothing)
+}
+
+// Inputs a fuzzer once found to crash a reader or make it contradict itself
+// (tests/fuzz/regressions/<reader>/, named after the fault): each must now fail cleanly or parse.
+TEST_P(FuzzReplay, RegressionsFailCleanly) {
+  const Reader& r = GetParam();
+  const fs::path dir = fs::path(POSENC_SOURCE_DIR) / "tests" / "fuzz" / "regressions" / r.name;
+  if (!fs::exists(dir)) GTEST_SKIP() << "no regression inputs for " << r.name;
+  int count = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    std::ifstream f(entry.path(), std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    const Status s = r.parse(Bytes(bytes));
+    EXPECT_NE(s.code(), StatusCode::kInternal) << entry.path().filename() << ": " << s.message();
+    if (!s.ok()) EXPECT_NE(s.message().find(r.file_name), std::string::npos) << entry.path().filename() << ": " << s.message();
+    ++count;
+  }
+  EXPECT_GT(count, 0) << dir << " is empty";
 }
 
 INSTANTIATE_TEST_SUITE_P(Readers, FuzzReplay, ::testing::ValuesIn(kReaders),

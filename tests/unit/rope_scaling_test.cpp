@@ -267,5 +267,42 @@ TEST(RopeScalingValidation, GgmlFreqScaleAndBase) {
   ExpectError(c, "rope_theta", "-5");
 }
 
+// Keys each in range whose product is not: the frequencies themselves must give finite float32
+// angles for every position below 2^31 (found by the config fuzzer: a ggml freq_scale of 7.8e52
+// parsed, then built a table of NaN). The parsers call ValidateRopeConfig, so such a config is
+// refused where it is read, naming the scaling, the pair and its frequency.
+TEST(RopeScalingValidation, FrequenciesBeyondFloat32AnglesAreRefused) {
+  RopeConfig c = Config(RopeScalingType::kGgml, 64, 10000.0);
+  c.source = "model.json";
+  c.scaling.freq_scale = 7.8e52;
+  for (const Status& s : {ValidateRopeConfig(c), ComputeRopeFrequencies(c, 16).status()}) {
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+    for (const char* needle : {"model.json", "ggml", "inv_freq[0] = 7.8e+52", "2^31"})
+      EXPECT_NE(s.message().find(needle), std::string::npos) << needle << " in: " << s.message();
+  }
+  c.scaling.freq_scale = 1e20;  // 1e20 rad/token: angles of 2^31 positions still fit a float32
+  EXPECT_TRUE(ValidateRopeConfig(c).ok());
+  c.scaling.freq_scale = 1e30;
+  EXPECT_EQ(ValidateRopeConfig(c).code(), StatusCode::kInvalidArgument);
+  // The same bound where a table is built from frequencies handed in directly.
+  RopeFrequencies f;
+  f.inv_freq = {1.0, -2e29};
+  const Status t = RopeTable::Build(f, 4, RopePrecision::kReference).status();
+  EXPECT_EQ(t.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(t.message().find("inv_freq[1]"), std::string::npos) << t.message();
+  f.inv_freq = {1.0, -1e29};
+  auto ok = RopeTable::Build(f, 4, RopePrecision::kReference);
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  for (int64_t p = 0; p < 4; ++p) EXPECT_TRUE(std::isfinite(ok->cos_row(p)[1]) && std::isfinite(ok->sin_row(p)[1]));
+}
+
+TEST(RopeScalingValidation, HeadDimPastTheBoundIsRefused) {
+  RopeConfig c = Config(RopeScalingType::kNone, 64, 10000.0);
+  c.layout.head_dim = c.layout.rotary_dim = kMaxRopeHeadDim * 2;
+  const Status s = ValidateRopeConfig(c);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("head_dim 2097152 is beyond 1048576"), std::string::npos) << s.message();
+}
+
 }  // namespace
 }  // namespace posenc
