@@ -227,7 +227,8 @@ Status CheckFactorList(const RopeConfig& c, std::string_view key, const std::vec
 
 // The config's own keys, each against its rule.
 Status ValidateKeys(const RopeConfig& c) {
-  POSENC_RETURN_IF_ERROR(c.layout.Validate());
+  if (Status s = c.layout.Validate(); !s.ok())
+    return InvalidArgumentError(fmt::format("rope config{}{}: {}", c.source.empty() ? "" : " ", c.source, s.message()));
   if (!Positive(c.base)) return FieldError(c, "rope_theta", fmt::format("{}", c.base), "must be finite and > 0");
   const RopeScaling& s = c.scaling;
   switch (s.type) {

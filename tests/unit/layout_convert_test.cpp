@@ -361,17 +361,23 @@ TEST(LayoutConvert, ErrorsNameTheFault) {
   EXPECT_NE(e.status().message().find("'q_proj.weight' has 12 rows, but 2 heads of head_dim 8 need 16"),
             std::string::npos)
       << e.status().message();
-  // An absurd head_dim (from the options here; a file's metadata can say the same) is refused by the
-  // row count before a head_dim-long permutation is allocated, and a heads x head_dim product past
-  // int64 is refused as such (both found by the convert fuzzer: it allocated gigabytes, then threw).
+  // An absurd head_dim (from the options here; a file's metadata can say the same) is refused before a
+  // head_dim-long permutation is allocated: past kMaxRopeHeadDim by the layout check, below it by the
+  // row count; a heads x head_dim product past int64 is refused as such (the convert fuzzer found the
+  // allocation of gigabytes, then a throw).
   LayoutConvertOptions huge = o2;
   huge.head_dim = int64_t{1} << 40;
   e = ConvertLayoutBytes(AsBytes(b.Build()), "x.safetensors", huge, &out);
   ASSERT_FALSE(e.ok());
-  EXPECT_NE(e.status().message().find("has 12 rows, but 2 heads of head_dim 1099511627776 need 2199023255552"),
+  EXPECT_NE(e.status().message().find("x.safetensors: rope layout: head_dim 1099511627776 is beyond 1048576"),
             std::string::npos)
       << e.status().message();
-  huge.head_dim = int64_t{1} << 62;
+  huge.head_dim = int64_t{1} << 20;
+  e = ConvertLayoutBytes(AsBytes(b.Build()), "x.safetensors", huge, &out);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("has 12 rows, but 2 heads of head_dim 1048576 need 2097152"), std::string::npos)
+      << e.status().message();
+  huge.num_heads = int64_t{1} << 50;
   e = ConvertLayoutBytes(AsBytes(b.Build()), "x.safetensors", huge, &out);
   ASSERT_FALSE(e.ok());
   EXPECT_NE(e.status().message().find("need more than 2^63"), std::string::npos) << e.status().message();
