@@ -45,9 +45,13 @@ namespace {
 
 constexpr double kTwoPi = 2.0 * std::numbers::pi;
 
+// "rope config" and the config's source, when it has one: how every error about a config begins.
+std::string ConfigWhat(const RopeConfig& c) {
+  return c.source.empty() ? std::string("rope config") : "rope config " + c.source;
+}
+
 Status FieldError(const RopeConfig& c, std::string_view key, const std::string& value, std::string_view rule) {
-  return InvalidArgumentError(fmt::format("rope config{}{}: {} '{}' = {} {}", c.source.empty() ? "" : " ", c.source,
-                                          ToString(c.scaling.type), key, value, rule));
+  return InvalidArgumentError(fmt::format("{}: {} '{}' = {} {}", ConfigWhat(c), ToString(c.scaling.type), key, value, rule));
 }
 
 bool Positive(double x) { return std::isfinite(x) && x > 0; }
@@ -228,7 +232,7 @@ Status CheckFactorList(const RopeConfig& c, std::string_view key, const std::vec
 // The config's own keys, each against its rule.
 Status ValidateKeys(const RopeConfig& c) {
   if (Status s = c.layout.Validate(); !s.ok())
-    return InvalidArgumentError(fmt::format("rope config{}{}: {}", c.source.empty() ? "" : " ", c.source, s.message()));
+    return InvalidArgumentError(fmt::format("{}: {}", ConfigWhat(c), s.message()));
   if (!Positive(c.base)) return FieldError(c, "rope_theta", fmt::format("{}", c.base), "must be finite and > 0");
   const RopeScaling& s = c.scaling;
   switch (s.type) {
@@ -305,10 +309,6 @@ Status ValidateKeys(const RopeConfig& c) {
   return InvalidArgumentError("rope config: unknown scaling type");
 }
 
-}  // namespace
-
-namespace {
-
 Result<RopeFrequencies> ComputeUnchecked(const RopeConfig& config, int64_t seq_len) {
   const RopeScaling& s = config.scaling;
   const int64_t dim = config.layout.rotary_dim;
@@ -340,9 +340,7 @@ Result<RopeFrequencies> ComputeUnchecked(const RopeConfig& config, int64_t seq_l
   return InvalidArgumentError("rope frequencies: unknown scaling type");
 }
 
-std::string FrequenciesWhat(const RopeConfig& c) {
-  return fmt::format("rope config{}{}: {} scaling", c.source.empty() ? "" : " ", c.source, ToString(c.scaling.type));
-}
+std::string FrequenciesWhat(const RopeConfig& c) { return fmt::format("{}: {} scaling", ConfigWhat(c), ToString(c.scaling.type)); }
 
 }  // namespace
 

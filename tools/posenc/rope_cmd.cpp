@@ -52,7 +52,7 @@ Status RunRope(const RopeOptions& o) {
     return InvalidArgumentError(fmt::format("input {}: shape {} is not {}", o.input, ShapeToString(x.shape()),
                                             heads_first ? "[heads, tokens, head_dim]" : "[tokens, heads, head_dim]"));
   const int64_t tokens = x.dim(heads_first ? 1 : 0), heads = x.dim(heads_first ? 0 : 1), head_dim = x.dim(2);
-  POSENC_ASSIGN_OR_RETURN(RopeConfig rc, LoadRopeConfig(o, x.dim(2)));
+  POSENC_ASSIGN_OR_RETURN(RopeConfig rc, LoadRopeConfig(o, head_dim));
   if (!o.layout.empty() && !ParseRopePairing(o.layout, &rc.layout.pairing))
     return InvalidArgumentError(fmt::format("--layout '{}' (expected half or interleaved)", o.layout));
   POSENC_ASSIGN_OR_RETURN(Array pos_array, ReadNpy(o.positions));
@@ -62,8 +62,8 @@ Status RunRope(const RopeOptions& o) {
     return InvalidArgumentError(fmt::format("positions {}: dtype {} is not int64 or int32", o.positions, ToString(pos_array.dtype())));
   POSENC_ASSIGN_OR_RETURN(Array pos64, pos_array.AsType(DType::kI64));
   std::span<const int64_t> positions = pos64.span<int64_t>();
-  if (x.dim(2) != rc.layout.head_dim)
-    return InvalidArgumentError(fmt::format("input {}: head_dim {} differs from the config's {}", o.input, x.dim(2), rc.layout.head_dim));
+  if (head_dim != rc.layout.head_dim)
+    return InvalidArgumentError(fmt::format("input {}: head_dim {} differs from the config's {}", o.input, head_dim, rc.layout.head_dim));
   if (tokens != static_cast<int64_t>(positions.size()))
     return InvalidArgumentError(fmt::format("input {} has {} tokens, positions {} has {}", o.input, tokens, o.positions, positions.size()));
   int64_t seq_len = o.seq_len;
