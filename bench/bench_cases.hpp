@@ -24,10 +24,10 @@
 
 #include <fmt/format.h>
 
-#include "kernels/roofline.hpp"
-#include "posenc/embedding.hpp"
-#include "posenc/parallel.hpp"
-#include "posenc/rope.hpp"
+#include "roofline.hpp"
+#include "posenc/kernels/embedding.hpp"
+#include "posenc/core/parallel.hpp"
+#include "posenc/kernels/rope.hpp"
 
 namespace posenc::bench {
 

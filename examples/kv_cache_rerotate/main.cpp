@@ -25,11 +25,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "posenc/attention.hpp"
-#include "posenc/config.hpp"
-#include "posenc/rerotate.hpp"
-#include "posenc/rope.hpp"
-#include "posenc/rope_config.hpp"
+#include "posenc/math/attention.hpp"
+#include "posenc/config/hf_config.hpp"
+#include "posenc/kernels/rerotate.hpp"
+#include "posenc/kernels/rope.hpp"
+#include "posenc/math/rope_config.hpp"
 
 namespace {
 

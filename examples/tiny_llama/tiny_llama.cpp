@@ -27,12 +27,12 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "posenc/attention.hpp"
-#include "posenc/embedding.hpp"
-#include "posenc/layout_convert.hpp"
-#include "posenc/llama2c.hpp"
-#include "posenc/npy.hpp"
-#include "posenc/rope.hpp"
+#include "posenc/math/attention.hpp"
+#include "posenc/kernels/embedding.hpp"
+#include "posenc/model/layout_convert.hpp"
+#include "posenc/io/llama2c.hpp"
+#include "posenc/io/npy.hpp"
+#include "posenc/kernels/rope.hpp"
 
 namespace {
 

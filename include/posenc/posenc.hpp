@@ -1,24 +1,45 @@
-// posenc umbrella header: everything public.
+// posenc: the input stage of a decoder-only transformer (token embeddings and positions).
+//
+// This umbrella header includes everything public; it is also the map of the API. Headers sit in
+// one folder per layer, and a layer includes only layers above it in this list (tests/layering).
 #pragma once
 
-#include "posenc/array.hpp"
-#include "posenc/attention.hpp"
-#include "posenc/config.hpp"
-#include "posenc/dtype.hpp"
-#include "posenc/embedding.hpp"
-#include "posenc/gguf.hpp"
-#include "posenc/layout_convert.hpp"
-#include "posenc/layout_detect.hpp"
-#include "posenc/llama2c.hpp"
-#include "posenc/mapped_file.hpp"
-#include "posenc/model_file.hpp"
-#include "posenc/npy.hpp"
-#include "posenc/parallel.hpp"
-#include "posenc/quant.hpp"
-#include "posenc/relative.hpp"
-#include "posenc/rerotate.hpp"
-#include "posenc/rope.hpp"
-#include "posenc/rope_config.hpp"
-#include "posenc/safetensors.hpp"
-#include "posenc/simd.hpp"
-#include "posenc/status.hpp"
+// ---- core: errors, storage types, arrays and strided head views, threads, table storage
+#include "posenc/core/array.hpp"        // Array (owning, 64-byte aligned), HeadsView (strided q/k/v views)
+#include "posenc/core/dtype.hpp"        // DType, float16 / bfloat16 conversion (round to nearest even)
+#include "posenc/core/parallel.hpp"     // ParallelRunner, the internal thread pool, SetNumThreads
+#include "posenc/core/status.hpp"       // Status, Result<T>, POSENC_RETURN_IF_ERROR
+#include "posenc/core/table_alloc.hpp"  // huge-page-advised storage for large tables
+
+// ---- math: the schemes as plain functions
+#include "posenc/math/attention.hpp"    // reference attention with a bias source (demonstration, tests)
+#include "posenc/math/relative.hpp"     // ALiBi slopes, T5 buckets, Shaw clipping: relative biases
+#include "posenc/math/rope_config.hpp"  // RopeConfig, every context-extension scaling, frequencies
+#include "posenc/math/rope_table.hpp"   // RopeTable: cos/sin rows built once, shared by all layers
+#include "posenc/math/rope_types.hpp"   // RotaryLayout, RopeFrequencies, precisions, ComputeCosSin
+#include "posenc/math/sinusoidal.hpp"   // sinusoidal absolute positions (Vaswani 2017)
+
+// ---- kernels: fast paths with their scalar references beside them
+#include "posenc/kernels/embedding.hpp"  // token embedding lookup, learned positions, the gradient
+#include "posenc/kernels/rerotate.hpp"   // re-rotate cached keys to new positions
+#include "posenc/kernels/rope.hpp"       // RoPE on queries and keys (ApplyRope, ApplyRopeQK, reference)
+#include "posenc/kernels/simd.hpp"       // SIMD targets: list, force, store-prefetch policy
+
+// ---- io: bounds-checked readers of model files
+#include "posenc/io/gguf.hpp"         // GGUF v2 / v3
+#include "posenc/io/llama2c.hpp"      // llama2.c checkpoints
+#include "posenc/io/mapped_file.hpp"  // read-only memory maps
+#include "posenc/io/npy.hpp"          // .npy arrays
+#include "posenc/io/quant.hpp"        // ggml block types: rows dequantized on demand
+#include "posenc/io/safetensors.hpp"  // safetensors files, sharded Hugging Face folders
+
+// ---- config: a model's positional scheme from its own files
+#include "posenc/config/ggml_config.hpp"      // ggml_rope_ext parameters
+#include "posenc/config/gguf_config.hpp"      // GGUF metadata, llama.cpp's per-architecture pairing
+#include "posenc/config/hf_config.hpp"        // Hugging Face config.json (both spellings)
+#include "posenc/config/position_scheme.hpp"  // PositionScheme: the scheme as one value
+
+// ---- model: whole-model operations
+#include "posenc/model/layout_convert.hpp"  // rewrite W_q / W_k for the other pair layout
+#include "posenc/model/layout_detect.hpp"   // which pair layout a model was trained for
+#include "posenc/model/model_file.hpp"      // OpenModel: any model file's tables and metadata

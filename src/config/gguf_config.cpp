@@ -19,8 +19,9 @@
 
 #include <fmt/format.h>
 
-#include "posenc/config.hpp"
-#include "posenc/gguf.hpp"
+#include "posenc/config/hf_config.hpp"
+#include "posenc/io/gguf.hpp"
+#include "posenc/config/gguf_config.hpp"
 
 namespace posenc {
 namespace {

@@ -1,4 +1,4 @@
-// Hugging Face config.json -> PositionScheme, and ggml_rope_ext parameters -> RopeConfig.
+// Hugging Face config.json -> PositionScheme.
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -8,82 +8,15 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "posenc/config.hpp"
+#include "posenc/config/hf_config.hpp"
+#include "config/json_util.hpp"
 
 namespace posenc {
-
-std::string_view ToString(PositionKind k) {
-  switch (k) {
-    case PositionKind::kRope: return "rope";
-    case PositionKind::kLearned: return "learned";
-    case PositionKind::kSinusoidal: return "sinusoidal";
-    case PositionKind::kAlibi: return "alibi";
-    case PositionKind::kT5Bucket: return "t5_bucket";
-    case PositionKind::kNone: return "none";
-  }
-  return "unknown";
-}
-
-std::string_view ToString(FusedQkvLayout l) {
-  switch (l) {
-    case FusedQkvLayout::kNone: return "none";
-    case FusedQkvLayout::kPerHead: return "per head [q, k, v]";
-    case FusedQkvLayout::kPerKvGroup: return "per kv head [q heads, k, v]";
-    case FusedQkvLayout::kQThenKThenV: return "[q heads | k heads | v heads]";
-  }
-  return "unknown";
-}
 
 namespace {
 
 using nlohmann::json;
-
-Status KeyError(const std::string& source, std::string_view key, const std::string& why) {
-  return InvalidArgumentError(fmt::format("config {}: key '{}' {}", source, key, why));
-}
-
-bool Has(const json& j, std::string_view key) {
-  const auto it = j.find(std::string(key));
-  return it != j.end() && !it->is_null();
-}
-
-Result<double> GetNumber(const json& j, std::string_view key, const std::string& source) {
-  const auto it = j.find(std::string(key));
-  if (it == j.end() || it->is_null()) return NotFoundError(fmt::format("config {}: key '{}' is missing", source, key));
-  if (!it->is_number()) return KeyError(source, key, fmt::format("is {}, expected a number", it->dump()));
-  return it->get<double>();
-}
-
-Result<int64_t> GetInt(const json& j, std::string_view key, const std::string& source) {
-  const auto it = j.find(std::string(key));
-  if (it == j.end() || it->is_null()) return NotFoundError(fmt::format("config {}: key '{}' is missing", source, key));
-  if (it->is_number_integer()) return it->get<int64_t>();
-  if (it->is_number_float()) {
-    const double v = it->get<double>();
-    if (std::isfinite(v) && std::floor(v) == v && std::abs(v) < 9.0e15) return static_cast<int64_t>(v);
-  }
-  return KeyError(source, key, fmt::format("is {}, expected an integer", it->dump()));
-}
-
-Result<bool> GetBool(const json& j, std::string_view key, const std::string& source) {
-  const auto it = j.find(std::string(key));
-  if (it == j.end() || it->is_null()) return NotFoundError(fmt::format("config {}: key '{}' is missing", source, key));
-  if (!it->is_boolean()) return KeyError(source, key, fmt::format("is {}, expected true or false", it->dump()));
-  return it->get<bool>();
-}
-
-Result<std::vector<double>> GetNumberList(const json& j, std::string_view key, const std::string& source) {
-  const auto it = j.find(std::string(key));
-  if (it == j.end() || it->is_null()) return NotFoundError(fmt::format("config {}: key '{}' is missing", source, key));
-  if (!it->is_array()) return KeyError(source, key, fmt::format("is {}, expected a list of numbers", it->dump().substr(0, 80)));
-  std::vector<double> out;
-  for (size_t i = 0; i < it->size(); ++i) {
-    if (!(*it)[i].is_number())
-      return KeyError(source, fmt::format("{}[{}]", key, i), fmt::format("is {}, expected a number", (*it)[i].dump()));
-    out.push_back((*it)[i].get<double>());
-  }
-  return out;
-}
+using namespace json_util;  // NOLINT: the config readers' shared getters
 
 // The first of `keys` present (non-null) in `j`, or "".
 std::string FirstKey(const json& j, std::initializer_list<const char*> keys) {
@@ -621,65 +554,6 @@ Result<PositionScheme> LoadHfConfig(const std::string& path, const HfConfigOptio
   std::stringstream ss;
   ss << f.rdbuf();
   return ParseHfConfig(ss.str(), path, options);
-}
-
-Result<RopeConfig> RopeConfigFromGgmlParams(std::string_view json_text, int64_t head_dim, const std::string& source) {
-  json root = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
-  if (root.is_discarded()) return InvalidArgumentError(fmt::format("ggml params {}: not valid JSON", source));
-  if (!root.is_object()) return InvalidArgumentError(fmt::format("ggml params {}: top level is not a JSON object", source));
-  const json& j = Has(root, "config") && root["config"].is_object() ? root["config"] : root;
-  RopeConfig rc;
-  rc.source = source;
-  RopeScaling& sc = rc.scaling;
-  sc.type = RopeScalingType::kGgml;
-  POSENC_ASSIGN_OR_RETURN(int64_t n_dims, GetInt(j, "n_dims", source));
-  POSENC_ASSIGN_OR_RETURN(int64_t mode, GetInt(j, "mode", source));
-  POSENC_ASSIGN_OR_RETURN(rc.base, GetNumber(j, "freq_base", source));
-  if (mode == 0) rc.layout.pairing = RopePairing::kInterleaved;
-  else if (mode == 2) rc.layout.pairing = RopePairing::kHalf;
-  else
-    return UnimplementedError(fmt::format(
-        "ggml params {}: key 'mode' = {} is not supported (0 = NORMAL, 2 = NEOX; M-RoPE 8, vision 24, i-M-RoPE 40 are not)",
-        source, mode));
-  if (n_dims <= 0 || n_dims % 2 != 0)
-    return KeyError(source, "n_dims", fmt::format("is {}, must be even and positive", n_dims));
-  if (head_dim < n_dims)
-    return InvalidArgumentError(fmt::format("ggml params {}: head_dim {} is smaller than n_dims {}", source, head_dim, n_dims));
-  rc.layout.head_dim = head_dim;
-  rc.layout.rotary_dim = n_dims;
-  rc.layout.rotary_start = 0;
-  struct Opt { const char* key; double* dst; double neutral; };
-  for (const Opt& o : {Opt{"freq_scale", &sc.freq_scale, 1.0}, Opt{"ext_factor", &sc.ext_factor, 0.0},
-                       Opt{"attn_factor", &sc.attn_factor, 1.0}, Opt{"beta_fast", &sc.beta_fast, 32.0},
-                       Opt{"beta_slow", &sc.beta_slow, 1.0}}) {
-    if (Has(j, o.key)) {
-      POSENC_ASSIGN_OR_RETURN(*o.dst, GetNumber(j, o.key, source));
-    } else {
-      *o.dst = o.neutral;
-      rc.notes.push_back(fmt::format("no {}: {} assumed (ggml's neutral value)", o.key, o.neutral));
-    }
-  }
-  if (Has(j, "n_ctx_orig")) {
-    POSENC_ASSIGN_OR_RETURN(sc.original_max_position_embeddings, GetInt(j, "n_ctx_orig", source));
-  }
-  if (Has(j, "freq_factors")) {
-    POSENC_ASSIGN_OR_RETURN(sc.freq_factors, GetNumberList(j, "freq_factors", source));
-  }
-  sc.factor = 1.0 / sc.freq_scale;
-  POSENC_RETURN_IF_ERROR(ValidateRopeConfig(rc));
-  return rc;
-}
-
-Result<RopeConfig> ParseRopeConfigJson(std::string_view json_text, int64_t head_dim, const std::string& source) {
-  const nlohmann::json j = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
-  const nlohmann::json* params = &j;
-  if (j.is_object() && j.contains("config") && j["config"].is_object()) params = &j["config"];
-  if (params->is_object() && params->contains("n_dims") && params->contains("mode"))
-    return RopeConfigFromGgmlParams(json_text, head_dim, source);
-  POSENC_ASSIGN_OR_RETURN(PositionScheme scheme, ParseHfConfig(json_text, source));
-  if (scheme.kind != PositionKind::kRope)
-    return InvalidArgumentError(fmt::format("config {}: the model's scheme is {}, not rope", source, ToString(scheme.kind)));
-  return scheme.rope;
 }
 
 }  // namespace posenc

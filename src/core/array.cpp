@@ -1,5 +1,5 @@
 // Array storage and conversions.
-#include "posenc/array.hpp"
+#include "posenc/core/array.hpp"
 
 #include <cmath>
 #include <cstdint>

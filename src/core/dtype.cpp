@@ -1,5 +1,5 @@
 // DType names and sizes.
-#include "posenc/dtype.hpp"
+#include "posenc/core/dtype.hpp"
 
 namespace posenc {
 

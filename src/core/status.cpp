@@ -1,5 +1,5 @@
 // Status formatting.
-#include "posenc/status.hpp"
+#include "posenc/core/status.hpp"
 
 namespace posenc {
 

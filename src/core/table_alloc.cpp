@@ -1,7 +1,7 @@
 // Aligned, huge-page-advised storage for large read-mostly tables (rope.hpp, detail::TableAllocator).
 #include <new>
 
-#include "posenc/rope.hpp"
+#include "posenc/core/table_alloc.hpp"
 
 #ifdef __linux__
 #include <sys/mman.h>

@@ -1,7 +1,7 @@
 // GGUF reader. Written from the format description in ggml's docs/gguf.md and the rules ggml's
 // gguf.cpp enforces (counts and sizes against the remaining bytes, known types, dims product without
 // overflow, aligned offsets, duplicate names); every failure is a Status, never an abort.
-#include "posenc/gguf.hpp"
+#include "posenc/io/gguf.hpp"
 
 #include <algorithm>
 #include <array>

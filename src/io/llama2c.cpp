@@ -1,5 +1,5 @@
 // llama2.c checkpoint reader (the layout of run.c's memory_map_weights).
-#include "posenc/llama2c.hpp"
+#include "posenc/io/llama2c.hpp"
 
 #include <cstring>
 

@@ -1,5 +1,5 @@
 // MappedFile: POSIX mmap of a whole file, read-only, or an owned copy of caller bytes.
-#include "posenc/mapped_file.hpp"
+#include "posenc/io/mapped_file.hpp"
 
 #include <fcntl.h>
 #include <sys/mman.h>

@@ -1,6 +1,6 @@
 // .npy reader and writer. The header dict is parsed by a small strict scanner: only the three keys
 // numpy writes, in any order, with Python literal syntax.
-#include "posenc/npy.hpp"
+#include "posenc/io/npy.hpp"
 
 #include <cstring>
 #include <fstream>

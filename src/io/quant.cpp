@@ -9,7 +9,7 @@
 //   Q5_K (256, 176 B): as Q4_K plus u8 qh[32] (the 5th bit) before qs
 //   Q6_K (256, 210 B): u8 ql[128], u8 qh[64], int8 scales[16], f16 d: 16 sub-blocks of 16,
 //                      x = d * scale * (q - 32) with q = 4 low bits | 2 high bits << 4
-#include "posenc/quant.hpp"
+#include "posenc/io/quant.hpp"
 
 #include <cstdint>
 #include <cstring>
@@ -18,8 +18,8 @@
 #include <fmt/format.h>
 
 #include "io/io_util.hpp"
-#include "posenc/dtype.hpp"
-#include "posenc/gguf.hpp"
+#include "posenc/core/dtype.hpp"
+#include "posenc/io/gguf.hpp"
 
 namespace posenc {
 namespace {

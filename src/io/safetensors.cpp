@@ -2,7 +2,7 @@
 // within the file, JSON object of tensors, offsets inside the buffer, byte size equal to shape times
 // dtype size, no overlaps. Duplicate names are caught with nlohmann's parse callback (the plain parse
 // would keep the last one silently).
-#include "posenc/safetensors.hpp"
+#include "posenc/io/safetensors.hpp"
 
 #include <algorithm>
 #include <limits>

@@ -10,7 +10,7 @@
 
 #include <hwy/highway.h>
 
-#include "posenc/dtype.hpp"
+#include "posenc/core/dtype.hpp"
 
 HWY_BEFORE_NAMESPACE();
 namespace posenc {

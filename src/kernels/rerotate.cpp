@@ -1,5 +1,5 @@
 // Re-rotation of cached keys: one RoPE pass with the difference of two frequency sets (rerotate.hpp).
-#include "posenc/rerotate.hpp"
+#include "posenc/kernels/rerotate.hpp"
 
 #include <cmath>
 #include <utility>

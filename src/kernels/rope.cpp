@@ -12,8 +12,8 @@
 #include <fmt/format.h>
 
 #include "kernels/rope_internal.hpp"
-#include "posenc/parallel.hpp"
-#include "posenc/simd.hpp"
+#include "posenc/core/parallel.hpp"
+#include "posenc/kernels/simd.hpp"
 
 namespace posenc {
 HWY_EXPORT(RopeTokensTarget);

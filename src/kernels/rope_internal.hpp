@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-#include "posenc/rope.hpp"
+#include "posenc/kernels/rope.hpp"
 
 namespace posenc::detail {
 

@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "kernels/rope_internal.hpp"
-#include "posenc/rope.hpp"
+#include "posenc/kernels/rope.hpp"
 
 namespace posenc {
 

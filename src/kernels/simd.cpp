@@ -1,6 +1,6 @@
 // Target listing and forcing on top of Highway's dispatch (hwy/targets.h). This file is compiled
 // with the same HWY_TARGETS as the kernels (no per-file overrides), so the lists match.
-#include "posenc/simd.hpp"
+#include "posenc/kernels/simd.hpp"
 
 #include <algorithm>
 #include <cctype>

@@ -1,5 +1,5 @@
 // ALiBi slopes and biases, T5 relative-position buckets and tables, Shaw et al. relative embeddings.
-#include "posenc/relative.hpp"
+#include "posenc/math/relative.hpp"
 
 #include <cmath>
 #include <numbers>

@@ -12,15 +12,17 @@
 #include <string>
 #include <vector>
 
-#include "posenc/config.hpp"
-#include "posenc/gguf.hpp"
-#include "posenc/layout_convert.hpp"
-#include "posenc/llama2c.hpp"
-#include "posenc/npy.hpp"
-#include "posenc/quant.hpp"
-#include "posenc/rope.hpp"
-#include "posenc/rope_config.hpp"
-#include "posenc/safetensors.hpp"
+#include "posenc/config/hf_config.hpp"
+#include "posenc/io/gguf.hpp"
+#include "posenc/model/layout_convert.hpp"
+#include "posenc/io/llama2c.hpp"
+#include "posenc/io/npy.hpp"
+#include "posenc/io/quant.hpp"
+#include "posenc/kernels/rope.hpp"
+#include "posenc/math/rope_config.hpp"
+#include "posenc/io/safetensors.hpp"
+#include "posenc/config/gguf_config.hpp"
+#include "posenc/config/ggml_config.hpp"
 
 namespace posenc::fuzz {
 

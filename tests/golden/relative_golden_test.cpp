@@ -7,8 +7,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "posenc/npy.hpp"
-#include "posenc/relative.hpp"
+#include "posenc/io/npy.hpp"
+#include "posenc/math/relative.hpp"
 #include "test_support.hpp"
 
 namespace posenc {

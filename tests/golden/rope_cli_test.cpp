@@ -10,7 +10,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "posenc/npy.hpp"
+#include "posenc/io/npy.hpp"
 #include "test_support.hpp"
 
 namespace posenc {

@@ -12,10 +12,11 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "posenc/config.hpp"
-#include "posenc/npy.hpp"
-#include "posenc/rope.hpp"
-#include "posenc/rope_config.hpp"
+#include "posenc/config/hf_config.hpp"
+#include "posenc/io/npy.hpp"
+#include "posenc/kernels/rope.hpp"
+#include "posenc/math/rope_config.hpp"
+#include "posenc/config/ggml_config.hpp"
 #include "test_support.hpp"
 
 namespace posenc {

@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "posenc/rope.hpp"
+#include "posenc/kernels/rope.hpp"
 #include "test_support.hpp"
 
 namespace posenc {

@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "posenc/rope.hpp"
+#include "posenc/kernels/rope.hpp"
 
 namespace posenc {
 namespace {

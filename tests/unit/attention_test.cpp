@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "posenc/attention.hpp"
+#include "posenc/math/attention.hpp"
 #include "test_support.hpp"
 
 namespace posenc {

@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "posenc/npy.hpp"
+#include "posenc/io/npy.hpp"
 #include "test_support.hpp"
 
 namespace posenc {

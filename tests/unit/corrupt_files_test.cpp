@@ -9,9 +9,9 @@
 #include <gtest/gtest.h>
 
 #include "model_builders.hpp"
-#include "posenc/gguf.hpp"
-#include "posenc/llama2c.hpp"
-#include "posenc/safetensors.hpp"
+#include "posenc/io/gguf.hpp"
+#include "posenc/io/llama2c.hpp"
+#include "posenc/io/safetensors.hpp"
 
 namespace posenc {
 namespace {

@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "posenc/dtype.hpp"
+#include "posenc/core/dtype.hpp"
 
 namespace posenc {
 namespace {

@@ -7,9 +7,9 @@
 #include <gtest/gtest.h>
 
 #include "model_builders.hpp"
-#include "posenc/dtype.hpp"
-#include "posenc/gguf.hpp"
-#include "posenc/npy.hpp"
+#include "posenc/core/dtype.hpp"
+#include "posenc/io/gguf.hpp"
+#include "posenc/io/npy.hpp"
 #include "test_support.hpp"
 
 namespace posenc {

@@ -3,7 +3,8 @@
 
 #include <gtest/gtest.h>
 
-#include "posenc/embedding.hpp"
+#include "posenc/kernels/embedding.hpp"
+#include "posenc/math/sinusoidal.hpp"
 #include "test_support.hpp"
 
 namespace posenc {

@@ -9,9 +9,9 @@
 #include <fmt/format.h>
 #include <hwy/aligned_allocator.h>
 
-#include "posenc/embedding.hpp"
-#include "posenc/parallel.hpp"
-#include "posenc/simd.hpp"
+#include "posenc/kernels/embedding.hpp"
+#include "posenc/core/parallel.hpp"
+#include "posenc/kernels/simd.hpp"
 #include "test_support.hpp"
 
 namespace posenc {

@@ -2,7 +2,8 @@
 // `llama`, and the refusal of a file without rope.freq_base.
 #include <gtest/gtest.h>
 
-#include "posenc/config.hpp"
+#include "posenc/config/hf_config.hpp"
+#include "posenc/config/gguf_config.hpp"
 #include "test_support.hpp"
 
 namespace posenc {

@@ -1,6 +1,6 @@
 // GGUF reader: the real files in shared/models checked against their README dumps, and in-memory
 // files exercising every metadata value type and the typed getters.
-#include "posenc/gguf.hpp"
+#include "posenc/io/gguf.hpp"
 
 #include <cmath>
 #include <string>
@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "model_builders.hpp"
-#include "posenc/dtype.hpp"
+#include "posenc/core/dtype.hpp"
 #include "test_support.hpp"
 
 namespace posenc {

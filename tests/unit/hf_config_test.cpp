@@ -2,7 +2,8 @@
 // non-RoPE families, and one test per validation error (the message names the key and the value).
 #include <gtest/gtest.h>
 
-#include "posenc/config.hpp"
+#include "posenc/config/hf_config.hpp"
+#include "posenc/config/ggml_config.hpp"
 
 namespace posenc {
 namespace {

@@ -11,7 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "model_builders.hpp"
-#include "posenc/npy.hpp"
+#include "posenc/io/npy.hpp"
+#include "posenc/config/ggml_config.hpp"
 #include "test_support.hpp"
 
 namespace posenc {

@@ -17,12 +17,12 @@
 #include <nlohmann/json.hpp>
 
 #include "model_builders.hpp"
-#include "posenc/dtype.hpp"
-#include "posenc/layout_convert.hpp"
-#include "posenc/layout_detect.hpp"
-#include "posenc/npy.hpp"
-#include "posenc/llama2c.hpp"
-#include "posenc/rope.hpp"
+#include "posenc/core/dtype.hpp"
+#include "posenc/model/layout_convert.hpp"
+#include "posenc/model/layout_detect.hpp"
+#include "posenc/io/npy.hpp"
+#include "posenc/io/llama2c.hpp"
+#include "posenc/kernels/rope.hpp"
 #include "test_support.hpp"
 
 namespace posenc {

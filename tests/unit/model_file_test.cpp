@@ -1,6 +1,6 @@
 // OpenModel over every format: the real GGUF and llama2.c files, safetensors and Hugging Face folders
 // built here (single file and sharded), .npy; embedding rows read through each.
-#include "posenc/model_file.hpp"
+#include "posenc/model/model_file.hpp"
 
 #include <filesystem>
 #include <fstream>
@@ -10,11 +10,11 @@
 #include <gtest/gtest.h>
 
 #include "model_builders.hpp"
-#include "posenc/dtype.hpp"
-#include "posenc/gguf.hpp"
-#include "posenc/llama2c.hpp"
-#include "posenc/npy.hpp"
-#include "posenc/safetensors.hpp"
+#include "posenc/core/dtype.hpp"
+#include "posenc/io/gguf.hpp"
+#include "posenc/io/llama2c.hpp"
+#include "posenc/io/npy.hpp"
+#include "posenc/io/safetensors.hpp"
 #include "test_support.hpp"
 
 namespace posenc {

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "posenc/npy.hpp"
+#include "posenc/io/npy.hpp"
 
 namespace posenc {
 namespace {

@@ -11,8 +11,8 @@
 #include <thread>
 #include <vector>
 
-#include "posenc/parallel.hpp"
-#include "posenc/rope.hpp"
+#include "posenc/core/parallel.hpp"
+#include "posenc/kernels/rope.hpp"
 #include "test_support.hpp"
 
 namespace posenc {

@@ -2,7 +2,7 @@
 // mins, d) with an encoder written here from the format's definition, then checks that the library
 // returns value = d * scale * q - dmin * min (or the type's formula) for every element of the rows
 // asked for, including a range that ends at the last row.
-#include "posenc/quant.hpp"
+#include "posenc/io/quant.hpp"
 
 #include <cmath>
 #include <cstring>
@@ -12,8 +12,8 @@
 
 #include <gtest/gtest.h>
 
-#include "posenc/dtype.hpp"
-#include "posenc/gguf.hpp"
+#include "posenc/core/dtype.hpp"
+#include "posenc/io/gguf.hpp"
 #include "test_support.hpp"
 
 namespace posenc {

@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "posenc/relative.hpp"
+#include "posenc/math/relative.hpp"
 #include "test_support.hpp"
 
 namespace posenc {

@@ -14,9 +14,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "posenc/config.hpp"
-#include "posenc/rerotate.hpp"
-#include "posenc/rope_config.hpp"
+#include "posenc/config/hf_config.hpp"
+#include "posenc/kernels/rerotate.hpp"
+#include "posenc/math/rope_config.hpp"
 #include "test_support.hpp"
 
 namespace posenc {

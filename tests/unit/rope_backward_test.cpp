@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "posenc/rope.hpp"
+#include "posenc/kernels/rope.hpp"
 #include "test_support.hpp"
 
 namespace posenc {

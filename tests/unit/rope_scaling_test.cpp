@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "posenc/rope_config.hpp"
+#include "posenc/math/rope_config.hpp"
 
 namespace posenc {
 namespace {

@@ -23,9 +23,9 @@
 
 #include <fmt/format.h>
 
-#include "posenc/parallel.hpp"
-#include "posenc/rope.hpp"
-#include "posenc/simd.hpp"
+#include "posenc/core/parallel.hpp"
+#include "posenc/kernels/rope.hpp"
+#include "posenc/kernels/simd.hpp"
 #include "test_support.hpp"
 
 namespace posenc {
@@ -412,7 +412,7 @@ TEST(RopeSimd, ReferenceTableBuildIsComputeCosSinBitForBit) {
   }
 }
 
-// The exact table is built by angle addition (rope_frequencies.cpp): each entry is within
+// The exact table is built by angle addition (rope_table.cpp): each entry is within
 // s (2^-52 |p w| + 2^-50) + one float32 ulp of ComputeCosSin's, and equal at the block anchors
 // (multiples of 32). Checked over many positions and over large ones (few pairs, so the table stays small).
 TEST(RopeSimd, ExactTableBuildIsWithinItsBoundOfComputeCosSin) {

@@ -8,10 +8,10 @@
 
 #include <fmt/format.h>
 
-#include "../../bench/bench_cases.hpp"
+#include "bench_cases.hpp"
 #include "commands.hpp"
-#include "posenc/parallel.hpp"
-#include "posenc/simd.hpp"
+#include "posenc/core/parallel.hpp"
+#include "posenc/kernels/simd.hpp"
 
 namespace posenc::cli {
 namespace {

@@ -15,11 +15,11 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
-#include "posenc/parallel.hpp"
-#include "posenc/rerotate.hpp"
-#include "posenc/rope.hpp"
-#include "posenc/rope_config.hpp"
-#include "posenc/simd.hpp"
+#include "posenc/core/parallel.hpp"
+#include "posenc/kernels/rerotate.hpp"
+#include "posenc/kernels/rope.hpp"
+#include "posenc/math/rope_config.hpp"
+#include "posenc/kernels/simd.hpp"
 
 namespace posenc::cli {
 namespace {

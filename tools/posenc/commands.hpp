@@ -7,7 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "posenc/status.hpp"
+#include "posenc/core/status.hpp"
 
 namespace posenc::cli {
 

@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
-#include "posenc/layout_convert.hpp"
+#include "posenc/model/layout_convert.hpp"
 
 namespace posenc::cli {
 namespace {

@@ -11,10 +11,11 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
-#include "posenc/attention.hpp"
-#include "posenc/embedding.hpp"
-#include "posenc/relative.hpp"
-#include "posenc/rope.hpp"
+#include "posenc/math/attention.hpp"
+#include "posenc/kernels/embedding.hpp"
+#include "posenc/math/relative.hpp"
+#include "posenc/kernels/rope.hpp"
+#include "posenc/math/sinusoidal.hpp"
 
 namespace posenc::cli {
 namespace {

@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
-#include "posenc/layout_detect.hpp"
+#include "posenc/model/layout_detect.hpp"
 
 namespace posenc::cli {
 namespace {

@@ -11,12 +11,13 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
-#include "posenc/config.hpp"
-#include "posenc/embedding.hpp"
-#include "posenc/mapped_file.hpp"
-#include "posenc/model_file.hpp"
-#include "posenc/npy.hpp"
-#include "posenc/quant.hpp"
+#include "posenc/config/hf_config.hpp"
+#include "posenc/kernels/embedding.hpp"
+#include "posenc/io/mapped_file.hpp"
+#include "posenc/model/model_file.hpp"
+#include "posenc/io/npy.hpp"
+#include "posenc/io/quant.hpp"
+#include "posenc/config/gguf_config.hpp"
 
 namespace posenc::cli {
 namespace {

@@ -10,12 +10,14 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "posenc/config.hpp"
-#include "posenc/embedding.hpp"
-#include "posenc/npy.hpp"
-#include "posenc/relative.hpp"
-#include "posenc/rope.hpp"
-#include "posenc/rope_config.hpp"
+#include "posenc/config/hf_config.hpp"
+#include "posenc/kernels/embedding.hpp"
+#include "posenc/io/npy.hpp"
+#include "posenc/math/relative.hpp"
+#include "posenc/kernels/rope.hpp"
+#include "posenc/math/rope_config.hpp"
+#include "posenc/config/ggml_config.hpp"
+#include "posenc/math/sinusoidal.hpp"
 
 namespace posenc::cli {
 namespace fs = std::filesystem;

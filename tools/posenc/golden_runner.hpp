@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "posenc/status.hpp"
+#include "posenc/core/status.hpp"
 
 namespace posenc::cli {
 

@@ -4,8 +4,8 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
-#include "posenc/parallel.hpp"
-#include "posenc/simd.hpp"
+#include "posenc/core/parallel.hpp"
+#include "posenc/kernels/simd.hpp"
 
 namespace posenc::cli {
 namespace {

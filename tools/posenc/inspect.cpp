@@ -11,9 +11,10 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
-#include "posenc/config.hpp"
-#include "posenc/model_file.hpp"
-#include "posenc/rope_config.hpp"
+#include "posenc/config/hf_config.hpp"
+#include "posenc/model/model_file.hpp"
+#include "posenc/math/rope_config.hpp"
+#include "posenc/config/gguf_config.hpp"
 
 namespace posenc::cli {
 namespace {

@@ -7,10 +7,12 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
-#include "posenc/config.hpp"
-#include "posenc/npy.hpp"
-#include "posenc/rope.hpp"
-#include "posenc/rope_config.hpp"
+#include "posenc/config/hf_config.hpp"
+#include "posenc/io/npy.hpp"
+#include "posenc/kernels/rope.hpp"
+#include "posenc/math/rope_config.hpp"
+#include "posenc/config/gguf_config.hpp"
+#include "posenc/config/ggml_config.hpp"
 
 namespace posenc::cli {
 namespace {

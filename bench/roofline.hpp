@@ -1,0 +1,20 @@
+// Memory roofline passes for benchmarks: the cheapest possible kernels over the same bytes as the
+// real ones, so a benchmark can report its kernel's bandwidth as a fraction of what the machine
+// delivers in the same run. Internal to posenc's tools and bench/.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "posenc/core/parallel.hpp"
+
+namespace posenc::detail {
+
+// In-place read-modify-write: every 32-bit word w of [data, data + bytes) becomes w ^ key (key 0
+// keeps the data; the compiler cannot drop the pass). bytes % 4 == 0. SIMD (best target), split
+// over `runner` like the kernels.
+void RooflineRmw(void* data, size_t bytes, uint32_t key, ParallelRunner* runner);
+// memcpy of `bytes`, split over `runner` in contiguous pieces.
+void RooflineCopy(void* dst, const void* src, size_t bytes, ParallelRunner* runner);
+
+}  // namespace posenc::detail

@@ -1,0 +1,31 @@
+// GGUF metadata -> PositionScheme, with llama.cpp's per-architecture pairing.
+#pragma once
+
+#include <string>
+
+#include "posenc/config/position_scheme.hpp"
+#include "posenc/core/status.hpp"
+
+namespace posenc {
+
+class GgufFile;
+
+// A model's scheme from GGUF metadata: general.architecture, <arch>.rope.freq_base (required),
+// <arch>.rope.dimension_count (else head_dim), <arch>.attention.head_count, .embedding_length,
+// .attention.key_length, .context_length, the <arch>.rope.scaling.* keys (type none / linear / yarn,
+// factor, original_context_length, attn_factor, yarn_ext_factor, yarn_beta_fast, yarn_beta_slow) and
+// the rope_freqs tensor (per-pair divisors). The result is a kGgml RoPE config with the numbers
+// llama.cpp passes to ggml_rope_ext, and the pairing llama.cpp fixes per architecture
+// (llama_model_rope_type). kNotFound: file or required key missing; kUnimplemented: an architecture
+// whose rope type posenc does not know, or an M-RoPE / vision one.
+//
+// llama.cpp itself falls back to base 10000 when freq_base is absent; posenc refuses that unless
+// `options.allow_default_freq_base` is set (then the fallback is taken and noted).
+struct GgufConfigOptions {
+  bool allow_default_freq_base = false;
+};
+Result<PositionScheme> LoadGgufConfig(const std::string& path, const GgufConfigOptions& options = {});
+// The same from a GGUF file already open (or parsed from bytes); errors name f.name().
+Result<PositionScheme> GgufConfigFromFile(const GgufFile& f, const GgufConfigOptions& options = {});
+
+}  // namespace posenc

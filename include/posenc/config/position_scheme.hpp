@@ -1,0 +1,58 @@
+// A model's positional scheme as one value: which kind, its RoPE config, head counts and the
+// parameters of the absolute and relative schemes. The readers beside it fill it in.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "posenc/math/rope_config.hpp"
+
+namespace posenc {
+
+enum class PositionKind { kRope, kLearned, kSinusoidal, kAlibi, kT5Bucket, kNone };
+std::string_view ToString(PositionKind k);
+
+// How a fused query_key_value projection (one [rows, hidden] weight for q, k and v) orders its rows,
+// as the model's Hugging Face modeling code splits it. Head counts are the config's.
+enum class FusedQkvLayout {
+  kNone,        // the model type has no such tensor (or posenc does not know how it is split)
+  kPerHead,     // per query head [q, k, v]: gpt_neox, persimmon, falcon without multi-query
+  kPerKvGroup,  // per key/value head [num_heads / num_kv_heads q heads, k, v]: falcon new_decoder_architecture
+  kQThenKThenV  // all q heads, then the k heads, then the v heads: falcon multi-query (one k and one v head)
+};
+std::string_view ToString(FusedQkvLayout l);
+
+struct PositionScheme {
+  PositionKind kind = PositionKind::kRope;
+  std::string model_type;  // config's model_type, if any
+  int64_t num_heads = 0;
+  int64_t num_kv_heads = 0;
+  int64_t hidden_size = 0;
+  // The row order of the model's fused query_key_value weight, if it has one (layout converter).
+  FusedQkvLayout fused_qkv = FusedQkvLayout::kNone;
+  RopeConfig rope;  // kind == kRope
+  // absolute schemes
+  int64_t max_position_embeddings = 0;
+  // alibi
+  std::string alibi_variant;  // "bloom" or "mpt"
+  double alibi_bias_max = 8.0;
+  // t5
+  int64_t t5_num_buckets = 0;
+  int64_t t5_max_distance = 0;
+  bool t5_bidirectional = true;
+  // sinusoidal: "interleaved" (sin at even dims: Vaswani, XLM) or "concat" ([sin | cos]: fairseq, Marian)
+  std::string sinusoidal_layout;
+  // rope: the config's spelling ("rope_parameters", "rope_scaling", "plain", "gguf", "ggml params")
+  std::string rope_spelling;
+  // rope_parameters in the nested per-layer-type form ({"full_attention": {...}, ...}): the types
+  // found, and the one `rope` describes; both empty for a single RoPE.
+  std::vector<std::string> rope_layer_types;
+  std::string rope_layer_type;
+  // Notes on values taken from a family default or inferred (for every kind; RoPE ones are also in
+  // rope.notes).
+  std::vector<std::string> notes;
+};
+
+}  // namespace posenc

@@ -1,0 +1,41 @@
+// MappedFile: the read-only bytes of a model file, memory-mapped (or, for tests and fuzzing, an owned
+// copy of caller bytes). Readers (GGUF, safetensors, llama2.c) parse from it and hand out spans that
+// stay valid as long as any copy of the MappedFile (or of the reader holding it) is alive.
+//
+// Mapping costs no reads: pages are faulted in only when touched, so looking up a few rows of a
+// large embedding table touches a few pages, not the whole file.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "posenc/core/status.hpp"
+
+namespace posenc {
+
+class MappedFile {
+ public:
+  MappedFile() = default;
+  // Maps `path` read-only. kNotFound if it cannot be opened (the message names the path and errno's
+  // text), kDataLoss if it is not a regular file. An empty file is valid (bytes() is empty).
+  static Result<MappedFile> Open(const std::string& path);
+  // An owned copy of `bytes`, named `name` in messages (tests, fuzzing, in-memory files).
+  static MappedFile FromBytes(std::span<const std::byte> bytes, std::string name);
+
+  std::span<const std::byte> bytes() const;
+  size_t size() const { return bytes().size(); }
+  const std::string& name() const;  // the path, or the name given to FromBytes
+
+ private:
+  struct Storage;
+  std::shared_ptr<const Storage> storage_;  // shared: copies are cheap; unmapped with the last copy
+};
+
+// Hints the kernel that `bytes` (inside a mapping) will be read at random, a few rows at a time: no
+// readahead, so a page fault brings in that page only and the resident set grows by about the rows
+// touched. Applies to the whole pages inside the span; a no-op where unsupported. Never fails.
+void AdviseRandomAccess(std::span<const std::byte> bytes);
+
+}  // namespace posenc

@@ -1,0 +1,43 @@
+// Which SIMD code path posenc's kernels run: every target compiled into the library, the one chosen
+// for this CPU at run time (Highway's dynamic dispatch), and a cap that forces a lower one (for tests,
+// `posenc info` and `posenc bench --simd=...`). Names are Highway's: "AVX3", "AVX2", "SSE4",
+// "SSSE3", "EMU128" (portable C++, always compiled), "NEON", "SVE", ...
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "posenc/core/status.hpp"
+
+namespace posenc {
+
+// Targets compiled into the library, best first (whether or not this CPU runs them).
+std::vector<std::string> CompiledSimdTargets();
+// Compiled targets this CPU runs (after any ForceSimdTarget cap), best first.
+std::vector<std::string> AvailableSimdTargets();
+// The target the kernels use now: the best of AvailableSimdTargets().
+std::string ChosenSimdTarget();
+
+// Caps the choice at `name` (case-insensitive): every better target is disabled for the whole
+// process, so the kernels run `name` if this CPU supports it. "best" (or "auto", "") lifts the cap.
+// kInvalidArgument naming the value and the compiled list when `name` is not compiled;
+// kUnimplemented when this CPU cannot run it. Not thread-safe with kernels running concurrently:
+// call it between calls (tests, CLI start-up).
+Status ForceSimdTarget(std::string_view name);
+
+// Whether the kernels that write a buffer other than the one they read also prefetch the
+// destination's lines ahead of their stores, so that each line is in cache before the store that
+// needs it. A tuning choice by CPU make, measured with `posenc bench` prefetch off and on alternating
+// (docs/PERFORMANCE.md, "Prefetching the destination"): the gather's rows gain on both CPUs measured
+// (an Intel Xeon with AVX-512 and an AMD Zen 3), out-of-place RoPE gains on the Intel Xeon (float32
+// half layout 0.53-0.61 of memcpy -> 0.96-1.11) but loses 1-7% on one AMD thread. So by default:
+// gather rows always, out-of-place RoPE on Intel CPUs. POSENC_PREFETCH_STORES=1 or 0 turns both on or
+// off instead (read once per process). Results do not depend on it.
+struct StorePrefetch {
+  bool gather_rows = false;
+  bool rope_out_of_place = false;
+};
+StorePrefetch StorePrefetchPolicy();
+
+}  // namespace posenc

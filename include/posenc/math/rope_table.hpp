@@ -1,0 +1,37 @@
+// RopeTable: float32 cos/sin rows of every position below a bound, built once and shared.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "posenc/core/status.hpp"
+#include "posenc/core/table_alloc.hpp"
+#include "posenc/math/rope_types.hpp"
+
+namespace posenc {
+
+// cos/sin for positions [0, num_positions), built once and shared by every layer and head
+// (immutable after Build: safe to read from many threads). Positions at or past num_positions are
+// computed on the fly from the same frequencies and precision, so a table of size 0 is valid.
+class RopeTable {
+ public:
+  static Result<RopeTable> Build(RopeFrequencies freqs, int64_t num_positions, RopePrecision precision);
+
+  int64_t num_pairs() const { return static_cast<int64_t>(freqs_.inv_freq.size()); }
+  int64_t num_positions() const { return num_positions_; }
+  RopePrecision precision() const { return precision_; }
+  const RopeFrequencies& frequencies() const { return freqs_; }
+  // Precondition: 0 <= pos < num_positions().
+  const float* cos_row(int64_t pos) const { return cos_.data() + pos * num_pairs(); }
+  const float* sin_row(int64_t pos) const { return sin_.data() + pos * num_pairs(); }
+  // Any position in [0, kMaxRopePosition): from the table or computed.
+  void CosSin(int64_t pos, float* cos_out, float* sin_out) const;
+
+ private:
+  RopeFrequencies freqs_;
+  int64_t num_positions_ = 0;
+  RopePrecision precision_ = RopePrecision::kReference;
+  std::vector<float, detail::TableAllocator<float>> cos_, sin_;
+};
+
+}  // namespace posenc

@@ -1,0 +1,110 @@
+// One way to get the input-stage tensors of any model file: GGUF, safetensors, a Hugging Face folder
+// (config.json beside model.safetensors, or shards listed in model.safetensors.index.json), a llama2.c
+// checkpoint, or a .npy table.
+//
+// Example:
+//   auto model = OpenModel("llama-2-tiny-random.gguf");
+//   auto table = model->TokenEmbeddingTable();                // QuantizedTable in the stored type
+//   Array x = LookupRows(*table, ids).value();                  // [ids.size(), d_model] float32
+//
+// Tensors keep their stored types (F32, F16, BF16, ggml block types); shapes are row-major,
+// outermost first (GGUF dims are reversed), so an embedding table is [vocab, d_model]. The files stay
+// mapped while the ModelFile (or a copy) lives. Immutable after OpenModel: thread-safe to read.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "posenc/io/quant.hpp"
+#include "posenc/kernels/rope.hpp"
+#include "posenc/core/status.hpp"
+
+namespace posenc {
+
+class GgufFile;
+
+enum class ModelFormat { kGguf, kSafetensors, kHuggingFaceFolder, kLlama2c, kNpy };
+std::string_view ToString(ModelFormat f);  // "gguf", "safetensors", "hf-folder", "llama2c", "npy"
+
+// A storage type that posenc can list but not read (safetensors I64, U8, F8...).
+inline constexpr uint32_t kUnreadableType = 0xffffffffu;
+
+struct ModelTensor {
+  std::string name;
+  std::vector<int64_t> shape;  // outermost first
+  uint32_t ggml_type = kUnreadableType;  // F32 = 0, F16 = 1, BF16 = 30, or a ggml block type
+  std::string type_name;                 // "F16", "Q4_K", "I64", ...
+  std::span<const std::byte> data;
+  std::string file;  // the file holding it (a shard, for sharded folders)
+
+  // rows = product of shape[0..n-2] (1 for a vector), row_length = shape.back().
+  QuantizedTable AsTable() const;
+};
+
+// What the file states about RoPE (the full scheme comes from config.hpp's LoadHfConfig /
+// LoadGgufConfig; this is the summary `posenc embed --rope-check` and `inspect` print).
+struct ModelRopeInfo {
+  bool present = false;
+  double theta = 0.0;          // 0: not stated in the file
+  int64_t rotary_dim = 0;      // 0: not stated (the whole head)
+  std::optional<RopePairing> pairing;  // when the format fixes it (llama2.c, GGUF llama: interleaved)
+  std::string note;            // where the values came from / defaults the runtime would take
+};
+
+class ModelFile {
+ public:
+  ModelFormat format() const { return format_; }
+  const std::string& path() const { return path_; }
+  const std::string& architecture() const { return architecture_; }  // "llama", "gpt2", "" if unknown
+  int64_t vocab_size() const { return vocab_size_; }
+  int64_t d_model() const { return d_model_; }
+  int64_t n_layers() const { return n_layers_; }
+  int64_t n_heads() const { return n_heads_; }
+  int64_t n_kv_heads() const { return n_kv_heads_; }
+  int64_t context_length() const { return context_length_; }
+  const ModelRopeInfo& rope() const { return rope_; }
+  const std::vector<ModelTensor>& tensors() const { return tensors_; }
+  // The path of config.json (HF folder, or beside a .safetensors file), "" if none.
+  const std::string& config_path() const { return config_path_; }
+  // The parsed GGUF file (its metadata: RoPE scheme, norm epsilon, ...) when format() is GGUF, else
+  // nullptr; valid while this ModelFile (or a copy) lives.
+  const GgufFile* gguf() const { return gguf_.get(); }
+
+  // nullptr if absent.
+  const ModelTensor* Find(const std::string& name) const;
+  // Token embedding table e (GGUF token_embd.weight, HF model.embed_tokens.weight / wte.weight / ...,
+  // llama2.c token_embedding_table, the .npy array), learned position table (GGUF position_embd.weight,
+  // HF wpe.weight / ...), rope_freqs (GGUF per-pair divisors). nullptr when the file has none.
+  const ModelTensor* token_embedding() const { return Get(token_embedding_); }
+  const ModelTensor* position_embedding() const { return Get(position_embedding_); }
+  const ModelTensor* rope_freqs() const { return Get(rope_freqs_); }
+  // The token table as rows; kNotFound naming the file and the names tried; kUnimplemented for a
+  // type posenc cannot read.
+  Result<QuantizedTable> TokenEmbeddingTable() const;
+  Result<QuantizedTable> PositionTable() const;
+
+ private:
+  friend Result<ModelFile> OpenModel(const std::string& path);
+  const ModelTensor* Get(int i) const { return i < 0 ? nullptr : &tensors_[static_cast<size_t>(i)]; }
+
+  ModelFormat format_ = ModelFormat::kGguf;
+  std::string path_, architecture_, config_path_;
+  int64_t vocab_size_ = 0, d_model_ = 0, n_layers_ = 0, n_heads_ = 0, n_kv_heads_ = 0, context_length_ = 0;
+  ModelRopeInfo rope_;
+  std::vector<ModelTensor> tensors_;
+  int token_embedding_ = -1, position_embedding_ = -1, rope_freqs_ = -1;
+  // The readers whose mappings the spans point into: gguf_ for a GGUF file, keep_alive_ for the rest.
+  std::vector<std::shared_ptr<const void>> keep_alive_;
+  std::shared_ptr<const GgufFile> gguf_;
+};
+
+// Opens a model file or folder; the format is detected from the bytes (GGUF magic, safetensors
+// header, llama2.c header that matches the file size, .npy magic) or a directory. Errors name the
+// path: kNotFound (missing), kInvalidArgument (format not recognised), or the reader's own error.
+Result<ModelFile> OpenModel(const std::string& path);
+
+}  // namespace posenc

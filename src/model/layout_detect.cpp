@@ -1,0 +1,343 @@
+// Layout detection by next-token loss, with a plain Llama forward pass over llama2.c, GGUF and
+// safetensors weights (layout_detect.hpp).
+#include "posenc/model/layout_detect.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <nlohmann/json.hpp>
+
+#include "posenc/core/array.hpp"
+#include "posenc/math/attention.hpp"
+#include "posenc/config/hf_config.hpp"
+#include "posenc/io/gguf.hpp"
+#include "posenc/model/model_file.hpp"
+#include "posenc/config/gguf_config.hpp"
+
+namespace posenc {
+namespace {
+
+void RmsNorm(const float* x, const float* w, int64_t n, float eps, float* out) {
+  double ss = 0;
+  for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(x[i]) * x[i];
+  const double inv = 1.0 / std::sqrt(ss / static_cast<double>(n) + eps);
+  for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(w[i] * (x[i] * inv));
+}
+
+// A weight matrix inside a model file, in its stored type: rows [row_begin, row_begin + rows) of rows
+// of `cols` elements (llama2.c stacks every layer's matrix in one tensor; the other formats have one
+// tensor per layer, row_begin 0).
+struct Weight {
+  const ModelTensor* t = nullptr;
+  int64_t row_begin = 0, rows = 0, cols = 0;
+};
+
+// Y[i, r] = sum_c W[r, c] X[i, c] for i < n (X [n, cols], Y [n, rows]), float64 accumulation per dot
+// product. W is dequantized 64 rows at a time, so no float copy of a matrix (or of the model) is made.
+Status Project(const Weight& w, const float* X, int64_t n, float* Y) {
+  constexpr int64_t kChunk = 64;
+  std::vector<float> rows(static_cast<size_t>(std::min(kChunk, w.rows) * w.cols));
+  for (int64_t r0 = 0; r0 < w.rows; r0 += kChunk) {
+    const int64_t m = std::min(kChunk, w.rows - r0);
+    POSENC_RETURN_IF_ERROR(DequantizeRows(w.t->ggml_type, w.t->data, w.cols, w.row_begin + r0, m, rows.data()));
+    for (int64_t i = 0; i < n; ++i) {
+      const float* x = X + i * w.cols;
+      for (int64_t r = 0; r < m; ++r) {
+        const float* row = rows.data() + r * w.cols;
+        double acc = 0;
+        for (int64_t c = 0; c < w.cols; ++c) acc += static_cast<double>(row[c]) * x[c];
+        Y[i * w.rows + r0 + r] = static_cast<float>(acc);
+      }
+    }
+  }
+  return OkStatus();
+}
+
+// A Llama-family model read from any model file OpenModel knows: llama2.c (its stacked [layers, ...]
+// tensors), GGUF (architecture llama: blk.N.attn_q.weight, ...) or a Hugging Face safetensors file /
+// folder (model.layers.N.self_attn.q_proj.weight, ...). Matrices are [out, in] row-major in all three
+// and stay in the file's mapping in their stored type; only the norm vectors are copied.
+struct LlamaModel {
+  // The Weights point into file's tensor list: moving keeps them valid (the vector's buffer moves),
+  // a copy would not, so there is none.
+  LlamaModel() = default;
+  LlamaModel(LlamaModel&&) = default;
+  LlamaModel& operator=(LlamaModel&&) = default;
+  LlamaModel(const LlamaModel&) = delete;
+  LlamaModel& operator=(const LlamaModel&) = delete;
+
+  ModelFile file;
+  std::string path;
+  int64_t D = 0, H = 0, Hkv = 0, hs = 0, F = 0, V = 0, L = 0;
+  double rms_eps = 1e-5;
+  RopeConfig rope;       // frequencies and rotary window; the pairing is set per candidate
+  std::string declared;  // the pairing the format's runtime uses ("" if the format does not say)
+  Weight emb, cls;       // cls is emb when the model ties them
+  std::vector<float> final_norm;
+  struct Layer {
+    std::vector<float> att_norm, ffn_norm;
+    Weight wq, wk, wv, wo, w1, w2, w3;
+  };
+  std::vector<Layer> layers;
+};
+
+// Checks that `t` holds `want_elems` elements in rows of `cols` of a type posenc dequantizes, and
+// returns rows [row_begin, row_begin + rows) of it.
+Result<Weight> CheckedWeight(const ModelTensor& t, int64_t want_elems, int64_t cols, int64_t row_begin, int64_t rows,
+                             const std::string& path) {
+  const QuantizedTable q = t.AsTable();
+  int64_t elems = 1;
+  for (int64_t d : t.shape) elems *= d;
+  if (elems != want_elems || q.row_length != cols || cols <= 0)
+    return InvalidArgumentError(fmt::format("detect-layout: {}: tensor '{}' has shape [{}], expected {} elements in rows of {}",
+                                            path, t.name, fmt::join(t.shape, ", "), want_elems, cols));
+  POSENC_RETURN_IF_ERROR(q.Validate());
+  return Weight{&t, row_begin, rows, cols};
+}
+
+Result<std::vector<float>> ReadVector(const ModelTensor& t, int64_t n, int64_t row_begin, int64_t want_elems,
+                                      const std::string& path) {
+  POSENC_ASSIGN_OR_RETURN(Weight w, CheckedWeight(t, want_elems, n, row_begin, 1, path));
+  std::vector<float> out(static_cast<size_t>(n));
+  POSENC_RETURN_IF_ERROR(DequantizeRows(w.t->ggml_type, w.t->data, n, row_begin, 1, out.data()));
+  return out;
+}
+
+Result<LlamaModel> LoadLlama(const std::string& path) {
+  LlamaModel r;
+  POSENC_ASSIGN_OR_RETURN(r.file, OpenModel(path));
+  const ModelFile& m = r.file;
+  r.path = path;
+  const bool l2c = m.format() == ModelFormat::kLlama2c, gguf = m.format() == ModelFormat::kGguf;
+  const bool hf = m.format() == ModelFormat::kSafetensors || m.format() == ModelFormat::kHuggingFaceFolder;
+  if (!l2c && !gguf && !hf)
+    return UnimplementedError(fmt::format("detect-layout: {} is {}; it runs llama2.c, GGUF and safetensors Llama models",
+                                          path, ToString(m.format())));
+  if (m.architecture() != "llama" && !(hf && m.architecture().empty()))
+    return UnimplementedError(fmt::format("detect-layout: {} is a '{}' model; it runs the Llama architecture only", path,
+                                          m.architecture()));
+  if (hf && m.config_path().empty())
+    return NotFoundError(fmt::format("detect-layout: {}: no config.json beside it (heads, RoPE, rms_norm_eps)", path));
+  auto find = [&](const std::string& name) -> Result<const ModelTensor*> {
+    const ModelTensor* t = m.Find(name);
+    if (t == nullptr) return NotFoundError(fmt::format("detect-layout: {}: no tensor '{}'", path, name));
+    return t;
+  };
+  const ModelTensor* emb = m.token_embedding();
+  if (emb == nullptr || emb->shape.size() != 2)
+    return NotFoundError(fmt::format("detect-layout: {}: no [vocab, d_model] token embedding", path));
+  r.V = emb->shape[0];
+  r.D = emb->shape[1];
+  r.H = m.n_heads();
+  r.Hkv = m.n_kv_heads() > 0 ? m.n_kv_heads() : r.H;
+  r.L = m.n_layers();
+  if (r.H <= 0 || r.D % r.H != 0 || r.Hkv <= 0 || r.H % r.Hkv != 0 || r.L <= 0)
+    return InvalidArgumentError(fmt::format("detect-layout: {}: {} heads, {} kv heads, {} layers do not fit d_model {}",
+                                            path, r.H, r.Hkv, r.L, r.D));
+  r.hs = r.D / r.H;
+  const int64_t D = r.D, KV = r.Hkv * r.hs;
+  POSENC_ASSIGN_OR_RETURN(r.emb, CheckedWeight(*emb, r.V * D, D, 0, r.V, path));
+
+  // Names of each weight per format; llama2.c stacks the layers in one tensor.
+  auto layer_name = [&](const char* l2c_name, const char* gguf_name, const char* hf_name, int64_t l) {
+    if (l2c) return std::string(l2c_name);
+    return gguf ? fmt::format("blk.{}.{}.weight", l, gguf_name) : fmt::format("model.layers.{}.{}.weight", l, hf_name);
+  };
+  auto weight = [&](const char* a, const char* b, const char* c, int64_t l, int64_t rows, int64_t cols,
+                    Weight* out) -> Status {
+    POSENC_ASSIGN_OR_RETURN(const ModelTensor* t, find(layer_name(a, b, c, l)));
+    POSENC_ASSIGN_OR_RETURN(*out, CheckedWeight(*t, (l2c ? r.L : 1) * rows * cols, cols, l2c ? l * rows : 0, rows, path));
+    return OkStatus();
+  };
+  auto norm = [&](const char* a, const char* b, const char* c, int64_t l, std::vector<float>* out) -> Status {
+    POSENC_ASSIGN_OR_RETURN(const ModelTensor* t, find(layer_name(a, b, c, l)));
+    POSENC_ASSIGN_OR_RETURN(*out, ReadVector(*t, D, l2c ? l : 0, (l2c ? r.L : 1) * D, path));
+    return OkStatus();
+  };
+  {
+    const std::string w1 = layer_name("w1", "ffn_gate", "mlp.gate_proj", 0);
+    POSENC_ASSIGN_OR_RETURN(const ModelTensor* t, find(w1));
+    if (t->shape.size() < 2)
+      return InvalidArgumentError(fmt::format("detect-layout: {}: tensor '{}' is not a matrix", path, w1));
+    r.F = t->shape[t->shape.size() - 2];
+  }
+  r.layers.resize(static_cast<size_t>(r.L));
+  for (int64_t l = 0; l < r.L; ++l) {
+    LlamaModel::Layer& y = r.layers[static_cast<size_t>(l)];
+    POSENC_RETURN_IF_ERROR(norm("rms_att_weight", "attn_norm", "input_layernorm", l, &y.att_norm));
+    POSENC_RETURN_IF_ERROR(weight("wq", "attn_q", "self_attn.q_proj", l, D, D, &y.wq));
+    POSENC_RETURN_IF_ERROR(weight("wk", "attn_k", "self_attn.k_proj", l, KV, D, &y.wk));
+    POSENC_RETURN_IF_ERROR(weight("wv", "attn_v", "self_attn.v_proj", l, KV, D, &y.wv));
+    POSENC_RETURN_IF_ERROR(weight("wo", "attn_output", "self_attn.o_proj", l, D, D, &y.wo));
+    POSENC_RETURN_IF_ERROR(norm("rms_ffn_weight", "ffn_norm", "post_attention_layernorm", l, &y.ffn_norm));
+    POSENC_RETURN_IF_ERROR(weight("w1", "ffn_gate", "mlp.gate_proj", l, r.F, D, &y.w1));
+    POSENC_RETURN_IF_ERROR(weight("w2", "ffn_down", "mlp.down_proj", l, D, r.F, &y.w2));
+    POSENC_RETURN_IF_ERROR(weight("w3", "ffn_up", "mlp.up_proj", l, r.F, D, &y.w3));
+  }
+  {
+    POSENC_ASSIGN_OR_RETURN(const ModelTensor* t, find(l2c ? "rms_final_weight" : gguf ? "output_norm.weight" : "model.norm.weight"));
+    POSENC_ASSIGN_OR_RETURN(r.final_norm, ReadVector(*t, D, 0, D, path));
+  }
+  // The classifier, or the embedding table when the model ties them (no such tensor).
+  const ModelTensor* cls = m.Find(l2c ? "wcls" : gguf ? "output.weight" : "lm_head.weight");
+  if (cls != nullptr) {
+    POSENC_ASSIGN_OR_RETURN(r.cls, CheckedWeight(*cls, r.V * D, D, 0, r.V, path));
+  } else {
+    r.cls = r.emb;
+  }
+  // RoPE and the norm epsilon, as each format's runtime takes them.
+  if (l2c) {
+    r.rope.base = 10000.0;  // run.c
+    r.rope.layout = RotaryLayout{RopePairing::kInterleaved, r.hs, 0, r.hs};
+    r.declared = "interleaved";
+  } else if (gguf) {
+    const GgufFile& g = *m.gguf();  // the metadata of the file OpenModel already parsed
+    GgufConfigOptions go;
+    go.allow_default_freq_base = true;  // run it as llama.cpp would (base 10000 when the key is absent)
+    POSENC_ASSIGN_OR_RETURN(PositionScheme s, GgufConfigFromFile(g, go));
+    r.rope = s.rope;
+    if (g.Find("llama.attention.layer_norm_rms_epsilon") != nullptr) {
+      POSENC_ASSIGN_OR_RETURN(r.rms_eps, g.GetFloat("llama.attention.layer_norm_rms_epsilon"));
+    }
+    r.declared = "interleaved";  // llama.cpp runs architecture llama with adjacent pairs (NORM)
+  } else {
+    POSENC_ASSIGN_OR_RETURN(PositionScheme s, LoadHfConfig(m.config_path()));
+    if (s.kind != PositionKind::kRope)
+      return InvalidArgumentError(fmt::format("detect-layout: {}: {} describes no RoPE", path, m.config_path()));
+    r.rope = s.rope;
+    std::ifstream f(m.config_path());
+    const nlohmann::json j = nlohmann::json::parse(f, nullptr, /*allow_exceptions=*/false);
+    r.rms_eps = 1e-6;  // LlamaConfig's default
+    if (j.is_object() && j.contains("rms_norm_eps") && j["rms_norm_eps"].is_number())
+      r.rms_eps = j["rms_norm_eps"].get<double>();
+    r.declared = "half";  // Hugging Face's rotate_half
+  }
+  if (r.rope.layout.head_dim != r.hs)
+    return InvalidArgumentError(fmt::format("detect-layout: {}: the RoPE config's head_dim {} is not d_model / heads = {}",
+                                            path, r.rope.layout.head_dim, r.hs));
+  if (!(r.rms_eps >= 0) || !std::isfinite(r.rms_eps))
+    return InvalidArgumentError(fmt::format("detect-layout: {}: rms_norm_eps {} is not a finite number >= 0", path, r.rms_eps));
+  return r;
+}
+
+Result<std::vector<double>> TokenLosses(const LlamaModel& w, std::span<const int64_t> tokens, RopePairing pairing) {
+  const int64_t T = static_cast<int64_t>(tokens.size()), D = w.D, H = w.H, Hkv = w.Hkv, hs = w.hs, F = w.F, V = w.V;
+  if (T < 2) return InvalidArgumentError(fmt::format("detect-layout: {} tokens; at least 2 are needed", T));
+  for (int64_t t = 0; t < T; ++t)
+    if (tokens[static_cast<size_t>(t)] < 0 || tokens[static_cast<size_t>(t)] >= V)
+      return InvalidArgumentError(fmt::format("detect-layout: token {} at index {} is outside [0, {}) of {}",
+                                              tokens[static_cast<size_t>(t)], t, V, w.path));
+  RopeConfig rc = w.rope;
+  rc.layout.pairing = pairing;
+  POSENC_ASSIGN_OR_RETURN(RopeFrequencies freqs, ComputeRopeFrequencies(rc, T));
+  POSENC_ASSIGN_OR_RETURN(RopeTable table, RopeTable::Build(freqs, T, RopePrecision::kReference));
+  std::vector<int64_t> positions(static_cast<size_t>(T));
+  for (int64_t t = 0; t < T; ++t) positions[static_cast<size_t>(t)] = t;
+  const float eps = static_cast<float>(w.rms_eps);
+  auto at = [](std::vector<float>& v, int64_t i) { return v.data() + i; };
+
+  // Whole-sequence (teacher-forced) forward: x [T, D].
+  std::vector<float> x(static_cast<size_t>(T * D)), xn(static_cast<size_t>(T * D)), tmp(static_cast<size_t>(T * D)),
+      hb(static_cast<size_t>(T * F)), hb2(static_cast<size_t>(T * F));
+  for (int64_t t = 0; t < T; ++t)
+    POSENC_RETURN_IF_ERROR(DequantizeRows(w.emb.t->ggml_type, w.emb.t->data, D, tokens[static_cast<size_t>(t)], 1,
+                                          at(x, t * D)));
+  for (const LlamaModel::Layer& y : w.layers) {
+    POSENC_ASSIGN_OR_RETURN(Array q, Array::Zeros(DType::kF32, {T, H, hs}));
+    POSENC_ASSIGN_OR_RETURN(Array k, Array::Zeros(DType::kF32, {T, Hkv, hs}));
+    POSENC_ASSIGN_OR_RETURN(Array v, Array::Zeros(DType::kF32, {T, Hkv, hs}));
+    for (int64_t t = 0; t < T; ++t) RmsNorm(at(x, t * D), y.att_norm.data(), D, eps, at(xn, t * D));
+    POSENC_RETURN_IF_ERROR(Project(y.wq, xn.data(), T, q.data<float>()));
+    POSENC_RETURN_IF_ERROR(Project(y.wk, xn.data(), T, k.data<float>()));
+    POSENC_RETURN_IF_ERROR(Project(y.wv, xn.data(), T, v.data<float>()));
+    POSENC_ASSIGN_OR_RETURN(HeadsView qv, HeadsView::Of(q, "q"));
+    POSENC_ASSIGN_OR_RETURN(HeadsView kv, HeadsView::Of(k, "k"));
+    POSENC_RETURN_IF_ERROR(ApplyRopeQK({rc.layout, &table, positions}, qv, kv));
+    AttentionOptions opt;
+    opt.causal = true;
+    POSENC_ASSIGN_OR_RETURN(Array att, AttentionReference(q, k, v, opt));
+    POSENC_RETURN_IF_ERROR(Project(y.wo, att.data<float>(), T, tmp.data()));
+    for (int64_t i = 0; i < T * D; ++i) x[static_cast<size_t>(i)] += tmp[static_cast<size_t>(i)];
+    for (int64_t t = 0; t < T; ++t) RmsNorm(at(x, t * D), y.ffn_norm.data(), D, eps, at(xn, t * D));
+    POSENC_RETURN_IF_ERROR(Project(y.w1, xn.data(), T, hb.data()));
+    POSENC_RETURN_IF_ERROR(Project(y.w3, xn.data(), T, hb2.data()));
+    for (int64_t i = 0; i < T * F; ++i) {
+      const float g = hb[static_cast<size_t>(i)];
+      hb[static_cast<size_t>(i)] = g / (1.0f + std::exp(-g)) * hb2[static_cast<size_t>(i)];
+    }
+    POSENC_RETURN_IF_ERROR(Project(y.w2, hb.data(), T, tmp.data()));
+    for (int64_t i = 0; i < T * D; ++i) x[static_cast<size_t>(i)] += tmp[static_cast<size_t>(i)];
+  }
+  // Logits of the first T - 1 positions (the last one predicts nothing here).
+  for (int64_t t = 0; t + 1 < T; ++t) RmsNorm(at(x, t * D), w.final_norm.data(), D, eps, at(xn, t * D));
+  std::vector<float> logits(static_cast<size_t>((T - 1) * V));
+  POSENC_RETURN_IF_ERROR(Project(w.cls, xn.data(), T - 1, logits.data()));
+  std::vector<double> losses;
+  for (int64_t t = 0; t + 1 < T; ++t) {
+    const float* lt = logits.data() + t * V;
+    const double mx = *std::max_element(lt, lt + V);
+    double z = 0;
+    for (int64_t i = 0; i < V; ++i) z += std::exp(static_cast<double>(lt[i]) - mx);
+    losses.push_back(std::log(z) + mx - lt[tokens[static_cast<size_t>(t + 1)]]);
+  }
+  return losses;
+}
+
+}  // namespace
+
+Result<std::vector<double>> LlamaTokenLosses(const std::string& model_path, std::span<const int64_t> tokens,
+                                             RopePairing pairing) {
+  POSENC_ASSIGN_OR_RETURN(LlamaModel w, LoadLlama(model_path));
+  return TokenLosses(w, tokens, pairing);
+}
+
+Result<LayoutDetection> DetectLayout(const std::string& model_path, std::span<const int64_t> tokens,
+                                     const LayoutDetectOptions& options) {
+  POSENC_ASSIGN_OR_RETURN(LlamaModel w, LoadLlama(model_path));
+  LayoutDetection d;
+  for (RopePairing p : {RopePairing::kHalf, RopePairing::kInterleaved}) {
+    LayoutEvidence e;
+    e.pairing = p;
+    POSENC_ASSIGN_OR_RETURN(e.token_losses, TokenLosses(w, tokens, p));
+    double s = 0;
+    for (double v : e.token_losses) s += v;
+    e.mean_loss = s / static_cast<double>(e.token_losses.size());
+    d.candidates.push_back(std::move(e));
+  }
+  const LayoutEvidence& h = d.candidates[0];
+  const LayoutEvidence& i = d.candidates[1];
+  const bool half_better = h.mean_loss < i.mean_loss;
+  const LayoutEvidence& best = half_better ? h : i;
+  const LayoutEvidence& other = half_better ? i : h;
+  const size_t n = best.token_losses.size();
+  double mean = 0, var = 0;
+  for (size_t t = 0; t < n; ++t) mean += other.token_losses[t] - best.token_losses[t];
+  mean /= static_cast<double>(n);
+  for (size_t t = 0; t < n; ++t) {
+    const double dlt = other.token_losses[t] - best.token_losses[t] - mean;
+    var += dlt * dlt;
+  }
+  var = n > 1 ? var / static_cast<double>(n - 1) : 0;
+  d.margin = mean;
+  d.margin_stderr = std::sqrt(var / static_cast<double>(n));
+  if (d.margin >= options.min_margin && d.margin >= options.z * d.margin_stderr) d.verdict = best.pairing;
+  d.declared = w.declared;
+  d.declared_disagrees = d.verdict.has_value() && ToString(*d.verdict) != d.declared;
+  if (d.verdict)
+    d.summary = fmt::format("{}: layout {} (loss {:.3f} vs {:.3f} nats/token over {} predictions; margin {:.3f} +- {:.3f})",
+                            model_path, ToString(*d.verdict), best.mean_loss, other.mean_loss, n, d.margin,
+                            d.margin_stderr);
+  else
+    d.summary = fmt::format("{}: evidence too weak (half {:.3f}, interleaved {:.3f} nats/token over {} predictions; "
+                            "margin {:.3f} +- {:.3f} needs >= {} and >= {} stderr); give more tokens",
+                            model_path, h.mean_loss, i.mean_loss, n, d.margin, d.margin_stderr, options.min_margin,
+                            options.z);
+  return d;
+}
+
+}  // namespace posenc
