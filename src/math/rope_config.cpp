@@ -112,10 +112,18 @@ Result<RopeFrequencies> Llama3(const RopeConfig& c) {
   const double high_wavelen = old_len / s.high_freq_factor;
   RopeFrequencies f;
   f.inv_freq = Powers(c.base, c.layout.rotary_dim / 2, c.layout.rotary_dim);
-  for (double& w : f.inv_freq) {
+  for (size_t i = 0; i < f.inv_freq.size(); ++i) {
+    double& w = f.inv_freq[i];
     const double wavelen = kTwoPi / w;
     if (wavelen > low_wavelen) {
       w = w / s.factor;  // long wavelengths: interpolate fully
+    } else if (s.high_freq_factor == s.low_freq_factor) {
+      // Llama 4: no middle band. Hugging Face's smooth factor is 0/0 (NaN) for a wavelength exactly
+      // at the one boundary; every other pair is kept.
+      if (wavelen == low_wavelen)
+        return FieldError(c, "low_freq_factor", fmt::format("{} (= high_freq_factor)", s.low_freq_factor),
+                          fmt::format("puts pair {}'s wavelength exactly on the band edge {}, where Hugging Face's "
+                                      "smooth factor is 0/0", i, low_wavelen));
     } else if (wavelen >= high_wavelen) {
       // the middle band: mix of w/factor and w by how many turns fit in the original length
       const double smooth = (old_len / wavelen - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
@@ -213,8 +221,10 @@ Status CheckBetas(const RopeConfig& c) {
   const RopeScaling& s = c.scaling;
   if (!Positive(s.beta_fast)) return FieldError(c, "beta_fast", fmt::format("{}", s.beta_fast), "must be finite and > 0");
   if (!Positive(s.beta_slow)) return FieldError(c, "beta_slow", fmt::format("{}", s.beta_slow), "must be finite and > 0");
-  if (s.beta_fast <= s.beta_slow)
-    return FieldError(c, "beta_fast", fmt::format("{} (beta_slow {})", s.beta_fast, s.beta_slow), "must be greater than beta_slow");
+  // Equal betas (Kimi K2 ships beta_fast = beta_slow = 1) make a one-pair ramp that Hugging Face and
+  // ggml both compute (their 0.001 guard); beta_fast below beta_slow would swap the bands.
+  if (s.beta_fast < s.beta_slow)
+    return FieldError(c, "beta_fast", fmt::format("{} (beta_slow {})", s.beta_fast, s.beta_slow), "must be at least beta_slow");
   return OkStatus();
 }
 
@@ -260,9 +270,10 @@ Status ValidateKeys(const RopeConfig& c) {
       POSENC_RETURN_IF_ERROR(CheckOriginal(c));
       if (!Positive(s.low_freq_factor))
         return FieldError(c, "low_freq_factor", fmt::format("{}", s.low_freq_factor), "must be finite and > 0");
-      if (!Positive(s.high_freq_factor) || s.high_freq_factor <= s.low_freq_factor)
+      // Equal factors (Llama 4) leave the smooth band empty: Hugging Face warns and computes it.
+      if (!Positive(s.high_freq_factor) || s.high_freq_factor < s.low_freq_factor)
         return FieldError(c, "high_freq_factor", fmt::format("{} (low_freq_factor {})", s.high_freq_factor, s.low_freq_factor),
-                          "must be finite and greater than low_freq_factor");
+                          "must be finite and at least low_freq_factor");
       return OkStatus();
     case RopeScalingType::kLongRope:
       POSENC_RETURN_IF_ERROR(CheckFactor(c));

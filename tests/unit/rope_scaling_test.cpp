@@ -1,12 +1,14 @@
 // Each RoPE scaling at its edges: first and last pairs, YaRN's ramp ends, the LongRoPE switch at
 // exactly original_max_position_embeddings and one past, dynamic NTK below / at / above the
 // original length, proportional's zero tail, ggml's parameters; and the validation of each field.
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 
 #include <gtest/gtest.h>
 
 #include "posenc/math/rope_config.hpp"
+#include "posenc/math/rope_table.hpp"
 
 namespace posenc {
 namespace {
@@ -223,13 +225,40 @@ TEST(RopeScalingValidation, LongRopeListLengths) {
   ExpectError(c, "long_factor[2]", "-1");
 }
 
-TEST(RopeScalingValidation, BetaFastNotAboveBetaSlow) {
+// beta_fast below beta_slow would swap YaRN's bands: refused. (Equal betas were refused too until
+// Kimi K2's beta_fast = beta_slow = 1: Hugging Face computes them, YarnEqualBetas below.)
+TEST(RopeScalingValidation, BetaFastBelowBetaSlow) {
   RopeConfig c = Config(RopeScalingType::kYarn, 64, 10000.0);
   c.scaling.factor = 4.0;
   c.scaling.original_max_position_embeddings = 4096;
   c.scaling.beta_fast = 1.0;
-  c.scaling.beta_slow = 1.0;
-  ExpectError(c, "beta_fast", "1 (beta_slow 1)");
+  c.scaling.beta_slow = 2.0;
+  ExpectError(c, "beta_fast", "1 (beta_slow 2)");
+}
+
+// Hugging Face's _compute_yarn_parameters with beta_fast == beta_slow: low = floor(d), high = ceil(d)
+// of the same correction dim d, + 0.001 when they meet; computed here from that description.
+TEST(RopeScaling, YarnEqualBetas) {
+  for (double beta : {1.0, 4.0}) {
+    RopeConfig c = Config(RopeScalingType::kYarn, 64, 50000.0);
+    c.scaling.factor = 32.0;
+    c.scaling.original_max_position_embeddings = 4096;
+    c.scaling.beta_fast = beta;
+    c.scaling.beta_slow = beta;
+    RopeFrequencies f = Freqs(c, 1);
+    ASSERT_EQ(f.inv_freq.size(), 32u);
+    const double d = 64.0 * std::log(4096.0 / (beta * 2 * std::numbers::pi)) / (2 * std::log(50000.0));
+    double low = std::max(std::floor(d), 0.0), high = std::min(std::ceil(d), 63.0);
+    if (low == high) high += 0.001;
+    for (int64_t i = 0; i < 32; ++i) {
+      const double w = Plain(50000.0, i, 64);
+      const double ramp = std::clamp((static_cast<double>(i) - low) / (high - low), 0.0, 1.0);
+      EXPECT_NEAR(f.inv_freq[i], w / 32.0 * ramp + w * (1 - ramp), 1e-15 * w) << "beta " << beta << " pair " << i;
+    }
+    // One pair at most sits strictly between the two regimes.
+    EXPECT_EQ(f.inv_freq[0], 1.0);
+    EXPECT_DOUBLE_EQ(f.inv_freq[31], Plain(50000.0, 31, 64) / 32.0);
+  }
 }
 
 TEST(RopeScalingValidation, YarnWithoutOriginalLength) {
@@ -238,13 +267,77 @@ TEST(RopeScalingValidation, YarnWithoutOriginalLength) {
   ExpectError(c, "original_max_position_embeddings", "0");
 }
 
-TEST(RopeScalingValidation, Llama3HighNotAboveLow) {
+// high_freq_factor below low_freq_factor is refused. (Equal factors were refused too until Llama 4,
+// which ships low = high = 1: Hugging Face warns and computes them, Llama3EqualBandFactors below.)
+TEST(RopeScalingValidation, Llama3HighBelowLow) {
   RopeConfig c = Config(RopeScalingType::kLlama3, 64, 10000.0);
   c.scaling.factor = 8.0;
   c.scaling.original_max_position_embeddings = 8192;
   c.scaling.low_freq_factor = 4.0;
-  c.scaling.high_freq_factor = 4.0;
-  ExpectError(c, "high_freq_factor", "4 (low_freq_factor 4)");
+  c.scaling.high_freq_factor = 2.0;
+  ExpectError(c, "high_freq_factor", "2 (low_freq_factor 4)");
+}
+
+// Hugging Face's _compute_llama3_parameters as written (torch.where twice, the smooth factor
+// computed for every pair and selected by is_medium), in float64, for comparison.
+std::vector<double> HfLlama3(double base, int64_t dim, double factor, double low, double high, double old_len) {
+  std::vector<double> out;
+  for (int64_t i = 0; i < dim / 2; ++i) {
+    const double w = Plain(base, i, dim);
+    const double wavelen = 2 * std::numbers::pi / w;
+    const double low_wl = old_len / low, high_wl = old_len / high;
+    const double llama = wavelen > low_wl ? w / factor : w;
+    const double smooth = (old_len / wavelen - low) / (high - low);
+    const double smoothed = (1 - smooth) * llama / factor + smooth * llama;
+    const bool medium = !(wavelen < high_wl) && !(wavelen > low_wl);
+    out.push_back(medium ? smoothed : llama);
+  }
+  return out;
+}
+
+TEST(RopeScaling, Llama3EqualBandFactors) {
+  // Llama-4-Scout: factor 16, low = high = 1, original 8192, theta 5e5, head_dim 128.
+  RopeConfig c = Config(RopeScalingType::kLlama3, 128, 500000.0);
+  c.scaling.factor = 16.0;
+  c.scaling.low_freq_factor = 1.0;
+  c.scaling.high_freq_factor = 1.0;
+  c.scaling.original_max_position_embeddings = 8192;
+  RopeFrequencies f = Freqs(c, 1);
+  const std::vector<double> hf = HfLlama3(500000.0, 128, 16.0, 1.0, 1.0, 8192.0);
+  ASSERT_EQ(f.inv_freq.size(), hf.size());
+  for (size_t i = 0; i < hf.size(); ++i) EXPECT_EQ(f.inv_freq[i], hf[i]) << "pair " << i;
+  // The step: pairs 0..34 (wavelength up to 6695) kept, 35..63 (from 8219) divided by 16.
+  EXPECT_EQ(f.inv_freq[34], Plain(500000.0, 34, 128));
+  EXPECT_EQ(f.inv_freq[35], Plain(500000.0, 35, 128) / 16.0);
+  const std::vector<PairRegime> r = ClassifyPairs(c, f);
+  EXPECT_EQ(std::count(r.begin(), r.end(), PairRegime::kBlended), 0);
+  EXPECT_EQ(std::count(r.begin(), r.end(), PairRegime::kInterpolated), 29);
+  // Another band edge: low = high = 4 (edge at 2048), against the same formula.
+  c.scaling.low_freq_factor = c.scaling.high_freq_factor = 4.0;
+  f = Freqs(c, 1);
+  const std::vector<double> hf4 = HfLlama3(500000.0, 128, 16.0, 4.0, 4.0, 8192.0);
+  for (size_t i = 0; i < hf4.size(); ++i) EXPECT_EQ(f.inv_freq[i], hf4[i]) << "pair " << i;
+}
+
+// With low == high, a wavelength exactly on the edge makes Hugging Face's smooth factor 0/0 (NaN):
+// refused, naming the pair. Pair 0 has inv_freq 1, wavelength 2 pi; find an original length whose
+// edge old / low is exactly 2 pi in float64.
+TEST(RopeScalingValidation, Llama3EqualFactorsWavelengthOnTheEdge) {
+  RopeConfig c = Config(RopeScalingType::kLlama3, 64, 10000.0);
+  c.scaling.factor = 8.0;
+  bool found = false;
+  for (int64_t old = 7; old < 1000 && !found; ++old) {
+    const double low = static_cast<double>(old) / (2 * std::numbers::pi);
+    if (static_cast<double>(old) / low != 2 * std::numbers::pi) continue;
+    found = true;
+    c.scaling.original_max_position_embeddings = old;
+    c.scaling.low_freq_factor = c.scaling.high_freq_factor = low;
+  }
+  ASSERT_TRUE(found);
+  Result<RopeFrequencies> f = ComputeRopeFrequencies(c, 1);
+  ASSERT_FALSE(f.ok());
+  EXPECT_NE(f.status().message().find("low_freq_factor"), std::string::npos) << f.status().ToString();
+  EXPECT_NE(f.status().message().find("pair 0"), std::string::npos) << f.status().ToString();
 }
 
 TEST(RopeScalingValidation, DynamicWithoutMaxPositions) {

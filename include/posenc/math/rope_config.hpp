@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "posenc/math/multi_axis.hpp"
 #include "posenc/math/rope_types.hpp"
 #include "posenc/core/status.hpp"
 
@@ -62,6 +63,9 @@ struct RopeConfig {
   double base = 10000.0;                  // rope_theta
   int64_t max_position_embeddings = 0;    // 0 = not given
   RopeScaling scaling;
+  // Multi-axis RoPE (M-RoPE, ggml MROPE / IMROPE / VISION, 2-D vision): how the pairs are divided among
+  // position components; absent for 1-D RoPE. ComputeMultiAxisRope (multi_axis.hpp) gives its plan.
+  std::optional<MultiAxisRope> multi_axis;
   // Messages about values a reference implementation would have defaulted silently.
   std::vector<std::string> notes;
   // Where the config came from (file name or "ggml params"), for messages.
@@ -82,7 +86,10 @@ struct RopeConfig {
 //                  original_max_position_embeddings tokens (floor/ceil when truncate);
 //                  attention_scaling = attention_factor, else mscale ratio (DeepSeek), else 0.1 ln(factor)+1
 //   kLlama3        wavelength bands of original_max_position_embeddings / low_freq_factor and
-//                  / high_freq_factor, smooth in between; attention_scaling 1
+//                  / high_freq_factor, smooth in between; attention_scaling 1. low_freq_factor ==
+//                  high_freq_factor (Llama 4) has no middle band: wavelengths > original / low are
+//                  divided by factor, the rest kept (a wavelength exactly on that edge is refused:
+//                  Hugging Face's smooth factor is 0/0 there)
 //   kLongRope      w_i / long_factor[i] when seq_len > original_max_position_embeddings, else
 //                  / short_factor[i]; attention_scaling = attention_factor, else
 //                  sqrt(1 + ln(factor)/ln(original)) (1 when factor <= 1)
