@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/json_util.hpp"
+#include "config/multi_axis_json.hpp"
 #include "posenc/config/ggml_config.hpp"
 #include "posenc/config/hf_config.hpp"
 
@@ -23,10 +24,10 @@ Result<RopeConfig> RopeConfigFromGgmlParams(std::string_view json_text, int64_t 
   POSENC_ASSIGN_OR_RETURN(int64_t mode, GetInt(j, "mode", source));
   POSENC_ASSIGN_OR_RETURN(rc.base, GetNumber(j, "freq_base", source));
   if (mode == 0) rc.layout.pairing = RopePairing::kInterleaved;
-  else if (mode == 2) rc.layout.pairing = RopePairing::kHalf;
+  else if (mode == 2 || multi_axis_json::IsGgmlMultiAxisMode(mode)) rc.layout.pairing = RopePairing::kHalf;
   else
     return UnimplementedError(fmt::format(
-        "ggml params {}: key 'mode' = {} is not supported (0 = NORMAL, 2 = NEOX; M-RoPE 8, vision 24, i-M-RoPE 40 are not)",
+        "ggml params {}: key 'mode' = {} is not supported (0 = NORMAL, 2 = NEOX, 8 = MROPE, 24 = VISION, 40 = IMROPE)",
         source, mode));
   if (n_dims <= 0 || n_dims % 2 != 0)
     return KeyError(source, "n_dims", fmt::format("is {}, must be even and positive", n_dims));
@@ -35,6 +36,9 @@ Result<RopeConfig> RopeConfigFromGgmlParams(std::string_view json_text, int64_t 
   rc.layout.head_dim = head_dim;
   rc.layout.rotary_dim = n_dims;
   rc.layout.rotary_start = 0;
+  if (multi_axis_json::IsGgmlMultiAxisMode(mode)) {
+    POSENC_RETURN_IF_ERROR(multi_axis_json::ReadGgmlMultiAxis(j, mode, n_dims, head_dim, source, &rc));
+  }
   struct Opt { const char* key; double* dst; double neutral; };
   for (const Opt& o : {Opt{"freq_scale", &sc.freq_scale, 1.0}, Opt{"ext_factor", &sc.ext_factor, 0.0},
                        Opt{"attn_factor", &sc.attn_factor, 1.0}, Opt{"beta_fast", &sc.beta_fast, 32.0},

@@ -10,6 +10,7 @@
 
 #include "posenc/config/hf_config.hpp"
 #include "config/json_util.hpp"
+#include "config/multi_axis_json.hpp"
 
 namespace posenc {
 
@@ -261,6 +262,7 @@ Status ParseRope(const json& j, const std::string& source, const HfConfigOptions
     sc.type = RopeScalingType::kLongRope;
     if (type == "su") Note(s, "rope type 'su' is LongRoPE's old name (read as longrope)");
   } else if (type == "proportional") sc.type = RopeScalingType::kProportional;
+  else if (type == "mrope") sc.type = RopeScalingType::kNone;  // legacy M-RoPE spelling: default frequencies
   else
     return UnimplementedError(fmt::format(
         "config {}: key '{}' = '{}' is not a rope type posenc knows (default, linear, ntk, dynamic, yarn, llama3, "
@@ -516,6 +518,8 @@ Status ParseRope(const json& j, const std::string& source, const HfConfigOptions
     }
   }
   if (sc.type == RopeScalingType::kProportional && !Has(p, "factor")) sc.factor = 1.0;
+  // M-RoPE (mrope_section; the section layout by model_type): multi_axis_config.cpp.
+  POSENC_RETURN_IF_ERROR(multi_axis_json::ReadHfMultiAxis(j, p, source, s));
   // Final check with the same rules ComputeRopeFrequencies applies.
   return ValidateRopeConfig(rc);
 }

@@ -97,6 +97,67 @@ Result<RopeTable> RopeTable::Build(RopeFrequencies freqs, int64_t num_positions,
   return t;
 }
 
+Result<RopeTable> RopeTable::BuildPerToken(RopeFrequencies freqs, std::span<const int64_t> pair_component,
+                                           int64_t num_components, std::span<const int64_t> positions,
+                                           RopePrecision precision) {
+  POSENC_RETURN_IF_ERROR(ValidateRopeFrequencies(freqs, "multi-axis rope table"));
+  const size_t n = freqs.inv_freq.size();
+  if (pair_component.size() != n)
+    return InvalidArgumentError(fmt::format("multi-axis rope table: {} pair components for {} frequency pairs",
+                                            pair_component.size(), n));
+  if (num_components < 1)
+    return InvalidArgumentError(fmt::format("multi-axis rope table: {} position components, must be >= 1", num_components));
+  for (size_t j = 0; j < n; ++j)
+    if (pair_component[j] < 0 || pair_component[j] >= num_components)
+      return InvalidArgumentError(fmt::format("multi-axis rope table: pair {} takes component {}, outside [0, {})", j,
+                                              pair_component[j], num_components));
+  if (positions.size() % static_cast<size_t>(num_components) != 0)
+    return InvalidArgumentError(fmt::format("multi-axis rope table: {} positions are not {} rows of equal length",
+                                            positions.size(), num_components));
+  const int64_t tokens = static_cast<int64_t>(positions.size()) / num_components;
+  if (tokens > kMaxRopePosition)
+    return InvalidArgumentError(fmt::format("multi-axis rope table: {} tokens, beyond 2^31", tokens));
+  for (size_t i = 0; i < positions.size(); ++i)
+    if (positions[i] < 0 || positions[i] >= kMaxRopePosition)
+      return OutOfRangeError(fmt::format("multi-axis rope table: position [{}, {}] = {} is outside [0, 2^31)",
+                                         static_cast<int64_t>(i) / tokens, static_cast<int64_t>(i) % tokens, positions[i]));
+  // Per component, the frequencies of its pairs and where they go in a row: each row is then one
+  // ComputeCosSin per component, scattered, so every entry is ComputeCosSin's own value.
+  std::vector<RopeFrequencies> sub(static_cast<size_t>(num_components));
+  std::vector<std::vector<size_t>> where(static_cast<size_t>(num_components));
+  for (size_t j = 0; j < n; ++j) {
+    const size_t c = static_cast<size_t>(pair_component[j]);
+    sub[c].inv_freq.push_back(freqs.inv_freq[j]);
+    sub[c].attention_scaling = freqs.attention_scaling;
+    where[c].push_back(j);
+  }
+  RopeTable t;
+  t.freqs_ = std::move(freqs);
+  t.num_positions_ = tokens;
+  t.precision_ = precision;
+  t.cos_.resize(n * static_cast<size_t>(tokens));
+  t.sin_.resize(n * static_cast<size_t>(tokens));
+  float* cos_data = t.cos_.data();
+  float* sin_data = t.sin_.data();
+  ParallelFor(nullptr, tokens, tokens * static_cast<int64_t>(n) * 64, [&](int64_t b, int64_t e) {
+    std::vector<float> c(n), s(n);
+    for (int64_t row = b; row < e; ++row) {
+      float* co = cos_data + row * static_cast<int64_t>(n);
+      float* so = sin_data + row * static_cast<int64_t>(n);
+      for (size_t comp = 0; comp < sub.size(); ++comp) {
+        if (where[comp].empty()) continue;
+        const int64_t pos = positions[comp * static_cast<size_t>(tokens) + static_cast<size_t>(row)];
+        ComputeCosSin(sub[comp], pos, precision, c.data(), s.data());
+        for (size_t k = 0; k < where[comp].size(); ++k) {
+          co[where[comp][k]] = c[k];
+          so[where[comp][k]] = s[k];
+        }
+      }
+    }
+  });
+  return t;
+}
+
 void RopeTable::CosSin(int64_t pos, float* cos_out, float* sin_out) const {
   if (pos >= 0 && pos < num_positions_) {
     const size_t n = freqs_.inv_freq.size();

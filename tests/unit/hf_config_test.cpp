@@ -236,10 +236,14 @@ TEST(GgmlParams, ModesAndErrors) {
   EXPECT_EQ(c->layout.rotary_dim, 64);
   EXPECT_EQ(c->layout.head_dim, 96);
   EXPECT_EQ(c->scaling.freq_scale, 0.25);
-  Result<RopeConfig> m = RopeConfigFromGgmlParams(R"({"n_dims": 64, "mode": 8, "freq_base": 10000.0})", 64, "case");
+  Result<RopeConfig> m = RopeConfigFromGgmlParams(R"({"n_dims": 64, "mode": 4, "freq_base": 10000.0})", 64, "case");
   ASSERT_FALSE(m.ok());
   EXPECT_EQ(m.status().code(), StatusCode::kUnimplemented);
-  EXPECT_NE(m.status().message().find("'mode' = 8"), std::string::npos) << m.status().message();
+  EXPECT_NE(m.status().message().find("'mode' = 4"), std::string::npos) << m.status().message();
+  // ggml_rope_multi's modes need their sections (multi_axis_test.cpp covers them).
+  Result<RopeConfig> ms = RopeConfigFromGgmlParams(R"({"n_dims": 64, "mode": 8, "freq_base": 10000.0})", 64, "case");
+  ASSERT_FALSE(ms.ok());
+  EXPECT_NE(ms.status().message().find("'sections'"), std::string::npos) << ms.status().message();
   Result<RopeConfig> nb = RopeConfigFromGgmlParams(R"({"n_dims": 64, "mode": 0})", 64, "case");
   ASSERT_FALSE(nb.ok());
   EXPECT_NE(nb.status().message().find("freq_base"), std::string::npos) << nb.status().message();

@@ -11,6 +11,9 @@
 #include <nlohmann/json.hpp>
 
 #include "posenc/config/hf_config.hpp"
+#include "posenc/config/multi_axis_config.hpp"
+#include "posenc/kernels/multi_axis_rope.hpp"
+#include "posenc/math/multi_axis.hpp"
 #include "posenc/kernels/embedding.hpp"
 #include "posenc/io/npy.hpp"
 #include "posenc/math/relative.hpp"
@@ -224,6 +227,127 @@ Result<std::string> RunRope(const Case& c) {
                      rc.layout.rotary_dim, rc.layout.head_dim, ToString(storage), checked);
 }
 
+// --- multi-axis rope (mrope, rope_vision_2d) ----------------------------------------------------
+
+std::string IntsString(const std::vector<int64_t>& v) {
+  std::string out = "[";
+  for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(v[i]);
+  return out + "]";
+}
+
+// The RoPE config of an mrope / rope_vision_2d case, derived from `config` as FORMAT.md says: ggml
+// parameters (modes 8, 40, 24), a Hugging Face text config whose model_type is the case's
+// hf_model_type, or a vision config read by vision_2d_variant. The case's own statements (layout,
+// head_dim, rotary_dim, section_layout, sections, rope_theta, position_components) are checked
+// against what posenc derives, never used in its place.
+Result<RopeConfig> MultiAxisCaseConfig(const Case& c, int64_t head_dim) {
+  const json& j = c.j();
+  if (!j.contains("config") || !j["config"].is_object()) return DataLossError("case.json has no 'config' object");
+  json config = j["config"];
+  RopeConfig rc;
+  if (config.contains("n_dims") && config.contains("mode")) {
+    POSENC_ASSIGN_OR_RETURN(rc, RopeConfigFromGgmlParams(config.dump(), head_dim, "case config"));
+  } else if (j.value("scheme", std::string()) == "rope_vision_2d") {
+    const std::string name = j.value("vision_2d_variant", std::string("(missing)"));
+    Vision2dVariant variant;
+    if (!ParseVision2dVariant(name, &variant)) return DataLossError(fmt::format("unknown vision_2d_variant '{}'", name));
+    POSENC_ASSIGN_OR_RETURN(rc, ParseHfVision2dConfig(config.dump(), variant, "case config"));
+  } else {
+    if (!config.contains("model_type") && j.contains("hf_model_type")) config["model_type"] = j["hf_model_type"];
+    POSENC_ASSIGN_OR_RETURN(PositionScheme s, ParseHfConfig(config.dump(), "case config"));
+    if (s.kind != PositionKind::kRope)
+      return InvalidArgumentError(fmt::format("case config: the scheme is {}, not rope", ToString(s.kind)));
+    rc = s.rope;
+  }
+  if (!rc.multi_axis.has_value())
+    return InvalidArgumentError("case config: not a multi-axis rope (no mrope_section / sections / vision variant)");
+  const MultiAxisRope& m = *rc.multi_axis;
+  if (j.contains("layout")) {
+    RopePairing p;
+    if (!ParseRopePairing(j["layout"].get<std::string>(), &p)) return DataLossError(fmt::format("unknown layout {}", j["layout"].dump()));
+    if (p != rc.layout.pairing)
+      return InvalidArgumentError(fmt::format("config gives layout {}, case says {}", ToString(rc.layout.pairing), ToString(p)));
+  }
+  for (const char* key : {"head_dim", "rotary_dim"}) {
+    if (!j.contains(key)) continue;
+    const int64_t want = j[key].get<int64_t>();
+    const int64_t got = std::string(key) == "head_dim" ? rc.layout.head_dim : rc.layout.rotary_dim;
+    if (got != want) return InvalidArgumentError(fmt::format("config gives {} {}, case says {}", key, got, want));
+  }
+  if (rc.layout.head_dim != head_dim)
+    return InvalidArgumentError(fmt::format("config gives head_dim {}, input has {}", rc.layout.head_dim, head_dim));
+  if (j.contains("section_layout")) {
+    SectionLayout want;
+    const std::string name = j["section_layout"].get<std::string>();
+    if (!ParseSectionLayout(name, &want)) return DataLossError(fmt::format("unknown section_layout '{}'", name));
+    if (want != m.layout)
+      return InvalidArgumentError(fmt::format("config gives section layout {}, case says {}", ToString(m.layout), name));
+  }
+  if (j.contains("sections")) {
+    const std::vector<int64_t> want = j["sections"].get<std::vector<int64_t>>();
+    if (want != m.sections)
+      return InvalidArgumentError(fmt::format("config gives sections {}, case says {}", IntsString(m.sections), IntsString(want)));
+  }
+  if (j.contains("rope_theta") && j["rope_theta"].get<double>() != rc.base)
+    return InvalidArgumentError(fmt::format("config gives theta {}, case says {}", rc.base, j["rope_theta"].dump()));
+  if (j.contains("position_components") && static_cast<int64_t>(j["position_components"].size()) != m.num_components)
+    return InvalidArgumentError(fmt::format("config gives {} position components, case names {}", m.num_components,
+                                            j["position_components"].size()));
+  return rc;
+}
+
+Result<std::string> RunMultiAxis(const Case& c) {
+  const json& j = c.j();
+  POSENC_ASSIGN_OR_RETURN(Array input, c.Read("input"));
+  if (input.ndim() != 3) return DataLossError(fmt::format("input shape {} is not [T, H, D]", ShapeToString(input.shape())));
+  POSENC_ASSIGN_OR_RETURN(RopeConfig rc, MultiAxisCaseConfig(c, input.dim(2)));
+  POSENC_ASSIGN_OR_RETURN(Array pos_array, c.Read("positions"));
+  POSENC_ASSIGN_OR_RETURN(Array pos64, pos_array.AsType(DType::kI64));
+  const std::vector<int64_t> positions(pos64.span<int64_t>().begin(), pos64.span<int64_t>().end());
+  const int64_t components = rc.multi_axis->num_components;
+  POSENC_RETURN_IF_ERROR(ValidateMultiAxisPositions(pos64.shape(), positions, components, "positions.npy"));
+  if (pos64.dim(1) != input.dim(0))
+    return DataLossError(fmt::format("positions have {} tokens, input {}", pos64.dim(1), input.dim(0)));
+  int64_t seq_len = 0;
+  for (int64_t p : positions) seq_len = std::max(seq_len, p + 1);
+  if (j.contains("seq_len")) seq_len = j["seq_len"].get<int64_t>();
+  POSENC_ASSIGN_OR_RETURN(MultiAxisPlan plan, ComputeMultiAxisRope(rc, seq_len));
+  DType storage = DType::kF32;
+  if (j.value("dtype", std::string("float32")) == "float16") storage = DType::kF16;
+  else if (j.value("dtype", std::string("float32")) == "bfloat16") storage = DType::kBF16;
+
+  std::string checked;
+  if (j.contains("attention_scaling")) {
+    const double want = j["attention_scaling"].get<double>();
+    if (!(std::fabs(plan.freqs.attention_scaling - want) <= 1e-6 * std::fabs(want)))
+      return InvalidArgumentError(fmt::format("attention_scaling: got {:.9g}, want {:.9g}", plan.freqs.attention_scaling, want));
+    checked += "attention_scaling ";
+  }
+  for (const std::string& role : c.OutputRoles()) {
+    POSENC_ASSIGN_OR_RETURN(Array want, c.Read(role));
+    if (role == "pair_component") {
+      POSENC_RETURN_IF_ERROR(CompareInts(role, plan.pair_component, want));
+    } else if (role == "inv_freq") {
+      POSENC_RETURN_IF_ERROR(Compare(role, plan.freqs.inv_freq, want, c.Tol(role, {0, kTwoUlpRtol})));
+    } else if (role == "expected" || role == "expected_exact") {
+      const RopePrecision precision = role == "expected" ? RopePrecision::kReference : RopePrecision::kExact;
+      POSENC_ASSIGN_OR_RETURN(Array x, input.AsType(storage));
+      POSENC_ASSIGN_OR_RETURN(HeadsView view, HeadsView::Of(x, "input"));
+      const MultiAxisRopeArgs args{rc.layout, &plan.freqs, plan.pair_component, components, positions, precision};
+      POSENC_RETURN_IF_ERROR(ApplyMultiAxisRope(args, view));
+      POSENC_RETURN_IF_ERROR(Compare(fmt::format("{} ({} precision)", role, ToString(precision)), ToDoubles(x), want,
+                                     c.Tol(role, {})));
+    } else {
+      return UnimplementedError(fmt::format("{} case role '{}' is not known to this runner", j.value("scheme", ""), role));
+    }
+    checked += role + " ";
+  }
+  return fmt::format("{} {} ({}) sections {} {} R={}/{}, {} components, {}: {}", j.value("scheme", std::string()),
+                     ToString(rc.multi_axis->layout), ToString(rc.multi_axis->rules), IntsString(rc.multi_axis->sections),
+                     ToString(rc.layout.pairing), rc.layout.rotary_dim, rc.layout.head_dim, components, ToString(storage),
+                     checked);
+}
+
 // --- absolute ---------------------------------------------------------------------------------
 
 Result<std::string> RunSinusoidal(const Case& c) {
@@ -309,6 +433,7 @@ GoldenResult RunGoldenCase(const std::string& dir) {
     else if (scheme == "sinusoidal") out = RunSinusoidal(*c);
     else if (scheme == "alibi") out = RunAlibi(*c);
     else if (scheme == "t5_bucket") out = RunT5(*c);
+    else if (scheme == "mrope" || scheme == "rope_vision_2d") out = RunMultiAxis(*c);
   } catch (const json::exception& e) {  // a field of the wrong type in case.json
     out = DataLossError(fmt::format("case.json: {}", e.what()));
   }

@@ -15,7 +15,9 @@ namespace posenc {
 // freq_scale, ext_factor, attn_factor, beta_fast, beta_slow, and optionally freq_factors (a list of
 // n_dims/2 divisors). `json_text` may also be a whole case.json (its "config" object is used).
 // n_dims, mode and freq_base are required; the others default to ggml's neutral values (noted).
-// head_dim >= n_dims; dims n_dims.. pass through. Other modes (M-RoPE, vision) are kUnimplemented.
+// head_dim >= n_dims; dims n_dims.. pass through. ggml_rope_multi's modes 8 (MROPE), 40 (IMROPE) and
+// 24 (VISION) take `sections` (4 integers) and come back with multi_axis set (multi_axis.hpp; VISION
+// rotates n_dims pairs over a head of 2 * n_dims); other modes are kUnimplemented.
 Result<RopeConfig> RopeConfigFromGgmlParams(std::string_view json_text, int64_t head_dim, const std::string& source);
 
 // The RoPE of a JSON text that is either ggml_rope_ext parameters (n_dims and mode present, at the top

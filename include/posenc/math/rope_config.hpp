@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "posenc/math/multi_axis.hpp"
 #include "posenc/math/rope_types.hpp"
 #include "posenc/core/status.hpp"
 
@@ -62,6 +63,9 @@ struct RopeConfig {
   double base = 10000.0;                  // rope_theta
   int64_t max_position_embeddings = 0;    // 0 = not given
   RopeScaling scaling;
+  // Multi-axis RoPE (M-RoPE, ggml MROPE / IMROPE / VISION, 2-D vision): how the pairs are divided among
+  // position components; absent for 1-D RoPE. ComputeMultiAxisRope (multi_axis.hpp) gives its plan.
+  std::optional<MultiAxisRope> multi_axis;
   // Messages about values a reference implementation would have defaulted silently.
   std::vector<std::string> notes;
   // Where the config came from (file name or "ggml params"), for messages.

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "posenc/core/status.hpp"
@@ -16,6 +17,17 @@ namespace posenc {
 class RopeTable {
  public:
   static Result<RopeTable> Build(RopeFrequencies freqs, int64_t num_positions, RopePrecision precision);
+  // Multi-axis rows (posenc/math/multi_axis.hpp): row t holds token t's cos/sin with pair j at
+  // positions[pair_component[j] * T + t], for positions of shape [num_components, T] (component-major,
+  // T = positions.size() / num_components); each entry is what ComputeCosSin gives for that pair at that
+  // position in `precision`. Rotate with ApplyRope at positions 0 .. T-1 (row indices). Errors
+  // (kInvalidArgument / kOutOfRange) name the pair, component or position: pair_component not one per
+  // frequency or a component outside [0, num_components), positions not a multiple of num_components,
+  // a position outside [0, kMaxRopePosition). Positions at or past num_positions() are not rows of this
+  // table (CosSin would give 1-D rows of the frequencies there).
+  static Result<RopeTable> BuildPerToken(RopeFrequencies freqs, std::span<const int64_t> pair_component,
+                                         int64_t num_components, std::span<const int64_t> positions,
+                                         RopePrecision precision);
 
   int64_t num_pairs() const { return static_cast<int64_t>(freqs_.inv_freq.size()); }
   int64_t num_positions() const { return num_positions_; }

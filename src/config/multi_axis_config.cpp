@@ -1,0 +1,204 @@
+// Multi-axis RoPE from configs: Hugging Face text M-RoPE (mrope_section), ggml_rope_multi's modes,
+// and the 2-D RoPE of Hugging Face vision encoders.
+#include <cmath>
+#include <numeric>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "config/json_util.hpp"
+#include "config/multi_axis_json.hpp"
+#include "posenc/config/multi_axis_config.hpp"
+#include "posenc/math/multi_axis.hpp"
+
+namespace posenc {
+
+using namespace json_util;  // NOLINT: the config readers' shared getters
+
+namespace {
+
+Result<std::vector<int64_t>> GetIntList(const json& j, std::string_view key, const std::string& source) {
+  POSENC_ASSIGN_OR_RETURN(std::vector<double> values, GetNumberList(j, key, source));
+  std::vector<int64_t> out;
+  for (size_t i = 0; i < values.size(); ++i) {
+    const double v = values[i];
+    if (!std::isfinite(v) || std::floor(v) != v || std::fabs(v) > 9.0e15)
+      return KeyError(source, fmt::format("{}[{}]", key, i), fmt::format("is {}, expected an integer", v));
+    out.push_back(static_cast<int64_t>(v));
+  }
+  return out;
+}
+
+std::string ListString(const std::vector<int64_t>& v) {
+  std::string out = "[";
+  for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(v[i]);
+  return out + "]";
+}
+
+// The model family without a "_text" suffix (Qwen3-VL's text_config says qwen3_vl_text).
+std::string Family(const std::string& model_type) {
+  const std::string suffix = "_text";
+  if (model_type.size() > suffix.size() && model_type.compare(model_type.size() - suffix.size(), suffix.size(), suffix) == 0)
+    return model_type.substr(0, model_type.size() - suffix.size());
+  return model_type;
+}
+
+bool IsOneOf(const std::string& v, std::initializer_list<const char*> set) {
+  for (const char* x : set)
+    if (v == x) return true;
+  return false;
+}
+
+void Note(PositionScheme* s, std::string note) {
+  s->rope.notes.push_back(note);
+  s->notes.push_back(std::move(note));
+}
+
+}  // namespace
+
+namespace multi_axis_json {
+
+Status ReadHfMultiAxis(const json& j, const json& params, const std::string& source, PositionScheme* s) {
+  RopeConfig& rc = s->rope;
+  const std::string family = Family(s->model_type);
+  const bool chunked = IsOneOf(family, {"qwen2_vl", "qwen2_5_vl"});
+  const bool interleaved = IsOneOf(family, {"qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe"});
+  if (IsOneOf(family, {"qwen3_5", "qwen3_5_moe"}) && rc.layout.rotary_dim == rc.layout.head_dim &&
+      !Has(params, "partial_rotary_factor") &&
+      !Has(j, "partial_rotary_factor") && !Has(j, "rotary_pct") && !Has(j, "rotary_dim")) {
+    // Qwen3.5's config class defaults partial_rotary_factor to 0.25; Hugging Face truncates int(D * f).
+    const int64_t r = static_cast<int64_t>(static_cast<double>(rc.layout.head_dim) * 0.25);
+    if (r <= 0 || r % 2 != 0)
+      return KeyError(source, "head_dim", fmt::format("= {} gives rotary dimension int({} * 0.25) = {}, which must be even and positive",
+                                                      rc.layout.head_dim, rc.layout.head_dim, r));
+    rc.layout.rotary_dim = r;
+    Note(s, fmt::format("{}: no partial_rotary_factor, 0.25 assumed (its config class's default): rotary_dim {}",
+                        s->model_type, r));
+  }
+  if (!Has(params, "mrope_section")) {
+    if (chunked || interleaved)
+      Note(s, fmt::format("{} config without mrope_section: 1-D RoPE (the same rotation for text tokens, t = h = w)",
+                          s->model_type));
+    return OkStatus();
+  }
+  if (!chunked && !interleaved)
+    return UnimplementedError(fmt::format(
+        "config {}: key 'mrope_section' given, but model_type '{}' is not one whose section layout posenc knows "
+        "(qwen2_vl, qwen2_5_vl: chunked; qwen3_vl, qwen3_vl_moe, qwen3_5, qwen3_5_moe: interleaved)",
+        source, s->model_type));
+  POSENC_ASSIGN_OR_RETURN(std::vector<int64_t> sections, GetIntList(params, "mrope_section", source));
+  MultiAxisRope m;
+  m.layout = chunked ? SectionLayout::kChunked : SectionLayout::kInterleaved;
+  m.rules = SectionRules::kHf;
+  m.sections = sections;
+  m.num_components = 3;
+  Status st = ValidateMultiAxisRope(m, rc.layout.num_pairs(), fmt::format("config {}: key 'mrope_section'", source));
+  if (!st.ok()) return st;
+  if (Has(params, "mrope_interleaved"))
+    Note(s, fmt::format("mrope_interleaved is not read: {} is {} by its model class (as Hugging Face)", s->model_type,
+                        ToString(m.layout)));
+  Note(s, fmt::format("multi-axis rope: {} sections {} over (t, h, w) ({})", ToString(m.layout), ListString(sections),
+                      s->model_type));
+  rc.multi_axis = std::move(m);
+  return OkStatus();
+}
+
+bool IsGgmlMultiAxisMode(int64_t mode) { return mode == 8 || mode == 24 || mode == 40; }
+
+Status ReadGgmlMultiAxis(const json& j, int64_t mode, int64_t n_dims, int64_t head_dim, const std::string& source,
+                         RopeConfig* rc) {
+  if (!Has(j, "sections"))
+    return NotFoundError(fmt::format("ggml params {}: key 'sections' is missing (mode {} is ggml_rope_multi's)", source, mode));
+  POSENC_ASSIGN_OR_RETURN(std::vector<int64_t> sections, GetIntList(j, "sections", source));
+  if (sections.size() != 4)
+    return KeyError(source, "sections", fmt::format("is {}, ggml_rope_multi takes 4 integers", ListString(sections)));
+  int64_t sum = 0;
+  for (int64_t v : sections)
+    if (v >= 0) sum += v;
+  if (sum > head_dim)
+    return KeyError(source, "sections", fmt::format("= {} sums to {}, beyond head_dim {} (ggml asserts sum <= ne0)",
+                                                    ListString(sections), sum, head_dim));
+  rc->layout.pairing = RopePairing::kHalf;  // every ggml_rope_multi mode rotates NEOX pairs
+  rc->layout.rotary_start = 0;
+  MultiAxisRope m;
+  m.rules = SectionRules::kGgml;
+  m.num_components = 4;
+  m.sections = sections;
+  if (mode == 24) {
+    // VISION: n_dims pairs (j, j + n_dims) over a head of 2 * n_dims.
+    if (head_dim != 2 * n_dims)
+      return InvalidArgumentError(fmt::format("ggml params {}: mode 24 (vision) needs head_dim = 2 * n_dims, got head_dim {} and n_dims {}",
+                                              source, head_dim, n_dims));
+    rc->layout.rotary_dim = 2 * n_dims;
+    m.layout = SectionLayout::kChunkedRestart;
+  } else {
+    rc->layout.rotary_dim = n_dims;
+    m.layout = mode == 40 ? SectionLayout::kInterleaved : SectionLayout::kChunked;
+  }
+  POSENC_RETURN_IF_ERROR(ValidateMultiAxisRope(m, rc->layout.num_pairs(), fmt::format("ggml params {}: key 'sections'", source)));
+  rc->multi_axis = std::move(m);
+  return OkStatus();
+}
+
+}  // namespace multi_axis_json
+
+std::string_view ToString(Vision2dVariant v) { return v == Vision2dVariant::kQwen2Vl ? "qwen2vl" : "pixtral"; }
+
+bool ParseVision2dVariant(std::string_view s, Vision2dVariant* out) {
+  if (s == "qwen2vl") { *out = Vision2dVariant::kQwen2Vl; return true; }
+  if (s == "pixtral") { *out = Vision2dVariant::kPixtral; return true; }
+  return false;
+}
+
+Result<RopeConfig> ParseHfVision2dConfig(std::string_view json_text, Vision2dVariant variant, const std::string& source) {
+  json root = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  if (root.is_discarded()) return InvalidArgumentError(fmt::format("config {}: not valid JSON", source));
+  if (!root.is_object()) return InvalidArgumentError(fmt::format("config {}: top level is not a JSON object", source));
+  const json& j = Has(root, "vision_config") && root["vision_config"].is_object() ? root["vision_config"] : root;
+  RopeConfig rc;
+  rc.source = source;
+  int64_t head_dim = 0;
+  if (Has(j, "head_dim")) {
+    POSENC_ASSIGN_OR_RETURN(head_dim, GetInt(j, "head_dim", source));
+    if (head_dim <= 0) return KeyError(source, "head_dim", fmt::format("is {}, must be positive", head_dim));
+  } else {
+    const std::string wk = Has(j, "embed_dim") ? "embed_dim" : "hidden_size";
+    const std::string hk = Has(j, "num_heads") ? "num_heads" : "num_attention_heads";
+    if (!Has(j, wk)) return KeyError(source, wk, "is missing (the vision head dimension is width / heads)");
+    if (!Has(j, hk)) return KeyError(source, hk, "is missing (the vision head dimension is width / heads)");
+    POSENC_ASSIGN_OR_RETURN(int64_t width, GetInt(j, wk, source));
+    POSENC_ASSIGN_OR_RETURN(int64_t heads, GetInt(j, hk, source));
+    if (width <= 0) return KeyError(source, wk, fmt::format("is {}, must be positive", width));
+    if (heads <= 0) return KeyError(source, hk, fmt::format("is {}, must be positive", heads));
+    if (width % heads != 0) return KeyError(source, hk, fmt::format("= {} does not divide {} = {} evenly", heads, wk, width));
+    head_dim = width / heads;
+  }
+  if (head_dim % 4 != 0 || head_dim > kMaxRopeHeadDim)
+    return InvalidArgumentError(fmt::format("config {}: vision head_dim {} must be a multiple of 4 (h and w take D/4 pairs "
+                                            "each) and at most {}", source, head_dim, kMaxRopeHeadDim));
+  rc.layout = RotaryLayout{RopePairing::kHalf, head_dim, 0, head_dim};
+  rc.scaling.type = RopeScalingType::kNone;
+  if (variant == Vision2dVariant::kQwen2Vl) {
+    rc.base = 10000.0;
+    rc.notes.push_back("qwen2vl vision rope: theta 10000 (VisionRotaryEmbedding's default; no config key)");
+    if (Has(j, "rope_theta")) rc.notes.push_back("rope_theta in the vision config is not read (as Hugging Face)");
+  } else if (Has(j, "rope_theta")) {
+    POSENC_ASSIGN_OR_RETURN(rc.base, GetNumber(j, "rope_theta", source));
+    if (!(rc.base > 0) || !std::isfinite(rc.base))
+      return KeyError(source, "rope_theta", fmt::format("is {}, must be finite and positive", rc.base));
+  } else {
+    rc.base = 10000.0;
+    rc.notes.push_back("pixtral vision rope without rope_theta: 10000 assumed (PixtralVisionConfig's default)");
+  }
+  MultiAxisRope m;
+  m.layout = variant == Vision2dVariant::kQwen2Vl ? SectionLayout::kChunkedRestart : SectionLayout::kChunkedStrided;
+  m.rules = SectionRules::kHf;
+  m.sections = {head_dim / 4, head_dim / 4};
+  m.num_components = 2;
+  POSENC_RETURN_IF_ERROR(ValidateMultiAxisRope(m, rc.layout.num_pairs(), fmt::format("config {}", source)));
+  rc.multi_axis = std::move(m);
+  POSENC_RETURN_IF_ERROR(ValidateRopeConfig(rc));
+  return rc;
+}
+
+}  // namespace posenc

@@ -1,0 +1,133 @@
+// Multi-axis RoPE: the fast path (a per-token RopeTable through ApplyRope's SIMD kernels) and the
+// scalar reference beside it.
+#include <cstring>
+#include <numeric>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "kernels/rope_internal.hpp"
+#include "posenc/kernels/multi_axis_rope.hpp"
+#include "posenc/kernels/rope.hpp"
+#include "posenc/math/multi_axis.hpp"
+#include "posenc/math/rope_table.hpp"
+
+namespace posenc {
+
+Status ValidateMultiAxisRopeArgs(const MultiAxisRopeArgs& args, const HeadsView& x, const char* what) {
+  POSENC_RETURN_IF_ERROR(args.layout.Validate());
+  POSENC_RETURN_IF_ERROR(x.Validate(what));
+  if (args.freqs == nullptr) return InvalidArgumentError("multi-axis rope: no frequencies given");
+  POSENC_RETURN_IF_ERROR(ValidateRopeFrequencies(*args.freqs, "multi-axis rope"));
+  const int64_t n = args.layout.num_pairs();
+  if (static_cast<int64_t>(args.freqs->inv_freq.size()) != n)
+    return InvalidArgumentError(fmt::format("multi-axis rope: {} frequencies, layout rotary_dim {} needs {}",
+                                            args.freqs->inv_freq.size(), args.layout.rotary_dim, n));
+  if (static_cast<int64_t>(args.pair_component.size()) != n)
+    return InvalidArgumentError(fmt::format("multi-axis rope: {} pair components, layout rotary_dim {} needs {}",
+                                            args.pair_component.size(), args.layout.rotary_dim, n));
+  if (args.num_components < 1 || args.num_components > kMaxRopeComponents)
+    return InvalidArgumentError(fmt::format("multi-axis rope: {} position components (must be in [1, {}])",
+                                            args.num_components, kMaxRopeComponents));
+  for (int64_t j = 0; j < n; ++j) {
+    const int64_t c = args.pair_component[static_cast<size_t>(j)];
+    if (c < 0 || c >= args.num_components)
+      return InvalidArgumentError(fmt::format("multi-axis rope: pair {} takes component {}, outside [0, {})", j, c,
+                                              args.num_components));
+  }
+  if (x.head_dim != args.layout.head_dim)
+    return InvalidArgumentError(fmt::format("multi-axis rope: {} has head_dim {}, layout says {}", what, x.head_dim,
+                                            args.layout.head_dim));
+  const int64_t shape[2] = {args.num_components, x.tokens};
+  if (static_cast<int64_t>(args.positions.size()) != args.num_components * x.tokens)
+    return InvalidArgumentError(fmt::format("multi-axis rope: {} positions for {} components x {} tokens of {}",
+                                            args.positions.size(), args.num_components, x.tokens, what));
+  return ValidateMultiAxisPositions(shape, args.positions, args.num_components, "multi-axis rope");
+}
+
+namespace {
+
+Result<RopeTable> TableOf(const MultiAxisRopeArgs& args) {
+  return RopeTable::BuildPerToken(*args.freqs, args.pair_component, args.num_components, args.positions, args.precision);
+}
+
+std::vector<int64_t> RowIndices(int64_t tokens) {
+  std::vector<int64_t> rows(static_cast<size_t>(tokens));
+  std::iota(rows.begin(), rows.end(), int64_t{0});
+  return rows;
+}
+
+template <typename T>
+void RotateReference(const MultiAxisRopeArgs& args, const HeadsView& in, const HeadsView& out) {
+  const RotaryLayout& L = args.layout;
+  const int64_t n = L.num_pairs();
+  const double sign = args.direction == RopeDirection::kForward ? 1.0 : -1.0;
+  std::vector<float> c(static_cast<size_t>(n)), s(static_cast<size_t>(n));
+  std::vector<T> row(static_cast<size_t>(L.head_dim));
+  RopeFrequencies one;
+  one.inv_freq.resize(1);
+  one.attention_scaling = args.freqs->attention_scaling;
+  for (int64_t t = 0; t < in.tokens; ++t) {
+    // angle[t, j] = positions[pair_component[j], t] * inv_freq[j], one pair at a time.
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t comp = args.pair_component[static_cast<size_t>(j)];
+      one.inv_freq[0] = args.freqs->inv_freq[static_cast<size_t>(j)];
+      ComputeCosSin(one, args.positions[static_cast<size_t>(comp * in.tokens + t)], args.precision,
+                    &c[static_cast<size_t>(j)], &s[static_cast<size_t>(j)]);
+    }
+    for (int64_t h = 0; h < in.heads; ++h) {
+      const T* src = in.at<T>(t, h);
+      std::memcpy(row.data(), src, sizeof(T) * static_cast<size_t>(L.head_dim));  // in place is safe
+      T* dst = out.at<T>(t, h);
+      if (dst != src) std::memcpy(dst, row.data(), sizeof(T) * static_cast<size_t>(L.head_dim));
+      for (int64_t i = 0; i < n; ++i) {
+        const double a = LoadAsF32(&row[static_cast<size_t>(L.first(i))]);
+        const double b = LoadAsF32(&row[static_cast<size_t>(L.second(i))]);
+        const double ci = c[static_cast<size_t>(i)];
+        const double si = sign * s[static_cast<size_t>(i)];
+        StoreFromF32(static_cast<float>(a * ci - b * si), dst + L.first(i));
+        StoreFromF32(static_cast<float>(a * si + b * ci), dst + L.second(i));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+Status ApplyMultiAxisRope(const MultiAxisRopeArgs& args, HeadsView in, HeadsView out) {
+  POSENC_RETURN_IF_ERROR(ValidateMultiAxisRopeArgs(args, in, "input"));
+  POSENC_RETURN_IF_ERROR(out.Validate("output"));
+  POSENC_RETURN_IF_ERROR(detail::ValidateRopeOutput(in, out));
+  POSENC_ASSIGN_OR_RETURN(RopeTable table, TableOf(args));
+  const std::vector<int64_t> rows = RowIndices(in.tokens);
+  RopeArgs rope{args.layout, &table, rows, args.direction, args.parallel};
+  return ApplyRope(rope, in, out);
+}
+
+Status ApplyMultiAxisRope(const MultiAxisRopeArgs& args, HeadsView x) { return ApplyMultiAxisRope(args, x, x); }
+
+Status ApplyMultiAxisRopeQK(const MultiAxisRopeArgs& args, HeadsView q, HeadsView k) {
+  POSENC_RETURN_IF_ERROR(ValidateMultiAxisRopeArgs(args, q, "queries"));
+  const bool k_empty = k.tokens == 0 || k.heads == 0;
+  if (!k_empty) POSENC_RETURN_IF_ERROR(ValidateMultiAxisRopeArgs(args, k, "keys"));
+  POSENC_ASSIGN_OR_RETURN(RopeTable table, TableOf(args));
+  const std::vector<int64_t> rows = RowIndices(q.tokens);
+  RopeArgs rope{args.layout, &table, rows, args.direction, args.parallel};
+  return ApplyRopeQK(rope, q, k);
+}
+
+Status ApplyMultiAxisRopeReference(const MultiAxisRopeArgs& args, HeadsView in, HeadsView out) {
+  POSENC_RETURN_IF_ERROR(ValidateMultiAxisRopeArgs(args, in, "input"));
+  POSENC_RETURN_IF_ERROR(out.Validate("output"));
+  POSENC_RETURN_IF_ERROR(detail::ValidateRopeOutput(in, out));
+  if (in.tokens == 0 || in.heads == 0) return OkStatus();
+  switch (in.dtype) {
+    case DType::kF32: RotateReference<float>(args, in, out); break;
+    case DType::kF16: RotateReference<f16_t>(args, in, out); break;
+    case DType::kBF16: RotateReference<bf16_t>(args, in, out); break;
+    default: return InvalidArgumentError("multi-axis rope: unsupported dtype");
+  }
+  return OkStatus();
+}
+
+}  // namespace posenc
