@@ -4,6 +4,8 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <tuple>
+#include <utility>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -35,6 +37,79 @@ bool IsOneOf(const std::string& v, std::initializer_list<const char*> set) {
   for (const char* x : set)
     if (v == x) return true;
   return false;
+}
+
+// ---------- family facts ----------
+
+// What each family's modeling code fixes about its RoPE (no config key says it). One row per
+// model_type; a later family registry grows from this table.
+constexpr HfRopeFamily kRopeFamilies[] = {
+    {"gptj", RopePairing::kInterleaved, 1.0, "modeling_gptj.py: rotate_every_two on (2i, 2i+1)"},
+    {"codegen", RopePairing::kInterleaved, 1.0, "modeling_codegen.py: rotate_every_two on (2i, 2i+1)"},
+    {"cohere", RopePairing::kInterleaved, 1.0, "modeling_cohere.py: repeat_interleave'd cos/sin, rotate_half on even/odd lanes"},
+    {"cohere2", RopePairing::kInterleaved, 1.0, "modeling_cohere2.py: repeat_interleave'd cos/sin, rotate_half on even/odd lanes"},
+    {"glm4", RopePairing::kInterleaved, 0.5,
+     "modeling_glm4.py: first half of cos/sin repeat_interleave'd over the rotary dims; Glm4Config partial_rotary_factor 0.5"},
+    {"llama4", RopePairing::kInterleaved, 1.0, "modeling_llama4.py: apply_rotary_emb, complex freqs_cis on (2i, 2i+1)"},
+    {"llama4_text", RopePairing::kInterleaved, 1.0, "modeling_llama4.py: apply_rotary_emb, complex freqs_cis on (2i, 2i+1)"},
+};
+
+// ---------- per-layer keys: the layer schedule's inputs, Llama 4's temperature ----------
+
+bool IsLlama4(const std::string& model_type) { return IsOneOf(model_type, {"llama4", "llama4_text"}); }
+
+Status ParseLayerKeys(const json& j, const std::string& source, PositionScheme* s) {
+  if (std::string k = FirstKey(j, {"num_hidden_layers", "n_layer", "num_layers", "n_layers"}); !k.empty()) {
+    POSENC_ASSIGN_OR_RETURN(s->num_layers, GetInt(j, k, source));
+    if (s->num_layers <= 0) return KeyError(source, k, fmt::format("is {}, must be > 0", s->num_layers));
+  }
+  if (Has(j, "layer_types")) {
+    const json& t = j["layer_types"];
+    if (!t.is_array()) return KeyError(source, "layer_types", fmt::format("is {}, expected a list of strings", t.dump().substr(0, 60)));
+    for (size_t i = 0; i < t.size(); ++i) {
+      if (!t[i].is_string())
+        return KeyError(source, fmt::format("layer_types[{}]", i), fmt::format("is {}, expected a string", t[i].dump()));
+      s->layer_types.push_back(t[i].get<std::string>());
+    }
+  }
+  if (Has(j, "no_rope_layers")) {
+    const json& t = j["no_rope_layers"];
+    if (!t.is_array()) return KeyError(source, "no_rope_layers", fmt::format("is {}, expected a list of 0 and 1", t.dump().substr(0, 60)));
+    for (size_t i = 0; i < t.size(); ++i) {
+      const bool ok = t[i].is_boolean() || (t[i].is_number_integer() && (t[i].get<int64_t>() == 0 || t[i].get<int64_t>() == 1));
+      if (!ok) return KeyError(source, fmt::format("no_rope_layers[{}]", i), fmt::format("is {}, expected 0 or 1", t[i].dump()));
+      s->no_rope_layers.push_back(t[i].is_boolean() ? int64_t{t[i].get<bool>()} : t[i].get<int64_t>());
+    }
+  }
+  for (auto [key, dst] : {std::pair{"no_rope_layer_interval", &s->no_rope_layer_interval},
+                          std::pair{"sliding_window_pattern", &s->sliding_window_pattern}}) {
+    if (!Has(j, key)) continue;
+    POSENC_ASSIGN_OR_RETURN(*dst, GetInt(j, key, source));
+    if (*dst <= 0) return KeyError(source, key, fmt::format("is {}, must be > 0", *dst));
+  }
+  if (!IsLlama4(s->model_type)) return OkStatus();
+  // Llama4TextConfig: attn_temperature_tuning (a truthy value: Scout's config says 4), floor_scale,
+  // attn_scale, with the class defaults true, 8192, 0.1.
+  AttnTemperature& t = s->attn_temperature;
+  t = AttnTemperature{true, 8192.0, 0.1};
+  if (Has(j, "attn_temperature_tuning")) {
+    const json& v = j["attn_temperature_tuning"];
+    if (v.is_boolean()) t.tuning = v.get<bool>();
+    else if (v.is_number()) t.tuning = v.get<double>() != 0.0;
+    else return KeyError(source, "attn_temperature_tuning", fmt::format("is {}, expected a boolean or a number", v.dump()));
+  } else {
+    s->notes.push_back("no attn_temperature_tuning: true assumed (Llama4TextConfig's default)");
+  }
+  for (auto [key, dst, def] : {std::tuple{"floor_scale", &t.floor_scale, 8192.0}, std::tuple{"attn_scale", &t.attn_scale, 0.1}}) {
+    if (Has(j, key)) {
+      POSENC_ASSIGN_OR_RETURN(*dst, GetNumber(j, key, source));
+    } else {
+      s->notes.push_back(fmt::format("no {}: {} assumed (Llama4TextConfig's default)", key, def));
+    }
+  }
+  if (Status st = ValidateAttnTemperature(t); !st.ok())
+    return InvalidArgumentError(fmt::format("config {}: {}", source, st.message()));
+  return OkStatus();
 }
 
 // ---------- fused query_key_value ----------
@@ -331,6 +406,13 @@ Status ParseRope(const json& j, const std::string& source, const HfConfigOptions
       partial_key = k;
     }
   }
+  const HfRopeFamily* family = FindHfRopeFamily(s->model_type);
+  if (!partial.has_value() && family != nullptr && family->default_partial_rotary_factor != 1.0 && rotary_dim < 0 &&
+      !Has(j, "rotary_dim")) {
+    partial = family->default_partial_rotary_factor;
+    partial_key = "partial_rotary_factor";
+    Note(s, fmt::format("no partial_rotary_factor: {} assumed ({}'s config default)", *partial, s->model_type));
+  }
   if (partial.has_value() && !(*partial > 0 && *partial <= 1))
     return KeyError(source, partial_key, fmt::format("is {}, must be in (0, 1]", *partial));
   if (sc.type == RopeScalingType::kProportional) {
@@ -360,8 +442,7 @@ Status ParseRope(const json& j, const std::string& source, const HfConfigOptions
   rc.layout.head_dim = head_dim;
   rc.layout.rotary_dim = rotary_dim;
   rc.layout.rotary_start = rotary_start;
-  rc.layout.pairing = RopePairing::kHalf;
-  if (IsOneOf(s->model_type, {"gptj", "codegen"})) rc.layout.pairing = RopePairing::kInterleaved;
+  rc.layout.pairing = family != nullptr ? family->pairing : RopePairing::kHalf;
   if (Has(j, "qk_rope_head_dim")) {
     bool interleave = true;
     if (Has(j, "rope_interleave")) {
@@ -462,8 +543,10 @@ Status ParseRope(const json& j, const std::string& source, const HfConfigOptions
         if (!(*dst > 0) || !std::isfinite(*dst)) return KeyError(source, k, fmt::format("is {}, must be finite and > 0", *dst));
       }
     }
-    if (sc.beta_fast <= sc.beta_slow)
-      return KeyError(source, "beta_fast", fmt::format("= {} must be greater than beta_slow = {}", sc.beta_fast, sc.beta_slow));
+    if (sc.beta_fast < sc.beta_slow)
+      return KeyError(source, "beta_fast", fmt::format("= {} must be at least beta_slow = {}", sc.beta_fast, sc.beta_slow));
+    if (sc.beta_fast == sc.beta_slow)
+      Note(s, fmt::format("yarn: beta_fast = beta_slow = {}: a one-pair ramp (Hugging Face computes it)", sc.beta_fast));
     for (const char* k : {"attention_factor", "mscale", "mscale_all_dim"}) {
       if (!Has(p, k)) continue;
       POSENC_ASSIGN_OR_RETURN(double v, GetNumber(p, k, source));
@@ -499,9 +582,13 @@ Status ParseRope(const json& j, const std::string& source, const HfConfigOptions
       (std::string(k) == "low_freq_factor" ? sc.low_freq_factor : sc.high_freq_factor) = v;
     }
     if (!(sc.low_freq_factor > 0)) return KeyError(source, "low_freq_factor", fmt::format("is {}, must be > 0", sc.low_freq_factor));
-    if (!(sc.high_freq_factor > sc.low_freq_factor))
+    if (!(sc.high_freq_factor >= sc.low_freq_factor))
       return KeyError(source, "high_freq_factor",
-                      fmt::format("= {} must be greater than low_freq_factor = {}", sc.high_freq_factor, sc.low_freq_factor));
+                      fmt::format("= {} must be at least low_freq_factor = {}", sc.high_freq_factor, sc.low_freq_factor));
+    if (sc.high_freq_factor == sc.low_freq_factor)
+      Note(s, fmt::format("llama3: low_freq_factor = high_freq_factor = {}: no smooth band, wavelengths past {} / {} "
+                          "divided by factor, the rest kept (Hugging Face warns and computes it)",
+                          sc.low_freq_factor, sc.original_max_position_embeddings, sc.low_freq_factor));
   }
   if (sc.type == RopeScalingType::kLongRope) {
     POSENC_ASSIGN_OR_RETURN(sc.short_factor, GetNumberList(p, "short_factor", source));
@@ -526,6 +613,14 @@ Status ParseRope(const json& j, const std::string& source, const HfConfigOptions
 
 }  // namespace
 
+std::span<const HfRopeFamily> HfRopeFamilies() { return kRopeFamilies; }
+
+const HfRopeFamily* FindHfRopeFamily(std::string_view model_type) {
+  for (const HfRopeFamily& f : kRopeFamilies)
+    if (f.model_type == model_type) return &f;
+  return nullptr;
+}
+
 Result<PositionScheme> ParseHfConfig(std::string_view json_text, const std::string& source,
                                      const HfConfigOptions& options) {
   json j = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
@@ -545,6 +640,7 @@ Result<PositionScheme> ParseHfConfig(std::string_view json_text, const std::stri
   if (non_rope) return s;
   s.kind = PositionKind::kRope;
   POSENC_RETURN_IF_ERROR(ParseRope(j, source, options, &s));
+  POSENC_RETURN_IF_ERROR(ParseLayerKeys(j, source, &s));
   return s;
 }
 

@@ -21,6 +21,8 @@
 #include "posenc/math/rope_config.hpp"
 #include "posenc/config/ggml_config.hpp"
 #include "posenc/math/sinusoidal.hpp"
+#include "posenc/config/layer_schedule.hpp"
+#include "posenc/kernels/attn_temperature.hpp"
 
 namespace posenc::cli {
 namespace fs = std::filesystem;
@@ -147,18 +149,34 @@ constexpr double kTwoUlpRtol = 1.0 / (1 << 22);  // FORMAT.md: a float role with
 
 // --- rope -----------------------------------------------------------------------------------------
 
-Result<RopeConfig> CaseRopeConfig(const Case& c, int64_t head_dim) {
+// The case's RoPE config, derived from its `config` (a Hugging Face config read with the case's
+// hf_model_type as model_type, which fixes the pairing and rotary window of families such as gptj,
+// cohere, glm4, llama4; or ggml parameters, whose mode fixes it). The case's layout, head_dim and
+// rotary_dim are checked against what posenc derives, never used in its place. `scheme` (may be
+// null) receives the whole parsed Hugging Face scheme (empty for ggml).
+Result<RopeConfig> CaseRopeConfig(const Case& c, int64_t head_dim, PositionScheme* scheme = nullptr) {
   const json& j = c.j();
   if (!j.contains("config") || !j["config"].is_object())
     return DataLossError("case.json has no 'config' object");
-  POSENC_ASSIGN_OR_RETURN(RopeConfig rc, ParseRopeConfigJson(j["config"].dump(), head_dim, "case config"));
-  // For Hugging Face configs the pairing is a fact of the model family, not of the config: the case
-  // states it (a ggml config's mode fixes it).
-  if (rc.scaling.type != RopeScalingType::kGgml && j.contains("layout")) {
+  json config = j["config"];
+  RopeConfig rc;
+  if (config.contains("n_dims") && config.contains("mode")) {
+    POSENC_ASSIGN_OR_RETURN(rc, ParseRopeConfigJson(config.dump(), head_dim, "case config"));
+  } else {
+    if (!config.contains("model_type") && j.contains("hf_model_type")) config["model_type"] = j["hf_model_type"];
+    POSENC_ASSIGN_OR_RETURN(PositionScheme s, ParseHfConfig(config.dump(), "case config"));
+    if (s.kind != PositionKind::kRope)
+      return InvalidArgumentError(fmt::format("case config: the scheme is {}, not rope", ToString(s.kind)));
+    rc = s.rope;
+    if (scheme != nullptr) *scheme = std::move(s);
+  }
+  if (j.contains("layout")) {
     RopePairing p;
     if (!ParseRopePairing(j["layout"].get<std::string>(), &p))
       return DataLossError(fmt::format("unknown layout '{}'", j["layout"].dump()));
-    rc.layout.pairing = p;
+    if (p != rc.layout.pairing)
+      return InvalidArgumentError(
+          fmt::format("config gives layout {}, case says {}", ToString(rc.layout.pairing), ToString(p)));
   }
   for (const char* key : {"head_dim", "rotary_dim"}) {
     if (!j.contains(key)) continue;
@@ -169,6 +187,13 @@ Result<RopeConfig> CaseRopeConfig(const Case& c, int64_t head_dim) {
   if (rc.layout.head_dim != head_dim)
     return InvalidArgumentError(fmt::format("config gives head_dim {}, input has {}", rc.layout.head_dim, head_dim));
   return rc;
+}
+
+// The `layer_schedule` role (1 = RoPE layer, 0 = NoPE), compared exactly with LayerRopeSchedule.
+Status CompareLayerSchedule(const PositionScheme& scheme, const Array& want) {
+  POSENC_ASSIGN_OR_RETURN(LayerSchedule schedule, LayerRopeSchedule(scheme));
+  std::vector<int64_t> got(schedule.rope.begin(), schedule.rope.end());
+  return CompareInts(fmt::format("layer_schedule ({})", schedule.rule), got, want);
 }
 
 Result<std::vector<double>> RotateCase(const Array& input, DType storage, const RotaryLayout& layout,
@@ -190,7 +215,8 @@ Result<std::string> RunRope(const Case& c) {
   POSENC_ASSIGN_OR_RETURN(Array input, c.Read("input"));
   if (input.ndim() != 3) return DataLossError(fmt::format("input shape {} is not [T, H, D]", ShapeToString(input.shape())));
   POSENC_ASSIGN_OR_RETURN(std::vector<int64_t> positions, ReadInts(c, "positions"));
-  POSENC_ASSIGN_OR_RETURN(RopeConfig rc, CaseRopeConfig(c, input.dim(2)));
+  PositionScheme scheme;
+  POSENC_ASSIGN_OR_RETURN(RopeConfig rc, CaseRopeConfig(c, input.dim(2), &scheme));
   if (c.Has("freq_factors")) {
     POSENC_ASSIGN_OR_RETURN(Array ff, c.Read("freq_factors"));
     rc.scaling.freq_factors = ToDoubles(ff);
@@ -218,6 +244,11 @@ Result<std::string> RunRope(const Case& c) {
       const RopePrecision precision = role == "expected" ? RopePrecision::kReference : RopePrecision::kExact;
       POSENC_ASSIGN_OR_RETURN(std::vector<double> got, RotateCase(input, storage, rc.layout, freqs, positions, precision));
       POSENC_RETURN_IF_ERROR(Compare(fmt::format("{} ({} precision)", role, ToString(precision)), got, want, c.Tol(role, {})));
+    } else if (role == "pair_component") {
+      // 1-D RoPE: every pair is driven by the one position row.
+      POSENC_RETURN_IF_ERROR(CompareInts(role, std::vector<int64_t>(freqs.inv_freq.size(), 0), want));
+    } else if (role == "layer_schedule") {
+      POSENC_RETURN_IF_ERROR(CompareLayerSchedule(scheme, want));
     } else {
       return UnimplementedError(fmt::format("rope case role '{}' is not known to this runner", role));
     }
@@ -416,6 +447,67 @@ Result<std::string> RunT5(const Case& c) {
                      num_buckets, max_distance, checked);
 }
 
+// --- attention temperature (Llama 4 NoPE layers) ----------------------------------------------
+
+// The temperature parameters come from the config (read with the case's hf_model_type); the case's
+// floor_scale / attn_scale and the NoPE-ness of its layer_index are checked against them.
+Result<std::string> RunAttnTemperature(const Case& c) {
+  const json& j = c.j();
+  if (!j.contains("config") || !j["config"].is_object()) return DataLossError("case.json has no 'config' object");
+  json config = j["config"];
+  if (!config.contains("model_type") && j.contains("hf_model_type")) config["model_type"] = j["hf_model_type"];
+  POSENC_ASSIGN_OR_RETURN(PositionScheme scheme, ParseHfConfig(config.dump(), "case config"));
+  const AttnTemperature& t = scheme.attn_temperature;
+  if (!t.tuning) return InvalidArgumentError("case config: attention temperature tuning is off (or not a Llama 4 config)");
+  for (const char* key : {"floor_scale", "attn_scale"}) {
+    if (!j.contains(key)) continue;
+    const double want = j[key].get<double>();
+    const double got = std::string(key) == "floor_scale" ? t.floor_scale : t.attn_scale;
+    if (got != want) return InvalidArgumentError(fmt::format("config gives {} {}, case says {}", key, got, want));
+  }
+  POSENC_ASSIGN_OR_RETURN(LayerSchedule schedule, LayerRopeSchedule(scheme));
+  if (j.contains("layer_index")) {
+    const int64_t layer = j["layer_index"].get<int64_t>();
+    if (!QueryTemperatureApplies(scheme, schedule, layer))
+      return InvalidArgumentError(fmt::format("layer_index {}: the schedule ({}) gives no temperature there", layer, schedule.rule));
+  }
+  POSENC_ASSIGN_OR_RETURN(Array input, c.Read("input"));
+  if (input.ndim() != 3) return DataLossError(fmt::format("input shape {} is not [T, H, D]", ShapeToString(input.shape())));
+  POSENC_ASSIGN_OR_RETURN(std::vector<int64_t> positions, ReadInts(c, "positions"));
+  POSENC_ASSIGN_OR_RETURN(std::vector<float> scales, AttnTemperatureScales(t, positions));
+  POSENC_ASSIGN_OR_RETURN(std::vector<double> exact, AttnTemperatureScalesExact(t, positions));
+  std::string checked;
+  for (const std::string& role : c.OutputRoles()) {
+    POSENC_ASSIGN_OR_RETURN(Array want, c.Read(role));
+    if (role == "attn_scales") {
+      POSENC_RETURN_IF_ERROR(Compare(role, std::vector<double>(scales.begin(), scales.end()), want, c.Tol(role, {0, kTwoUlpRtol})));
+    } else if (role == "attn_scales_exact") {
+      POSENC_RETURN_IF_ERROR(Compare(role, exact, want, c.Tol(role, {0, kTwoUlpRtol})));
+    } else if (role == "expected") {
+      // The kernel, float32 storage and float32 scales (Hugging Face's product).
+      POSENC_ASSIGN_OR_RETURN(Array q, input.AsType(DType::kF32));
+      POSENC_ASSIGN_OR_RETURN(HeadsView view, HeadsView::Of(q, "input"));
+      POSENC_RETURN_IF_ERROR(ApplyQueryTemperature(view, scales));
+      POSENC_RETURN_IF_ERROR(Compare(role, ToDoubles(q), want, c.Tol(role, {})));
+    } else if (role == "expected_exact") {
+      // float64 math: the input times the float64 scale, no storage rounding.
+      std::vector<double> got = ToDoubles(input);
+      const size_t per_token = static_cast<size_t>(input.dim(1) * input.dim(2));
+      if (exact.size() * per_token != got.size())
+        return DataLossError(fmt::format("positions has {} entries, input shape {}", exact.size(), ShapeToString(input.shape())));
+      for (size_t i = 0; i < got.size(); ++i) got[i] *= exact[i / per_token];
+      POSENC_RETURN_IF_ERROR(Compare(role, got, want, c.Tol(role, {})));
+    } else if (role == "layer_schedule") {
+      POSENC_RETURN_IF_ERROR(CompareLayerSchedule(scheme, want));
+    } else {
+      return UnimplementedError(fmt::format("attn_temperature case role '{}' is not known to this runner", role));
+    }
+    checked += role + " ";
+  }
+  return fmt::format("attn_temperature floor_scale {} attn_scale {}, {} NoPE of {} layers: {}", t.floor_scale, t.attn_scale,
+                     schedule.num_nope_layers(), schedule.num_layers(), checked);
+}
+
 }  // namespace
 
 GoldenResult RunGoldenCase(const std::string& dir) {
@@ -430,6 +522,7 @@ GoldenResult RunGoldenCase(const std::string& dir) {
   Result<std::string> out = UnimplementedError(fmt::format("scheme '{}' is not supported by this runner", scheme));
   try {
     if (scheme == "rope") out = RunRope(*c);
+    else if (scheme == "attn_temperature") out = RunAttnTemperature(*c);
     else if (scheme == "sinusoidal") out = RunSinusoidal(*c);
     else if (scheme == "alibi") out = RunAlibi(*c);
     else if (scheme == "t5_bucket") out = RunT5(*c);

@@ -1,6 +1,7 @@
 // Hugging Face config.json -> PositionScheme.
 #pragma once
 
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -8,6 +9,20 @@
 #include "posenc/core/status.hpp"
 
 namespace posenc {
+
+// What a model family's Hugging Face modeling code fixes about its RoPE, which no config key states:
+// how rotate_half pairs the dims, and the config class's partial_rotary_factor default (used when
+// the config gives no partial_rotary_factor, rotary_pct or rotary_dim; 1 = the whole head).
+struct HfRopeFamily {
+  std::string_view model_type;
+  RopePairing pairing = RopePairing::kHalf;
+  double default_partial_rotary_factor = 1.0;
+  std::string_view source;  // the Hugging Face code that fixes it
+};
+// The table ParseHfConfig reads (gptj, codegen, cohere, cohere2, glm4, llama4, llama4_text), and one
+// row of it; nullptr for a model type it does not list (half pairing over the whole head).
+std::span<const HfRopeFamily> HfRopeFamilies();
+const HfRopeFamily* FindHfRopeFamily(std::string_view model_type);
 
 struct HfConfigOptions {
   // Nested rope_parameters: the layer type to describe. Empty: "full_attention" when present, else the
@@ -17,8 +32,9 @@ struct HfConfigOptions {
 
 // Parses a Hugging Face config.json text; `source` names it in errors. RoPE configs in both
 // spellings: legacy top-level rope_theta + rope_scaling, and rope_parameters. The pairing layout
-// is not in a config: it defaults to `half` (Hugging Face's) unless model_type fixes it (gptj:
-// interleaved); callers that know better set config.rope.layout.pairing afterwards.
+// is not in a config: it defaults to `half` (Hugging Face's) unless model_type fixes it (the
+// HfRopeFamilies table: gptj, cohere, glm4, llama4, ... interleaved; glm4's default partial factor
+// 0.5); callers that know better set config.rope.layout.pairing afterwards.
 //
 // The scheme's kind comes from the config: ALiBi (BLOOM; MPT's attn_config.alibi; Falcon's
 // "alibi": true), T5 buckets (relative_attention_num_buckets), sinusoidal (XLM's

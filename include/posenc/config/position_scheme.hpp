@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "posenc/kernels/attn_temperature.hpp"
 #include "posenc/math/rope_config.hpp"
 
 namespace posenc {
@@ -50,6 +51,15 @@ struct PositionScheme {
   // found, and the one `rope` describes; both empty for a single RoPE.
   std::vector<std::string> rope_layer_types;
   std::string rope_layer_type;
+  // The keys that decide, per decoder layer, whether RoPE is applied, as the config gives them
+  // (LayerRopeSchedule in posenc/config/layer_schedule.hpp applies the family's rule to them).
+  int64_t num_layers = 0;                // num_hidden_layers (n_layer, num_layers); 0 = not given
+  std::vector<std::string> layer_types;  // layer_types ("sliding_attention", "full_attention", ...)
+  std::vector<int64_t> no_rope_layers;   // Llama 4: per layer 1 = applies RoPE (despite the name), 0 = NoPE
+  int64_t no_rope_layer_interval = 0;    // Llama 4; 0 = not given (Llama4TextConfig's default 4 applies)
+  int64_t sliding_window_pattern = 0;    // Cohere2; 0 = not given (Cohere2Config's default 4 applies)
+  // Llama 4's query temperature on NoPE layers: tuning is false for every other family.
+  AttnTemperature attn_temperature;
   // Notes on values taken from a family default or inferred (for every kind; RoPE ones are also in
   // rope.notes).
   std::vector<std::string> notes;
