@@ -11,9 +11,9 @@
 //                      x = d * scale * (q - 32) with q = 4 low bits | 2 high bits << 4
 #include "posenc/io/quant.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <vector>
 
 #include <fmt/format.h>
 
@@ -242,40 +242,29 @@ Status DequantizeRows(uint32_t ggml_type, std::span<const std::byte> data, int64
   return OkStatus();
 }
 
-Result<Array> LookupRows(const QuantizedTable& table, std::span<const int64_t> ids, const LookupOptions& options) {
-  POSENC_RETURN_IF_ERROR(table.Validate());
-  POSENC_RETURN_IF_ERROR(ValidateTokenIds(ids, table.rows));
-  const GgmlType type = static_cast<GgmlType>(table.ggml_type);
+Result<EmbeddingTable> QuantizedTable::AsEmbeddingTable() const {
+  POSENC_RETURN_IF_ERROR(Validate());
+  const GgmlType type = static_cast<GgmlType>(ggml_type);
+  const bool is_float = type == GgmlType::kF32 || type == GgmlType::kF16 || type == GgmlType::kBF16;
   const size_t elem = type == GgmlType::kF32 ? 4 : 2;
-  const bool aligned = reinterpret_cast<uintptr_t>(table.data.data()) % elem == 0;
-  // Float tables go through the embedding kernel when the rows are aligned for their type (a
-  // safetensors offset may not be); otherwise through the byte-wise row reader below.
-  if (aligned && (type == GgmlType::kF32 || type == GgmlType::kF16 || type == GgmlType::kBF16)) {
+  if (is_float && reinterpret_cast<uintptr_t>(data.data()) % elem == 0) {
     const DType dtype = type == GgmlType::kF32 ? DType::kF32 : type == GgmlType::kF16 ? DType::kF16 : DType::kBF16;
-    return LookupEmbeddings(EmbeddingTable::View(table.data.data(), dtype, table.rows, table.row_length), ids, options);
-  }
-  if (options.out_dtype != DType::kF32 && options.out_dtype != DType::kBF16) {
-    return InvalidArgumentError(fmt::format("looking up rows: output dtype {} (float32 or bfloat16 only)",
-                                            ToString(options.out_dtype)));
+    return EmbeddingTable::View(data.data(), dtype, rows, row_length);
   }
   GgmlTypeTraits t;
-  GetGgmlTypeTraits(table.ggml_type, &t);
-  const size_t row_bytes = static_cast<size_t>(table.row_length / t.block_size) * t.type_size;
-  POSENC_ASSIGN_OR_RETURN(Array out, Array::Zeros(options.out_dtype, {static_cast<int64_t>(ids.size()), table.row_length}));
-  std::vector<float> row(static_cast<size_t>(table.row_length));
-  for (size_t i = 0; i < ids.size(); ++i) {
-    DequantizeRowUnchecked(table.ggml_type, table.data.data() + static_cast<size_t>(ids[i]) * row_bytes,
-                           table.row_length, row.data());
-    const size_t base = i * static_cast<size_t>(table.row_length);
-    if (options.out_dtype == DType::kF32) {
-      float* o = out.data<float>() + base;
-      for (int64_t j = 0; j < table.row_length; ++j) o[j] = row[j] * options.multiplier;
-    } else {
-      bf16_t* o = out.data<bf16_t>() + base;
-      for (int64_t j = 0; j < table.row_length; ++j) o[j] = F32ToBF16(row[j] * options.multiplier);
-    }
-  }
-  return out;
+  GetGgmlTypeTraits(ggml_type, &t);
+  const size_t row_bytes = static_cast<size_t>(row_length / t.block_size) * t.type_size;
+  const std::byte* base = data.data();
+  const uint32_t gtype = ggml_type;
+  const int64_t n = row_length;
+  return EmbeddingTable::Decoded(rows, row_length, [base, row_bytes, gtype, n](int64_t row, float* out) {
+    DequantizeRowUnchecked(gtype, base + static_cast<size_t>(row) * row_bytes, n, out);
+  });
+}
+
+Result<Array> LookupRows(const QuantizedTable& table, std::span<const int64_t> ids, const LookupOptions& options) {
+  POSENC_ASSIGN_OR_RETURN(EmbeddingTable e, table.AsEmbeddingTable());
+  return LookupEmbeddings(e, ids, options);
 }
 
 }  // namespace posenc

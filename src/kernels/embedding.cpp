@@ -1,7 +1,8 @@
 // Fast embedding lookup (gather rows, scale, optional fused position add, round to the output type)
 // and its deterministic scatter-add gradient: Highway per-target code plus the validated entry points.
-// Same float32 operations in the same order as the references in src/math/embedding.cpp (multiply,
-// then add, no fused multiply-add), so results are bit-identical to them.
+// Same float32 operations in the same order as the references in embedding_ref.cpp (multiply, then
+// add, no fused multiply-add), so results are bit-identical to them. Decoded tables (ggml block types,
+// unaligned rows) decode a tile of rows to float32 scratch and run the float32 gather over it.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/embedding.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
@@ -188,7 +189,9 @@ HWY_AFTER_NAMESPACE();
 #endif  // include guard toggled per target
 
 #if HWY_ONCE
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -198,33 +201,61 @@ namespace posenc {
 HWY_EXPORT(GatherTarget);
 HWY_EXPORT(ScatterAddTarget);
 
+namespace {
+
+// Decoded tables: rows [begin, end) of the lookup decoded a tile at a time into float32 scratch (at most
+// kDecodeTileBytes, so the tile stays in L1/L2 between the decode and the gather), then the float32
+// table's gather over the tile with ids 0, 1, ...: the same operations per element as a float32 table,
+// so the result does not depend on the tiling or the thread split.
+inline constexpr int64_t kDecodeTileBytes = int64_t{32} << 10;
+
+void GatherDecoded(const EmbeddingTable& table, std::span<const int64_t> ids, int64_t begin, int64_t end,
+                   const LookupOptions& options, void* out) {
+  const int64_t d = table.d_model;
+  const int64_t tile = std::min(std::max<int64_t>(1, kDecodeTileBytes / (4 * d)), end - begin);
+  const int64_t n = static_cast<int64_t>(ids.size());
+  const size_t out_row_bytes = static_cast<size_t>(d) * SizeOf(options.out_dtype);
+  std::vector<float> scratch(static_cast<size_t>(tile * d));
+  std::vector<int64_t> local(static_cast<size_t>(tile));
+  for (size_t k = 0; k < local.size(); ++k) local[k] = static_cast<int64_t>(k);
+  for (int64_t t0 = begin; t0 < end; t0 += tile) {
+    const int64_t rows = std::min(tile, end - t0);
+    for (int64_t r = 0; r < rows; ++r) table.decode_row(ids[static_cast<size_t>(t0 + r)], scratch.data() + r * d);
+    const EmbeddingTable view = EmbeddingTable::View(scratch.data(), DType::kF32, rows, d);
+    LookupOptions o = options;
+    o.add_rows = options.add_rows != nullptr ? options.add_rows + t0 * d : nullptr;
+    HWY_DYNAMIC_DISPATCH(GatherTarget)(view, local.data(), 0, rows, n, o,
+                                       static_cast<char*>(out) + static_cast<size_t>(t0) * out_row_bytes);
+  }
+}
+
+// The validated lookup's work (ValidateLookup passed, ids and d_model non-empty, out non-null).
+void RunLookup(const EmbeddingTable& table, std::span<const int64_t> ids, const LookupOptions& options, void* out) {
+  const int64_t n = static_cast<int64_t>(ids.size());
+  const int64_t in_bytes = static_cast<int64_t>(table.decoded() ? 4 : SizeOf(table.dtype));
+  const int64_t bytes = n * table.d_model * (in_bytes + static_cast<int64_t>(SizeOf(options.out_dtype)));
+  ParallelFor(options.parallel, n, bytes, [&](int64_t b, int64_t e) {
+    if (table.decoded()) GatherDecoded(table, ids, b, e, options, out);
+    else HWY_DYNAMIC_DISPATCH(GatherTarget)(table, ids.data(), b, e, n, options, out);
+  });
+}
+
+}  // namespace
+
 Status LookupEmbeddingsInto(const EmbeddingTable& table, std::span<const int64_t> ids, const LookupOptions& options,
                             void* out) {
-  POSENC_RETURN_IF_ERROR(table.Validate());
-  if (options.out_dtype != DType::kF32 && options.out_dtype != DType::kBF16)
-    return InvalidArgumentError(
-        fmt::format("embedding lookup: output dtype {} (supported: float32, bfloat16)", ToString(options.out_dtype)));
-  if (!std::isfinite(options.multiplier))
-    return InvalidArgumentError(fmt::format("embedding lookup: multiplier {} is not finite", options.multiplier));
-  POSENC_RETURN_IF_ERROR(ValidateTokenIds(ids, table.vocab));
+  POSENC_RETURN_IF_ERROR(ValidateLookup(table, ids, options));
   if (ids.empty() || table.d_model == 0) return OkStatus();
   if (out == nullptr) return InvalidArgumentError("embedding lookup: null output for a non-empty lookup");
-  const int64_t n = static_cast<int64_t>(ids.size());
-  const int64_t bytes = n * table.d_model * static_cast<int64_t>(SizeOf(table.dtype) + SizeOf(options.out_dtype));
-  ParallelFor(options.parallel, n, bytes, [&](int64_t b, int64_t e) {
-    HWY_DYNAMIC_DISPATCH(GatherTarget)(table, ids.data(), b, e, n, options, out);
-  });
+  RunLookup(table, ids, options, out);
   return OkStatus();
 }
 
-void EmbeddingBackwardReference(std::span<const int64_t> ids, const float* grad_out, int64_t d_model,
-                                float multiplier, float* grad_table) {
-  for (size_t i = 0; i < ids.size(); ++i)
-    for (int64_t c = 0; c < d_model; ++c) {
-      const float v = multiplier * grad_out[static_cast<int64_t>(i) * d_model + c];
-      float& t = grad_table[ids[i] * d_model + c];
-      t = t + v;
-    }
+Result<Array> LookupEmbeddings(const EmbeddingTable& table, std::span<const int64_t> ids, const LookupOptions& options) {
+  POSENC_RETURN_IF_ERROR(ValidateLookup(table, ids, options));
+  POSENC_ASSIGN_OR_RETURN(Array out, Array::Zeros(options.out_dtype, {static_cast<int64_t>(ids.size()), table.d_model}));
+  if (!ids.empty() && table.d_model > 0) RunLookup(table, ids, options, out.bytes());
+  return out;
 }
 
 Status EmbeddingBackward(std::span<const int64_t> ids, const float* grad_out, int64_t d_model, float multiplier,

@@ -1,14 +1,22 @@
-// Token embedding lookup (reference) and absolute positions: sinusoidal tables and learned rows.
+// The embedding lookup's scalar reference (float tables and decoded ones) and the validation shared by
+// every lookup entry point, beside the fast kernels in embedding.cpp (as rope_ref.cpp is beside
+// rope.cpp); the gradient's reference; learned position rows and the position add.
 #include "posenc/kernels/embedding.hpp"
 
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include <fmt/format.h>
 
 namespace posenc {
 
 Status EmbeddingTable::Validate() const {
+  if (decoded()) {
+    if (vocab < 0 || d_model < 0)
+      return InvalidArgumentError(fmt::format("embedding table: negative shape [{}, {}]", vocab, d_model));
+    return OkStatus();
+  }
   if (dtype != DType::kF32 && dtype != DType::kF16 && dtype != DType::kBF16)
     return InvalidArgumentError(fmt::format("embedding table: dtype {} is not float32, float16 or bfloat16", ToString(dtype)));
   if (vocab < 0 || d_model < 0)
@@ -43,6 +51,16 @@ Status ValidateTokenIds(std::span<const int64_t> ids, int64_t vocab) {
   return OkStatus();
 }
 
+Status ValidateLookup(const EmbeddingTable& table, std::span<const int64_t> ids, const LookupOptions& options) {
+  POSENC_RETURN_IF_ERROR(table.Validate());
+  if (options.out_dtype != DType::kF32 && options.out_dtype != DType::kBF16)
+    return InvalidArgumentError(
+        fmt::format("embedding lookup: output dtype {} (supported: float32, bfloat16)", ToString(options.out_dtype)));
+  if (!std::isfinite(options.multiplier))
+    return InvalidArgumentError(fmt::format("embedding lookup: multiplier {} is not finite", options.multiplier));
+  return ValidateTokenIds(ids, table.vocab);
+}
+
 namespace {
 
 template <typename In, typename Out>
@@ -72,6 +90,20 @@ void GatherTo(const EmbeddingTable& table, std::span<const int64_t> ids, const L
 
 void LookupEmbeddingsReference(const EmbeddingTable& table, std::span<const int64_t> ids,
                                const LookupOptions& options, void* out) {
+  if (table.decoded()) {
+    // Each row decoded to float32, then the float32 table's code on that one row.
+    std::vector<float> row(static_cast<size_t>(table.d_model));
+    const EmbeddingTable one = EmbeddingTable::View(row.data(), DType::kF32, 1, table.d_model);
+    const int64_t zero = 0;
+    const size_t out_row_bytes = static_cast<size_t>(table.d_model) * SizeOf(options.out_dtype);
+    LookupOptions o = options;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      table.decode_row(ids[i], row.data());
+      o.add_rows = options.add_rows != nullptr ? options.add_rows + i * static_cast<size_t>(table.d_model) : nullptr;
+      GatherTo<float>(one, std::span<const int64_t>(&zero, 1), o, static_cast<char*>(out) + i * out_row_bytes);
+    }
+    return;
+  }
   switch (table.dtype) {
     case DType::kF32: GatherTo<float>(table, ids, options, out); break;
     case DType::kF16: GatherTo<f16_t>(table, ids, options, out); break;
@@ -80,16 +112,14 @@ void LookupEmbeddingsReference(const EmbeddingTable& table, std::span<const int6
   }
 }
 
-Result<Array> LookupEmbeddings(const EmbeddingTable& table, std::span<const int64_t> ids, const LookupOptions& options) {
-  POSENC_RETURN_IF_ERROR(table.Validate());
-  if (options.out_dtype != DType::kF32 && options.out_dtype != DType::kBF16)
-    return InvalidArgumentError(fmt::format("embedding lookup: output dtype {} (supported: float32, bfloat16)", ToString(options.out_dtype)));
-  if (!std::isfinite(options.multiplier))
-    return InvalidArgumentError(fmt::format("embedding lookup: multiplier {} is not finite", options.multiplier));
-  POSENC_RETURN_IF_ERROR(ValidateTokenIds(ids, table.vocab));
-  POSENC_ASSIGN_OR_RETURN(Array out, Array::Zeros(options.out_dtype, {static_cast<int64_t>(ids.size()), table.d_model}));
-  POSENC_RETURN_IF_ERROR(LookupEmbeddingsInto(table, ids, options, out.bytes()));  // the fast path
-  return out;
+void EmbeddingBackwardReference(std::span<const int64_t> ids, const float* grad_out, int64_t d_model,
+                                float multiplier, float* grad_table) {
+  for (size_t i = 0; i < ids.size(); ++i)
+    for (int64_t c = 0; c < d_model; ++c) {
+      const float v = multiplier * grad_out[static_cast<int64_t>(i) * d_model + c];
+      float& t = grad_table[ids[i] * d_model + c];
+      t = t + v;
+    }
 }
 
 Result<Array> LookupLearnedPositions(const EmbeddingTable& wpe, std::span<const int64_t> positions) {

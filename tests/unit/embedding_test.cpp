@@ -38,7 +38,7 @@ TEST(Embedding, LooksUpRowsInEveryStorageType) {
   std::vector<float> padded(vocab * (d + 3));
   for (int64_t r = 0; r < vocab; ++r)
     for (int64_t k = 0; k < d; ++k) padded[r * (d + 3) + k] = w[r * d + k];
-  Array s = LookupEmbeddings({padded.data(), DType::kF32, vocab, d, d + 3}, ids).value();
+  Array s = LookupEmbeddings(EmbeddingTable::Strided(padded.data(), DType::kF32, vocab, d, d + 3), ids).value();
   Array a = LookupEmbeddings(EmbeddingTable::View(w.data(), DType::kF32, vocab, d), ids).value();
   EXPECT_EQ(std::vector<float>(s.span<float>().begin(), s.span<float>().end()),
             std::vector<float>(a.span<float>().begin(), a.span<float>().end()));
@@ -62,9 +62,9 @@ TEST(Embedding, OutOfVocabularyIdNamesIdIndexAndVocab) {
 
 TEST(Embedding, RejectsBadTablesAndOptions) {
   std::vector<float> w(8);
-  EXPECT_FALSE(LookupEmbeddings({w.data(), DType::kI32, 4, 2, 2}, {}).ok());
-  EXPECT_FALSE(LookupEmbeddings({w.data(), DType::kF32, 4, 2, 1}, {}).ok());
-  EXPECT_FALSE(LookupEmbeddings({w.data(), DType::kF32, -1, 2, 2}, {}).ok());
+  EXPECT_FALSE(LookupEmbeddings(EmbeddingTable::Strided(w.data(), DType::kI32, 4, 2, 2), {}).ok());
+  EXPECT_FALSE(LookupEmbeddings(EmbeddingTable::Strided(w.data(), DType::kF32, 4, 2, 1), {}).ok());
+  EXPECT_FALSE(LookupEmbeddings(EmbeddingTable::Strided(w.data(), DType::kF32, -1, 2, 2), {}).ok());
   EXPECT_FALSE(LookupEmbeddings(EmbeddingTable::View(w.data(), DType::kF32, 4, 2), {}, {1.0f, DType::kF16}).ok());
   EXPECT_FALSE(LookupEmbeddings(EmbeddingTable::View(w.data(), DType::kF32, 4, 2), {}, {NAN}).ok());
   Array three_d = Array::Zeros(DType::kF32, {2, 2, 2}).value();

@@ -47,7 +47,7 @@ TEST_F(GatherPerTarget, LookupMatchesReferenceBitForBit) {
               const int64_t vocab = 37, stride = d_model + 3;  // a strided (padded) table
               auto values = testing::RandomNormal(rng, static_cast<size_t>(vocab * stride));
               auto bytes = MakeTable(tdtype, values);
-              EmbeddingTable table{bytes.data(), tdtype, vocab, d_model, stride};
+              const EmbeddingTable table = EmbeddingTable::Strided(bytes.data(), tdtype, vocab, d_model, stride);
               std::vector<int64_t> ids = {0, 36, 5, 5, 17, 1, 0, 36, 2, 9, 33};
               auto add = testing::RandomNormal(rng, ids.size() * static_cast<size_t>(d_model));
               LookupOptions o;

@@ -46,12 +46,20 @@ struct QuantizedTable {
 
   // Checks the type is dequantizable, row_length is a multiple of its block size and rows fit `data`.
   Status Validate() const;
+  // These rows as an EmbeddingTable for every lookup in kernels/embedding.hpp (after Validate): F32,
+  // F16 and BF16 rows at addresses aligned for their type are a plain float table read in place;
+  // every other type, and float rows at unaligned addresses (a safetensors offset may be odd), is a
+  // decoded table whose rows DequantizeRowUnchecked decodes. `data` must outlive the result (this
+  // struct need not).
+  Result<EmbeddingTable> AsEmbeddingTable() const;
 };
 
-// out[i] = row ids[i] * multiplier, shape [ids.size(), row_length], in options.out_dtype (kF32 or
-// kBF16). Ids are checked first (kOutOfRange naming the first bad index and value, as
-// LookupEmbeddings); float tables go through LookupEmbeddings, quantized ones are dequantized row by
-// row. Memory: the output plus one row of scratch.
+// out[i] = row ids[i] * multiplier (+ options.add_rows[i]), shape [ids.size(), row_length], in
+// options.out_dtype: LookupEmbeddings(AsEmbeddingTable(), ids, options), so every option means the
+// same as for a float table and is checked the same way (ValidateLookup: a non-finite multiplier,
+// an output dtype other than float32 or bfloat16 and a bad id are errors naming the value); rows are
+// dequantized to float32, then multiplied, added and rounded once exactly as a float32 table's rows,
+// split over options.parallel. Memory: the output plus a small scratch tile per thread.
 Result<Array> LookupRows(const QuantizedTable& table, std::span<const int64_t> ids, const LookupOptions& options = {});
 
 }  // namespace posenc

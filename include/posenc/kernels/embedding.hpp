@@ -9,35 +9,52 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string_view>
+#include <utility>
 
 #include "posenc/core/array.hpp"
 #include "posenc/core/status.hpp"
 
 namespace posenc {
 
-class ParallelRunner;  // posenc/parallel.hpp
+class ParallelRunner;  // posenc/core/parallel.hpp
 
-// A read-only view of an embedding table in its stored format: rows of `d_model` elements, row r at
-// data + r * row_stride elements (float types). Quantized tables (GGUF block types) are read by the
-// io layer, which dequantizes only the rows asked for. The memory must outlive the view.
+// A read-only view of an embedding table: rows of `d_model` elements, either stored as float rows the
+// kernels read directly (row r at data + r * row_stride elements of dtype), or decoded to float32 one
+// row at a time by `decode_row` (ggml block types such as Q8_0 or Q4_K, and float rows at unaligned
+// addresses: io/quant.hpp's QuantizedTable::AsEmbeddingTable builds these). Every lookup below takes
+// either kind with the same options and the same validation. The memory must outlive the view.
 struct EmbeddingTable {
   const void* data = nullptr;
-  DType dtype = DType::kF32;  // kF32, kF16 or kBF16
+  DType dtype = DType::kF32;  // kF32, kF16 or kBF16 (unused when decode_row is set)
   int64_t vocab = 0;
   int64_t d_model = 0;
-  int64_t row_stride = 0;  // elements between rows; d_model for a dense table
+  int64_t row_stride = 0;  // elements between rows; d_model for a dense table (unused when decoded)
+  // When set: writes the d_model float32 values of row `row` (in [0, vocab), already checked) to
+  // `out`. Called from several threads at once for different rows, so it must be thread-safe; the
+  // float32 row then goes through the same multiplier, position add and rounding as a float32 table.
+  std::function<void(int64_t row, float* out)> decode_row;
 
   static EmbeddingTable View(const void* data, DType dtype, int64_t vocab, int64_t d_model) {
-    return {data, dtype, vocab, d_model, d_model};
+    return {data, dtype, vocab, d_model, d_model, nullptr};
+  }
+  // Rows `row_stride` elements apart (a padded or interleaved table).
+  static EmbeddingTable Strided(const void* data, DType dtype, int64_t vocab, int64_t d_model, int64_t row_stride) {
+    return {data, dtype, vocab, d_model, row_stride, nullptr};
+  }
+  // A table of `vocab` rows decoded by `decode` (see decode_row).
+  static EmbeddingTable Decoded(int64_t vocab, int64_t d_model, std::function<void(int64_t, float*)> decode) {
+    return {nullptr, DType::kF32, vocab, d_model, d_model, std::move(decode)};
   }
   static Result<EmbeddingTable> Of(const Array& a, const char* what);  // a 2-d float array
+  bool decoded() const { return static_cast<bool>(decode_row); }
   Status Validate() const;
 };
 
 struct LookupOptions {
-  float multiplier = 1.0f;           // Gemma scales rows by sqrt(d_model); applied in float32
+  float multiplier = 1.0f;           // Gemma scales rows by sqrt(d_model); applied in float32; finite
   DType out_dtype = DType::kF32;     // kF32 or kBF16
   // Fused absolute positions: when set, [ids.size(), d_model] float32 rows p added after the
   // multiplier in float32, x_t = e_t * multiplier + p_t, in the same pass (then rounded once to
@@ -48,19 +65,27 @@ struct LookupOptions {
   ParallelRunner* parallel = nullptr;
 };
 
-// out[i] = table[ids[i]] * multiplier. An id outside [0, vocab) is kOutOfRange naming the id, its
-// index in `ids` and the vocabulary size; nothing is returned then. Result shape [ids.size(), d_model].
+// The one check behind every lookup entry point (float, decoded and strided tables alike): the table
+// (EmbeddingTable::Validate), then the options (multiplier finite, else kInvalidArgument naming the
+// value; out_dtype float32 or bfloat16, else kInvalidArgument naming it), then the ids
+// (ValidateTokenIds). add_rows and parallel are honoured by every table kind, so they need no check.
+Status ValidateLookup(const EmbeddingTable& table, std::span<const int64_t> ids, const LookupOptions& options);
+// Checks every id (one pass) and reports the first bad one: kOutOfRange "token id ID at index I is
+// outside the vocabulary [0, VOCAB)".
+Status ValidateTokenIds(std::span<const int64_t> ids, int64_t vocab);
+
+// out[i] = table[ids[i]] * multiplier (+ add_rows[i]). Validated by ValidateLookup; nothing is
+// returned on error. Result shape [ids.size(), d_model] of options.out_dtype. The fast path.
 Result<Array> LookupEmbeddings(const EmbeddingTable& table, std::span<const int64_t> ids,
                                const LookupOptions& options = {});
-// Checks every id (one pass) and reports the first bad one, as above.
-Status ValidateTokenIds(std::span<const int64_t> ids, int64_t vocab);
-// Writes into caller memory out[ids.size() * d_model] of options.out_dtype (no validation of ids:
-// call ValidateTokenIds first). The scalar reference of the lookup kernel.
+// Writes into caller memory out[ids.size() * d_model] of options.out_dtype (no validation: call
+// ValidateLookup first). The scalar reference of the lookup kernel, for float and decoded tables:
+// a decoded row is decoded to float32, then treated as a float32 table's row.
 void LookupEmbeddingsReference(const EmbeddingTable& table, std::span<const int64_t> ids,
                                const LookupOptions& options, void* out);
 // The fast (SIMD, threaded) lookup into caller memory out[ids.size() * d_model] of
 // options.out_dtype, which must not overlap the table or add_rows. Validates as LookupEmbeddings
-// (nothing is written on error). Bit-identical to LookupEmbeddingsReference.
+// (nothing is written on error). Bit-identical to LookupEmbeddingsReference for any runner.
 Status LookupEmbeddingsInto(const EmbeddingTable& table, std::span<const int64_t> ids,
                             const LookupOptions& options, void* out);
 
