@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "posenc/core/message.hpp"
+
 namespace posenc::io {
 
 // True if `s` is well-formed UTF-8 (no overlongs, no surrogates, nothing above U+10FFFF).
@@ -50,23 +52,8 @@ inline T LoadLE(const std::byte* p) {
   return v;
 }
 
-// A printable form of a possibly binary name (for messages): control/non-ASCII bytes as \xNN, cut
-// at 80 characters.
-inline std::string Printable(std::string_view s) {
-  std::string out;
-  for (size_t i = 0; i < s.size() && out.size() < 80; ++i) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c < 0x7f) {
-      out.push_back(static_cast<char>(c));
-    } else {
-      static const char kHex[] = "0123456789abcdef";
-      out += "\\x";
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 15]);
-    }
-  }
-  if (out.size() >= 80) out += "...";
-  return out;
-}
+// A printable form of a possibly binary name (for messages): posenc::EscapeForMessage (control
+// bytes and ANSI escapes escaped, invalid UTF-8 as \xNN, capped with a note of the full length).
+inline std::string Printable(std::string_view s) { return EscapeForMessage(s); }
 
 }  // namespace posenc::io

@@ -13,6 +13,8 @@
 
 #include <fmt/format.h>
 
+#include "posenc/core/message.hpp"
+
 namespace posenc {
 
 struct MappedFile::Storage {
@@ -31,17 +33,20 @@ struct MappedFile::Storage {
 };
 
 Result<MappedFile> MappedFile::Open(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return NotFoundError(fmt::format("opening '{}': {}", path, std::strerror(errno)));
+  // O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below, like a directory).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return NotFoundError(fmt::format("opening {}: {}", QuoteForMessage(path), std::strerror(errno)));
   struct stat st {};
   if (fstat(fd, &st) != 0) {
     const int err = errno;
     ::close(fd);
-    return NotFoundError(fmt::format("reading '{}': {}", path, std::strerror(err)));
+    return NotFoundError(fmt::format("reading {}: {}", QuoteForMessage(path), std::strerror(err)));
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    return DataLossError(fmt::format("reading '{}': not a regular file", path));
+    const char* kind = S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO"
+                       : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device" : "not a file";
+    return InvalidArgumentError(fmt::format("reading {}: not a regular file ({})", QuoteForMessage(path), kind));
   }
   auto storage = std::make_shared<Storage>();
   storage->name = path;
@@ -51,7 +56,7 @@ Result<MappedFile> MappedFile::Open(const std::string& path) {
     if (p == MAP_FAILED) {
       const int err = errno;
       ::close(fd);
-      return DataLossError(fmt::format("mapping '{}' ({} bytes): {}", path, size, std::strerror(err)));
+      return DataLossError(fmt::format("mapping {} ({} bytes): {}", QuoteForMessage(path), size, std::strerror(err)));
     }
     storage->map = p;
     storage->map_size = size;

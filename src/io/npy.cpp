@@ -3,17 +3,21 @@
 #include "posenc/io/npy.hpp"
 
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "io/io_util.hpp"
+#include "posenc/io/file_io.hpp"
+#include "posenc/io/mapped_file.hpp"
+
 namespace posenc {
 namespace {
 
 constexpr char kMagic[] = "\x93NUMPY";
+constexpr size_t kMaxNpyDims = 64;  // numpy's NPY_MAXDIMS
 
 struct Scanner {
   std::string_view s;
@@ -84,7 +88,7 @@ std::string DTypeToDescr(DType t) {
 }  // namespace
 
 Result<Array> ParseNpy(std::span<const std::byte> bytes, const std::string& name) {
-  auto fail = [&](StatusCode c, const std::string& why) { return Status(c, fmt::format("reading {}: {}", name, why)); };
+  auto fail = [&](StatusCode c, const std::string& why) { return Status(c, fmt::format("reading {}: {}", io::Printable(name), why)); };
   if (bytes.size() < 10 || std::memcmp(bytes.data(), kMagic, 6) != 0)
     return fail(StatusCode::kDataLoss, "not a .npy file (no \\x93NUMPY magic)");
   const int major = static_cast<int>(bytes[6]);
@@ -115,7 +119,11 @@ Result<Array> ParseNpy(std::span<const std::byte> bytes, const std::string& name
   if (!sc.Eat('{')) return fail(StatusCode::kDataLoss, "header is not a dict");
   while (!sc.Eat('}')) {
     std::string key;
-    if (!sc.String(&key) || !sc.Eat(':')) return fail(StatusCode::kDataLoss, "malformed header dict");
+    const size_t key_at = sc.i;
+    if (!sc.String(&key) || !sc.Eat(':'))
+      return fail(StatusCode::kDataLoss, fmt::format("malformed header dict at header byte {}", key_at));
+    if ((key == "descr" && have_descr) || (key == "fortran_order" && have_order) || (key == "shape" && have_shape))
+      return fail(StatusCode::kDataLoss, fmt::format("header key '{}' is given twice", key));
     if (key == "descr") {
       if (!sc.String(&descr)) return fail(StatusCode::kUnimplemented, "'descr' is not a plain dtype string (structured dtypes are not supported)");
       have_descr = true;
@@ -128,7 +136,17 @@ Result<Array> ParseNpy(std::span<const std::byte> bytes, const std::string& name
       if (!sc.Eat('(')) return fail(StatusCode::kDataLoss, "'shape' is not a tuple");
       while (!sc.Eat(')')) {
         int64_t d;
-        if (!sc.Int(&d)) return fail(StatusCode::kDataLoss, "'shape' holds a non-integer or too large dimension");
+        sc.SkipSpace();
+        const size_t dim_at = sc.i;
+        if (!sc.Int(&d)) {
+          size_t end = dim_at;
+          while (end < header.size() && end - dim_at < 40 && header[end] != ',' && header[end] != ')') ++end;
+          return fail(StatusCode::kDataLoss,
+                      fmt::format("'shape' dimension {} '{}' is not an integer in [0, 2^63)", shape.size(),
+                                  io::Printable(header.substr(dim_at, end - dim_at))));
+        }
+        if (shape.size() == kMaxNpyDims)
+          return fail(StatusCode::kDataLoss, fmt::format("'shape' has more than {} dimensions", kMaxNpyDims));
         shape.push_back(d);
         if (!sc.Eat(',')) {
           if (!sc.Eat(')')) return fail(StatusCode::kDataLoss, "'shape' tuple is not closed");
@@ -137,7 +155,7 @@ Result<Array> ParseNpy(std::span<const std::byte> bytes, const std::string& name
       }
       have_shape = true;
     } else {
-      return fail(StatusCode::kDataLoss, fmt::format("unknown header key '{}'", key));
+      return fail(StatusCode::kDataLoss, fmt::format("unknown header key '{}'", io::Printable(key)));
     }
     if (!sc.Eat(',')) {
       if (!sc.Eat('}')) return fail(StatusCode::kDataLoss, "malformed header dict");
@@ -147,10 +165,10 @@ Result<Array> ParseNpy(std::span<const std::byte> bytes, const std::string& name
   if (!have_descr || !have_order || !have_shape)
     return fail(StatusCode::kDataLoss, "header lacks one of 'descr', 'fortran_order', 'shape'");
   if (!descr.empty() && descr[0] == '>')
-    return fail(StatusCode::kUnimplemented, fmt::format("big-endian dtype '{}' (only little-endian is supported)", descr));
+    return fail(StatusCode::kUnimplemented, fmt::format("big-endian dtype '{}' (only little-endian is supported)", io::Printable(descr)));
   DType dtype;
   if (!DescrToDType(descr, &dtype))
-    return fail(StatusCode::kUnimplemented, fmt::format("dtype '{}' (supported: <f2 <f4 <f8 <i4 <i8 |u1 |i1)", descr));
+    return fail(StatusCode::kUnimplemented, fmt::format("dtype '{}' (supported: <f2 <f4 <f8 <i4 <i8 |u1 |i1)", io::Printable(descr)));
   if (fortran) {
     int64_t big = 0;
     for (int64_t d : shape) big += d > 1;
@@ -178,11 +196,10 @@ Result<Array> ParseNpy(std::span<const std::byte> bytes, const std::string& name
 }
 
 Result<Array> ReadNpy(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return NotFoundError(fmt::format("reading {}: cannot open file", path));
-  std::vector<char> buf((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  if (f.bad()) return DataLossError(fmt::format("reading {}: I/O error", path));
-  return ParseNpy(std::as_bytes(std::span<const char>(buf.data(), buf.size())), path);
+  // Mapped, not read into a buffer: a directory, FIFO or device is refused before a byte is read,
+  // and the only allocation is the array the header describes, checked against the file's size.
+  POSENC_ASSIGN_OR_RETURN(MappedFile file, MappedFile::Open(path));
+  return ParseNpy(file.bytes(), path);
 }
 
 Result<std::string> SerializeNpy(const Array& a) {
@@ -215,11 +232,8 @@ Result<std::string> SerializeNpy(const Array& a) {
 
 Status WriteNpy(const std::string& path, const Array& a) {
   POSENC_ASSIGN_OR_RETURN(std::string bytes, SerializeNpy(a));
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f) return NotFoundError(fmt::format("writing {}: cannot create file", path));
-  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (!f) return DataLossError(fmt::format("writing {}: I/O error", path));
-  return OkStatus();
+  // A temporary file in the same folder renamed over `path`: a failed write leaves the old file.
+  return WriteFileAtomic(path, bytes);
 }
 
 }  // namespace posenc

@@ -1,5 +1,14 @@
 // .npy read/write: round trips for every dtype and version, and one test per malformed-file kind.
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -85,7 +94,7 @@ TEST(Npy, RejectsEachMalformedKind) {
       {"missing shape", Header(1, "{'descr': '<f4', 'fortran_order': False, }\n") + data16, StatusCode::kDataLoss, "lacks"},
       {"not a dict", Header(1, "['descr']\n") + data16, StatusCode::kDataLoss, "not a dict"},
       {"unknown key", Header(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), 'x': 1}\n") + data16, StatusCode::kDataLoss, "'x'"},
-      {"negative dim", Header(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (-2, 2), }\n") + data16, StatusCode::kDataLoss, "non-integer"},
+      {"negative dim", Header(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (-2, 2), }\n") + data16, StatusCode::kDataLoss, "'-2' is not an integer"},
       {"overflowing shape", Header(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296, 4294967296), }\n") + data16, StatusCode::kDataLoss, "overflow"},
       {"huge shape", Header(1, "{'descr': '<f8', 'fortran_order': False, 'shape': (4611686018427387904,), }\n") + data16, StatusCode::kDataLoss, "truncated"},
       {"unclosed shape", Header(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2\n") + data16, StatusCode::kDataLoss, "shape"},
@@ -97,6 +106,119 @@ TEST(Npy, RejectsEachMalformedKind) {
     EXPECT_NE(a.status().message().find("bad.npy"), std::string::npos) << c.name << ": " << a.status().message();
     EXPECT_NE(a.status().message().find(c.needle), std::string::npos) << c.name << ": " << a.status().message();
   }
+}
+
+// A key given twice was read as the two values joined ('shape': (2,), 'shape': (2,) gave shape (2, 2)).
+TEST(Npy, KeyGivenTwiceIsRefused) {
+  const std::string data16(16, '\0');
+  for (const char* dict : {"{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'shape': (2,), }\n",
+                           "{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (4,), }\n",
+                           "{'descr': '<f4', 'fortran_order': False, 'fortran_order': False, 'shape': (4,), }\n"}) {
+    Result<Array> a = ParseNpy(Bytes(Header(1, dict) + data16), "twice.npy");
+    ASSERT_FALSE(a.ok()) << dict;
+    EXPECT_EQ(a.status().code(), StatusCode::kDataLoss);
+    EXPECT_NE(a.status().message().find("is given twice"), std::string::npos) << a.status().message();
+  }
+}
+
+TEST(Npy, ControlBytesInHeaderStringsAreEscaped) {
+  const std::string dict = std::string("{'descr': '<f4\x1b[31m\nX', 'fortran_order': False, 'shape': (2,), }\n");
+  Result<Array> a = ParseNpy(Bytes(Header(1, dict) + std::string(8, '\0')), "esc.npy");
+  ASSERT_FALSE(a.ok());
+  const std::string m = a.status().message();
+  EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+  EXPECT_EQ(m.find('\x1b'), std::string::npos) << m;
+  EXPECT_NE(m.find("<f4\\x1b[31m\\nX"), std::string::npos) << m;
+}
+
+namespace fs = std::filesystem;
+
+struct TempDir {
+  fs::path dir;
+  TempDir() {
+    dir = fs::temp_directory_path() / ("posenc_npy_" + std::to_string(::getpid()) + "_" +
+                                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir);
+  }
+  ~TempDir() { fs::remove_all(dir); }
+  std::string P(const std::string& n) const { return (dir / n).string(); }
+};
+
+std::string Slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+TEST(Npy, DirectoryAndFifoAreRefusedAsNotARegularFile) {
+  TempDir t;
+  fs::create_directories(t.P("d.npy"));
+  ASSERT_EQ(::mkfifo(t.P("f.npy").c_str(), 0600), 0);
+  for (const std::string& p : {t.P("d.npy"), t.P("f.npy")}) {
+    Result<Array> a = ReadNpy(p);  // a FIFO must not block waiting for a writer
+    ASSERT_FALSE(a.ok()) << p;
+    EXPECT_NE(a.status().message().find("not a regular file"), std::string::npos) << a.status().message();
+    EXPECT_NE(a.status().message().find(p), std::string::npos) << a.status().message();
+  }
+  // Writing over a directory is refused too, and leaves it a directory.
+  Status w = WriteNpy(t.P("d.npy"), Array::Zeros(DType::kF32, {2}).value());
+  EXPECT_FALSE(w.ok());
+  EXPECT_NE(w.message().find("not a regular file"), std::string::npos) << w.message();
+  EXPECT_TRUE(fs::is_directory(t.P("d.npy")));
+}
+
+// A write that fails half way (here: the file-size limit, as a full disk would) leaves the old file
+// byte for byte, leaves no temporary behind, and the message carries errno's text.
+TEST(Npy, FailedWriteLeavesTheOldFileByteForByte) {
+  TempDir t;
+  Array small = Array::Zeros(DType::kF32, {4}).value();
+  for (int i = 0; i < 4; ++i) small.data<float>()[i] = static_cast<float>(i) + 0.5f;
+  ASSERT_TRUE(WriteNpy(t.P("out.npy"), small).ok());
+  const std::string before = Slurp(t.P("out.npy"));
+  int pipefd[2];
+  ASSERT_EQ(::pipe(pipefd), 0);
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::close(pipefd[0]);
+    std::signal(SIGXFSZ, SIG_IGN);
+    struct rlimit rl {4096, 4096};
+    ::setrlimit(RLIMIT_FSIZE, &rl);
+    Array big = Array::Zeros(DType::kF32, {1 << 16}).value();  // 256 KiB: past the 4 KiB limit
+    const Status s = WriteNpy(t.P("out.npy"), big);
+    const std::string m = s.message();
+    (void)!::write(pipefd[1], m.data(), m.size());
+    ::_exit(s.ok() ? 0 : 3);
+  }
+  ::close(pipefd[1]);
+  std::string message;
+  char buf[512];
+  ssize_t n;
+  while ((n = ::read(pipefd[0], buf, sizeof(buf))) > 0) message.append(buf, static_cast<size_t>(n));
+  ::close(pipefd[0]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 3) << "the write should have failed";
+  EXPECT_NE(message.find("File too large"), std::string::npos) << message;
+  EXPECT_NE(message.find("out.npy"), std::string::npos) << message;
+  EXPECT_EQ(Slurp(t.P("out.npy")), before);
+  size_t entries = 0;
+  for (const auto& e : fs::directory_iterator(t.dir)) entries += e.is_regular_file();
+  EXPECT_EQ(entries, 1u) << "a temporary file was left behind";
+}
+
+TEST(Npy, WriteKeepsPermissionsAndReplacesThroughASymlink) {
+  TempDir t;
+  ASSERT_TRUE(WriteNpy(t.P("real.npy"), Array::Zeros(DType::kF32, {1}).value()).ok());
+  fs::permissions(t.P("real.npy"), fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+  fs::create_symlink(t.P("real.npy"), t.P("link.npy"));
+  ASSERT_TRUE(WriteNpy(t.P("link.npy"), Array::Zeros(DType::kF32, {3}).value()).ok());
+  EXPECT_TRUE(fs::is_symlink(t.P("link.npy")));
+  EXPECT_EQ(ReadNpy(t.P("real.npy"))->dim(0), 3);
+  EXPECT_EQ(fs::status(t.P("real.npy")).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
 }
 
 TEST(Npy, MissingFileIsNotFound) {

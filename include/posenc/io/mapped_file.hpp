@@ -19,7 +19,8 @@ class MappedFile {
  public:
   MappedFile() = default;
   // Maps `path` read-only. kNotFound if it cannot be opened (the message names the path and errno's
-  // text), kDataLoss if it is not a regular file. An empty file is valid (bytes() is empty).
+  // text), kInvalidArgument "not a regular file" for a directory, FIFO or device
+  // (opened non-blocking, so a FIFO does not wait for a writer). An empty file is valid (bytes() is empty).
   static Result<MappedFile> Open(const std::string& path);
   // An owned copy of `bytes`, named `name` in messages (tests, fuzzing, in-memory files).
   static MappedFile FromBytes(std::span<const std::byte> bytes, std::string name);

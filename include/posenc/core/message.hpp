@@ -1,0 +1,28 @@
+// Quoting bytes that came from a file (or a flag) inside a one-line error message.
+//
+// A string read from a model or config file may hold anything: newlines that would split the message,
+// ANSI escapes that would repaint the terminal, a NUL that would cut it, invalid UTF-8, or megabytes.
+// EscapeForMessage turns it into printable text that stays on one line:
+//   printable ASCII as is, except '\' written "\\";
+//   \n \r \t as those two characters, NUL as "\0", other control bytes (ESC included) and DEL as \xNN;
+//   well-formed UTF-8 as is, except C1 controls, line/paragraph separators and bidi overrides as \u{XXXX};
+//   a byte that is not part of well-formed UTF-8 as \xNN;
+//   at most `cap` bytes of output, then "... (N bytes in all)" naming the full input length.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace posenc {
+
+// The default cap on a quoted value in a message (bytes of escaped output).
+inline constexpr size_t kMessageQuoteCap = 200;
+
+// The escaped text (no quotes around it).
+std::string EscapeForMessage(std::string_view s, size_t cap = kMessageQuoteCap);
+// The escaped text in single quotes: 'abc\n'.
+std::string QuoteForMessage(std::string_view s, size_t cap = kMessageQuoteCap);
+
+}  // namespace posenc
