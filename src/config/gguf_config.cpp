@@ -71,38 +71,47 @@ Result<std::vector<double>> F32Tensor(const GgufFile& f, const GgufTensorInfo& t
   return out;
 }
 
-}  // namespace
+// `<arch>.<key>` metadata of one GGUF file: optional keys read into their destination when present;
+// errors name the file and the key.
+struct ArchKeys {
+  const GgufFile& f;
+  std::string arch;
 
-Result<PositionScheme> LoadGgufConfig(const std::string& path, const GgufConfigOptions& options) {
-  POSENC_ASSIGN_OR_RETURN(GgufFile f, GgufFile::Open(path));
-  return GgufConfigFromFile(f, options);
+  std::string Key(std::string_view k) const { return fmt::format("{}.{}", arch, k); }
+  bool Has(std::string_view k) const { return f.Find(Key(k)) != nullptr; }
+  Status OptInt(std::string_view k, int64_t* dst) const {
+    if (!Has(k)) return OkStatus();
+    POSENC_ASSIGN_OR_RETURN(*dst, f.GetInt(Key(k)));
+    return OkStatus();
+  }
+  Status OptFloat(std::string_view k, double* dst) const {
+    if (!Has(k)) return OkStatus();
+    POSENC_ASSIGN_OR_RETURN(*dst, f.GetFloat(Key(k)));
+    return OkStatus();
+  }
+};
+
+// Head counts, width and context length.
+Status ReadCounts(const ArchKeys& k, PositionScheme* s) {
+  POSENC_RETURN_IF_ERROR(k.OptInt("attention.head_count", &s->num_heads));
+  POSENC_RETURN_IF_ERROR(k.OptInt("attention.head_count_kv", &s->num_kv_heads));
+  POSENC_RETURN_IF_ERROR(k.OptInt("embedding_length", &s->hidden_size));
+  return k.OptInt("context_length", &s->max_position_embeddings);
 }
 
-Result<PositionScheme> GgufConfigFromFile(const GgufFile& f, const GgufConfigOptions& options) {
-  const std::string& path = f.name();
-  POSENC_ASSIGN_OR_RETURN(std::string arch, f.GetString("general.architecture"));
-  auto key = [&](std::string_view k) { return fmt::format("{}.{}", arch, k); };
-  PositionScheme s;
-  s.model_type = arch;
-  s.rope_spelling = "gguf";
-  auto opt_int = [&](std::string_view k, int64_t* dst) -> Status {
-    if (f.Find(key(k)) == nullptr) return OkStatus();
-    POSENC_ASSIGN_OR_RETURN(*dst, f.GetInt(key(k)));
-    return OkStatus();
-  };
-  POSENC_RETURN_IF_ERROR(opt_int("attention.head_count", &s.num_heads));
-  POSENC_RETURN_IF_ERROR(opt_int("attention.head_count_kv", &s.num_kv_heads));
-  POSENC_RETURN_IF_ERROR(opt_int("embedding_length", &s.hidden_size));
-  POSENC_RETURN_IF_ERROR(opt_int("context_length", &s.max_position_embeddings));
-  const ArchRope rope_type = RopeTypeOf(arch);
+// The scheme of an architecture llama.cpp runs without RoPE (learned, ALiBi), or why posenc cannot
+// read it; kOk with s->kind == kRope for the rest.
+Status NonRopeScheme(const ArchKeys& k, ArchRope rope_type, PositionScheme* s) {
+  const std::string& path = k.f.name();
+  const std::string& arch = k.arch;
   if (rope_type == ArchRope::kNone) {
-    if (arch == "gpt2") s.kind = PositionKind::kLearned;
-    else if (arch == "bloom") { s.kind = PositionKind::kAlibi; s.alibi_variant = "bloom"; }
-    else if (arch == "mpt") { s.kind = PositionKind::kAlibi; s.alibi_variant = "mpt"; }
+    if (arch == "gpt2") s->kind = PositionKind::kLearned;
+    else if (arch == "bloom") { s->kind = PositionKind::kAlibi; s->alibi_variant = "bloom"; }
+    else if (arch == "mpt") { s->kind = PositionKind::kAlibi; s->alibi_variant = "mpt"; }
     else
       return UnimplementedError(fmt::format("gguf {}: architecture '{}' uses no RoPE and posenc does not read its scheme from GGUF",
                                             path, arch));
-    return s;
+    return OkStatus();
   }
   if (rope_type == ArchRope::kMulti)
     return UnimplementedError(fmt::format("gguf {}: architecture '{}' uses M-RoPE (multi-axis positions), not supported", path, arch));
@@ -110,88 +119,58 @@ Result<PositionScheme> GgufConfigFromFile(const GgufFile& f, const GgufConfigOpt
     return UnimplementedError(fmt::format(
         "gguf {}: general.architecture = '{}' is not in posenc's copy of llama.cpp's rope type table, so its pairing is unknown",
         path, arch));
-  s.kind = PositionKind::kRope;
-  RopeConfig& rc = s.rope;
-  rc.source = path;
-  rc.scaling.type = RopeScalingType::kGgml;
-  rc.layout.pairing = rope_type == ArchRope::kNorm ? RopePairing::kInterleaved : RopePairing::kHalf;
-  rc.notes.push_back(fmt::format("pairing {} is fixed by llama.cpp for architecture '{}' (not stored in the file)",
-                                 ToString(rc.layout.pairing), arch));
+  s->kind = PositionKind::kRope;
+  return OkStatus();
+}
 
-  // Head size and rotary dims.
+// The pairing llama.cpp fixes for the architecture, the head size (attention.key_length, else
+// embedding_length / head_count) and n_rot (rope.dimension_count, else the head size).
+Status ReadLayout(const ArchKeys& k, ArchRope rope_type, const PositionScheme& s, RopeConfig* rc) {
+  const std::string& path = k.f.name();
+  rc->layout.pairing = rope_type == ArchRope::kNorm ? RopePairing::kInterleaved : RopePairing::kHalf;
+  rc->notes.push_back(fmt::format("pairing {} is fixed by llama.cpp for architecture '{}' (not stored in the file)",
+                                  ToString(rc->layout.pairing), k.arch));
   int64_t head_dim = 0;
-  POSENC_RETURN_IF_ERROR(opt_int("attention.key_length", &head_dim));
+  POSENC_RETURN_IF_ERROR(k.OptInt("attention.key_length", &head_dim));
   if (head_dim == 0) {
-    if (s.num_heads <= 0) return NotFoundError(fmt::format("gguf {}: key '{}' is missing or 0", path, key("attention.head_count")));
+    if (s.num_heads <= 0) return NotFoundError(fmt::format("gguf {}: key '{}' is missing or 0", path, k.Key("attention.head_count")));
     if (s.hidden_size <= 0 || s.hidden_size % s.num_heads != 0)
       return InvalidArgumentError(fmt::format("gguf {}: key '{}' = {} is not a positive multiple of head_count {}", path,
-                                              key("embedding_length"), s.hidden_size, s.num_heads));
+                                              k.Key("embedding_length"), s.hidden_size, s.num_heads));
     head_dim = s.hidden_size / s.num_heads;
   }
   int64_t n_rot = head_dim;
-  POSENC_RETURN_IF_ERROR(opt_int("rope.dimension_count", &n_rot));
+  POSENC_RETURN_IF_ERROR(k.OptInt("rope.dimension_count", &n_rot));
   if (n_rot <= 0 || n_rot % 2 != 0 || n_rot > head_dim)
     return InvalidArgumentError(fmt::format("gguf {}: key '{}' = {} must be even, positive and at most the head size {}", path,
-                                            key("rope.dimension_count"), n_rot, head_dim));
-  rc.layout.head_dim = head_dim;
-  rc.layout.rotary_dim = n_rot;
+                                            k.Key("rope.dimension_count"), n_rot, head_dim));
+  rc->layout.head_dim = head_dim;
+  rc->layout.rotary_dim = n_rot;
+  return OkStatus();
+}
 
-  // Base.
-  if (f.Find(key("rope.freq_base")) != nullptr) {
-    POSENC_ASSIGN_OR_RETURN(rc.base, f.GetFloat(key("rope.freq_base")));
+// rope.freq_base, held as float as llama.cpp holds it; llama.cpp's 10000 when absent and allowed.
+Status ReadBase(const ArchKeys& k, const GgufConfigOptions& options, RopeConfig* rc) {
+  const std::string& path = k.f.name();
+  if (k.Has("rope.freq_base")) {
+    POSENC_ASSIGN_OR_RETURN(rc->base, k.f.GetFloat(k.Key("rope.freq_base")));
   } else if (options.allow_default_freq_base) {
-    rc.base = 10000.0;
-    rc.notes.push_back(fmt::format("no {}: base 10000 assumed (llama.cpp's default)", key("rope.freq_base")));
+    rc->base = 10000.0;
+    rc->notes.push_back(fmt::format("no {}: base 10000 assumed (llama.cpp's default)", k.Key("rope.freq_base")));
   } else {
     return NotFoundError(fmt::format("gguf {}: key '{}' is missing (llama.cpp would silently use 10000; posenc refuses)", path,
-                                     key("rope.freq_base")));
+                                     k.Key("rope.freq_base")));
   }
-  if (!(rc.base > 0) || !std::isfinite(rc.base))
-    return InvalidArgumentError(fmt::format("gguf {}: key '{}' = {} must be finite and > 0", path, key("rope.freq_base"), rc.base));
-  rc.base = static_cast<float>(rc.base);  // llama.cpp holds it as float
-  rc.max_position_embeddings = s.max_position_embeddings;
+  if (!(rc->base > 0) || !std::isfinite(rc->base))
+    return InvalidArgumentError(fmt::format("gguf {}: key '{}' = {} must be finite and > 0", path, k.Key("rope.freq_base"), rc->base));
+  rc->base = static_cast<float>(rc->base);  // llama.cpp holds it as float
+  return OkStatus();
+}
 
-  // Scaling.
-  std::string type = "linear";
-  if (f.Find(key("rope.scaling.type")) != nullptr) {
-    POSENC_ASSIGN_OR_RETURN(type, f.GetString(key("rope.scaling.type")));
-  }
-  if (type != "none" && type != "linear" && type != "yarn" && type != "longrope")
-    return UnimplementedError(fmt::format("gguf {}: key '{}' = '{}' is not a scaling posenc knows (none, linear, yarn, longrope)",
-                                          path, key("rope.scaling.type"), type));
-  float factor = 0.0f;
-  for (const char* k : {"rope.scaling.factor", "rope.scale_linear"}) {
-    if (f.Find(key(k)) == nullptr) continue;
-    POSENC_ASSIGN_OR_RETURN(double v, f.GetFloat(key(k)));
-    if (!(v >= 0) || !std::isfinite(v))
-      return InvalidArgumentError(fmt::format("gguf {}: key '{}' = {} must be finite and >= 0", path, key(k), v));
-    factor = static_cast<float>(v);
-    break;
-  }
-  RopeScaling& sc = rc.scaling;
-  sc.freq_scale = factor == 0.0f || type == "none" ? 1.0 : static_cast<double>(1.0f / factor);
-  sc.factor = 1.0 / sc.freq_scale;
-  int64_t n_ctx_orig = s.max_position_embeddings;
-  POSENC_RETURN_IF_ERROR(opt_int("rope.scaling.original_context_length", &n_ctx_orig));
-  sc.original_max_position_embeddings = n_ctx_orig;
-  sc.ext_factor = type == "yarn" ? 1.0 : 0.0;
-  sc.beta_fast = 32.0;
-  sc.beta_slow = 1.0;
-  for (const auto& [k, dst] : {std::pair{"rope.scaling.yarn_ext_factor", &sc.ext_factor},
-                               std::pair{"rope.scaling.yarn_beta_fast", &sc.beta_fast},
-                               std::pair{"rope.scaling.yarn_beta_slow", &sc.beta_slow}}) {
-    if (f.Find(key(k)) == nullptr) continue;
-    POSENC_ASSIGN_OR_RETURN(*dst, f.GetFloat(key(k)));
-  }
-  double rope_attn_factor = 1.0;
-  if (f.Find(key("rope.scaling.attn_factor")) != nullptr) {
-    POSENC_ASSIGN_OR_RETURN(rope_attn_factor, f.GetFloat(key("rope.scaling.attn_factor")));
-  }
-  double log_mul = 0.0;
-  if (f.Find(key("rope.scaling.yarn_log_multiplier")) != nullptr) {
-    POSENC_ASSIGN_OR_RETURN(log_mul, f.GetFloat(key("rope.scaling.yarn_log_multiplier")));
-  }
-  // llama-context.cpp, in float32.
+// llama-context.cpp's attn_factor, in float32: with YaRN, the kernel's own mscale(factor) is cancelled
+// and Hugging Face's 0.1 ln(s) + 1 (or DeepSeek's mscale ratio) put in its place; then times
+// rope.scaling.attn_factor.
+float GgmlAttnFactor(const std::string& arch, const RopeScaling& sc, double log_mul, double rope_attn_factor) {
   float attn = 1.0f;
   if (sc.ext_factor != 0.0) {
     const float fct = 1.0f / static_cast<float>(sc.freq_scale);
@@ -206,11 +185,49 @@ Result<PositionScheme> GgufConfigFromFile(const GgufFile& f, const GgufConfigOpt
     }
     attn *= 1.0f / (1.0f + 0.1f * std::log(fct));
   }
-  attn *= static_cast<float>(rope_attn_factor);
-  sc.attn_factor = attn;
+  return attn * static_cast<float>(rope_attn_factor);
+}
 
-  // Per-pair divisors.
-  const int64_t pairs = n_rot / 2;
+// The rope.scaling.* keys: type, factor, original context, YaRN's ext_factor and betas, attn_factor.
+Status ReadScaling(const ArchKeys& k, int64_t context_length, RopeScaling* sc) {
+  const std::string& path = k.f.name();
+  std::string type = "linear";
+  if (k.Has("rope.scaling.type")) {
+    POSENC_ASSIGN_OR_RETURN(type, k.f.GetString(k.Key("rope.scaling.type")));
+  }
+  if (type != "none" && type != "linear" && type != "yarn" && type != "longrope")
+    return UnimplementedError(fmt::format("gguf {}: key '{}' = '{}' is not a scaling posenc knows (none, linear, yarn, longrope)",
+                                          path, k.Key("rope.scaling.type"), type));
+  float factor = 0.0f;
+  for (const char* key : {"rope.scaling.factor", "rope.scale_linear"}) {
+    if (!k.Has(key)) continue;
+    POSENC_ASSIGN_OR_RETURN(double v, k.f.GetFloat(k.Key(key)));
+    if (!(v >= 0) || !std::isfinite(v))
+      return InvalidArgumentError(fmt::format("gguf {}: key '{}' = {} must be finite and >= 0", path, k.Key(key), v));
+    factor = static_cast<float>(v);
+    break;
+  }
+  sc->freq_scale = factor == 0.0f || type == "none" ? 1.0 : static_cast<double>(1.0f / factor);
+  sc->factor = 1.0 / sc->freq_scale;
+  int64_t n_ctx_orig = context_length;
+  POSENC_RETURN_IF_ERROR(k.OptInt("rope.scaling.original_context_length", &n_ctx_orig));
+  sc->original_max_position_embeddings = n_ctx_orig;
+  sc->ext_factor = type == "yarn" ? 1.0 : 0.0;
+  sc->beta_fast = 32.0;
+  sc->beta_slow = 1.0;
+  POSENC_RETURN_IF_ERROR(k.OptFloat("rope.scaling.yarn_ext_factor", &sc->ext_factor));
+  POSENC_RETURN_IF_ERROR(k.OptFloat("rope.scaling.yarn_beta_fast", &sc->beta_fast));
+  POSENC_RETURN_IF_ERROR(k.OptFloat("rope.scaling.yarn_beta_slow", &sc->beta_slow));
+  double rope_attn_factor = 1.0, log_mul = 0.0;
+  POSENC_RETURN_IF_ERROR(k.OptFloat("rope.scaling.attn_factor", &rope_attn_factor));
+  POSENC_RETURN_IF_ERROR(k.OptFloat("rope.scaling.yarn_log_multiplier", &log_mul));
+  sc->attn_factor = GgmlAttnFactor(k.arch, *sc, log_mul, rope_attn_factor);
+  return OkStatus();
+}
+
+// Per-pair divisors: rope_freqs (Llama 3.1's scaling, baked in) and LongRoPE's two factor lists.
+Status ReadFactorTensors(const GgufFile& f, int64_t pairs, RopeConfig* rc) {
+  RopeScaling& sc = rc->scaling;
   for (const GgufTensorInfo& t : f.tensors()) {
     if (t.name == "rope_freqs.weight") {
       POSENC_ASSIGN_OR_RETURN(sc.freq_factors, F32Tensor(f, t, pairs, "rope_freqs"));
@@ -221,10 +238,38 @@ Result<PositionScheme> GgufConfigFromFile(const GgufFile& f, const GgufConfigOpt
     }
   }
   if (sc.long_factor.empty() != sc.short_factor.empty())
-    return NotFoundError(fmt::format("gguf {}: only one of rope_factors_long / rope_factors_short is present", path));
+    return NotFoundError(fmt::format("gguf {}: only one of rope_factors_long / rope_factors_short is present", f.name()));
   if (!sc.long_factor.empty())
-    rc.notes.push_back("LongRoPE factors: posenc switches to the long list when seq_len > n_ctx_orig; llama.cpp decides by "
-                       "the context size it was started with");
+    rc->notes.push_back("LongRoPE factors: posenc switches to the long list when seq_len > n_ctx_orig; llama.cpp decides by "
+                        "the context size it was started with");
+  return OkStatus();
+}
+
+}  // namespace
+
+Result<PositionScheme> LoadGgufConfig(const std::string& path, const GgufConfigOptions& options) {
+  POSENC_ASSIGN_OR_RETURN(GgufFile f, GgufFile::Open(path));
+  return GgufConfigFromFile(f, options);
+}
+
+Result<PositionScheme> GgufConfigFromFile(const GgufFile& f, const GgufConfigOptions& options) {
+  POSENC_ASSIGN_OR_RETURN(std::string arch, f.GetString("general.architecture"));
+  const ArchKeys keys{f, arch};
+  PositionScheme s;
+  s.model_type = arch;
+  s.rope_spelling = "gguf";
+  POSENC_RETURN_IF_ERROR(ReadCounts(keys, &s));
+  const ArchRope rope_type = RopeTypeOf(arch);
+  POSENC_RETURN_IF_ERROR(NonRopeScheme(keys, rope_type, &s));
+  if (s.kind != PositionKind::kRope) return s;
+  RopeConfig& rc = s.rope;
+  rc.source = f.name();
+  rc.scaling.type = RopeScalingType::kGgml;
+  POSENC_RETURN_IF_ERROR(ReadLayout(keys, rope_type, s, &rc));
+  POSENC_RETURN_IF_ERROR(ReadBase(keys, options, &rc));
+  rc.max_position_embeddings = s.max_position_embeddings;
+  POSENC_RETURN_IF_ERROR(ReadScaling(keys, s.max_position_embeddings, &rc.scaling));
+  POSENC_RETURN_IF_ERROR(ReadFactorTensors(f, rc.layout.rotary_dim / 2, &rc));
   for (auto& n : rc.notes) s.notes.push_back(n);
   POSENC_RETURN_IF_ERROR(ValidateRopeConfig(rc));
   return s;
