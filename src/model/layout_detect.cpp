@@ -5,19 +5,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <nlohmann/json.hpp>
-
 #include "posenc/core/array.hpp"
 #include "posenc/math/attention.hpp"
-#include "posenc/config/hf_config.hpp"
-#include "posenc/io/gguf.hpp"
 #include "posenc/model/model_file.hpp"
-#include "posenc/config/gguf_config.hpp"
+#include "posenc/model/model_scheme.hpp"
 
 namespace posenc {
 namespace {
@@ -73,7 +68,7 @@ struct LlamaModel {
 
   ModelFile file;
   std::string path;
-  int64_t D = 0, H = 0, Hkv = 0, hs = 0, F = 0, V = 0, L = 0;
+  int64_t D = 0, H = 0, Hkv = 0, hs = 0, F = 0, V = 0, L = 0;  // hs: the scheme's head size (H * hs may differ from D)
   double rms_eps = 1e-5;
   RopeConfig rope;       // frequencies and rotary window; the pairing is set per candidate
   std::string declared;  // the pairing the format's runtime uses ("" if the format does not say)
@@ -136,11 +131,24 @@ Result<LlamaModel> LoadLlama(const std::string& path) {
   r.H = m.n_heads();
   r.Hkv = m.n_kv_heads() > 0 ? m.n_kv_heads() : r.H;
   r.L = m.n_layers();
-  if (r.H <= 0 || r.D % r.H != 0 || r.Hkv <= 0 || r.H % r.Hkv != 0 || r.L <= 0)
+  if (r.H <= 0 || r.Hkv <= 0 || r.H % r.Hkv != 0 || r.L <= 0)
     return InvalidArgumentError(fmt::format("detect-layout: {}: {} heads, {} kv heads, {} layers do not fit d_model {}",
                                             path, r.H, r.Hkv, r.L, r.D));
-  r.hs = r.D / r.H;
-  const int64_t D = r.D, KV = r.Hkv * r.hs;
+  // RoPE, with the head size, as each format's runtime takes it (ModelScheme: llama2.c's fixed scheme,
+  // GGUF metadata with llama.cpp's 10000 when freq_base is absent, config.json's head_dim or
+  // hidden_size / heads), and the pairing that runtime uses.
+  ModelSchemeOptions scheme_options;
+  scheme_options.allow_default_freq_base = true;
+  POSENC_ASSIGN_OR_RETURN(PositionScheme scheme, ModelScheme(m, scheme_options));
+  if (scheme.kind != PositionKind::kRope)
+    return InvalidArgumentError(fmt::format("detect-layout: {}: {} describes no RoPE", path,
+                                            m.config_path().empty() ? path : m.config_path()));
+  r.rope = scheme.rope;
+  r.declared = std::string(ToString(scheme.rope.layout.pairing));
+  r.hs = r.rope.layout.head_dim;
+  if (r.hs <= 0)
+    return InvalidArgumentError(fmt::format("detect-layout: {}: the RoPE config's head_dim {} is not positive", path, r.hs));
+  const int64_t D = r.D, Q = r.H * r.hs, KV = r.Hkv * r.hs;
   POSENC_ASSIGN_OR_RETURN(r.emb, CheckedWeight(*emb, r.V * D, D, 0, r.V, path));
 
   // Names of each weight per format; llama2.c stacks the layers in one tensor.
@@ -170,10 +178,10 @@ Result<LlamaModel> LoadLlama(const std::string& path) {
   for (int64_t l = 0; l < r.L; ++l) {
     LlamaModel::Layer& y = r.layers[static_cast<size_t>(l)];
     POSENC_RETURN_IF_ERROR(norm("rms_att_weight", "attn_norm", "input_layernorm", l, &y.att_norm));
-    POSENC_RETURN_IF_ERROR(weight("wq", "attn_q", "self_attn.q_proj", l, D, D, &y.wq));
+    POSENC_RETURN_IF_ERROR(weight("wq", "attn_q", "self_attn.q_proj", l, Q, D, &y.wq));
     POSENC_RETURN_IF_ERROR(weight("wk", "attn_k", "self_attn.k_proj", l, KV, D, &y.wk));
     POSENC_RETURN_IF_ERROR(weight("wv", "attn_v", "self_attn.v_proj", l, KV, D, &y.wv));
-    POSENC_RETURN_IF_ERROR(weight("wo", "attn_output", "self_attn.o_proj", l, D, D, &y.wo));
+    POSENC_RETURN_IF_ERROR(weight("wo", "attn_output", "self_attn.o_proj", l, D, Q, &y.wo));
     POSENC_RETURN_IF_ERROR(norm("rms_ffn_weight", "ffn_norm", "post_attention_layernorm", l, &y.ffn_norm));
     POSENC_RETURN_IF_ERROR(weight("w1", "ffn_gate", "mlp.gate_proj", l, r.F, D, &y.w1));
     POSENC_RETURN_IF_ERROR(weight("w2", "ffn_down", "mlp.down_proj", l, D, r.F, &y.w2));
@@ -190,36 +198,9 @@ Result<LlamaModel> LoadLlama(const std::string& path) {
   } else {
     r.cls = r.emb;
   }
-  // RoPE and the norm epsilon, as each format's runtime takes them.
-  if (l2c) {
-    r.rope.base = 10000.0;  // run.c
-    r.rope.layout = RotaryLayout{RopePairing::kInterleaved, r.hs, 0, r.hs};
-    r.declared = "interleaved";
-  } else if (gguf) {
-    const GgufFile& g = *m.gguf();  // the metadata of the file OpenModel already parsed
-    GgufConfigOptions go;
-    go.allow_default_freq_base = true;  // run it as llama.cpp would (base 10000 when the key is absent)
-    POSENC_ASSIGN_OR_RETURN(PositionScheme s, GgufConfigFromFile(g, go));
-    r.rope = s.rope;
-    if (g.Find("llama.attention.layer_norm_rms_epsilon") != nullptr) {
-      POSENC_ASSIGN_OR_RETURN(r.rms_eps, g.GetFloat("llama.attention.layer_norm_rms_epsilon"));
-    }
-    r.declared = "interleaved";  // llama.cpp runs architecture llama with adjacent pairs (NORM)
-  } else {
-    POSENC_ASSIGN_OR_RETURN(PositionScheme s, LoadHfConfig(m.config_path()));
-    if (s.kind != PositionKind::kRope)
-      return InvalidArgumentError(fmt::format("detect-layout: {}: {} describes no RoPE", path, m.config_path()));
-    r.rope = s.rope;
-    std::ifstream f(m.config_path());
-    const nlohmann::json j = nlohmann::json::parse(f, nullptr, /*allow_exceptions=*/false);
-    r.rms_eps = 1e-6;  // LlamaConfig's default
-    if (j.is_object() && j.contains("rms_norm_eps") && j["rms_norm_eps"].is_number())
-      r.rms_eps = j["rms_norm_eps"].get<double>();
-    r.declared = "half";  // Hugging Face's rotate_half
-  }
-  if (r.rope.layout.head_dim != r.hs)
-    return InvalidArgumentError(fmt::format("detect-layout: {}: the RoPE config's head_dim {} is not d_model / heads = {}",
-                                            path, r.rope.layout.head_dim, r.hs));
+  // The norm epsilon as the file states it, else the runtime's default (run.c and llama.cpp 1e-5,
+  // LlamaConfig 1e-6).
+  r.rms_eps = m.rms_norm_eps().value_or(hf ? 1e-6 : 1e-5);
   if (!(r.rms_eps >= 0) || !std::isfinite(r.rms_eps))
     return InvalidArgumentError(fmt::format("detect-layout: {}: rms_norm_eps {} is not a finite number >= 0", path, r.rms_eps));
   return r;

@@ -15,6 +15,7 @@
 #include "posenc/io/llama2c.hpp"
 #include "posenc/io/npy.hpp"
 #include "posenc/io/safetensors.hpp"
+#include "posenc/model/model_scheme.hpp"
 #include "test_support.hpp"
 
 namespace posenc {
@@ -70,10 +71,10 @@ TEST(OpenModel, Llama2cEmbeddingsMatchReference) {
   EXPECT_EQ(m->gguf(), nullptr);
   EXPECT_EQ(m->vocab_size(), 512);
   EXPECT_EQ(m->d_model(), 64);
-  EXPECT_TRUE(m->rope().present);
-  EXPECT_EQ(m->rope().theta, 10000.0);
-  ASSERT_TRUE(m->rope().pairing.has_value());
-  EXPECT_EQ(*m->rope().pairing, RopePairing::kInterleaved);
+  ASSERT_NE(m->llama2c(), nullptr);  // the parsed header, for ModelScheme
+  EXPECT_EQ(m->llama2c()->config().dim, 64);
+  EXPECT_FALSE(m->rms_norm_eps().has_value());  // run.c's 1e-5 is not in the file
+  EXPECT_TRUE(m->config_path().empty());
   auto table = m->TokenEmbeddingTable();
   ASSERT_TRUE(table.ok()) << table.status().ToString();
   const std::vector<int64_t> ids = {1, 403, 407, 261, 378, 432, 383, 286, 261, 376, 400, 428};
@@ -94,9 +95,8 @@ TEST(OpenModel, GgufTinyLlama) {
   EXPECT_EQ(m->vocab_size(), 32000);
   EXPECT_EQ(m->d_model(), 8);
   EXPECT_EQ(m->n_heads(), 2);
-  EXPECT_EQ(m->rope().rotary_dim, 4);
-  EXPECT_EQ(m->rope().theta, 0.0);  // freq_base absent
-  EXPECT_NE(m->rope().note.find("10000"), std::string::npos);
+  EXPECT_EQ(m->llama2c(), nullptr);
+  EXPECT_EQ(m->rms_norm_eps().has_value(), m->gguf()->Find("llama.attention.layer_norm_rms_epsilon") != nullptr);
   ASSERT_NE(m->token_embedding(), nullptr);
   EXPECT_EQ(m->token_embedding()->shape, (std::vector<int64_t>{32000, 8}));
   EXPECT_EQ(m->token_embedding()->type_name, "F16");
@@ -151,7 +151,11 @@ TEST(OpenModel, SafetensorsFileWithGpt2Tables) {
     ASSERT_TRUE(m.ok()) << m.status().ToString();
     EXPECT_EQ(m->architecture(), "gpt2");
     EXPECT_EQ(m->context_length(), 3);
-    EXPECT_FALSE(m->rope().present);
+    EXPECT_EQ(m->config_path(), (dir / "config.json").string());
+    EXPECT_NE(m->config_text().find("\"n_positions\": 3"), std::string::npos);
+    auto scheme = ModelScheme(*m);
+    ASSERT_TRUE(scheme.ok()) << scheme.status().ToString();
+    EXPECT_EQ(scheme->kind, PositionKind::kLearned);
     auto e = m->TokenEmbeddingTable();
     ASSERT_TRUE(e.ok()) << e.status().ToString();
     const std::vector<int64_t> ids = {4, 0};
@@ -190,8 +194,10 @@ TEST(OpenModel, ShardedHuggingFaceFolder) {
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   EXPECT_EQ(m->format(), ModelFormat::kHuggingFaceFolder);
   EXPECT_EQ(m->tensors().size(), 2u);
-  EXPECT_TRUE(m->rope().present);
-  EXPECT_EQ(m->rope().theta, 500000.0);
+  EXPECT_FALSE(m->rms_norm_eps().has_value());
+  auto scheme = ModelScheme(*m);
+  ASSERT_TRUE(scheme.ok()) << scheme.status().ToString();
+  EXPECT_EQ(scheme->rope.base, 500000.0);
   auto e = m->TokenEmbeddingTable();
   ASSERT_TRUE(e.ok()) << e.status().ToString();
   auto x = LookupRows(*e, std::vector<int64_t>{1, 2});

@@ -5,19 +5,19 @@
 // touched.
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 
 #include <fmt/format.h>
 
 #include "commands.hpp"
-#include "posenc/config/hf_config.hpp"
 #include "posenc/kernels/embedding.hpp"
 #include "posenc/io/mapped_file.hpp"
 #include "posenc/model/model_file.hpp"
+#include "posenc/model/model_scheme.hpp"
 #include "posenc/io/npy.hpp"
 #include "posenc/io/quant.hpp"
-#include "posenc/config/gguf_config.hpp"
 
 namespace posenc::cli {
 namespace {
@@ -83,37 +83,38 @@ Rss ReadRss() {
   return r;
 }
 
-void PrintRopeCheck(const ModelFile& m) {
-  const ModelRopeInfo& r = m.rope();
+// The model's scheme as ModelScheme reads it (a GGUF without freq_base at llama.cpp's 10000, as it runs).
+Result<PositionScheme> EmbedScheme(const ModelFile& m) {
+  ModelSchemeOptions options;
+  options.allow_default_freq_base = true;
+  return ModelScheme(m, options);
+}
+
+void PrintRopeCheck(const ModelFile& m, const Result<PositionScheme>& scheme) {
+  const bool has_reader = m.format() == ModelFormat::kGguf || !m.config_path().empty();
+  const ModelRopeInfo r = scheme.ok() ? RopeInfoOf(m, *scheme) : ModelRopeInfo{};
   if (!r.present) {
+    if (has_reader && !scheme.ok()) {
+      std::printf("rope-check: config reader: %s\n", scheme.status().ToString().c_str());
+      return;
+    }
     std::printf("rope-check: %s states no RoPE (architecture '%s'%s)\n", m.path().c_str(), m.architecture().c_str(),
                 m.position_embedding() ? ", learned absolute positions" : "");
     return;
   }
-  const int64_t head_dim = m.n_heads() > 0 ? m.d_model() / m.n_heads() : 0;
   std::string pairing = r.pairing ? std::string(ToString(*r.pairing)) : "not fixed by the file";
   std::printf("rope-check: layer 0 applies RoPE: theta %s, rotary_dim %s of head_dim %lld, pairing %s\n",
               r.theta > 0 ? fmt::format("{}", r.theta).c_str() : "not stated",
               r.rotary_dim > 0 ? std::to_string(r.rotary_dim).c_str() : "whole head",
-              static_cast<long long>(head_dim), pairing.c_str());
+              static_cast<long long>(r.head_dim), pairing.c_str());
   if (!r.note.empty()) std::printf("rope-check: %s\n", r.note.c_str());
-  // The full scheme (scalings included) from the config readers, where the format has one.
-  Result<PositionScheme> scheme = InvalidArgumentError("no config");
-  if (m.format() == ModelFormat::kGguf) {
-    GgufConfigOptions o;
-    o.allow_default_freq_base = true;
-    scheme = LoadGgufConfig(m.path(), o);
-  } else if (!m.config_path().empty()) {
-    scheme = LoadHfConfig(m.config_path());
-  }
-  if (scheme.ok() && scheme->kind == PositionKind::kRope) {
+  // The full scheme (scalings included), where the format has a config reader.
+  if (has_reader) {
     const RopeConfig& rc = scheme->rope;
     std::printf("rope-check: config reader: base %g, head_dim %lld, rotary_dim %lld, pairing %s, scaling %s\n",
                 rc.base, static_cast<long long>(rc.layout.head_dim), static_cast<long long>(rc.layout.rotary_dim),
                 std::string(ToString(rc.layout.pairing)).c_str(), std::string(ToString(rc.scaling.type)).c_str());
     for (const std::string& n : rc.notes) std::printf("rope-check: note: %s\n", n.c_str());
-  } else if (m.format() == ModelFormat::kGguf || !m.config_path().empty()) {
-    std::printf("rope-check: config reader: %s\n", scheme.status().ToString().c_str());
   }
 }
 
@@ -132,6 +133,12 @@ Status RunEmbed(const EmbedOptions& o) {
   }
   const Rss before_open = ReadRss();
   POSENC_ASSIGN_OR_RETURN(ModelFile model, OpenModel(o.model));
+  // The positional scheme, read once when a message below needs it.
+  std::optional<Result<PositionScheme>> scheme;
+  auto model_scheme = [&]() -> const Result<PositionScheme>& {
+    if (!scheme) scheme.emplace(EmbedScheme(model));
+    return *scheme;
+  };
   POSENC_ASSIGN_OR_RETURN(QuantizedTable table, model.TokenEmbeddingTable());
   const ModelTensor* e = model.token_embedding();
   // A lookup reads a few scattered rows: no readahead, so only those pages become resident.
@@ -167,9 +174,11 @@ Status RunEmbed(const EmbedOptions& o) {
     std::fprintf(stderr, "embed: added learned positions from '%s'\n", model.position_embedding()->name.c_str());
   } else if (!o.positions.empty()) {
     std::fprintf(stderr, "embed: the model has no learned position table; --positions ignored (%s)\n",
-                 model.rope().present ? "RoPE rotates q and k inside attention instead" : "no absolute scheme");
+                 model_scheme().ok() && model_scheme()->kind == PositionKind::kRope
+                     ? "RoPE rotates q and k inside attention instead"
+                     : "no absolute scheme");
   }
-  if (o.rope_check) PrintRopeCheck(model);
+  if (o.rope_check) PrintRopeCheck(model, model_scheme());
   if (o.report_rss) {
     std::set<int64_t> unique(ids.begin(), ids.end());
     const double row_bytes = static_cast<double>(table.data.size()) / static_cast<double>(table.rows);

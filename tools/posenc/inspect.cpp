@@ -11,34 +11,14 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
-#include "posenc/config/hf_config.hpp"
-#include "posenc/model/model_file.hpp"
 #include "posenc/math/rope_config.hpp"
-#include "posenc/config/gguf_config.hpp"
+#include "posenc/model/model_file.hpp"
+#include "posenc/model/model_scheme.hpp"
 
 namespace posenc::cli {
 namespace {
 
 using nlohmann::json;
-
-// llama2.c checkpoints carry no RoPE keys: run.c hard-codes base 10000 over the whole head with
-// adjacent pairs, which is what this returns (noted).
-Result<PositionScheme> Llama2cScheme(const ModelFile& m) {
-  if (m.n_heads() <= 0 || m.d_model() % m.n_heads() != 0)
-    return InvalidArgumentError(fmt::format("{}: dim {} is not a multiple of n_heads {}", m.path(), m.d_model(), m.n_heads()));
-  PositionScheme s;
-  s.kind = PositionKind::kRope;
-  s.model_type = "llama2c";
-  s.num_heads = m.n_heads();
-  s.num_kv_heads = m.n_kv_heads();
-  s.hidden_size = m.d_model();
-  s.rope_spelling = "llama2.c (fixed by run.c)";
-  s.rope.layout = {RopePairing::kInterleaved, m.d_model() / m.n_heads(), 0, m.d_model() / m.n_heads()};
-  s.rope.base = 10000.0;
-  s.rope.max_position_embeddings = m.context_length();
-  s.notes.push_back("llama2.c files hold no RoPE parameters: run.c's base 10000 and adjacent pairs assumed");
-  return s;
-}
 
 // The tensors that carry identity and position, with their stored types and shapes.
 json IdentityTensors(const ModelFile& m) {
@@ -263,16 +243,10 @@ void RegisterInspect(CLI::App& app) {
       if (!m.ok()) return ReportError("inspect", m.status());
       model = std::move(m).value();
     }
-    Result<PositionScheme> s = NotFoundError(fmt::format(
-        "{}: no positional scheme: the file has no RoPE metadata and no config.json beside it", path));
-    if (model && model->format() == ModelFormat::kGguf)
-      s = LoadGgufConfig(path, GgufConfigOptions{.allow_default_freq_base = allow_default_base});
-    else if (!model)
-      s = LoadHfConfig(path, HfConfigOptions{.layer_type = layer_type});
-    else if (!model->config_path().empty())
-      s = LoadHfConfig(model->config_path(), HfConfigOptions{.layer_type = layer_type});
-    else if (model->format() == ModelFormat::kLlama2c)
-      s = Llama2cScheme(*model);
+    ModelSchemeOptions options;
+    options.layer_type = layer_type;
+    options.allow_default_freq_base = allow_default_base;
+    Result<PositionScheme> s = model ? ModelScheme(*model, options) : ConfigFileScheme(path, options);
     if (!s.ok()) return ReportError("inspect", s.status());
     Result<json> d = Describe(*s, path, seq_len);
     if (!d.ok()) return ReportError("inspect", d.status());

@@ -7,18 +7,18 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
-#include "posenc/config/hf_config.hpp"
 #include "posenc/io/npy.hpp"
 #include "posenc/kernels/rope.hpp"
 #include "posenc/math/rope_config.hpp"
-#include "posenc/config/gguf_config.hpp"
 #include "posenc/config/ggml_config.hpp"
+#include "posenc/model/model_file.hpp"
+#include "posenc/model/model_scheme.hpp"
 
 namespace posenc::cli {
 namespace {
 
 struct RopeOptions {
-  std::string config, positions, input, output;
+  std::string config, model, positions, input, output;
   std::string precision = "reference";
   std::string layout;
   std::string direction = "forward";
@@ -26,19 +26,24 @@ struct RopeOptions {
   int64_t seq_len = 0;
 };
 
-// The RoPE of --config: a GGUF model's metadata, ggml_rope_ext parameters (n_dims, mode, freq_base,
-// ...; head_dim from the input), or a Hugging Face config.json in either spelling.
+// The RoPE of --model (any model OpenModel reads: GGUF, Hugging Face folder, safetensors with its
+// config.json, llama2.c) or of --config: a .gguf model likewise, else a JSON text that is ggml_rope_ext
+// parameters (n_dims, mode, freq_base, ...; head_dim from the input) or a Hugging Face config.json in
+// either spelling. The file is read once; a model's scheme comes from ModelScheme.
 Result<RopeConfig> LoadRopeConfig(const RopeOptions& o, int64_t input_head_dim) {
-  if (!o.config.ends_with(".gguf")) {
+  if (o.model.empty() == o.config.empty()) return InvalidArgumentError("give exactly one of --config and --model");
+  const std::string& path = o.model.empty() ? o.config : o.model;
+  if (o.model.empty() && !o.config.ends_with(".gguf")) {
     std::ifstream f(o.config);
     if (!f) return NotFoundError(fmt::format("config {}: cannot open file", o.config));
     std::stringstream text;
     text << f.rdbuf();
     return ParseRopeConfigJson(text.str(), input_head_dim, o.config);
   }
-  POSENC_ASSIGN_OR_RETURN(PositionScheme scheme, LoadGgufConfig(o.config));
+  POSENC_ASSIGN_OR_RETURN(ModelFile model, OpenModel(path));
+  POSENC_ASSIGN_OR_RETURN(PositionScheme scheme, ModelScheme(model));
   if (scheme.kind != PositionKind::kRope)
-    return InvalidArgumentError(fmt::format("config {}: the model's scheme is {}, not rope", o.config, ToString(scheme.kind)));
+    return InvalidArgumentError(fmt::format("config {}: the model's scheme is {}, not rope", path, ToString(scheme.kind)));
   return scheme.rope;
 }
 
@@ -83,9 +88,11 @@ Status RunRope(const RopeOptions& o) {
 }
 
 void RegisterRope(CLI::App& app) {
-  auto* cmd = app.add_subcommand("rope", "Rotate queries or keys [tokens, heads, head_dim] for a model config (Hugging Face, ggml parameters, GGUF)");
+  auto* cmd = app.add_subcommand("rope", "Rotate queries or keys [tokens, heads, head_dim] for a model config (Hugging Face, ggml parameters) or a model file (GGUF, HF folder, safetensors, llama2.c)");
   static RopeOptions o;
-  cmd->add_option("--config", o.config, "Hugging Face config.json (either spelling), ggml_rope_ext parameters (JSON with n_dims, mode, freq_base, ...), or a .gguf model")->required();
+  auto* config = cmd->add_option("--config", o.config, "Hugging Face config.json (either spelling), ggml_rope_ext parameters (JSON with n_dims, mode, freq_base, ...), or a .gguf model");
+  cmd->add_option("--model", o.model, "Instead of --config: a model file or folder (GGUF, Hugging Face folder, safetensors with config.json beside it, llama2.c .bin)")
+      ->excludes(config);
   cmd->add_option("--positions", o.positions, ".npy int64 [tokens]: position of each token")->required();
   cmd->add_option("--input", o.input, ".npy float32 or float16 [tokens, heads, head_dim] (see --order)")->required();
   cmd->add_option("--output", o.output, ".npy to write, same dtype and shape as the input")->required();

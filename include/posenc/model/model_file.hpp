@@ -20,12 +20,13 @@
 #include <vector>
 
 #include "posenc/io/quant.hpp"
-#include "posenc/kernels/rope.hpp"
 #include "posenc/core/status.hpp"
 
 namespace posenc {
 
 class GgufFile;
+class Llama2cFile;
+struct ModelFileBuilder;  // model_file.cpp: OpenModel's steps
 
 enum class ModelFormat { kGguf, kSafetensors, kHuggingFaceFolder, kLlama2c, kNpy };
 std::string_view ToString(ModelFormat f);  // "gguf", "safetensors", "hf-folder", "llama2c", "npy"
@@ -45,16 +46,6 @@ struct ModelTensor {
   QuantizedTable AsTable() const;
 };
 
-// What the file states about RoPE (the full scheme comes from config.hpp's LoadHfConfig /
-// LoadGgufConfig; this is the summary `posenc embed --rope-check` and `inspect` print).
-struct ModelRopeInfo {
-  bool present = false;
-  double theta = 0.0;          // 0: not stated in the file
-  int64_t rotary_dim = 0;      // 0: not stated (the whole head)
-  std::optional<RopePairing> pairing;  // when the format fixes it (llama2.c, GGUF llama: interleaved)
-  std::string note;            // where the values came from / defaults the runtime would take
-};
-
 class ModelFile {
  public:
   ModelFormat format() const { return format_; }
@@ -66,13 +57,19 @@ class ModelFile {
   int64_t n_heads() const { return n_heads_; }
   int64_t n_kv_heads() const { return n_kv_heads_; }
   int64_t context_length() const { return context_length_; }
-  const ModelRopeInfo& rope() const { return rope_; }
+  // RMSNorm epsilon as the file states it (config.json rms_norm_eps, GGUF
+  // <arch>.attention.layer_norm_rms_epsilon); nullopt when it does not.
+  std::optional<double> rms_norm_eps() const { return rms_norm_eps_; }
   const std::vector<ModelTensor>& tensors() const { return tensors_; }
-  // The path of config.json (HF folder, or beside a .safetensors file), "" if none.
+  // The path of config.json (HF folder, or beside a .safetensors file), "" if none, and its text as
+  // read once by OpenModel (the positional scheme is parsed from this text: model_scheme.hpp).
   const std::string& config_path() const { return config_path_; }
+  const std::string& config_text() const { return config_text_; }
   // The parsed GGUF file (its metadata: RoPE scheme, norm epsilon, ...) when format() is GGUF, else
   // nullptr; valid while this ModelFile (or a copy) lives.
   const GgufFile* gguf() const { return gguf_.get(); }
+  // The parsed llama2.c checkpoint (its header) when format() is llama2.c, else nullptr.
+  const Llama2cFile* llama2c() const { return llama2c_.get(); }
 
   // nullptr if absent.
   const ModelTensor* Find(const std::string& name) const;
@@ -88,21 +85,23 @@ class ModelFile {
   Result<QuantizedTable> PositionTable() const;
 
  private:
-  friend Result<ModelFile> OpenModel(const std::string& path);
+  friend struct ModelFileBuilder;
   const ModelTensor* Get(int i) const { return i < 0 ? nullptr : &tensors_[static_cast<size_t>(i)]; }
 
   ModelFormat format_ = ModelFormat::kGguf;
-  std::string path_, architecture_, config_path_;
+  std::string path_, architecture_, config_path_, config_text_;
   int64_t vocab_size_ = 0, d_model_ = 0, n_layers_ = 0, n_heads_ = 0, n_kv_heads_ = 0, context_length_ = 0;
-  ModelRopeInfo rope_;
+  std::optional<double> rms_norm_eps_;
   std::vector<ModelTensor> tensors_;
   int token_embedding_ = -1, position_embedding_ = -1, rope_freqs_ = -1;
-  // The readers whose mappings the spans point into: gguf_ for a GGUF file, keep_alive_ for the rest.
+  // The readers whose mappings the spans point into: gguf_ for a GGUF file, llama2c_ for a llama2.c
+  // checkpoint, keep_alive_ for the rest.
   std::vector<std::shared_ptr<const void>> keep_alive_;
   std::shared_ptr<const GgufFile> gguf_;
+  std::shared_ptr<const Llama2cFile> llama2c_;
 };
 
-// Opens a model file or folder; the format is detected from the bytes (GGUF magic, safetensors
+// Opens a model file or folder (each file read and parsed once); the format is detected from the bytes (GGUF magic, safetensors
 // header, llama2.c header that matches the file size, .npy magic) or a directory. Errors name the
 // path: kNotFound (missing), kInvalidArgument (format not recognised), or the reader's own error.
 Result<ModelFile> OpenModel(const std::string& path);
