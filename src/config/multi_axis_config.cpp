@@ -129,6 +129,15 @@ Status ReadGgmlMultiAxis(const json& j, int64_t mode, int64_t n_dims, int64_t he
     if (head_dim != 2 * n_dims)
       return InvalidArgumentError(fmt::format("ggml params {}: mode 24 (vision) needs head_dim = 2 * n_dims, got head_dim {} and n_dims {}",
                                               source, head_dim, n_dims));
+    // Its restarted frequency indices are only computed without YaRN's ramp and per-pair factors.
+    if (Has(j, "ext_factor")) {
+      POSENC_ASSIGN_OR_RETURN(double ext, GetNumber(j, "ext_factor", source));
+      if (ext != 0.0)
+        return UnimplementedError(fmt::format("ggml params {}: key 'ext_factor' = {} with mode 24 (vision) is not supported "
+                                              "(its restarted frequencies take no YaRN ramp here)", source, ext));
+    }
+    if (Has(j, "freq_factors"))
+      return UnimplementedError(fmt::format("ggml params {}: key 'freq_factors' with mode 24 (vision) is not supported", source));
     rc->layout.rotary_dim = 2 * n_dims;
     m.layout = SectionLayout::kChunkedRestart;
   } else {

@@ -19,6 +19,7 @@
 #include "posenc/io/npy.hpp"
 #include "posenc/io/quant.hpp"
 #include "posenc/kernels/rope.hpp"
+#include "posenc/math/multi_axis.hpp"
 #include "posenc/math/rope_config.hpp"
 #include "posenc/io/safetensors.hpp"
 #include "posenc/config/gguf_config.hpp"
@@ -119,6 +120,14 @@ inline Status ExerciseRope(const RopeConfig& rc, const char* which) {
       if (!std::isfinite(w)) return InternalError(std::string(which) + " config gives a frequency of " + std::to_string(w));
     if (!std::isfinite(f->attention_scaling))
       return InternalError(std::string(which) + " config gives attention_scaling " + std::to_string(f->attention_scaling));
+    if (rc.multi_axis.has_value()) {
+      // A multi-axis config that parsed has a plan: components in range, finite frequencies.
+      auto plan = ComputeMultiAxisRope(rc, seq_len);
+      if (!plan.ok()) return InternalError(std::string(which) + " multi-axis config parsed, but its plan fails: " + plan.status().message());
+      for (size_t j = 0; j < plan->pair_component.size(); ++j)
+        if (plan->pair_component[j] < 0 || plan->pair_component[j] >= plan->num_components || !std::isfinite(plan->freqs.inv_freq[j]))
+          return InternalError(std::string(which) + " multi-axis plan has a bad pair " + std::to_string(j));
+    }
     if (f->inv_freq.size() > 4096) continue;  // a table of every pair of a huge head is not the point here
     for (RopePrecision p : {RopePrecision::kReference, RopePrecision::kExact}) {
       auto t = RopeTable::Build(*f, 4, p);

@@ -323,15 +323,23 @@ TEST(MultiAxisConfig, GgmlModes) {
   expect(R"({"n_dims": 128, "mode": 8, "freq_base": 1e4, "sections": [64, 64, 64, 0]})", 128, "beyond head_dim 128");
   expect(R"({"n_dims": 128, "mode": 8, "freq_base": 1e4, "sections": [16, -24, 24, 0]})", 128, "-24");
   expect(R"({"n_dims": 40, "mode": 24, "freq_base": 1e4, "sections": [20, 20, 20, 20]})", 96, "2 * n_dims");
-  // VISION's restarted frequencies take no YaRN ramp.
+  // VISION's restarted frequencies take no YaRN ramp: refused where the config is read, and by
+  // ComputeMultiAxisRope for a config built by hand.
   Result<RopeConfig> y = RopeConfigFromGgmlParams(
       R"({"n_dims": 40, "mode": 24, "freq_base": 1e4, "sections": [20, 20, 20, 20], "ext_factor": 1.0, "freq_scale": 0.5,
           "n_ctx_orig": 4096})", 80, "g");
-  ASSERT_TRUE(y.ok()) << y.status().ToString();
-  Result<MultiAxisPlan> yp = ComputeMultiAxisRope(*y, 20);
+  ASSERT_FALSE(y.ok());
+  EXPECT_EQ(y.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(y.status().message().find("'ext_factor' = 1"), std::string::npos) << y.status().message();
+  RopeConfig hand = *v;
+  hand.scaling.ext_factor = 1.0;
+  Result<MultiAxisPlan> yp = ComputeMultiAxisRope(hand, 20);
   ASSERT_FALSE(yp.ok());
   EXPECT_EQ(yp.status().code(), StatusCode::kUnimplemented);
   EXPECT_NE(yp.status().message().find("ext_factor 1"), std::string::npos) << yp.status().message();
+  hand = *v;
+  hand.scaling.type = RopeScalingType::kYarn;
+  EXPECT_EQ(ComputeMultiAxisRope(hand, 20).status().code(), StatusCode::kUnimplemented);
 }
 
 TEST(MultiAxisConfig, HfVision) {

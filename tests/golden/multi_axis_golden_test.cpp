@@ -1,0 +1,154 @@
+// Every multi-axis RoPE golden case (scheme mrope or rope_vision_2d) under golden/hf and golden/ggml,
+// through the library (golden/FORMAT.md, "From config to pairs"): the config is read by
+// RopeConfigFromGgmlParams, ParseHfConfig (model_type = the case's hf_model_type) or
+// ParseHfVision2dConfig (vision_2d_variant); ComputeMultiAxisRope's pair_component must equal
+// pair_component.npy and its frequencies inv_freq.npy; input.npy is rotated at positions.npy ([C, T])
+// by the fast path and by the scalar reference, each compared with expected.npy (reference precision)
+// and expected_exact.npy (exact precision) within the case's tolerance.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "posenc/config/ggml_config.hpp"
+#include "posenc/config/hf_config.hpp"
+#include "posenc/config/multi_axis_config.hpp"
+#include "posenc/io/npy.hpp"
+#include "posenc/kernels/multi_axis_rope.hpp"
+#include "posenc/math/multi_axis.hpp"
+#include "test_support.hpp"
+
+namespace posenc {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::vector<std::string> MultiAxisCases() {
+  std::vector<std::string> out;
+  for (const char* family : {"golden/hf", "golden/ggml"}) {
+    const std::string root = testing::DataPath(family);
+    if (root.empty()) continue;
+    for (const auto& e : fs::directory_iterator(root)) {
+      if (!fs::exists(e.path() / "case.json")) continue;
+      std::ifstream f(e.path() / "case.json");
+      json c = json::parse(f, nullptr, false);
+      if (c.is_discarded()) continue;
+      const std::string scheme = c.value("scheme", "");
+      if (scheme == "mrope" || scheme == "rope_vision_2d") out.push_back(e.path().string());
+    }
+  }
+  std::sort(out.begin(), out.end());
+  if (out.empty()) out.push_back("");  // one instance that skips, naming the missing folder
+  return out;
+}
+
+std::vector<double> AsDoubles(const Array& a) {
+  Array d = a.AsType(DType::kF64).value();
+  return {d.span<double>().begin(), d.span<double>().end()};
+}
+
+::testing::AssertionResult Close(const std::vector<double>& got, const std::vector<double>& want, double atol,
+                                 double rtol, const std::string& what) {
+  if (got.size() != want.size())
+    return ::testing::AssertionFailure() << what << ": " << got.size() << " values, want " << want.size();
+  size_t bad = 0, first = 0;
+  double worst = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double err = std::fabs(got[i] - want[i]);
+    worst = std::max(worst, err);
+    if (!(err <= atol + rtol * std::fabs(want[i])) && bad++ == 0) first = i;
+  }
+  if (bad == 0) {
+    std::printf("  %-28s max |err| %.3g (atol %.3g)\n", what.c_str(), worst, atol);
+    return ::testing::AssertionSuccess();
+  }
+  return ::testing::AssertionFailure() << what << ": " << bad << " of " << got.size() << " outside atol " << atol
+                                       << " rtol " << rtol << "; first at " << first << ": got " << got[first]
+                                       << " want " << want[first] << "; max err " << worst;
+}
+
+class MultiAxisGolden : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(MultiAxisGolden, ComponentsFrequenciesAndRotation) {
+  if (GetParam().empty()) {
+    POSENC_REQUIRE_DATA(dir, "golden/hf");
+    FAIL() << "golden/hf exists but holds no mrope / rope_vision_2d case";
+  }
+  const fs::path dir = GetParam();
+  std::ifstream f(dir / "case.json");
+  const json c = json::parse(f);
+  auto file = [&](const std::string& role) { return (dir / c["files"][role].get<std::string>()).string(); };
+  const Array input = ReadNpy(file("input")).value();
+  ASSERT_EQ(input.ndim(), 3);
+  const Array pos = ReadNpy(file("positions")).value().AsType(DType::kI64).value();
+  const std::vector<int64_t> positions(pos.span<int64_t>().begin(), pos.span<int64_t>().end());
+
+  Result<RopeConfig> rc = InvalidArgumentError("unset");
+  json config = c["config"];
+  if (config.contains("n_dims")) {
+    rc = RopeConfigFromGgmlParams(config.dump(), input.dim(2), dir.string());
+  } else if (c["scheme"] == "rope_vision_2d") {
+    Vision2dVariant v;
+    ASSERT_TRUE(ParseVision2dVariant(c["vision_2d_variant"].get<std::string>(), &v));
+    rc = ParseHfVision2dConfig(config.dump(), v, dir.string());
+  } else {
+    if (!config.contains("model_type")) config["model_type"] = c["hf_model_type"];
+    Result<PositionScheme> s = ParseHfConfig(config.dump(), dir.string());
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    rc = s->rope;
+  }
+  ASSERT_TRUE(rc.ok()) << rc.status().ToString();
+  ASSERT_TRUE(rc->multi_axis.has_value());
+  EXPECT_EQ(rc->layout.head_dim, c["head_dim"].get<int64_t>());
+  EXPECT_EQ(rc->layout.rotary_dim, c["rotary_dim"].get<int64_t>());
+  EXPECT_EQ(ToString(rc->layout.pairing), c["layout"].get<std::string>());
+  if (c.contains("section_layout")) {
+    EXPECT_EQ(ToString(rc->multi_axis->layout), c["section_layout"].get<std::string>());
+  }
+  if (c.contains("sections")) {
+    EXPECT_EQ(rc->multi_axis->sections, c["sections"].get<std::vector<int64_t>>());
+  }
+  ASSERT_TRUE(ValidateMultiAxisPositions(pos.shape(), positions, rc->multi_axis->num_components, "positions").ok());
+
+  const int64_t seq_len = *std::max_element(positions.begin(), positions.end()) + 1;
+  Result<MultiAxisPlan> plan = ComputeMultiAxisRope(*rc, seq_len);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  const Array pc = ReadNpy(file("pair_component")).value().AsType(DType::kI64).value();
+  EXPECT_EQ(plan->pair_component, std::vector<int64_t>(pc.span<int64_t>().begin(), pc.span<int64_t>().end()));
+  const double inv_rtol = c["tolerance"].contains("inv_freq") ? c["tolerance"]["inv_freq"].value("rtol", 0.0)
+                                                              : std::ldexp(1.0, -22);
+  EXPECT_TRUE(Close(plan->freqs.inv_freq, AsDoubles(ReadNpy(file("inv_freq")).value()), 0.0, inv_rtol, "inv_freq"));
+  EXPECT_DOUBLE_EQ(plan->freqs.attention_scaling, c.value("attention_scaling", 1.0));
+
+  for (const auto& [role, precision] : {std::pair{"expected", RopePrecision::kReference},
+                                        std::pair{"expected_exact", RopePrecision::kExact}}) {
+    SCOPED_TRACE(role);
+    const std::vector<double> want = AsDoubles(ReadNpy(file(role)).value());
+    const double atol = c["tolerance"][role].value("atol", 0.0), rtol = c["tolerance"][role].value("rtol", 0.0);
+    const MultiAxisRopeArgs args{rc->layout, &plan->freqs, plan->pair_component, plan->num_components, positions, precision};
+    Array x = input, y = input, z = input;
+    ASSERT_TRUE(ApplyMultiAxisRope(args, HeadsView::Of(x, "x").value(), HeadsView::Of(y, "y").value()).ok());
+    ASSERT_TRUE(ApplyMultiAxisRopeReference(args, HeadsView::Of(x, "x").value(), HeadsView::Of(z, "z").value()).ok());
+    EXPECT_TRUE(Close(AsDoubles(y), want, atol, rtol, std::string(role) + " (fast)"));
+    EXPECT_TRUE(Close(AsDoubles(z), want, atol, rtol, std::string(role) + " (reference)"));
+  }
+}
+
+std::string CaseName(const ::testing::TestParamInfo<std::string>& info) {
+  if (info.param.empty()) return "missing_data";
+  const fs::path p(info.param);
+  std::string name = p.parent_path().filename().string() + "_" + p.filename().string();
+  for (char& ch : name)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, MultiAxisGolden, ::testing::ValuesIn(MultiAxisCases()), CaseName);
+
+}  // namespace
+}  // namespace posenc
