@@ -1,0 +1,484 @@
+"""posenc from Python: token embeddings and positions for decoder-only transformers.
+
+The same library as the C++ API and the `posenc` CLI (one CMake project; this package calls the
+compiled module `posenc._posenc`, a translation of include/posenc/posenc.hpp). numpy arrays and
+torch CPU tensors (float32, float16, bfloat16) are rotated in place or into `out`, contiguous or
+strided, never copied; the GIL is released while kernels run.
+
+Example::
+
+    import numpy as np, posenc
+    rope = posenc.Rope("config.json")               # or a dict, a .gguf, a model folder
+    q = np.random.randn(16, 32, 128).astype(np.float32)   # [tokens, heads, head_dim]
+    rope.apply(q, positions=np.arange(16))           # in place
+
+Errors: posenc's C++ Status becomes ValueError (invalid argument, out of range), OSError (a file
+missing or corrupt), NotImplementedError (a valid but unsupported feature), with posenc's message.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from . import _posenc
+from . import _tensors
+
+__all__ = [
+    "Scheme", "Frequencies", "Rope", "Model", "load_scheme", "set_num_threads", "num_threads", "simd_target",
+    "sinusoidal_table", "alibi_slopes", "alibi_bias", "t5_buckets", "t5_bias", "shaw_indices", "golden",
+]
+
+PathLike = Union[str, "os.PathLike[str]"]
+ConfigSource = Union[PathLike, Mapping[str, Any], "Scheme"]
+
+
+def set_num_threads(n: int) -> None:
+    """Threads for posenc's kernels called from Python (n <= 0: posenc's default pool, whose size is
+    the CPU count or POSENC_NUM_THREADS). Results are bit-identical for every thread count."""
+    _posenc.set_num_threads(int(n))
+
+
+def num_threads() -> int:
+    """The number of threads posenc's kernels use now."""
+    return _posenc.num_threads()
+
+
+def simd_target() -> str:
+    """The SIMD target posenc's run-time dispatch picked on this CPU (AVX2, AVX3, ...)."""
+    return _posenc.simd_target()
+
+
+# ---- schemes ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Frequencies:
+    """Per-pair angular frequencies (radians per position, float64) and the factor on cos and sin."""
+    inv_freq: np.ndarray
+    attention_scaling: float
+
+
+class Scheme:
+    """A model's positional scheme (posenc's PositionScheme): its kind and, for RoPE, the pair layout,
+    rotary window, base and scaling. Build one with `load_scheme` or the `from_*` constructors; its
+    repr shows what `posenc inspect` shows."""
+
+    def __init__(self, native: "_posenc.Scheme"):
+        self._s = native
+
+    # constructors
+    @staticmethod
+    def from_config(config: Union[PathLike, Mapping[str, Any]], *, layer_type: str = "",
+                    model_type: Optional[str] = None) -> "Scheme":
+        """A Hugging Face config.json (a path or a dict), in either spelling (rope_scaling or
+        rope_parameters). `model_type` fills in a dict's missing model_type (it fixes the pairing of
+        families such as gptj, cohere, glm4)."""
+        if isinstance(config, Mapping):
+            c = dict(config)
+            if model_type is not None and "model_type" not in c:
+                c["model_type"] = model_type
+            return Scheme(_posenc.Scheme.from_hf_json(json.dumps(c), "config dict", layer_type))
+        return Scheme(_posenc.Scheme.from_hf_config(os.fspath(config), layer_type))
+
+    @staticmethod
+    def from_gguf(path: PathLike, *, allow_default_freq_base: bool = False) -> "Scheme":
+        """A GGUF file's metadata, with llama.cpp's per-architecture pairing."""
+        return Scheme(_posenc.Scheme.from_gguf(os.fspath(path), allow_default_freq_base))
+
+    @staticmethod
+    def from_model(path: PathLike, *, allow_default_freq_base: bool = False, layer_type: str = "") -> "Scheme":
+        """Any model posenc opens: a GGUF file, a Hugging Face folder, safetensors with config.json."""
+        return Scheme(_posenc.Scheme.from_model(os.fspath(path), allow_default_freq_base, layer_type))
+
+    @staticmethod
+    def from_ggml(params: Mapping[str, Any], head_dim: int) -> "Scheme":
+        """ggml_rope_ext's parameters (n_dims, mode, freq_base, freq_scale, ext_factor, ...)."""
+        return Scheme(_posenc.Scheme.from_rope_json(json.dumps(dict(params)), int(head_dim), "ggml params"))
+
+    # what it is
+    kind = property(lambda self: self._s.kind, doc="rope, learned, sinusoidal, alibi, t5_bucket or none")
+    model_type = property(lambda self: self._s.model_type)
+    num_heads = property(lambda self: self._s.num_heads)
+    num_kv_heads = property(lambda self: self._s.num_kv_heads)
+    hidden_size = property(lambda self: self._s.hidden_size)
+    pairing = property(lambda self: self._s.pairing, doc="half (GPT-NeoX, HF Llama) or interleaved (GPT-J, Meta Llama)")
+    head_dim = property(lambda self: self._s.head_dim)
+    rotary_start = property(lambda self: self._s.rotary_start)
+    rotary_dim = property(lambda self: self._s.rotary_dim)
+    base = property(lambda self: self._s.base, doc="rope_theta")
+    max_position_embeddings = property(lambda self: self._s.rope_max_position_embeddings or self._s.max_position_embeddings)
+    scaling = property(lambda self: self._s.scaling, doc="the scaling's type and parameters, as a dict")
+    multi_axis = property(lambda self: self._s.multi_axis, doc="M-RoPE sections (dict), or None for 1-D RoPE")
+    source = property(lambda self: self._s.source)
+    notes = property(lambda self: list(self._s.notes) + [n for n in self._s.rope_notes if n not in self._s.notes])
+    alibi_variant = property(lambda self: self._s.alibi_variant)
+    alibi_bias_max = property(lambda self: self._s.alibi_bias_max)
+    t5_num_buckets = property(lambda self: self._s.t5_num_buckets)
+    t5_max_distance = property(lambda self: self._s.t5_max_distance)
+    t5_bidirectional = property(lambda self: self._s.t5_bidirectional)
+
+    def with_pairing(self, pairing: str) -> "Scheme":
+        """The same scheme with another pair layout (half or interleaved)."""
+        return Scheme(self._s.with_pairing(pairing))
+
+    def _seq_len(self, seq_len: Optional[int]) -> int:
+        return int(seq_len) if seq_len is not None else int(self.max_position_embeddings)
+
+    def frequencies(self, seq_len: Optional[int] = None) -> Frequencies:
+        """Frequencies for a sequence of `seq_len` tokens (largest position + 1; default
+        max_position_embeddings); only dynamic NTK and LongRoPE depend on it."""
+        inv, scaling = self._s.frequencies(self._seq_len(seq_len))
+        return Frequencies(inv, scaling)
+
+    def unscaled_frequencies(self) -> np.ndarray:
+        """base^(-2i/R): what the regimes are measured against."""
+        return self._s.unscaled_frequencies()
+
+    def pair_regimes(self, seq_len: Optional[int] = None) -> List[str]:
+        """Per pair: extrapolated, interpolated, blended, scaled or unrotated."""
+        return list(self._s.pair_regimes(self._seq_len(seq_len)))
+
+    def nominal_factor(self) -> float:
+        """The factor the scaling aims at (the 'interpolated' mark)."""
+        return self._s.nominal_factor()
+
+    def multi_axis_plan(self, seq_len: Optional[int] = None) -> Tuple[np.ndarray, float, np.ndarray, int]:
+        """M-RoPE: (inv_freq, attention_scaling, pair_component, num_components)."""
+        return self._s.multi_axis_plan(self._seq_len(seq_len))
+
+    def __repr__(self) -> str:
+        lines = [f"source: {self.source or '(none)'}", f"scheme: {self.kind}"]
+        if self.model_type:
+            lines.append(f"model_type: {self.model_type}")
+        for key in ("num_heads", "num_kv_heads", "hidden_size"):
+            if getattr(self, key):
+                lines.append(f"{key}: {getattr(self, key)}")
+        if self.kind == "rope":
+            lines += [f"spelling: {self._s.rope_spelling}", f"layout: {self.pairing}", f"head_dim: {self.head_dim}",
+                      f"rotary_start: {self.rotary_start}", f"rotary_dim: {self.rotary_dim}", f"base: {self.base:g}"]
+            if self.max_position_embeddings:
+                lines.append(f"max_position_embeddings: {self.max_position_embeddings}")
+            sc = self.scaling
+            lines.append(f"scaling: {sc['type']}")
+            for key in _SCALING_KEYS.get(sc["type"], ()):
+                if sc.get(key) is not None and sc.get(key) != []:
+                    lines.append(f"  {key}: {sc[key]}")
+            if self.multi_axis:
+                lines.append(f"multi_axis: {self.multi_axis}")
+            try:
+                f = self.frequencies()
+                lines.append(f"attention_scaling: {f.attention_scaling:.9g}")
+            except ValueError as e:  # a config that needs a sequence length posenc cannot guess
+                lines.append(f"frequencies: {e}")
+        elif self.kind == "alibi":
+            lines.append(f"alibi_variant: {self.alibi_variant}")
+        elif self.kind == "t5_bucket":
+            lines += [f"num_buckets: {self.t5_num_buckets}", f"max_distance: {self.t5_max_distance}",
+                      f"bidirectional: {self.t5_bidirectional}"]
+        for n in self.notes:
+            lines.append(f"note: {n}")
+        return "\n".join(lines)
+
+
+# The parameters each scaling reads (what `posenc inspect` lists under "scaling").
+_SCALING_KEYS = {
+    "linear": ("factor",), "ntk": ("factor",), "dynamic": ("factor",),
+    "yarn": ("beta_fast", "beta_slow", "factor", "original_max_position_embeddings", "truncate", "attention_factor",
+             "mscale", "mscale_all_dim"),
+    "llama3": ("factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"),
+    "longrope": ("factor", "original_max_position_embeddings", "attention_factor", "short_factor", "long_factor"),
+    "proportional": ("factor", "partial_rotary_factor"),
+    "ggml": ("freq_scale", "ext_factor", "attn_factor", "beta_fast", "beta_slow", "original_max_position_embeddings",
+             "freq_factors"),
+}
+
+
+def load_scheme(source: ConfigSource, *, layer_type: str = "", allow_default_freq_base: bool = False,
+                model_type: Optional[str] = None) -> Scheme:
+    """A scheme from a dict (Hugging Face config), a config.json path, a .gguf file or a model folder
+    (or a .safetensors / llama2.c file posenc opens). A Scheme is returned as it is."""
+    if isinstance(source, Scheme):
+        return source
+    if isinstance(source, Mapping):
+        return Scheme.from_config(source, layer_type=layer_type, model_type=model_type)
+    path = os.fspath(source)
+    if path.endswith(".gguf"):
+        return Scheme.from_gguf(path, allow_default_freq_base=allow_default_freq_base)
+    if path.endswith(".json"):
+        return Scheme.from_config(path, layer_type=layer_type)
+    return Scheme.from_model(path, allow_default_freq_base=allow_default_freq_base, layer_type=layer_type)
+
+
+# ---- RoPE ------------------------------------------------------------------------------------------
+
+
+class Rope:
+    """RoPE for one model: frequencies, a cos/sin table built once, and the kernels.
+
+    `precision`: "reference" (float32 angles, as PyTorch and ggml compute them) or "exact" (float64
+    angles, rounded once). `seq_len`: the sequence length for dynamic NTK and LongRoPE (default: each
+    call's largest position + 1, as Hugging Face does); other scalings ignore it. `max_positions`: rows
+    of the table (default max_position_embeddings, at most 2^20); positions past it are computed on the
+    fly from the same frequencies and precision.
+    """
+
+    def __init__(self, scheme: ConfigSource, *, precision: str = "reference", seq_len: Optional[int] = None,
+                 max_positions: Optional[int] = None, pairing: Optional[str] = None, **load_options: Any):
+        self.scheme = load_scheme(scheme, **load_options)
+        if pairing is not None:
+            self.scheme = self.scheme.with_pairing(pairing)
+        if self.scheme.kind != "rope":
+            raise ValueError(f"{self.scheme.source or 'config'}: the scheme is {self.scheme.kind}, not rope")
+        self.precision = precision
+        self._fixed_seq_len = seq_len
+        self._dynamic = self.scheme.scaling["type"] in ("dynamic", "longrope") and seq_len is None
+        if max_positions is None:
+            max_positions = min(int(self.scheme.max_position_embeddings or 0), 1 << 20)
+        self._max_positions = int(max_positions)
+        self._tables: Dict[Tuple[float, ...], Any] = {}
+        self._table = None if self._dynamic else self._build(self._fixed_seq_len or self.scheme.max_position_embeddings or 1)
+
+    def _build(self, seq_len: int):
+        f = self.scheme.frequencies(seq_len)
+        key = (f.attention_scaling, *f.inv_freq.tolist())
+        t = self._tables.get(key)
+        if t is None:
+            n = 0 if self._dynamic else self._max_positions
+            t = _posenc.RopeTable.build(f.inv_freq.tolist(), f.attention_scaling, n, self.precision)
+            if len(self._tables) > 8:
+                self._tables.clear()
+            self._tables[key] = t
+        return t
+
+    def _table_for(self, rows: Sequence[np.ndarray]):
+        if self._table is not None:
+            return self._table
+        seq_len = max((int(r.max()) + 1 for r in rows if r.size), default=1)
+        return self._build(seq_len)
+
+    # what it computes
+    def frequencies(self, seq_len: Optional[int] = None) -> Frequencies:
+        """inv_freq and attention_scaling (at `seq_len`, for the schemes that depend on it)."""
+        return self.scheme.frequencies(seq_len if seq_len is not None else self._fixed_seq_len)
+
+    @property
+    def inv_freq(self) -> np.ndarray:
+        return self.frequencies().inv_freq
+
+    @property
+    def attention_scaling(self) -> float:
+        return self.frequencies().attention_scaling
+
+    def cos_sin(self, positions: Any) -> Tuple[np.ndarray, np.ndarray]:
+        """float32 cos and sin [T, rotary_dim/2] of each position (times attention_scaling), exactly
+        the numbers the kernels rotate with."""
+        rows = _tensors.position_rows(positions, 1, int(np.asarray(positions).shape[-1]))
+        return self._table_for(rows).cos_sin(rows[0])
+
+    def _layout(self) -> Tuple[str, int, int, int]:
+        s = self.scheme
+        return s.pairing, s.head_dim, s.rotary_start, s.rotary_dim
+
+    def apply(self, x: Any, positions: Any, *, out: Any = None, order: Optional[str] = None,
+              direction: str = "forward") -> Any:
+        """Rotates queries or keys `x` at `positions`, in place (out=None) or into `out` (same shape and
+        dtype; may be `x`). Returns the rotated tensor.
+
+        x: [tokens, heads, head_dim] (order "thd", default for 3-d) or [heads, tokens, head_dim]
+        ("htd"); [batch, heads, seq, head_dim] (order "bhsd", default for 4-d: Hugging Face's q and k,
+        possibly a transposed view) or [batch, seq, heads, head_dim] ("bshd"). positions: [tokens], or
+        [batch, seq] for 4-d x (KV-cache offsets, left padding: any non-negative positions).
+        direction "backward" rotates by -angle (the gradient).
+        """
+        views, tokens, _ = _tensors.heads_views(x, "x", order)
+        rows = _tensors.position_rows(positions, len(views), tokens)
+        out_views: List[Any] = []
+        if out is not None:
+            _tensors.same_layout(x, out)
+            out_views, _, _ = _tensors.heads_views(out, "out", order)
+            _tensors.check_no_partial_overlap(views, out_views, "out")
+        _posenc.apply_rope(self._table_for(rows), *self._layout(), views, out_views, rows, direction, "x")
+        return x if out is None else out
+
+    def apply_reference(self, x: Any, positions: Any, *, out: Any = None, order: Optional[str] = None,
+                        direction: str = "forward") -> Any:
+        """The scalar reference kernel (float64 rotation, one rounding), same contract as `apply`."""
+        views, tokens, _ = _tensors.heads_views(x, "x", order)
+        rows = _tensors.position_rows(positions, len(views), tokens)
+        out_views: List[Any] = []
+        if out is not None:
+            _tensors.same_layout(x, out)
+            out_views, _, _ = _tensors.heads_views(out, "out", order)
+            _tensors.check_no_partial_overlap(views, out_views, "out")
+        _posenc.apply_rope(self._table_for(rows), *self._layout(), views, out_views, rows, direction, "x", True)
+        return x if out is None else out
+
+    def apply_qk(self, q: Any, k: Any, positions: Any, *, order: Optional[str] = None,
+                 direction: str = "forward") -> Tuple[Any, Any]:
+        """Rotates q and k in place at the same positions (k may have fewer heads: grouped-query
+        attention). Shapes and orders as `apply`."""
+        qv, tokens, _ = _tensors.heads_views(q, "q", order)
+        kv, ktokens, _ = _tensors.heads_views(k, "k", order)
+        if ktokens != tokens or len(kv) != len(qv):
+            raise ValueError(f"k: shape {list(k.shape)} does not match q's {list(q.shape)} in batch and tokens")
+        _tensors.check_no_partial_overlap(qv, kv, "k")
+        rows = _tensors.position_rows(positions, len(qv), tokens)
+        _posenc.apply_rope_qk(self._table_for(rows), *self._layout(), qv, kv, rows, direction)
+        return q, k
+
+    def apply_multi_axis(self, x: Any, positions: Any, *, order: Optional[str] = None) -> Any:
+        """Multi-axis RoPE (M-RoPE, 2-D vision) in place: positions [components, tokens] (or
+        [batch, components, tokens]), e.g. the (t, h, w) rows of Qwen2-VL's get_rope_index."""
+        views, tokens, _ = _tensors.heads_views(x, "x", order)
+        p = positions.detach().cpu().numpy() if _tensors.is_torch(positions) else np.asarray(positions)
+        if p.dtype.kind not in "iu":
+            raise ValueError(f"positions: dtype {p.dtype} is not an integer type")
+        p = np.ascontiguousarray(p, dtype=np.int64)
+        rows = [p] * len(views) if p.ndim == 2 else [np.ascontiguousarray(p[b]) for b in range(p.shape[0])]
+        if len(rows) != len(views) or any(r.ndim != 2 or r.shape[1] != tokens for r in rows):
+            raise ValueError(f"positions: shape {list(p.shape)} is not [components, {tokens}] per batch element")
+        seq_len = self._fixed_seq_len or max(int(r.max()) + 1 for r in rows)
+        self.scheme._s.apply_multi_axis(seq_len, views, [r.reshape(-1) for r in rows], self.precision, "x")
+        return x
+
+    def apply_rotary_pos_emb(self, q: Any, k: Any, cos: Any = None, sin: Any = None, position_ids: Any = None,
+                             unsqueeze_dim: int = 1) -> Tuple[Any, Any]:
+        """Hugging Face's `apply_rotary_pos_emb(q, k, cos, sin, position_ids=None, unsqueeze_dim=1)`,
+        computed by posenc: returns new (q_embed, k_embed) and leaves q and k as they are.
+
+        q, k: [batch, heads, seq, head_dim] (unsqueeze_dim=1) or [batch, seq, heads, head_dim]
+        (unsqueeze_dim=2). posenc computes the angles itself, from `position_ids` ([batch, seq] or
+        [seq]) when given, else from the positions that HF's `cos` and `sin` ([batch, seq, rotary_dim])
+        encode (recovered and checked: cos/sin that no integer position of this config gives raise
+        ValueError). See posenc.hf for switching a model over in one line.
+        """
+        from . import hf  # noqa: PLC0415
+        return hf.apply_rotary_pos_emb(self, q, k, cos, sin, position_ids, unsqueeze_dim)
+
+    def __repr__(self) -> str:
+        s = self.scheme
+        return (f"Rope({s.scaling['type']}, {s.pairing}, R={s.rotary_dim}/{s.head_dim}, base={s.base:g}, "
+                f"precision={self.precision})")
+
+
+# ---- model files and embeddings ---------------------------------------------------------------
+
+
+class Model:
+    """A model file posenc opened (GGUF, safetensors, Hugging Face folder, llama2.c, .npy): its
+    embedding and position tables, read in place from the memory map. Arrays it returns keep the file
+    mapped while they live, whether or not the Model does."""
+
+    def __init__(self, path: PathLike):
+        self._m = _posenc.Model.open(os.fspath(path))
+
+    path = property(lambda self: self._m.path)
+    format = property(lambda self: self._m.format, doc="gguf, safetensors, hf-folder, llama2c or npy")
+    architecture = property(lambda self: self._m.architecture)
+    vocab_size = property(lambda self: self._m.vocab_size)
+    d_model = property(lambda self: self._m.d_model)
+    n_layers = property(lambda self: self._m.n_layers)
+    n_heads = property(lambda self: self._m.n_heads)
+    n_kv_heads = property(lambda self: self._m.n_kv_heads)
+    context_length = property(lambda self: self._m.context_length)
+
+    @property
+    def tensors(self) -> List[Tuple[str, List[int], str]]:
+        """(name, shape, stored type) of every tensor."""
+        return [(n, list(s), t) for n, s, t in self._m.tensors]
+
+    def tensor(self, name: str) -> np.ndarray:
+        """A read-only numpy view of a float32 / float16 tensor in the file (bfloat16: its uint16 bits)."""
+        return self._m.tensor_array(name)
+
+    def token_embedding(self) -> np.ndarray:
+        """The token embedding table [vocab, d_model] as stored (read-only view, no copy)."""
+        name = self._m.token_embedding_name()
+        if name is None:
+            raise OSError(f"model {self.path}: no token embedding table")
+        return self._m.tensor_array(name)
+
+    def embed(self, ids: Any, *, multiplier: float = 1.0, out_dtype: str = "float32") -> np.ndarray:
+        """Rows of the token table for `ids` (any stored type, ggml blocks dequantized), times
+        `multiplier` (Gemma: sqrt(d_model)): [len(ids), d_model] float32 (or bfloat16 bits as uint16)."""
+        return self._m.lookup(_ids(ids), False, float(multiplier), out_dtype)
+
+    def positions(self, positions: Any) -> np.ndarray:
+        """Rows of the learned position table (GPT-2's wpe) for `positions`."""
+        return self._m.lookup(_ids(positions), True, 1.0, "float32")
+
+    def scheme(self, **options: Any) -> Scheme:
+        """The model's positional scheme (Scheme.from_model)."""
+        return Scheme.from_model(self.path, **options)
+
+    def __repr__(self) -> str:
+        return (f"Model({self.path!r}, format={self.format}, architecture={self.architecture or '?'}, "
+                f"vocab={self.vocab_size}, d_model={self.d_model}, layers={self.n_layers}, heads={self.n_heads})")
+
+
+def _ids(ids: Any, name: str = "ids") -> np.ndarray:
+    if _tensors.is_torch(ids):
+        ids = ids.detach().cpu().numpy()
+    a = np.asarray(ids)
+    if a.dtype.kind not in "iu":
+        raise ValueError(f"{name}: dtype {a.dtype} is not an integer type")
+    return np.ascontiguousarray(a.reshape(-1), dtype=np.int64)
+
+
+# ---- absolute and relative schemes ------------------------------------------------------------
+
+
+def sinusoidal_table(positions: Any, d_model: int, layout: str = "interleaved", base: float = 10000.0) -> np.ndarray:
+    """Vaswani et al.'s sinusoidal positions [T, d_model] float32: layout "interleaved" (sin at even
+    dims: Vaswani, XLM) or "concat" ([sin | cos]: fairseq, Marian)."""
+    return _posenc.sinusoidal_table(_ids(positions, "positions"), int(d_model), layout, float(base))
+
+
+def alibi_slopes(num_heads: int, variant: str = "bloom", bias_max: float = 8.0) -> np.ndarray:
+    """ALiBi head slopes (float64) by BLOOM's or MPT's rule."""
+    return _posenc.alibi_slopes(int(num_heads), variant, float(bias_max))
+
+
+def alibi_bias(slopes: Any, query_length: int, key_length: int, query_offset: int = 0) -> np.ndarray:
+    """-slope * (i - j) as float32 [heads, Tq, Tk], query i at position query_offset + i."""
+    return _posenc.alibi_bias([float(s) for s in np.asarray(slopes).reshape(-1)], int(query_length), int(key_length),
+                              int(query_offset))
+
+
+def t5_buckets(relative_positions: Any, *, bidirectional: bool = True, num_buckets: int = 32,
+               max_distance: int = 128) -> np.ndarray:
+    """T5's bucket of each relative position (key - query), as HF's _relative_position_bucket."""
+    return _posenc.t5_buckets(_ids(relative_positions, "relative_positions"), bool(bidirectional), int(num_buckets),
+                              int(max_distance))
+
+
+def t5_bias(table: Any, query_length: int, key_length: int, *, query_offset: int = 0, bidirectional: bool = True,
+            num_buckets: int = 32, max_distance: int = 128) -> np.ndarray:
+    """T5's learned bias table[bucket(j - i), h] as float32 [heads, Tq, Tk]; table [num_buckets, heads]."""
+    t = np.asarray(table)
+    if t.dtype != np.float32:
+        raise ValueError(f"table: dtype {t.dtype} is not float32")
+    return _posenc.t5_bias(np.ascontiguousarray(t), int(query_length), int(key_length), int(query_offset),
+                           bool(bidirectional), int(num_buckets), int(max_distance))
+
+
+def shaw_indices(query_length: int, key_length: int, max_relative_position: int, *, query_offset: int = 0) -> np.ndarray:
+    """Shaw et al.'s table row clip(j - i, -k, k) + k for every (query, key): int64 [Tq, Tk]."""
+    return _posenc.shaw_indices(int(query_length), int(key_length), int(query_offset), int(max_relative_position))
+
+
+def golden(folder: PathLike, *, cli: Optional[PathLike] = None) -> Tuple[int, str]:
+    """Runs every golden case under `folder` through the CLI's `posenc golden` (the runner lives in the
+    CLI, not the library). Returns (exit code, output). `cli`: the posenc executable (default: the
+    POSENC_CLI environment variable, else `posenc` on PATH)."""
+    import shutil  # noqa: PLC0415
+    import subprocess  # noqa: PLC0415
+    exe = os.fspath(cli) if cli is not None else os.environ.get("POSENC_CLI") or shutil.which("posenc")
+    if not exe:
+        raise OSError("posenc golden: no CLI found (set POSENC_CLI or put posenc on PATH)")
+    r = subprocess.run([exe, "golden", os.fspath(folder)], capture_output=True, text=True, check=False)
+    return r.returncode, r.stdout + r.stderr

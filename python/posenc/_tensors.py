@@ -1,0 +1,143 @@
+"""How numpy arrays and torch CPU tensors become posenc views, without copies.
+
+posenc's kernels take a [tokens, heads, head_dim] view with element strides (HeadsView in
+include/posenc/core/array.hpp). A 3-d array [T, H, D] (order "thd") or [H, T, D] ("htd") is one view;
+a 4-d array [B, H, S, D] (order "bhsd", Hugging Face's q and k, which may be a transposed view of
+[B, S, H, D]) or [B, S, H, D] ("bshd") is one view per batch element. The data pointer and strides are
+read from the object itself (numpy: __array_interface__ and .strides; torch: data_ptr() and stride()),
+so posenc reads and writes the caller's memory. Anything that does not fit raises ValueError naming
+the argument; nothing is ever copied behind the caller's back.
+"""
+from __future__ import annotations
+
+from typing import Any, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+View = Tuple[int, str, int, int, int, int, int]
+
+_NUMPY_DTYPES = {np.dtype(np.float32): "float32", np.dtype(np.float16): "float16"}
+_ORDERS = {3: ("thd", "htd"), 4: ("bhsd", "bshd")}
+
+
+def _torch():
+    try:
+        import torch  # noqa: PLC0415
+    except ImportError:  # torch is optional: numpy works without it
+        return None
+    return torch
+
+
+def is_torch(x: Any) -> bool:
+    torch = _torch()
+    return torch is not None and isinstance(x, torch.Tensor)
+
+
+def _torch_dtype_name(torch, dtype) -> Optional[str]:
+    return {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16"}.get(dtype)
+
+
+def describe(x: Any, name: str, writable: bool) -> Tuple[int, str, Tuple[int, ...], Tuple[int, ...]]:
+    """(data pointer, posenc dtype, shape, element strides) of a numpy array or torch CPU tensor."""
+    if is_torch(x):
+        torch = _torch()
+        if x.device.type != "cpu":
+            raise ValueError(f"{name}: tensor is on device {x.device}; posenc runs on CPU tensors only")
+        dt = _torch_dtype_name(torch, x.dtype)
+        if dt is None:
+            raise ValueError(f"{name}: dtype {x.dtype} is not float32, float16 or bfloat16")
+        if writable and x.requires_grad and torch.is_grad_enabled():
+            raise ValueError(f"{name}: tensor requires grad; posenc writes it outside autograd "
+                             "(use torch.no_grad() or detach it)")
+        return x.data_ptr(), dt, tuple(x.shape), tuple(x.stride())
+    if isinstance(x, np.ndarray):
+        dt = _NUMPY_DTYPES.get(x.dtype)
+        if dt is None:
+            raise ValueError(f"{name}: dtype {x.dtype} is not float32 or float16 "
+                             "(numpy has no bfloat16: pass a torch tensor)")
+        if writable and not x.flags.writeable:
+            raise ValueError(f"{name}: array is read-only")
+        if not x.dtype.isnative:
+            raise ValueError(f"{name}: array is not in native byte order")
+        item = x.itemsize
+        if any(s % item for s in x.strides):
+            raise ValueError(f"{name}: strides {x.strides} (bytes) are not multiples of the element size {item}")
+        return int(x.__array_interface__["data"][0]), dt, tuple(x.shape), tuple(s // item for s in x.strides)
+    raise ValueError(f"{name}: {type(x).__name__} is not a numpy array or a torch tensor")
+
+
+def heads_views(x: Any, name: str, order: Optional[str], writable: bool = True) -> Tuple[List[View], int, int]:
+    """Per batch element, the view of `x`; also the token count and the head_dim."""
+    ptr, dt, shape, strides = describe(x, name, writable)
+    if len(shape) not in _ORDERS:
+        raise ValueError(f"{name}: shape {list(shape)} is not [tokens, heads, head_dim] or [batch, heads, seq, head_dim]")
+    if order is None:
+        order = _ORDERS[len(shape)][0]
+    if order not in _ORDERS[len(shape)]:
+        raise ValueError(f"{name}: order '{order}' does not fit a {len(shape)}-d shape "
+                         f"(expected one of {', '.join(_ORDERS[len(shape)])})")
+    axis = {c: i for i, c in enumerate(order)}
+    t_ax = axis.get("t", axis.get("s"))
+    h_ax, d_ax = axis["h"], axis["d"]
+    tokens, heads, head_dim = shape[t_ax], shape[h_ax], shape[d_ax]
+    if head_dim > 1 and strides[d_ax] != 1:
+        raise ValueError(f"{name}: head_dim axis has stride {strides[d_ax]}; posenc needs it contiguous (stride 1)")
+    if any(s < 0 for s in strides):
+        raise ValueError(f"{name}: negative strides {list(strides)}")
+    size = 2 if dt != "float32" else 4
+    batch, b_stride = 1, 0
+    if "b" in axis:
+        batch, b_stride = shape[axis["b"]], strides[axis["b"]]
+        extent = (tokens - 1) * strides[t_ax] + (heads - 1) * strides[h_ax] + head_dim
+        if batch > 1 and tokens > 0 and heads > 0 and head_dim > 0 and b_stride < extent:
+            raise ValueError(f"{name}: batch stride {b_stride} overlaps the {extent} elements of one batch element "
+                             f"(strides {list(strides)})")
+    views = [(ptr + b * b_stride * size, dt, tokens, heads, head_dim, strides[t_ax], strides[h_ax])
+             for b in range(batch)]
+    return views, tokens, head_dim
+
+
+def same_layout(x: Any, out: Any, name: str = "out") -> None:
+    if is_torch(x) != is_torch(out):
+        raise ValueError(f"{name}: a {type(out).__name__}, the input a {type(x).__name__}")
+    if tuple(x.shape) != tuple(out.shape):
+        raise ValueError(f"{name}: shape {list(out.shape)} differs from the input's {list(x.shape)}")
+    if x.dtype != out.dtype:
+        raise ValueError(f"{name}: dtype {out.dtype} differs from the input's {x.dtype}")
+
+
+def position_rows(positions: Any, batch: int, tokens: int, name: str = "positions") -> List[np.ndarray]:
+    """Positions as one contiguous int64 row per batch element ([S] shared by all, or [B, S])."""
+    if is_torch(positions):
+        positions = positions.detach().cpu().numpy()
+    p = np.asarray(positions)
+    if p.dtype.kind not in "iu":
+        raise ValueError(f"{name}: dtype {p.dtype} is not an integer type")
+    p = np.ascontiguousarray(p, dtype=np.int64)  # a few integers per token: converted, never the tensors
+    if p.ndim == 1:
+        rows = [p] * batch
+    elif p.ndim == 2 and p.shape[0] in (1, batch):
+        rows = [p[0]] * batch if p.shape[0] == 1 else [p[b] for b in range(batch)]
+    else:
+        raise ValueError(f"{name}: shape {list(p.shape)} is not [tokens] or [batch, tokens] for batch {batch}")
+    for r in rows[:1]:
+        if r.shape[0] != tokens:
+            raise ValueError(f"{name}: {r.shape[0]} positions for {tokens} tokens")
+    return [np.ascontiguousarray(r) for r in rows]
+
+
+def check_no_partial_overlap(a: Sequence[View], b: Sequence[View], name: str) -> None:
+    """Refuses an `out` that shares memory with the input without being the input exactly."""
+    def span(v: View) -> Tuple[int, int]:
+        ptr, dt, t, h, d, ts, hs = v
+        size = 4 if dt == "float32" else 2
+        if t == 0 or h == 0 or d == 0:
+            return ptr, ptr
+        return ptr, ptr + ((t - 1) * ts + (h - 1) * hs + d) * size
+    for va in a:
+        for vb in b:
+            if va == vb:
+                continue
+            (a0, a1), (b0, b1) = span(va), span(vb)
+            if a0 < b1 and b0 < a1:
+                raise ValueError(f"{name}: overlaps the input without being it (in place: leave out=None)")

@@ -1,0 +1,117 @@
+"""Hugging Face drop-in: posenc's RoPE behind the signature of transformers' `apply_rotary_pos_emb`.
+
+Switch a model over in one line (its modeling module looks the function up at call time)::
+
+    import transformers.models.llama.modeling_llama as modeling
+    modeling.apply_rotary_pos_emb = posenc.hf.drop_in(posenc.Rope(model.config.to_dict()))
+
+posenc then computes cos and sin itself from the positions. HF's call passes no position ids, so the
+drop-in reads them back from the cos and sin HF built (the angle of the slowest pair, rounded to an
+integer position, then every pair checked against posenc's own cos/sin at that position: a cos/sin
+that this config does not give at any integer position raises ValueError instead of rotating by
+the wrong angles). Pass position_ids to skip the recovery.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Optional, Tuple
+
+import numpy as np
+
+from . import _tensors
+
+
+def _to_numpy64(x: Any) -> np.ndarray:
+    if _tensors.is_torch(x):
+        return x.detach().to("cpu").double().numpy()
+    return np.asarray(x, dtype=np.float64)
+
+
+def _empty_like(x: Any) -> Any:
+    if _tensors.is_torch(x):
+        import torch  # noqa: PLC0415
+        return torch.empty_like(x, memory_format=torch.contiguous_format)
+    return np.empty_like(x, order="C")
+
+
+def _storage_ulp(x: Any) -> float:
+    name = str(getattr(x, "dtype", "float32"))
+    if "bfloat16" in name:
+        return 2.0 ** -8
+    if "float16" in name:
+        return 2.0 ** -11
+    return 0.0
+
+
+def recover_positions(rope: Any, cos: Any, sin: Any) -> np.ndarray:
+    """The integer positions [batch, seq] whose cos/sin (HF's layout: [batch, seq, rotary_dim], pair j
+    at column j for half pairing, 2j for interleaved) `rope` gives; ValueError if there are none."""
+    c, s = _to_numpy64(cos), _to_numpy64(sin)
+    if c.shape != s.shape:
+        raise ValueError(f"sin: shape {list(s.shape)} differs from cos's {list(c.shape)}")
+    if c.ndim == 2:
+        c, s = c[None], s[None]
+    scheme = rope.scheme
+    pairs = scheme.rotary_dim // 2
+    if c.ndim != 3 or c.shape[-1] != scheme.rotary_dim:
+        raise ValueError(f"cos: shape {list(c.shape)} is not [batch, seq, {scheme.rotary_dim}] (rotary_dim)")
+    cols = np.arange(pairs) * (2 if scheme.pairing == "interleaved" else 1)
+    c, s = c[..., cols], s[..., cols]
+
+    def solve(seq_len: Optional[int]) -> np.ndarray:
+        # The slowest pair's angle gives the position modulo its wavelength (longer than any context);
+        # each faster pair then refines it (its angle, unwrapped around the estimate so far), so float16
+        # and bfloat16 cos/sin, whose angles are only good to ~2^-8 rad, still give exact integers.
+        w = rope.frequencies(seq_len).inv_freq
+        live = np.nonzero(w > 0)[0]
+        if live.size == 0:
+            raise ValueError("cos: no rotating pair to read positions from")
+        live = live[np.argsort(w[live], kind="stable")]
+        angle = np.arctan2(s, c)
+        est = np.mod(angle[..., live[0]], 2 * math.pi) / w[live[0]]
+        for j in live[1:]:
+            d = np.mod(angle[..., j] - est * w[j] + math.pi, 2 * math.pi) - math.pi
+            est = est + d / w[j]
+        return np.rint(est).astype(np.int64)
+
+    p = solve(None)
+    if rope._dynamic:  # dynamic NTK, LongRoPE: frequencies at HF's seq_len = max position + 1
+        p = solve(int(p.max()) + 1)
+    rows = [np.ascontiguousarray(r) for r in p]
+    scaling = rope.frequencies(int(p.max()) + 1).attention_scaling if rope._dynamic else rope.attention_scaling
+    tol = abs(scaling) * (4e-6 + 4.0 * (int(p.max()) + 1) * 2.0 ** -24 + 2.0 * _storage_ulp(cos))
+    for b, r in enumerate(rows):
+        want_c, want_s = rope.cos_sin(r)
+        err = max(np.max(np.abs(want_c - c[b]), initial=0.0), np.max(np.abs(want_s - s[b]), initial=0.0))
+        if not err <= tol:
+            raise ValueError(f"cos/sin: batch element {b} matches no integer positions of this config "
+                             f"(max |difference| {err:.3g} > {tol:.3g}); pass position_ids")
+    return np.stack(rows) if rows else p
+
+
+def apply_rotary_pos_emb(rope: Any, q: Any, k: Any, cos: Any = None, sin: Any = None, position_ids: Any = None,
+                         unsqueeze_dim: int = 1) -> Tuple[Any, Any]:
+    """HF's apply_rotary_pos_emb computed by `rope` (a posenc.Rope): new (q_embed, k_embed)."""
+    if unsqueeze_dim not in (1, 2):
+        raise ValueError(f"unsqueeze_dim: {unsqueeze_dim} (expected 1: [batch, heads, seq, dim], or 2: [batch, seq, heads, dim])")
+    order = "bhsd" if unsqueeze_dim == 1 else "bshd"
+    for name, x in (("q", q), ("k", k)):
+        if len(getattr(x, "shape", ())) != 4:
+            raise ValueError(f"{name}: shape {list(getattr(x, 'shape', ()))} is not 4-d ({order})")
+    if position_ids is None:
+        if cos is None or sin is None:
+            raise ValueError("position_ids: none given, and no cos/sin to read the positions from")
+        position_ids = recover_positions(rope, cos, sin)
+    q_out, k_out = _empty_like(q), _empty_like(k)
+    rope.apply(q, position_ids, out=q_out, order=order)
+    rope.apply(k, position_ids, out=k_out, order=order)
+    return q_out, k_out
+
+
+def drop_in(rope: Any) -> Callable[..., Tuple[Any, Any]]:
+    """A function with HF's signature, `(q, k, cos, sin, position_ids=None, unsqueeze_dim=1)`, bound
+    to `rope`: assign it to a modeling module's apply_rotary_pos_emb."""
+    def apply_rotary_pos_emb_posenc(q, k, cos=None, sin=None, position_ids=None, unsqueeze_dim=1):
+        return apply_rotary_pos_emb(rope, q, k, cos, sin, position_ids, unsqueeze_dim)
+    apply_rotary_pos_emb_posenc.__doc__ = apply_rotary_pos_emb.__doc__
+    return apply_rotary_pos_emb_posenc

@@ -1,0 +1,593 @@
+// _posenc: the pybind11 translation of posenc's public C++ API (include/posenc/posenc.hpp) for the
+// Python package python/posenc. No scheme logic lives here: every function converts its arguments,
+// calls one library entry point and converts the result or the Status back.
+//
+// Tensors arrive as plain descriptors built by python/posenc/_tensors.py (data pointer, dtype name,
+// [tokens, heads, head_dim] extents and element strides), so numpy arrays and torch CPU tensors of
+// any dtype posenc stores (float32, float16, bfloat16) are used in place, never copied. The GIL is
+// released while kernels run. Errors: a non-ok Status becomes ValueError (invalid argument, out of
+// range), OSError (not found, data loss), NotImplementedError (unimplemented) or RuntimeError
+// (internal), with the Status's message.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "posenc/kernels/multi_axis_rope.hpp"  // not in the umbrella (yet)
+#include "posenc/model/model_scheme.hpp"        // likewise
+#include "posenc/posenc.hpp"
+
+namespace py = pybind11;
+
+namespace posenc::python {
+namespace {
+
+// ---- errors ------------------------------------------------------------------------------------
+
+[[noreturn]] void Throw(const Status& s) {
+  switch (s.code()) {
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kOutOfRange:
+      throw py::value_error(s.message());
+    case StatusCode::kNotFound:
+    case StatusCode::kDataLoss:
+      PyErr_SetString(PyExc_OSError, s.message().c_str());
+      throw py::error_already_set();
+    case StatusCode::kUnimplemented:
+      PyErr_SetString(PyExc_NotImplementedError, s.message().c_str());
+      throw py::error_already_set();
+    default:
+      throw std::runtime_error(s.ToString());
+  }
+}
+void Check(const Status& s) {
+  if (!s.ok()) Throw(s);
+}
+template <typename T>
+T Take(Result<T> r) {
+  if (!r.ok()) Throw(r.status());
+  return std::move(r).value();
+}
+
+// ---- enums as strings --------------------------------------------------------------------------
+
+RopePairing Pairing(const std::string& s) {
+  RopePairing p;
+  if (!ParseRopePairing(s, &p)) throw py::value_error("pairing '" + s + "' (expected half or interleaved)");
+  return p;
+}
+RopePrecision Precision(const std::string& s) {
+  RopePrecision p;
+  if (!ParseRopePrecision(s, &p)) throw py::value_error("precision '" + s + "' (expected reference or exact)");
+  return p;
+}
+RopeDirection Direction(const std::string& s) {
+  if (s == "forward") return RopeDirection::kForward;
+  if (s == "backward") return RopeDirection::kBackward;
+  throw py::value_error("direction '" + s + "' (expected forward or backward)");
+}
+DType StorageType(const std::string& s, const std::string& what) {
+  DType d;
+  if (!ParseDType(s, &d)) throw py::value_error(what + ": dtype '" + s + "' is not a posenc type");
+  return d;
+}
+
+// ---- threads -----------------------------------------------------------------------------------
+
+// The pool every kernel call of this module runs on: nullptr = posenc's process-wide default pool.
+std::mutex g_pool_mutex;
+std::shared_ptr<ThreadPool> g_pool;
+
+std::shared_ptr<ThreadPool> CurrentPool() {
+  std::lock_guard<std::mutex> lock(g_pool_mutex);
+  return g_pool;
+}
+void SetNumThreads(int n) {
+  std::shared_ptr<ThreadPool> pool = n > 0 ? std::make_shared<ThreadPool>(n) : nullptr;
+  std::lock_guard<std::mutex> lock(g_pool_mutex);
+  g_pool = std::move(pool);
+}
+int NumThreads() {
+  auto pool = CurrentPool();
+  return pool ? pool->num_threads() : DefaultRunner().num_threads();
+}
+
+// ---- numpy results -----------------------------------------------------------------------------
+
+py::array_t<double> F64(const std::vector<double>& v) {
+  py::array_t<double> a(static_cast<py::ssize_t>(v.size()));
+  if (!v.empty()) std::memcpy(a.mutable_data(), v.data(), v.size() * sizeof(double));
+  return a;
+}
+py::array_t<int64_t> I64(const std::vector<int64_t>& v) {
+  py::array_t<int64_t> a(static_cast<py::ssize_t>(v.size()));
+  if (!v.empty()) std::memcpy(a.mutable_data(), v.data(), v.size() * sizeof(int64_t));
+  return a;
+}
+// An owning posenc Array handed to numpy without a copy (the capsule owns it).
+py::array ToNumpy(Array a) {
+  auto* owned = new Array(std::move(a));
+  py::capsule keep(owned, [](void* p) { delete static_cast<Array*>(p); });
+  std::vector<py::ssize_t> shape(owned->shape().begin(), owned->shape().end());
+  switch (owned->dtype()) {
+    case DType::kF32: return py::array_t<float>(shape, owned->data<float>(), keep);
+    case DType::kF64: return py::array_t<double>(shape, owned->data<double>(), keep);
+    case DType::kI64: return py::array_t<int64_t>(shape, owned->data<int64_t>(), keep);
+    case DType::kI32: return py::array_t<int32_t>(shape, owned->data<int32_t>(), keep);
+    case DType::kF16:
+      return py::array(py::dtype("float16"), shape, {}, owned->bytes(), keep);
+    case DType::kBF16:  // numpy has no bfloat16: the raw 16-bit patterns
+      return py::array(py::dtype("uint16"), shape, {}, owned->bytes(), keep);
+    default: throw std::runtime_error("posenc array of an unexpected dtype");
+  }
+}
+
+std::span<const int64_t> Span(const py::array_t<int64_t, py::array::c_style>& a) {
+  return {a.data(), static_cast<size_t>(a.size())};
+}
+
+// ---- schemes -----------------------------------------------------------------------------------
+
+py::dict ScalingDict(const RopeScaling& s) {
+  py::dict d;
+  d["type"] = std::string(ToString(s.type));
+  d["factor"] = s.factor;
+  d["original_max_position_embeddings"] = s.original_max_position_embeddings;
+  d["beta_fast"] = s.beta_fast;
+  d["beta_slow"] = s.beta_slow;
+  d["attention_factor"] = s.attention_factor ? py::cast(*s.attention_factor) : py::none();
+  d["mscale"] = s.mscale ? py::cast(*s.mscale) : py::none();
+  d["mscale_all_dim"] = s.mscale_all_dim ? py::cast(*s.mscale_all_dim) : py::none();
+  d["truncate"] = s.truncate;
+  d["low_freq_factor"] = s.low_freq_factor;
+  d["high_freq_factor"] = s.high_freq_factor;
+  d["short_factor"] = s.short_factor;
+  d["long_factor"] = s.long_factor;
+  d["freq_scale"] = s.freq_scale;
+  d["ext_factor"] = s.ext_factor;
+  d["attn_factor"] = s.attn_factor;
+  d["freq_factors"] = s.freq_factors;
+  d["partial_rotary_factor"] = s.partial_rotary_factor;
+  return d;
+}
+
+py::object MultiAxisDict(const RopeConfig& rc) {
+  if (!rc.multi_axis) return py::none();
+  py::dict d;
+  d["section_layout"] = std::string(ToString(rc.multi_axis->layout));
+  d["rules"] = std::string(ToString(rc.multi_axis->rules));
+  d["sections"] = rc.multi_axis->sections;
+  d["num_components"] = rc.multi_axis->num_components;
+  return d;
+}
+
+PositionScheme SchemeOfRopeConfig(RopeConfig rc) {
+  PositionScheme s;
+  s.kind = PositionKind::kRope;
+  s.rope = std::move(rc);
+  s.rope_spelling = "ggml params";
+  return s;
+}
+
+// A model file or folder's scheme, as ModelScheme reads it from what OpenModel found (GGUF metadata,
+// the config.json beside the weights, a llama2.c header).
+PositionScheme SchemeOfModel(const std::string& path, bool allow_default_freq_base, const std::string& layer_type) {
+  ModelFile model = Take(OpenModel(path));
+  ModelSchemeOptions o;
+  o.allow_default_freq_base = allow_default_freq_base;
+  o.layer_type = layer_type;
+  return Take(ModelScheme(model, o));
+}
+
+// ---- tensors -----------------------------------------------------------------------------------
+
+// A [tokens, heads, head_dim] view as python/posenc/_tensors.py describes it.
+HeadsView View(const py::tuple& t, const char* what) {
+  if (t.size() != 7) throw py::value_error(std::string(what) + ": internal view descriptor is malformed");
+  HeadsView v;
+  v.data = reinterpret_cast<void*>(t[0].cast<uintptr_t>());
+  v.dtype = StorageType(t[1].cast<std::string>(), what);
+  v.tokens = t[2].cast<int64_t>();
+  v.heads = t[3].cast<int64_t>();
+  v.head_dim = t[4].cast<int64_t>();
+  v.token_stride = t[5].cast<int64_t>();
+  v.head_stride = t[6].cast<int64_t>();
+  return v;
+}
+std::vector<HeadsView> Views(const py::list& l, const char* what) {
+  std::vector<HeadsView> v;
+  for (const auto& t : l) v.push_back(View(t.cast<py::tuple>(), what));
+  return v;
+}
+using Positions = py::array_t<int64_t, py::array::c_style>;
+std::vector<Positions> PositionRows(const py::list& l) {
+  std::vector<Positions> v;
+  for (const auto& p : l) {
+    if (!py::isinstance<Positions>(p) || p.cast<py::array>().dtype().kind() != 'i' ||
+        p.cast<py::array>().itemsize() != 8 || !(p.cast<py::array>().flags() & py::array::c_style))
+      throw py::value_error("positions: internal rows must be contiguous int64 arrays");
+    v.push_back(p.cast<Positions>());
+  }
+  return v;
+}
+
+RopeArgs Args(const RopeTable& table, const RotaryLayout& layout, const std::string& direction, ParallelRunner* pool) {
+  RopeArgs a;
+  a.layout = layout;
+  a.table = &table;
+  a.direction = Direction(direction);
+  a.parallel = pool;
+  return a;
+}
+
+// Rotates batch element b of x (in place, or into out) at positions[b]. Every element is validated
+// before any is written, so an error leaves every tensor as it was.
+void ApplyRopeBatch(const RopeTable& table, const RotaryLayout& layout, const py::list& x_views, const py::list& out_views,
+                    const py::list& positions, const std::string& direction, const std::string& what, bool reference) {
+  std::vector<HeadsView> x = Views(x_views, what.c_str());
+  std::vector<HeadsView> out = Views(out_views, "out");
+  std::vector<Positions> pos = PositionRows(positions);
+  if (!out.empty() && out.size() != x.size()) throw py::value_error("out: batch size differs from " + what);
+  if (pos.size() != x.size()) throw py::value_error("positions: batch size differs from " + what);
+  auto pool = CurrentPool();
+  RopeArgs args = Args(table, layout, direction, pool.get());
+  for (size_t b = 0; b < x.size(); ++b) {
+    args.positions = Span(pos[b]);
+    Check(ValidateRope(args, x[b], what.c_str()));
+    if (!out.empty()) Check(ValidateRope(args, out[b], "out"));
+  }
+  Status s;
+  {
+    py::gil_scoped_release release;
+    for (size_t b = 0; b < x.size() && s.ok(); ++b) {
+      args.positions = Span(pos[b]);
+      HeadsView dst = out.empty() ? x[b] : out[b];
+      s = reference ? ApplyRopeReference(args, x[b], dst) : ApplyRope(args, x[b], dst);
+    }
+  }
+  Check(s);
+}
+
+void ApplyRopeQKBatch(const RopeTable& table, const RotaryLayout& layout, const py::list& q_views, const py::list& k_views,
+                      const py::list& positions, const std::string& direction) {
+  std::vector<HeadsView> q = Views(q_views, "q"), k = Views(k_views, "k");
+  std::vector<Positions> pos = PositionRows(positions);
+  if (k.size() != q.size()) throw py::value_error("k: batch size differs from q");
+  if (pos.size() != q.size()) throw py::value_error("positions: batch size differs from q");
+  auto pool = CurrentPool();
+  RopeArgs args = Args(table, layout, direction, pool.get());
+  for (size_t b = 0; b < q.size(); ++b) {
+    args.positions = Span(pos[b]);
+    Check(ValidateRope(args, q[b], "q"));
+    Check(ValidateRope(args, k[b], "k"));
+  }
+  Status s;
+  {
+    py::gil_scoped_release release;
+    for (size_t b = 0; b < q.size() && s.ok(); ++b) {
+      args.positions = Span(pos[b]);
+      s = ApplyRopeQK(args, q[b], k[b]);
+    }
+  }
+  Check(s);
+}
+
+void ApplyMultiAxisBatch(const RopeConfig& rc, int64_t seq_len, const py::list& x_views, const py::list& positions,
+                         const std::string& precision, const std::string& what) {
+  std::vector<HeadsView> x = Views(x_views, what.c_str());
+  std::vector<Positions> pos = PositionRows(positions);
+  if (pos.size() != x.size()) throw py::value_error("positions: batch size differs from " + what);
+  MultiAxisPlan plan = Take(ComputeMultiAxisRope(rc, seq_len));
+  auto pool = CurrentPool();
+  MultiAxisRopeArgs args{rc.layout, &plan.freqs, plan.pair_component, plan.num_components, {}, Precision(precision),
+                         RopeDirection::kForward, pool.get()};
+  for (size_t b = 0; b < x.size(); ++b) {
+    args.positions = Span(pos[b]);
+    Check(ValidateMultiAxisRopeArgs(args, x[b], what.c_str()));
+  }
+  Status s;
+  {
+    py::gil_scoped_release release;
+    for (size_t b = 0; b < x.size() && s.ok(); ++b) {
+      args.positions = Span(pos[b]);
+      s = ApplyMultiAxisRope(args, x[b]);
+    }
+  }
+  Check(s);
+}
+
+// ---- model files -------------------------------------------------------------------------------
+
+struct PyModel {
+  std::shared_ptr<const ModelFile> file;
+};
+
+// A zero-copy numpy view of a float tensor stored in the model (the array keeps the model mapped).
+py::array TensorArray(const PyModel& m, const ModelTensor& t) {
+  std::string dt;
+  size_t size = 0;
+  if (t.ggml_type == 0) dt = "float32", size = 4;
+  else if (t.ggml_type == 1) dt = "float16", size = 2;
+  else if (t.ggml_type == 30) dt = "uint16", size = 2;  // bfloat16 bits: numpy has no bfloat16
+  else
+    Throw(UnimplementedError("tensor " + t.name + " in " + t.file + ": type " + t.type_name +
+                             " has no numpy dtype (use lookup() to dequantize rows)"));
+  if (reinterpret_cast<uintptr_t>(t.data.data()) % size != 0)
+    Throw(UnimplementedError("tensor " + t.name + " in " + t.file + ": stored at an unaligned offset"));
+  std::vector<py::ssize_t> shape(t.shape.begin(), t.shape.end());
+  auto* keep = new std::shared_ptr<const ModelFile>(m.file);
+  py::capsule owner(keep, [](void* p) { delete static_cast<std::shared_ptr<const ModelFile>*>(p); });
+  py::array a(py::dtype(dt), shape, {}, const_cast<std::byte*>(t.data.data()), owner);
+  py::detail::array_proxy(a.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
+  return a;
+}
+
+py::array Lookup(const PyModel& m, const Positions& ids, bool positions, float multiplier, const std::string& out_dtype) {
+  QuantizedTable table = Take(positions ? m.file->PositionTable() : m.file->TokenEmbeddingTable());
+  LookupOptions o;
+  o.multiplier = multiplier;
+  o.out_dtype = StorageType(out_dtype, "out_dtype");
+  auto pool = CurrentPool();
+  o.parallel = pool.get();
+  Result<Array> r = Status();
+  {
+    py::gil_scoped_release release;
+    r = LookupRows(table, Span(ids), o);
+  }
+  return ToNumpy(Take(std::move(r)));
+}
+
+}  // namespace
+}  // namespace posenc::python
+
+using namespace posenc;          // NOLINT
+using namespace posenc::python;  // NOLINT
+
+PYBIND11_MODULE(_posenc, m) {
+  m.doc() = "posenc's C++ API, translated (use the `posenc` package, not this module)";
+
+  m.def("set_num_threads", &SetNumThreads, py::arg("n"));
+  m.def("num_threads", &NumThreads);
+  m.def("simd_target", [] { return ChosenSimdTarget(); });
+
+  // schemes
+  py::class_<PositionScheme>(m, "Scheme")
+      .def_static("from_hf_json",
+                  [](const std::string& text, const std::string& source, const std::string& layer_type) {
+                    HfConfigOptions o;
+                    o.layer_type = layer_type;
+                    return Take(ParseHfConfig(text, source, o));
+                  },
+                  py::arg("text"), py::arg("source"), py::arg("layer_type") = "")
+      .def_static("from_hf_config",
+                  [](const std::string& path, const std::string& layer_type) {
+                    ModelSchemeOptions o;
+                    o.layer_type = layer_type;
+                    return Take(ConfigFileScheme(path, o));
+                  },
+                  py::arg("path"), py::arg("layer_type") = "")
+      .def_static("from_gguf",
+                  [](const std::string& path, bool allow_default) {
+                    GgufConfigOptions o;
+                    o.allow_default_freq_base = allow_default;
+                    return Take(LoadGgufConfig(path, o));
+                  },
+                  py::arg("path"), py::arg("allow_default_freq_base") = false)
+      .def_static("from_rope_json",
+                  [](const std::string& text, int64_t head_dim, const std::string& source) {
+                    return SchemeOfRopeConfig(Take(ParseRopeConfigJson(text, head_dim, source)));
+                  },
+                  py::arg("text"), py::arg("head_dim"), py::arg("source"))
+      .def_static("from_model", &SchemeOfModel, py::arg("path"), py::arg("allow_default_freq_base") = false,
+                  py::arg("layer_type") = "")
+      .def_property_readonly("kind", [](const PositionScheme& s) { return std::string(ToString(s.kind)); })
+      .def_readonly("model_type", &PositionScheme::model_type)
+      .def_readonly("num_heads", &PositionScheme::num_heads)
+      .def_readonly("num_kv_heads", &PositionScheme::num_kv_heads)
+      .def_readonly("hidden_size", &PositionScheme::hidden_size)
+      .def_readonly("max_position_embeddings", &PositionScheme::max_position_embeddings)
+      .def_readonly("alibi_variant", &PositionScheme::alibi_variant)
+      .def_readonly("alibi_bias_max", &PositionScheme::alibi_bias_max)
+      .def_readonly("t5_num_buckets", &PositionScheme::t5_num_buckets)
+      .def_readonly("t5_max_distance", &PositionScheme::t5_max_distance)
+      .def_readonly("t5_bidirectional", &PositionScheme::t5_bidirectional)
+      .def_readonly("sinusoidal_layout", &PositionScheme::sinusoidal_layout)
+      .def_readonly("rope_spelling", &PositionScheme::rope_spelling)
+      .def_readonly("num_layers", &PositionScheme::num_layers)
+      .def_readonly("notes", &PositionScheme::notes)
+      .def_property_readonly("pairing", [](const PositionScheme& s) { return std::string(ToString(s.rope.layout.pairing)); })
+      .def_property_readonly("head_dim", [](const PositionScheme& s) { return s.rope.layout.head_dim; })
+      .def_property_readonly("rotary_start", [](const PositionScheme& s) { return s.rope.layout.rotary_start; })
+      .def_property_readonly("rotary_dim", [](const PositionScheme& s) { return s.rope.layout.rotary_dim; })
+      .def_property_readonly("base", [](const PositionScheme& s) { return s.rope.base; })
+      .def_property_readonly("rope_max_position_embeddings", [](const PositionScheme& s) { return s.rope.max_position_embeddings; })
+      .def_property_readonly("scaling", [](const PositionScheme& s) { return ScalingDict(s.rope.scaling); })
+      .def_property_readonly("multi_axis", [](const PositionScheme& s) { return MultiAxisDict(s.rope); })
+      .def_property_readonly("rope_notes", [](const PositionScheme& s) { return s.rope.notes; })
+      .def_property_readonly("source", [](const PositionScheme& s) { return s.rope.source; })
+      .def("with_pairing",
+           [](const PositionScheme& s, const std::string& p) {
+             PositionScheme c = s;
+             c.rope.layout.pairing = Pairing(p);
+             return c;
+           },
+           py::arg("pairing"))
+      .def("validate", [](const PositionScheme& s) { Check(ValidateRopeConfig(s.rope)); })
+      .def("frequencies",
+           [](const PositionScheme& s, int64_t seq_len) {
+             RopeFrequencies f = Take(ComputeRopeFrequencies(s.rope, seq_len));
+             return py::make_tuple(F64(f.inv_freq), f.attention_scaling);
+           },
+           py::arg("seq_len"))
+      .def("unscaled_frequencies", [](const PositionScheme& s) { return F64(UnscaledFrequencies(s.rope)); })
+      .def("nominal_factor", [](const PositionScheme& s) { return NominalScalingFactor(s.rope); })
+      .def("pair_regimes",
+           [](const PositionScheme& s, int64_t seq_len) {
+             RopeFrequencies f = Take(ComputeRopeFrequencies(s.rope, seq_len));
+             std::vector<std::string> out;
+             for (PairRegime r : ClassifyPairs(s.rope, f)) out.emplace_back(ToString(r));
+             return out;
+           },
+           py::arg("seq_len"))
+      .def("multi_axis_plan",
+           [](const PositionScheme& s, int64_t seq_len) {
+             MultiAxisPlan p = Take(ComputeMultiAxisRope(s.rope, seq_len));
+             return py::make_tuple(F64(p.freqs.inv_freq), p.freqs.attention_scaling, I64(p.pair_component), p.num_components);
+           },
+           py::arg("seq_len"))
+      .def("apply_multi_axis",
+           [](const PositionScheme& s, int64_t seq_len, const py::list& x, const py::list& positions,
+              const std::string& precision, const std::string& what) {
+             ApplyMultiAxisBatch(s.rope, seq_len, x, positions, precision, what);
+           },
+           py::arg("seq_len"), py::arg("views"), py::arg("positions"), py::arg("precision"), py::arg("what"));
+
+  // RoPE tables and kernels
+  py::class_<RopeTable, std::shared_ptr<RopeTable>>(m, "RopeTable")
+      .def_static("build",
+                  [](const std::vector<double>& inv_freq, double attention_scaling, int64_t num_positions,
+                     const std::string& precision) {
+                    RopeFrequencies f{inv_freq, attention_scaling};
+                    return std::make_shared<RopeTable>(Take(RopeTable::Build(std::move(f), num_positions, Precision(precision))));
+                  },
+                  py::arg("inv_freq"), py::arg("attention_scaling"), py::arg("num_positions"), py::arg("precision"))
+      .def_property_readonly("num_pairs", &RopeTable::num_pairs)
+      .def_property_readonly("num_positions", &RopeTable::num_positions)
+      .def_property_readonly("precision", [](const RopeTable& t) { return std::string(ToString(t.precision())); })
+      .def_property_readonly("inv_freq", [](const RopeTable& t) { return F64(t.frequencies().inv_freq); })
+      .def_property_readonly("attention_scaling", [](const RopeTable& t) { return t.frequencies().attention_scaling; })
+      .def("cos_sin",
+           [](const RopeTable& t, const Positions& positions) {
+             const auto n = static_cast<py::ssize_t>(positions.size()), p = static_cast<py::ssize_t>(t.num_pairs());
+             for (py::ssize_t i = 0; i < n; ++i)
+               if (positions.data()[i] < 0 || positions.data()[i] >= kMaxRopePosition)
+                 throw py::value_error("positions: position " + std::to_string(positions.data()[i]) + " at index " +
+                                       std::to_string(i) + " is outside [0, 2^31)");
+             py::array_t<float> c({n, p}), s({n, p});
+             for (py::ssize_t i = 0; i < n; ++i)
+               t.CosSin(positions.data()[i], c.mutable_data(i, 0), s.mutable_data(i, 0));
+             return py::make_tuple(c, s);
+           },
+           py::arg("positions"));
+
+  m.def("apply_rope",
+        [](const RopeTable& table, const std::string& pairing, int64_t head_dim, int64_t rotary_start, int64_t rotary_dim,
+           const py::list& x, const py::list& out, const py::list& positions, const std::string& direction,
+           const std::string& what, bool reference) {
+          RotaryLayout layout{Pairing(pairing), head_dim, rotary_start, rotary_dim};
+          ApplyRopeBatch(table, layout, x, out, positions, direction, what, reference);
+        },
+        py::arg("table"), py::arg("pairing"), py::arg("head_dim"), py::arg("rotary_start"), py::arg("rotary_dim"),
+        py::arg("views"), py::arg("out_views"), py::arg("positions"), py::arg("direction"), py::arg("what"),
+        py::arg("reference") = false);
+  m.def("apply_rope_qk",
+        [](const RopeTable& table, const std::string& pairing, int64_t head_dim, int64_t rotary_start, int64_t rotary_dim,
+           const py::list& q, const py::list& k, const py::list& positions, const std::string& direction) {
+          RotaryLayout layout{Pairing(pairing), head_dim, rotary_start, rotary_dim};
+          ApplyRopeQKBatch(table, layout, q, k, positions, direction);
+        },
+        py::arg("table"), py::arg("pairing"), py::arg("head_dim"), py::arg("rotary_start"), py::arg("rotary_dim"),
+        py::arg("q_views"), py::arg("k_views"), py::arg("positions"), py::arg("direction"));
+
+  // model files and embeddings
+  py::class_<PyModel>(m, "Model")
+      .def_static("open", [](const std::string& path) { return PyModel{std::make_shared<const ModelFile>(Take(OpenModel(path)))}; },
+                  py::arg("path"))
+      .def_property_readonly("path", [](const PyModel& x) { return x.file->path(); })
+      .def_property_readonly("format", [](const PyModel& x) { return std::string(ToString(x.file->format())); })
+      .def_property_readonly("architecture", [](const PyModel& x) { return x.file->architecture(); })
+      .def_property_readonly("vocab_size", [](const PyModel& x) { return x.file->vocab_size(); })
+      .def_property_readonly("d_model", [](const PyModel& x) { return x.file->d_model(); })
+      .def_property_readonly("n_layers", [](const PyModel& x) { return x.file->n_layers(); })
+      .def_property_readonly("n_heads", [](const PyModel& x) { return x.file->n_heads(); })
+      .def_property_readonly("n_kv_heads", [](const PyModel& x) { return x.file->n_kv_heads(); })
+      .def_property_readonly("context_length", [](const PyModel& x) { return x.file->context_length(); })
+      .def_property_readonly("config_path", [](const PyModel& x) { return x.file->config_path(); })
+      .def_property_readonly("tensors",
+                             [](const PyModel& x) {
+                               py::list l;
+                               for (const ModelTensor& t : x.file->tensors())
+                                 l.append(py::make_tuple(t.name, t.shape, t.type_name));
+                               return l;
+                             })
+      .def("tensor_array",
+           [](const PyModel& x, const std::string& name) {
+             const ModelTensor* t = x.file->Find(name);
+             if (t == nullptr) Throw(NotFoundError("model " + x.file->path() + ": no tensor named '" + name + "'"));
+             return TensorArray(x, *t);
+           },
+           py::arg("name"))
+      .def("token_embedding_name",
+           [](const PyModel& x) { return x.file->token_embedding() ? py::cast(x.file->token_embedding()->name) : py::none(); })
+      .def("position_embedding_name",
+           [](const PyModel& x) { return x.file->position_embedding() ? py::cast(x.file->position_embedding()->name) : py::none(); })
+      .def("lookup", &Lookup, py::arg("ids"), py::arg("positions"), py::arg("multiplier"), py::arg("out_dtype"));
+
+  // absolute and relative schemes
+  m.def("sinusoidal_table",
+        [](const Positions& positions, int64_t d_model, const std::string& layout, double base) {
+          SinusoidalLayout l;
+          if (!ParseSinusoidalLayout(layout, &l)) throw py::value_error("layout '" + layout + "' (expected interleaved or concat)");
+          return ToNumpy(Take(SinusoidalTable(Span(positions), d_model, l, base)));
+        },
+        py::arg("positions"), py::arg("d_model"), py::arg("layout"), py::arg("base"));
+  m.def("alibi_slopes",
+        [](int64_t num_heads, const std::string& variant, double bias_max) {
+          AlibiVariant v;
+          if (!ParseAlibiVariant(variant, &v)) throw py::value_error("variant '" + variant + "' (expected bloom or mpt)");
+          return F64(Take(AlibiSlopes(num_heads, v, bias_max)));
+        },
+        py::arg("num_heads"), py::arg("variant"), py::arg("bias_max"));
+  m.def("alibi_bias",
+        [](const std::vector<double>& slopes, int64_t q_len, int64_t k_len, int64_t q_offset) {
+          return ToNumpy(Take(AlibiBias(slopes, q_len, k_len, q_offset)));
+        },
+        py::arg("slopes"), py::arg("query_length"), py::arg("key_length"), py::arg("query_offset"));
+  m.def("t5_buckets",
+        [](const Positions& rel, bool bidirectional, int64_t num_buckets, int64_t max_distance) {
+          return I64(Take(T5RelativeBuckets(Span(rel), T5BucketParams{bidirectional, num_buckets, max_distance})));
+        },
+        py::arg("relative_positions"), py::arg("bidirectional"), py::arg("num_buckets"), py::arg("max_distance"));
+  m.def("t5_bias",
+        [](py::array_t<float, py::array::c_style> table, int64_t q_len, int64_t k_len, int64_t q_offset, bool bidirectional,
+           int64_t num_buckets, int64_t max_distance) {
+          T5RelativeBias bias;
+          bias.params = {bidirectional, num_buckets, max_distance};
+          if (table.ndim() != 2) throw py::value_error("table: shape is not [num_buckets, heads]");
+          bias.table = Take(Array::Zeros(DType::kF32, {table.shape(0), table.shape(1)}));
+          std::memcpy(bias.table.bytes(), table.data(), bias.table.nbytes());
+          Check(bias.Validate());
+          if (q_len < 0 || k_len < 0) throw py::value_error("query_length and key_length must be >= 0");
+          const int64_t h = bias.num_heads();
+          py::array_t<float> out({h, q_len, k_len});
+          float* o = out.mutable_data();
+          for (int64_t hh = 0; hh < h; ++hh)
+            for (int64_t i = 0; i < q_len; ++i)
+              for (int64_t j = 0; j < k_len; ++j) *o++ = bias.BiasAt(hh, q_offset + i, j);
+          return out;
+        },
+        py::arg("table"), py::arg("query_length"), py::arg("key_length"), py::arg("query_offset"), py::arg("bidirectional"),
+        py::arg("num_buckets"), py::arg("max_distance"));
+  m.def("shaw_indices",
+        [](int64_t q_len, int64_t k_len, int64_t q_offset, int64_t max_relative_position) {
+          if (q_len < 0 || k_len < 0) throw py::value_error("query_length and key_length must be >= 0");
+          if (max_relative_position < 0)
+            throw py::value_error("max_relative_position " + std::to_string(max_relative_position) + " is negative");
+          ShawRelativeEmbeddings s;
+          s.max_relative_position = max_relative_position;
+          py::array_t<int64_t> out({q_len, k_len});
+          int64_t* o = out.mutable_data();
+          for (int64_t i = 0; i < q_len; ++i)
+            for (int64_t j = 0; j < k_len; ++j) *o++ = s.Index(q_offset + i, j);
+          return out;
+        },
+        py::arg("query_length"), py::arg("key_length"), py::arg("query_offset"), py::arg("max_relative_position"));
+}

@@ -1,0 +1,230 @@
+"""RoPE from Python on every golden RoPE case: against the reference's own outputs, against Hugging
+Face's formula written out in torch (cos/sin in float32 as HF computes them), and against the CLI."""
+import json
+import pathlib
+import subprocess
+
+import numpy as np
+import pytest
+import torch
+
+import posenc
+from conftest import DATA, golden_cases, need
+
+HF_CASES = golden_cases("hf", {"rope"})
+GGML_CASES = golden_cases("ggml", {"rope"})
+MROPE_CASES = [c for c in golden_cases("hf", {"mrope"})]
+
+
+def _case(folder: pathlib.Path):
+    j = json.loads((folder / "case.json").read_text())
+    arrays = {role: np.load(folder / name) for role, name in j["files"].items()}
+    return j, arrays
+
+
+def _rope(j, precision="reference"):
+    if "n_dims" in j["config"]:
+        scheme = posenc.Scheme.from_ggml(j["config"], j.get("head_dim") or np.load(
+            pathlib.Path(j["_folder"]) / j["files"]["input"]).shape[2])
+    else:
+        scheme = posenc.load_scheme(j["config"], model_type=j.get("hf_model_type"))
+    return posenc.Rope(scheme, precision=precision, seq_len=j.get("seq_len"))
+
+
+def _close(got, want, tol, what):
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    err = np.abs(got - want) - (tol["atol"] + tol.get("rtol", 0.0) * np.abs(want))
+    assert err.max() <= 0, f"{what}: exceeds the tolerance by {err.max():.3g} (max |diff| {np.abs(got - want).max():.3g})"
+
+
+def _ids(cases):
+    return [c.name for c in cases]
+
+
+def test_golden_cases_present():
+    need(DATA / "golden" / "hf", "golden cases")
+    assert len(HF_CASES) >= 15, [c.name for c in HF_CASES]
+
+
+@pytest.mark.parametrize("folder", HF_CASES + GGML_CASES, ids=_ids(HF_CASES + GGML_CASES))
+def test_posenc_matches_reference(folder):
+    """posenc from Python gives the reference's numbers: inv_freq, attention scaling, expected
+    (float32 angles) and expected_exact (float64 angles), each within the case's tolerance."""
+    j, a = _case(folder)
+    j["_folder"] = str(folder)
+    rope = _rope(j)
+    freqs = rope.frequencies(j.get("seq_len") or int(a["positions"].max()) + 1)
+    if "inv_freq" in a:
+        _close(freqs.inv_freq, a["inv_freq"], j["tolerance"].get("inv_freq", {"atol": 0, "rtol": 2.0 ** -22}), "inv_freq")
+    if "attention_scaling" in j:
+        assert abs(freqs.attention_scaling - j["attention_scaling"]) <= 1e-6 * abs(j["attention_scaling"])
+    dtype = np.float16 if j.get("dtype") == "float16" else np.float32
+    x = a["input"].astype(dtype)
+    rope.apply(x, a["positions"])
+    _close(x, a["expected"], j["tolerance"]["expected"], "expected (reference precision)")
+    if "expected_exact" in a:
+        exact = _rope(j, "exact")
+        y = a["input"].astype(dtype)
+        exact.apply(y, a["positions"])
+        _close(y, a["expected_exact"], j["tolerance"]["expected_exact"], "expected_exact (exact precision)")
+
+
+# ---- Hugging Face's formula, written out in torch ---------------------------------------------
+
+
+def hf_cos_sin(inv_freq, position_ids, attention_scaling, interleaved):
+    """HF's rotary embedding forward: float32 inv_freq @ float32 positions, cat (or repeat_interleave
+    for the interleaved families), cos and sin times the attention scaling, all in float32."""
+    inv = torch.from_numpy(np.asarray(inv_freq, np.float32))
+    inv_expanded = inv[None, :, None].float().expand(position_ids.shape[0], -1, 1)
+    pos_expanded = position_ids[:, None, :].float()
+    freqs = (inv_expanded.float() @ pos_expanded.float()).transpose(1, 2)
+    emb = torch.repeat_interleave(freqs, 2, dim=-1) if interleaved else torch.cat((freqs, freqs), dim=-1)
+    return emb.cos() * attention_scaling, emb.sin() * attention_scaling
+
+
+def rotate_half(x):
+    x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def rotate_every_two(x):
+    x1, x2 = x[..., ::2], x[..., 1::2]
+    return torch.stack((-x2, x1), dim=-1).flatten(-2)
+
+
+def hf_apply(q, cos, sin, rotary_dim, interleaved, unsqueeze_dim=1):
+    """apply_rotary_pos_emb on the first rotary_dim dims (partial rotary passes the rest through)."""
+    cos, sin = cos.unsqueeze(unsqueeze_dim), sin.unsqueeze(unsqueeze_dim)
+    q_rot, q_pass = q[..., :rotary_dim], q[..., rotary_dim:]
+    rot = rotate_every_two if interleaved else rotate_half
+    return torch.cat((q_rot * cos + rot(q_rot) * sin, q_pass), dim=-1)
+
+
+def _hf_setup(folder):
+    j, a = _case(folder)
+    j["_folder"] = str(folder)
+    rope = _rope(j)
+    s = rope.scheme
+    assert s.rotary_start == 0
+    interleaved = s.pairing == "interleaved"
+    x = torch.from_numpy(a["input"])                      # [T, H, D]
+    p = torch.from_numpy(a["positions"]).long()
+    # batch of 2: the case's tokens, and the same tokens at the positions in reverse order (a KV-cache
+    # offset / left padding changes nothing but the positions); stored [B, S, H, D] as projections
+    # produce them, and viewed [B, H, S, D] as HF transposes them (a strided view)
+    bshd = torch.stack((x, x.flip(0)))
+    position_ids = torch.stack((p, p.flip(0)))
+    q = bshd.transpose(1, 2)
+    cos, sin = hf_cos_sin(a["inv_freq"], position_ids, j.get("attention_scaling", 1.0), interleaved)
+    return j, a, rope, q, position_ids, cos, sin, interleaved
+
+
+@pytest.mark.parametrize("folder", HF_CASES, ids=_ids(HF_CASES))
+def test_hf_formula_reproduces_golden(folder):
+    """The torch transcription of HF's formula gives the case's expected output (so the comparisons
+    below compare with HF itself)."""
+    j, a, rope, q, position_ids, cos, sin, interleaved = _hf_setup(folder)
+    ref = hf_apply(q, cos, sin, rope.scheme.rotary_dim, interleaved)
+    _close(ref[0].transpose(0, 1).numpy(), a["expected"], j["tolerance"]["expected"], "HF formula vs expected")
+
+
+@pytest.mark.parametrize("folder", HF_CASES, ids=_ids(HF_CASES))
+def test_drop_in_matches_hf_formula(folder):
+    """posenc's apply_rotary_pos_emb on HF-shaped q and k (strided [B, H, S, D] views) gives HF's q and
+    k within the case's tolerance: positions read back from HF's cos/sin, and given as position_ids."""
+    j, a, rope, q, position_ids, cos, sin, interleaved = _hf_setup(folder)
+    k = q[:, :1]  # one kv head: grouped-query attention
+    want_q = hf_apply(q, cos, sin, rope.scheme.rotary_dim, interleaved)
+    want_k = hf_apply(k, cos, sin, rope.scheme.rotary_dim, interleaved)
+    q_before = q.clone()
+    got_q, got_k = rope.apply_rotary_pos_emb(q, k, cos, sin)
+    assert torch.equal(q, q_before), "the drop-in must leave q as it was (HF returns new tensors)"
+    for got, want, what in ((got_q, want_q, "q"), (got_k, want_k, "k")):
+        for b in range(2):
+            _close(got[b].transpose(0, 1).numpy(), want[b].transpose(0, 1).numpy(), j["tolerance"]["expected"],
+                   f"{what}[{b}] drop-in vs HF formula")
+    by_ids_q, by_ids_k = posenc.hf.drop_in(rope)(q, k, cos, sin, position_ids=position_ids)
+    assert torch.equal(by_ids_q, got_q) and torch.equal(by_ids_k, got_k)
+
+
+@pytest.mark.parametrize("folder", HF_CASES[:1], ids=_ids(HF_CASES[:1]))
+def test_drop_in_bshd_and_bfloat16(folder):
+    """unsqueeze_dim=2 ([B, S, H, D] q and k), and bfloat16 tensors as HF runs them (cos/sin cast to
+    bfloat16, each product and sum rounded to bfloat16): within 2 bfloat16 ulps of max|x|."""
+    j, a, rope, q, position_ids, cos, sin, interleaved = _hf_setup(folder)
+    qs = q.transpose(1, 2)  # back to [B, S, H, D]
+    got_q, got_k = rope.apply_rotary_pos_emb(qs, qs, cos, sin, unsqueeze_dim=2)
+    want = hf_apply(qs, cos, sin, rope.scheme.rotary_dim, interleaved, unsqueeze_dim=2)
+    _close(got_q.numpy(), want.numpy(), j["tolerance"]["expected"], "bshd drop-in vs HF formula")
+    qb = qs.to(torch.bfloat16)
+    got_b, _ = rope.apply_rotary_pos_emb(qb, qb, cos.to(torch.bfloat16), sin.to(torch.bfloat16), unsqueeze_dim=2)
+    assert got_b.dtype == torch.bfloat16
+    want_b = hf_apply(qb, cos.to(torch.bfloat16), sin.to(torch.bfloat16), rope.scheme.rotary_dim, interleaved, 2)
+    bound = 2 * 2.0 ** -8 * float(qs.abs().max()) * max(1.0, rope.attention_scaling) + j["tolerance"]["expected"]["atol"]
+    assert float((got_b.float() - want_b.float()).abs().max()) <= bound
+
+
+def test_drop_in_refuses_foreign_cos_sin():
+    """cos/sin of another config (base 10000 vs 500000) match no integer positions: ValueError."""
+    rope = posenc.Rope({"hidden_size": 256, "num_attention_heads": 4, "max_position_embeddings": 4096,
+                        "rope_theta": 500000.0})
+    other = posenc.Rope({"hidden_size": 256, "num_attention_heads": 4, "max_position_embeddings": 4096,
+                         "rope_theta": 10000.0})
+    pos = torch.arange(100, 116)[None]
+    cos, sin = hf_cos_sin(other.inv_freq.astype(np.float32), pos, 1.0, False)
+    q = torch.randn(1, 4, 16, 64)
+    with pytest.raises(ValueError, match="matches no integer positions"):
+        rope.apply_rotary_pos_emb(q, q, cos, sin)
+    cos, sin = hf_cos_sin(rope.inv_freq.astype(np.float32), pos, 1.0, False)
+    got, _ = rope.apply_rotary_pos_emb(q, q, cos, sin)
+    assert torch.equal(got, rope.apply_rotary_pos_emb(q, q, position_ids=pos)[0])
+
+
+# ---- the same numbers as the C++ API (the CLI) ---------------------------------------------------
+
+
+@pytest.mark.parametrize("precision", ["reference", "exact"])
+@pytest.mark.parametrize("folder", HF_CASES[:6], ids=_ids(HF_CASES[:6]))
+def test_same_numbers_as_cli(folder, precision, cli, tmp_path):
+    """`posenc rope` (C++ API through the CLI) and posenc from Python give the same bits in reference
+    precision; in exact precision the table's rows (float64 angle additions) and the CLI's on-the-fly
+    rows may differ by one float32 ulp of cos/sin."""
+    j, a = _case(folder)
+    cfg = dict(j["config"])
+    if "hf_model_type" in j:
+        cfg.setdefault("model_type", j["hf_model_type"])
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    np.save(tmp_path / "in.npy", a["input"])
+    np.save(tmp_path / "pos.npy", a["positions"].astype(np.int64))
+    args = [cli, "rope", "--config", str(tmp_path / "config.json"), "--positions", str(tmp_path / "pos.npy"),
+            "--input", str(tmp_path / "in.npy"), "--output", str(tmp_path / "out.npy"), "--precision", precision]
+    if "seq_len" in j:
+        args += ["--seq-len", str(j["seq_len"])]
+    r = subprocess.run(args, capture_output=True, text=True, check=False)
+    assert r.returncode == 0, r.stderr
+    want = np.load(tmp_path / "out.npy")
+    j["_folder"] = str(folder)
+    x = a["input"].copy()
+    _rope(j, precision).apply(x, a["positions"])
+    if precision == "reference":
+        assert np.array_equal(x, want)
+    else:
+        np.testing.assert_allclose(x, want, rtol=0, atol=4 * 2.0 ** -24 * float(np.abs(a["input"]).max()) * 4)
+
+
+# ---- multi-axis RoPE --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("folder", MROPE_CASES, ids=_ids(MROPE_CASES))
+def test_multi_axis_matches_reference(folder):
+    """M-RoPE (Qwen2-VL, Qwen2.5-VL, Qwen3-VL) positions [3, T] through Rope.apply_multi_axis."""
+    j, a = _case(folder)
+    rope = posenc.Rope(posenc.load_scheme(j["config"], model_type=j.get("hf_model_type")), seq_len=j.get("seq_len"))
+    assert rope.scheme.multi_axis is not None
+    x = a["input"].copy()
+    rope.apply_multi_axis(x, a["positions"])
+    _close(x, a["expected"], j["tolerance"]["expected"], "expected")
+    _, _, comp, _ = rope.scheme.multi_axis_plan(int(a["positions"].max()) + 1)
+    if "pair_component" in a:
+        assert np.array_equal(comp, a["pair_component"])
