@@ -170,22 +170,124 @@ TEST_F(CliErrors, BadOptionValues) {
   std::string out;
   ExpectError(Rope(P("config.json"), P("pos.npy"), P("x.npy"), &out, "--precision sloppy"), out, {"sloppy"});
   ExpectError(Rope(P("config.json"), P("pos.npy"), P("x.npy"), &out, "--layout diagonal"), out, {"diagonal"});
-  // Option checks of CLI11 (two lines: the fault, then "Run with --help"): a sequence length is a
-  // whole number >= 0, said in those words rather than as a range up to the largest double.
+  // Option checks (commands.hpp IntegerIn), one line each: a sequence length is a whole number >= 0,
+  // said in those words rather than as a range up to the largest double.
   for (const std::string& cmd : {" inspect " + P("config.json") + " --seq-len -5",
                                  " rope --config " + P("config.json") + " --positions " + P("pos.npy") + " --input " +
                                      P("x.npy") + " --output " + P("y.npy") + " --seq-len -5"}) {
-    EXPECT_EQ(testing::RunCommand(testing::CliPath() + cmd, &out), 2) << out;
-    EXPECT_NE(out.find("--seq-len: -5 is negative"), std::string::npos) << out;
+    ExpectError(testing::RunCommand(testing::CliPath() + cmd, &out), out, {"--seq-len: '-5' is negative"});
     EXPECT_EQ(out.find("179769"), std::string::npos) << out;
   }
-  EXPECT_EQ(testing::RunCommand(testing::CliPath() + " inspect " + P("config.json") + " --seq-len 1.5", &out), 2);
-  EXPECT_NE(out.find("--seq-len: 1.5 is not a whole number"), std::string::npos) << out;
+  ExpectError(testing::RunCommand(testing::CliPath() + " inspect " + P("config.json") + " --seq-len 1.5", &out), out,
+              {"--seq-len: '1.5' is not a whole number"});
   // Converting a model to the layout it already has is a mistake, not a copy.
   int rc = testing::RunCommand(testing::CliPath() + " convert-layout --from half --to half " + P("x.npy") + " " +
                                    P("out.bin"), &out);
   ExpectError(rc, out, {"--from and --to are both 'half'"});
   EXPECT_FALSE(fs::exists(P("out.bin")));
+}
+
+// Integer flags are parsed strictly (IntegerIn): no sign tricks, no saturation, no trailing junk, no
+// hex or octal; the refusal names the flag and the value. Before: --heads -3 was taken (and ignored),
+// 99999999999999999999 saturated, "010" was read as octal 8.
+TEST_F(CliErrors, IntegerFlagsAreParsedStrictly) {
+  std::string out;
+  const std::string convert = testing::CliPath() + " convert-layout --from interleaved --to half " + P("x.npy") + " " +
+                              P("out.bin");
+  ExpectError(testing::RunCommand(convert + " --heads -3", &out), out, {"--heads: '-3' is negative"});
+  ExpectError(testing::RunCommand(convert + " --kv-heads 99999999999999999999", &out), out,
+              {"--kv-heads: '99999999999999999999' is past the largest accepted value 1048576"});
+  ExpectError(testing::RunCommand(convert + " --head-dim 64x", &out), out, {"--head-dim: '64x' is not a whole number"});
+  ExpectError(testing::RunCommand(convert + " --head-dim 0x40", &out), out, {"--head-dim: '0x40'"});
+  ExpectError(testing::RunCommand(convert + " --rotary-start -2", &out), out,
+              {"--rotary-start: '-2' is below the least accepted value -1"});
+  ExpectError(testing::RunCommand(testing::CliPath() + " inspect " + P("config.json") + " --seq-len ' 5'", &out), out,
+              {"--seq-len: ' 5' is not a whole number"});
+  ExpectError(testing::RunCommand(testing::CliPath() + " inspect " + P("config.json") + " --seq-len +5", &out), out,
+              {"--seq-len: '+5'"});
+  // "010" is ten, not octal eight: inspect reports the sequence length it was given.
+  ASSERT_EQ(testing::RunCommand(testing::CliPath() + " inspect " + P("config.json") + " --seq-len 010 --json", &out), 0)
+      << out;
+  EXPECT_NE(out.find("10"), std::string::npos) << out;
+  ExpectError(testing::RunCommand(testing::CliPath() + " demo --seed -1", &out), out, {"--seed: '-1' is negative"});
+  ExpectError(testing::RunCommand(testing::CliPath() + " bench rerotate --tokens 1099511627776", &out), out,
+              {"--tokens: '1099511627776' is past the largest accepted value 2147483646"});
+  ExpectError(testing::RunCommand(testing::CliPath() + " bench --reps -1 --filter rope_decode", &out), out,
+              {"--reps: '-1' is negative"});
+  ExpectError(testing::RunCommand(testing::CliPath() + " bench rerotate --threads 2x", &out), out,
+              {"--threads '2x': '2x' is not a thread count"});
+}
+
+// Sizes from flags are bounded before anything is allocated (bench rerotate --tokens 2^40 aborted
+// with bad_alloc), and a regular expression cannot recurse the process off its stack.
+TEST_F(CliErrors, FlagSizesAndPatternsAreBoundedBeforeUse) {
+  std::string out;
+  ExpectError(testing::RunCommand(testing::CliPath() + " bench rerotate --tokens 1000000 --heads 1000", &out), out,
+              {"--tokens 1000000 x --heads 1000 x --head-dim 128 is more than 268435456 elements"});
+  const std::string deep = std::string(5000, '(') + std::string(5000, ')');
+  ExpectError(testing::RunCommand(testing::CliPath() + " bench --filter '" + deep + "'", &out), out,
+              {"--filter", "10000 bytes", "more than the 256 accepted"});
+  const std::string nested = std::string(40, '(') + "a" + std::string(40, ')');
+  ExpectError(testing::RunCommand(testing::CliPath() + " bench --filter '" + nested + "'", &out), out,
+              {"groups nested 40 deep"});
+  ExpectError(testing::RunCommand(testing::CliPath() + " bench --filter '(a'", &out), out,
+              {"--filter '(a' is not a valid regular expression"});
+}
+
+// Every command runs under one catch (main.cpp): an exception that escapes a command is one line and
+// exit 2, never an abort. Here: an allocation the flags allow that this process cannot make.
+TEST_F(CliErrors, AnEscapedExceptionIsOneLineAndExit2) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "ASan reserves terabytes of address space: an address-space cap cannot be set under it";
+#else
+  std::string out;
+  // 2^21 x 1 x 128 = 2^28 elements is within the bound: three 1 GiB buffers, more than 1 GiB of space.
+  const int rc = testing::RunCommand("ulimit -v 1048576; " + testing::CliPath() +
+                                         " bench rerotate --reps 1 --threads 1 --tokens 2097152 --heads 1 --head-dim 128",
+                                     &out);
+  ExpectError(rc, out, {"posenc bench rerotate: error: out of memory", "std::bad_alloc"});
+#endif
+  // nlohmann's type_error from a path that is not UTF-8 in `inspect --json` aborted the process.
+  std::string out2;
+  const std::string odd = P("c\xff.json");
+  Write("c\xff.json", R"({"hidden_size": 16, "num_attention_heads": 2, "rope_theta": 10000.0})");
+  const int rc2 = testing::RunCommand(testing::CliPath() + " inspect '" + odd + "' --json", &out2);
+  EXPECT_TRUE(rc2 == 0 || rc2 == 2) << rc2 << ": " << out2;
+  if (rc2 == 2) ExpectError(rc2, out2, {"inspect"});
+}
+
+// convert-layout refuses to write over any of its inputs (the model, also through a symlink or a hard
+// link, or the config.json beside it), and writes atomically: a failed write keeps the old OUT.
+TEST_F(CliErrors, ConvertLayoutNeverWritesOverAnInputOrHalfAFile) {
+  POSENC_REQUIRE_DATA(model, "models/stories260K/stories260K.bin");
+  fs::copy_file(model, P("m.bin"));
+  fs::create_symlink(P("m.bin"), P("link.bin"));
+  fs::create_hard_link(P("m.bin"), P("hard.bin"));
+  Write("config.json", "{}");
+  std::ifstream f(model, std::ios::binary);
+  const std::string original((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  auto slurp = [](const std::string& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  std::string out;
+  const std::string convert = testing::CliPath() + " convert-layout --from interleaved --to half ";
+  for (const std::string& target : {P("link.bin"), P("hard.bin"), P("m.bin"), P("config.json")}) {
+    ExpectError(testing::RunCommand(convert + P("m.bin") + " " + target, &out), out, {"is the input", target});
+  }
+  EXPECT_EQ(slurp(P("m.bin")), original);
+  EXPECT_EQ(slurp(P("config.json")), "{}");
+  fs::remove(P("config.json"));
+  // A good conversion, then the same one under a 64-block file-size limit (a full disk): exit 2 with
+  // errno's text, and the first output byte for byte.
+  ASSERT_EQ(testing::RunCommand(convert + P("m.bin") + " " + P("out.bin"), &out), 0) << out;
+  const std::string first = slurp(P("out.bin"));
+  ASSERT_EQ(first.size(), original.size());
+  const int rc = testing::RunCommand("trap '' XFSZ; ulimit -f 64; " + convert + P("m.bin") + " " + P("out.bin"), &out);
+  ExpectError(rc, out, {"out.bin", "File too large", "unchanged"});
+  EXPECT_EQ(slurp(P("out.bin")), first);
+  for (const auto& e : fs::directory_iterator(dir_))
+    EXPECT_EQ(e.path().filename().string().rfind(".posenc-tmp", 0), std::string::npos) << e.path();
 }
 
 TEST_F(CliErrors, GoldenOnMissingPathAndFailingCase) {

@@ -10,6 +10,7 @@
 
 #include "bench_cases.hpp"
 #include "commands.hpp"
+#include "posenc/core/message.hpp"
 #include "posenc/core/parallel.hpp"
 #include "posenc/kernels/simd.hpp"
 
@@ -57,7 +58,7 @@ Status ParseThreads(const std::string& s, std::vector<int>* out) {
     char* end = nullptr;
     const long v = std::strtol(item.c_str(), &end, 10);
     if (item.empty() || *end != '\0' || v < 1 || v > 256)
-      return InvalidArgumentError(fmt::format("--threads '{}': '{}' is not a thread count in [1, 256]", s, item));
+      return InvalidArgumentError(fmt::format("--threads {}: {} is not a thread count in [1, 256]", QuoteForMessage(s), QuoteForMessage(item)));
     out->push_back(static_cast<int>(v));
   }
   if (out->empty()) return InvalidArgumentError(fmt::format("--threads '{}' lists no thread count", s));
@@ -100,17 +101,35 @@ Status RunBench(const BenchOptions& o) {
   std::vector<int> threads;
   POSENC_RETURN_IF_ERROR(ParseThreads(o.threads, &threads));
   POSENC_RETURN_IF_ERROR(ForceSimdTarget(o.simd));
+  // std::regex compiles and matches by recursion (a long or deeply nested pattern overflows the stack,
+  // a backtracking one can take exponential time): bound the pattern, and on libstdc++ ask for its
+  // polynomial (Thompson) executor.
+  constexpr size_t kMaxFilter = 256;
+  if (o.filter.size() > kMaxFilter)
+    return InvalidArgumentError(fmt::format("--filter {}: {} bytes, more than the {} accepted",
+                                            QuoteForMessage(o.filter, 60), o.filter.size(), kMaxFilter));
+  int depth = 0, max_depth = 0;
+  for (char ch : o.filter) {
+    depth += ch == '(' ? 1 : ch == ')' ? -1 : 0;
+    max_depth = std::max(max_depth, depth);
+  }
+  if (max_depth > 16)
+    return InvalidArgumentError(fmt::format("--filter {}: groups nested {} deep (at most 16)", QuoteForMessage(o.filter, 60), max_depth));
   std::regex filter;
   try {
+#if defined(__GLIBCXX__)
+    filter = std::regex(o.filter.empty() ? ".*" : o.filter, std::regex::ECMAScript | std::regex_constants::__polynomial);
+#else
     filter = std::regex(o.filter.empty() ? ".*" : o.filter);
-  } catch (const std::regex_error&) {
-    return InvalidArgumentError(fmt::format("--filter '{}' is not a valid regular expression", o.filter));
+#endif
+  } catch (const std::regex_error& e) {
+    return InvalidArgumentError(fmt::format("--filter {} is not a valid regular expression ({})", QuoteForMessage(o.filter), e.what()));
   }
   const auto cases = bench::AllCases();
   const bool table_case = std::regex_search(std::string("rope_table_build"), filter);
   if (!table_case && std::none_of(cases.begin(), cases.end(),
                                   [&](const bench::CaseSpec& c) { return std::regex_search(c.Name(), filter); }))
-    return InvalidArgumentError(fmt::format("--filter '{}' matches no case (posenc bench --list names them)", o.filter));
+    return InvalidArgumentError(fmt::format("--filter {} matches no case (posenc bench --list names them)", QuoteForMessage(o.filter)));
   if (o.list) {
     for (const auto& c : cases) std::printf("%s\n", c.Name().c_str());
     std::printf("rope_table_build\n");
@@ -191,7 +210,7 @@ void RegisterBench(CLI::App& app) {
   cmd->add_option("--filter", o->filter, "Regular expression on case names (see --list), e.g. 'rope_prefill_q/float32'");
   cmd->add_option("--threads", o->threads, "Comma-separated thread counts")->capture_default_str();
   cmd->add_option("--simd", o->simd, "Cap the SIMD target (see `posenc info`), or 'best'")->capture_default_str();
-  cmd->add_option("--reps", o->reps, "Repetitions per case (default: from the case size, 15..501)");
+  AddIntOption(cmd, "--reps", o->reps, "Repetitions per case (default: from the case size, 15..501)", 0, 100000);
   cmd->add_option("--cache", o->cache,
                   "warm: kernel and roofline alternate over the same buffers (cache-resident when they fit); "
                   "cold: an untimed pass over 256 MiB evicts the caches before every timed run of either; both")

@@ -15,6 +15,8 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "posenc/core/checked_math.hpp"
+#include "posenc/core/message.hpp"
 #include "posenc/core/parallel.hpp"
 #include "posenc/kernels/rerotate.hpp"
 #include "posenc/kernels/rope.hpp"
@@ -42,15 +44,28 @@ Status Run(const Options& o) {
   if (o.tokens < 1 || o.heads < 1 || o.head_dim < 2 || o.head_dim % 2)
     return InvalidArgumentError(fmt::format("--shape [{}, {}, {}]: tokens, heads >= 1 and head_dim even", o.tokens,
                                             o.heads, o.head_dim));
+  // The three float32 buffers (raw keys, cache, output) are allocated before anything runs: bound
+  // their size first (kMaxElements each, 3 GiB in all), with checked products.
+  constexpr int64_t kMaxElements = int64_t{1} << 28;
+  int64_t n_elements = 0;
+  const int64_t dims[] = {o.tokens, o.heads, o.head_dim};
+  if (!CheckedProduct(dims, &n_elements) || n_elements > kMaxElements)
+    return InvalidArgumentError(fmt::format("--tokens {} x --heads {} x --head-dim {} is more than {} elements "
+                                            "(three float32 buffers of that size are allocated)",
+                                            o.tokens, o.heads, o.head_dim, kMaxElements));
   std::vector<int> threads;
   {
     std::stringstream ss(o.threads);
     std::string item;
     while (std::getline(ss, item, ',')) {
-      const int t = std::atoi(item.c_str());
-      if (t < 1 || t > 256) return InvalidArgumentError(fmt::format("--threads '{}': '{}' is not in [1, 256]", o.threads, item));
-      threads.push_back(t);
+      char* end = nullptr;
+      const long t = std::strtol(item.c_str(), &end, 10);
+      if (item.empty() || *end != '\0' || t < 1 || t > 256)
+        return InvalidArgumentError(fmt::format("--threads {}: {} is not a thread count in [1, 256]",
+                                                QuoteForMessage(o.threads), QuoteForMessage(item)));
+      threads.push_back(static_cast<int>(t));
     }
+    if (threads.empty()) return InvalidArgumentError(fmt::format("--threads {} lists no thread count", QuoteForMessage(o.threads)));
   }
   // A Llama-like dynamic-NTK config whose frequencies change at the step from 4096 to 4097 tokens.
   RopeConfig cfg;
@@ -63,7 +78,7 @@ Status Run(const Options& o) {
   POSENC_ASSIGN_OR_RETURN(RopeFrequencies f_new, ComputeRopeFrequencies(cfg, o.tokens + 1));
   std::vector<int64_t> pos(static_cast<size_t>(o.tokens));
   for (int64_t t = 0; t < o.tokens; ++t) pos[static_cast<size_t>(t)] = t;
-  const size_t n = static_cast<size_t>(o.tokens * o.heads * o.head_dim);
+  const size_t n = static_cast<size_t>(n_elements);
   std::vector<float> raw(n), cache(n), out(n);
   std::mt19937 rng(5);
   std::normal_distribution<float> nd;
@@ -129,11 +144,13 @@ void RegisterBenchRerotate(CLI::App& app) {
   auto* cmd = bench->add_subcommand("rerotate",
                                     "Time re-rotating a [4096, 8, 128] key cache (RerotateKeys) against rotating it afresh");
   auto o = std::make_shared<Options>();
-  cmd->add_option("--reps", o->reps, "Repetitions (median reported)")->capture_default_str();
+  AddIntOption(cmd, "--reps", o->reps, "Repetitions (median reported)", 1, 100000)->capture_default_str();
   cmd->add_option("--threads", o->threads, "Comma-separated thread counts")->capture_default_str();
-  cmd->add_option("--tokens", o->tokens, "Cached tokens (also the dynamic-NTK original length)")->capture_default_str();
-  cmd->add_option("--heads", o->heads, "Key heads")->capture_default_str();
-  cmd->add_option("--head-dim", o->head_dim, "Head dimension (all rotary)")->capture_default_str();
+  // Positions are int32-range (ARCHITECTURE: positions in [0, 2^31)); the product is bounded in Run.
+  AddIntOption(cmd, "--tokens", o->tokens, "Cached tokens (also the dynamic-NTK original length)", 1,
+               (int64_t{1} << 31) - 2)->capture_default_str();
+  AddIntOption(cmd, "--heads", o->heads, "Key heads", 1, int64_t{1} << 20)->capture_default_str();
+  AddIntOption(cmd, "--head-dim", o->head_dim, "Head dimension (all rotary)", 2, int64_t{1} << 20)->capture_default_str();
   cmd->add_flag("--json", o->json, "One JSON object per line");
   cmd->callback([o] {
     Status s = Run(*o);

@@ -2,11 +2,20 @@
 #include "commands.hpp"
 
 #include <algorithm>
+#include <charconv>
+#include <filesystem>
+#include <ios>
+#include <new>
+#include <regex>
 #include <cstdio>
 #include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <fmt/format.h>
+
+#include "posenc/core/message.hpp"
 
 namespace posenc::cli {
 namespace {
@@ -31,27 +40,107 @@ void RegisterAll(CLI::App& app) {
 void SetExitCode(int code) { g_exit_code = code; }
 int ExitCode() { return g_exit_code; }
 
+namespace {
+// The last line of defence for a message built from file bytes that were not quoted: control bytes
+// and invalid UTF-8 as \xNN (backslashes left alone: the text may hold escapes already), at most
+// kMaxLine bytes, so what reaches the terminal is one printable line.
+std::string OneLine(const std::string& text) {
+  constexpr size_t kMaxLine = 4096;
+  std::string out;
+  size_t i = 0;
+  while (i < text.size()) {
+    if (out.size() >= kMaxLine) {
+      out += fmt::format("... ({} bytes in all)", text.size());
+      break;
+    }
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x20 && c != 0x7f && c < 0x80) {
+      out.push_back(static_cast<char>(c));
+      ++i;
+      continue;
+    }
+    // One UTF-8 sequence (or control byte) at a time, escaped by the shared helper.
+    size_t len = 1;
+    if (c >= 0xc0) {
+      len = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
+      len = std::min(len, text.size() - i);
+    }
+    out += EscapeForMessage(std::string_view(text).substr(i, len));
+    i += len;
+  }
+  return out;
+}
+}  // namespace
+
 void ReportError(const std::string& command, const Status& status) {
-  std::fprintf(stderr, "posenc %s: error: %s\n", command.c_str(), status.ToString().c_str());
+  std::fflush(stdout);
+  std::fprintf(stderr, "posenc %s: error: %s\n", command.c_str(), OneLine(status.ToString()).c_str());
   SetExitCode(2);
 }
 
-const CLI::Validator& NonNegativeInteger() {
-  static const CLI::Validator v(
-      [](std::string& text) -> std::string {
-        long long value = 0;
-        size_t used = 0;
-        try {
-          value = std::stoll(text, &used);
-        } catch (const std::exception&) {
-          return text + " is not a whole number";
+CLI::Validator IntegerIn(int64_t min, int64_t max) {
+  return CLI::Validator(
+      [min, max](std::string& text) -> std::string {
+        const std::string shown = QuoteForMessage(text, 60);
+        const char* b = text.data();
+        const char* e = b + text.size();
+        const bool negative = !text.empty() && text[0] == '-';
+        const bool digits = text.size() > (negative ? 1u : 0u) &&
+                            std::all_of(b + (negative ? 1 : 0), e, [](char c) { return c >= '0' && c <= '9'; });
+        if (!digits) return shown + " is not a whole number (decimal digits, optionally after '-')";
+        int64_t value = 0;
+        const auto [ptr, ec] = std::from_chars(b, e, value);
+        if (ec == std::errc::result_out_of_range || ptr != e) {
+          return negative ? (min == 0 ? shown + " is negative" : fmt::format("{} is below the least accepted value {}", shown, min))
+                          : fmt::format("{} is past the largest accepted value {}", shown, max);
         }
-        if (used != text.size()) return text + " is not a whole number";
-        if (value < 0) return text + " is negative";
+        if (value < 0 && min == 0) return shown + " is negative";
+        if (value < min) return fmt::format("{} is below the least accepted value {}", shown, min);
+        if (value > max) return fmt::format("{} is past the largest accepted value {}", shown, max);
+        text = std::to_string(value);  // canonical: CLI11 converts with base 0 ("010" would be octal)
         return "";
       },
-      "INT>=0");
+      fmt::format("INT in [{}, {}]", min, max));
+}
+
+const CLI::Validator& NonNegativeInteger() {
+  static const CLI::Validator v = IntegerIn(0, std::numeric_limits<int64_t>::max());
   return v;
+}
+
+std::string OneLineFailureMessage(const CLI::App* /*app*/, const CLI::Error& e) {
+  return fmt::format("posenc: error: {} (see posenc --help)\n", EscapeForMessage(e.what(), 400));
+}
+
+void ReportCurrentException(const CLI::App& app) {
+  std::string command;
+  const CLI::App* a = &app;
+  while (a != nullptr) {
+    const auto parsed = a->get_subcommands();
+    if (parsed.empty()) break;
+    a = parsed.front();
+    command += (command.empty() ? "" : " ") + a->get_name();
+  }
+  if (command.empty()) command = "(no command)";
+  std::string what;
+  try {
+    throw;
+  } catch (const std::bad_alloc&) {
+    what = "out of memory: an allocation failed (std::bad_alloc); an input asks for more memory than this machine has";
+  } catch (const std::filesystem::filesystem_error& e) {
+    what = "file system: " + EscapeForMessage(e.what(), 400);
+  } catch (const std::ios_base::failure& e) {
+    what = "I/O: " + EscapeForMessage(e.what(), 400);
+  } catch (const std::regex_error& e) {
+    what = "regular expression: " + EscapeForMessage(e.what(), 400);
+  } catch (const std::exception& e) {
+    what = "unexpected exception: " + EscapeForMessage(e.what(), 400);
+  } catch (...) {
+    what = "unexpected exception of unknown type";
+  }
+  std::fflush(stdout);
+  std::fprintf(stderr, "posenc %s: error: %s\n", command.c_str(), what.c_str());
+  SetExitCode(2);
 }
 
 }  // namespace posenc::cli

@@ -3,7 +3,11 @@
 // sets the exit code through SetExitCode (0 ok, 1 a check failed, 2 bad input).
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <string>
+#include <type_traits>
 
 #include <CLI/CLI.hpp>
 
@@ -21,9 +25,36 @@ int ExitCode();
 // Prints "posenc <cmd>: error: <message>" to stderr and sets exit code 2.
 void ReportError(const std::string& command, const Status& status);
 
-// An option check for counts and lengths: a whole number >= 0 ("--seq-len: -5 is negative", instead of
-// CLI11's NonNegativeNumber, which prints the largest double as the range).
+// Runs inside a catch block at the command boundary (main): turns the exception being handled (any:
+// std::bad_alloc, std::filesystem::filesystem_error, std::ios_base::failure, std::regex_error,
+// nlohmann's exceptions, ...) into one line "posenc <command>: error: ..." on stderr, its text escaped
+// and capped (EscapeForMessage), and exit code 2. `app` is the root: the command named is the deepest
+// subcommand that was parsed.
+void ReportCurrentException(const CLI::App& app);
+// CLI11's own usage errors as one line: "posenc: error: --heads: ... (see posenc --help)".
+std::string OneLineFailureMessage(const CLI::App* app, const CLI::Error& e);
+
+// An option check for integers, strict: optional '-', decimal digits only (no '+', spaces, hex,
+// octal, exponent or trailing junk), within [min, max] without saturating ("--heads: '-3' is below
+// the least accepted value 0", "--tokens: '99999999999999999999' is past the largest accepted value
+// 1099511627776"). The text is rewritten to its canonical decimal, so CLI11's base-0 conversion that
+// follows cannot read "010" as octal.
+CLI::Validator IntegerIn(int64_t min, int64_t max);
+// IntegerIn(0, INT64_MAX): counts and lengths.
 const CLI::Validator& NonNegativeInteger();
+
+// The one checked way to declare an integer option: `target` is set only from a value that passed
+// IntegerIn(min, max) (the bounds clamped to T's range). Returns the option for ->required() etc.
+template <typename T>
+CLI::Option* AddIntOption(CLI::App* cmd, const std::string& name, T& target, const std::string& description,
+                          int64_t min, int64_t max) {
+  static_assert(std::is_integral_v<T>, "AddIntOption is for integers");
+  const int64_t lo = std::max<int64_t>(min, std::is_signed_v<T> ? static_cast<int64_t>(std::numeric_limits<T>::min()) : 0);
+  const int64_t hi = std::min<int64_t>(max, std::numeric_limits<T>::max() > static_cast<uint64_t>(INT64_MAX)
+                                                ? INT64_MAX
+                                                : static_cast<int64_t>(std::numeric_limits<T>::max()));
+  return cmd->add_option(name, target, description)->check(IntegerIn(lo, hi));
+}
 
 }  // namespace posenc::cli
 

@@ -2,12 +2,16 @@
 // biases, grouped-query key heads, fused qkv) so that a model trained for one RoPE pair layout runs with
 // the other, every attention score unchanged (posenc/layout_convert.hpp). llama2.c, safetensors, GGUF.
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "posenc/io/file_io.hpp"
+#include "posenc/io/mapped_file.hpp"
 #include "posenc/model/layout_convert.hpp"
 
 namespace posenc::cli {
@@ -36,7 +40,15 @@ Status Run(const Options& o) {
   c.rotary_dim = o.rotary_dim;
   c.rotary_start = o.rotary_start;
   c.config_path = o.config;
-  POSENC_ASSIGN_OR_RETURN(LayoutConvertReport r, ConvertLayoutFile(o.in, o.out, c));
+  // The output may be none of the inputs (the model, the config given, the config.json beside the
+  // model that safetensors reads by default), also through links; it is written atomically, so a
+  // failed write leaves an existing OUT as it was.
+  const std::string inputs[] = {o.in, o.config, (std::filesystem::path(o.in).parent_path() / "config.json").string()};
+  POSENC_RETURN_IF_ERROR(RefuseOutputIsInput(o.out, inputs));
+  POSENC_ASSIGN_OR_RETURN(MappedFile in, MappedFile::Open(o.in));
+  std::vector<std::byte> bytes;
+  POSENC_ASSIGN_OR_RETURN(LayoutConvertReport r, ConvertLayoutBytes(in.bytes(), o.in, c, &bytes));
+  POSENC_RETURN_IF_ERROR(WriteFileAtomic(o.out, bytes));
   std::printf("%s (%s): %s -> %s; %lld heads, %lld kv heads, head_dim %lld, rotary dims [%lld, %lld)\n", o.in.c_str(),
               std::string(ToString(r.format)).c_str(), std::string(ToString(c.from)).c_str(),
               std::string(ToString(c.to)).c_str(), static_cast<long long>(r.num_heads),
@@ -62,11 +74,13 @@ void RegisterConvertLayout(CLI::App& app) {
   cmd->add_option("OUT", o->out, "Output model file (must differ from IN)")->required();
   cmd->add_option("--format", o->format, "auto (by magic), llama2c, safetensors or gguf")->capture_default_str();
   cmd->add_option("--config", o->config, "safetensors: config.json with the heads (default: the one beside IN)");
-  cmd->add_option("--heads", o->heads, "Override the number of query heads");
-  cmd->add_option("--kv-heads", o->kv_heads, "Override the number of key/value heads");
-  cmd->add_option("--head-dim", o->head_dim, "Override the head dimension");
-  cmd->add_option("--rotary-dim", o->rotary_dim, "Override the rotary window size (partial rotary)");
-  cmd->add_option("--rotary-start", o->rotary_start, "Override the first rotary dim (rope part after no-rope part)");
+  // 0 (and -1 for --rotary-start) means "from the file"; 2^20 is the head_dim bound of the configs.
+  constexpr int64_t kMax = int64_t{1} << 20;
+  AddIntOption(cmd, "--heads", o->heads, "Override the number of query heads", 0, kMax);
+  AddIntOption(cmd, "--kv-heads", o->kv_heads, "Override the number of key/value heads", 0, kMax);
+  AddIntOption(cmd, "--head-dim", o->head_dim, "Override the head dimension", 0, kMax);
+  AddIntOption(cmd, "--rotary-dim", o->rotary_dim, "Override the rotary window size (partial rotary)", 0, kMax);
+  AddIntOption(cmd, "--rotary-start", o->rotary_start, "Override the first rotary dim (rope part after no-rope part)", -1, kMax);
   cmd->callback([o] {
     Status s = Run(*o);
     if (!s.ok()) ReportError("convert-layout", s);

@@ -292,7 +292,7 @@ Status RunDemo(uint64_t seed, bool* all_ok) {
 void RegisterDemo(CLI::App& app) {
   auto* cmd = app.add_subcommand("demo", "Tell the seed's story with real numbers (no files needed)");
   static uint64_t seed = 2024;
-  cmd->add_option("--seed", seed, "Seed of the toy model's weights")->capture_default_str();
+  AddIntOption(cmd, "--seed", seed, "Seed of the toy model's weights", 0, INT64_MAX)->capture_default_str();
   cmd->footer("Exit status: 0 when every check holds, 1 when one fails.");
   cmd->callback([] {
     bool all_ok = true;
