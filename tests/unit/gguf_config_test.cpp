@@ -1,6 +1,13 @@
 // LoadGgufConfig on the shared tiny Llama GGUF: the rope keys, the pairing llama.cpp fixes for
-// `llama`, and the refusal of a file without rope.freq_base.
+// `llama`, and the refusal of a file without rope.freq_base; GgufConfigFromFile's steps on built files.
+#include <cmath>
+#include <string>
+#include <vector>
+
 #include <gtest/gtest.h>
+
+#include "model_builders.hpp"
+#include "posenc/io/gguf.hpp"
 
 #include "posenc/config/hf_config.hpp"
 #include "posenc/config/gguf_config.hpp"
@@ -8,6 +15,10 @@
 
 namespace posenc {
 namespace {
+
+using ::posenc::testing::AsBytes;
+using ::posenc::testing::FloatBytes;
+using ::posenc::testing::GgufBuilder;
 
 constexpr const char* kTiny = "models/llama-2-tiny-random/llama-2-tiny-random.gguf";
 
@@ -48,6 +59,137 @@ TEST(GgufConfig, TinyLlamaWithLlamaCppDefaultBase) {
   EXPECT_DOUBLE_EQ(f->inv_freq[0], 1.0);
   EXPECT_DOUBLE_EQ(f->inv_freq[1], 0.01);  // 10000^(-2/4)
   EXPECT_EQ(f->attention_scaling, 1.0);
+}
+
+// GGUF files built here, one step of GgufConfigFromFile each: head size and rotary dims, YaRN's
+// attn_factor as llama-context.cpp computes it, rope_freqs divisors, the non-RoPE architectures, and a
+// refusal naming the key and value for each rule.
+GgufBuilder Qwen2(uint32_t n_rot = 32) {
+  GgufBuilder b;
+  b.KvString("general.architecture", "qwen2")
+      .KvU32("qwen2.embedding_length", 64)
+      .KvU32("qwen2.attention.head_count", 2)
+      .KvU32("qwen2.attention.key_length", 48)
+      .KvU32("qwen2.rope.dimension_count", n_rot)
+      .KvF32("qwen2.rope.freq_base", 10000.0f)
+      .KvU32("qwen2.context_length", 4096);
+  return b;
+}
+Result<PositionScheme> FromBuilt(const GgufBuilder& b, const std::string& name = "built.gguf") {
+  const std::string bytes = b.Build();
+  POSENC_ASSIGN_OR_RETURN(GgufFile f, GgufFile::FromBytes(AsBytes(bytes), name));
+  return GgufConfigFromFile(f);
+}
+
+TEST(GgufConfig, HeadSizeFromKeyLengthAndRotaryDims) {
+  Result<PositionScheme> s = FromBuilt(Qwen2());
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->rope.layout.pairing, RopePairing::kHalf);  // qwen2: LLAMA_ROPE_TYPE_NEOX
+  EXPECT_EQ(s->rope.layout.head_dim, 48);                 // key_length, not 64 / 2
+  EXPECT_EQ(s->rope.layout.rotary_dim, 32);
+  EXPECT_EQ(s->rope.scaling.freq_scale, 1.0);
+  EXPECT_EQ(s->rope.scaling.original_max_position_embeddings, 4096);
+  // Without key_length the head size is embedding_length / head_count.
+  GgufBuilder b;
+  b.KvString("general.architecture", "qwen2").KvU32("qwen2.embedding_length", 64).KvU32("qwen2.attention.head_count", 2)
+      .KvF32("qwen2.rope.freq_base", 10000.0f);
+  s = FromBuilt(b);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->rope.layout.head_dim, 32);
+  EXPECT_EQ(s->rope.layout.rotary_dim, 32);
+}
+
+TEST(GgufConfig, YarnAttnFactorAndRopeFreqs) {
+  // factor 4: llama.cpp's kernel factor mscale(4) = 1 + 0.1 ln 4 is cancelled by 1 / (1 + 0.1 ln 4),
+  // so attn_factor is the key's 0.5 alone.
+  GgufBuilder b = Qwen2();
+  b.KvString("qwen2.rope.scaling.type", "yarn")
+      .KvF32("qwen2.rope.scaling.factor", 4.0f)
+      .KvU32("qwen2.rope.scaling.original_context_length", 1024)
+      .KvF32("qwen2.rope.scaling.attn_factor", 0.5f)
+      .KvF32("qwen2.rope.scaling.yarn_beta_fast", 16.0f);
+  std::vector<float> divisors(16, 1.0f);
+  divisors[15] = 8.0f;
+  b.Tensor("rope_freqs.weight", {16}, 0, FloatBytes(divisors));
+  Result<PositionScheme> s = FromBuilt(b);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  const RopeScaling& sc = s->rope.scaling;
+  EXPECT_EQ(sc.freq_scale, 0.25);
+  EXPECT_EQ(sc.ext_factor, 1.0);
+  EXPECT_EQ(sc.beta_fast, 16.0);
+  EXPECT_EQ(sc.beta_slow, 1.0);
+  EXPECT_EQ(sc.original_max_position_embeddings, 1024);
+  EXPECT_FLOAT_EQ(static_cast<float>(sc.attn_factor), 0.5f);
+  ASSERT_EQ(sc.freq_factors.size(), 16u);
+  EXPECT_EQ(sc.freq_factors[15], 8.0);
+  // DeepSeek 2's yarn_log_multiplier 0.1: mscale(4, 0.1) / mscale(4, 0.1) = 1, times 1 / (1 + 0.1 ln 4).
+  GgufBuilder d;
+  d.KvString("general.architecture", "deepseek2").KvU32("deepseek2.embedding_length", 64)
+      .KvU32("deepseek2.attention.head_count", 2).KvF32("deepseek2.rope.freq_base", 10000.0f)
+      .KvString("deepseek2.rope.scaling.type", "yarn").KvF32("deepseek2.rope.scaling.factor", 4.0f)
+      .KvF32("deepseek2.rope.scaling.yarn_log_multiplier", 0.1f).KvU32("deepseek2.context_length", 4096);
+  s = FromBuilt(d);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->rope.layout.pairing, RopePairing::kInterleaved);  // deepseek2: NORM
+  EXPECT_FLOAT_EQ(static_cast<float>(s->rope.scaling.attn_factor), 1.0f / (1.0f + 0.1f * std::log(4.0f)));
+}
+
+TEST(GgufConfig, ArchitecturesWithoutRope) {
+  GgufBuilder gpt2, bloom, mamba;
+  gpt2.KvString("general.architecture", "gpt2").KvU32("gpt2.context_length", 1024);
+  bloom.KvString("general.architecture", "bloom").KvU32("bloom.attention.head_count", 16);
+  mamba.KvString("general.architecture", "mamba");
+  Result<PositionScheme> s = FromBuilt(gpt2);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->kind, PositionKind::kLearned);
+  EXPECT_EQ(s->max_position_embeddings, 1024);
+  s = FromBuilt(bloom);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->kind, PositionKind::kAlibi);
+  EXPECT_EQ(s->alibi_variant, "bloom");
+  EXPECT_EQ(s->num_heads, 16);
+  s = FromBuilt(mamba);
+  EXPECT_EQ(s.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(s.status().message().find("'mamba' uses no RoPE"), std::string::npos) << s.status().message();
+}
+
+TEST(GgufConfig, EachRuleRefusedNamingTheKeyAndValue) {
+  Result<PositionScheme> s = FromBuilt(Qwen2(5), "odd.gguf");
+  EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.status().message().find("gguf odd.gguf: key 'qwen2.rope.dimension_count' = 5 must be even"),
+            std::string::npos) << s.status().message();
+  s = FromBuilt(Qwen2(64));
+  EXPECT_NE(s.status().message().find("= 64 must be even, positive and at most the head size 48"), std::string::npos)
+      << s.status().message();
+  GgufBuilder warp = Qwen2();
+  warp.KvString("qwen2.rope.scaling.type", "warp");
+  s = FromBuilt(warp);
+  EXPECT_EQ(s.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(s.status().message().find("key 'qwen2.rope.scaling.type' = 'warp'"), std::string::npos) << s.status().message();
+  GgufBuilder neg = Qwen2();
+  neg.KvF32("qwen2.rope.scaling.factor", -2.0f);
+  s = FromBuilt(neg);
+  EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.status().message().find("key 'qwen2.rope.scaling.factor' = -2 must be finite and >= 0"), std::string::npos)
+      << s.status().message();
+  GgufBuilder short_freqs = Qwen2();
+  short_freqs.Tensor("rope_freqs.weight", {15}, 0, FloatBytes(std::vector<float>(15, 1.0f)));
+  s = FromBuilt(short_freqs);
+  EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.status().message().find("'rope_freqs.weight' has 15 values, must have n_rot/2 = 16"), std::string::npos)
+      << s.status().message();
+  GgufBuilder one_list = Qwen2();
+  one_list.Tensor("rope_factors_long.weight", {16}, 0, FloatBytes(std::vector<float>(16, 1.0f)));
+  s = FromBuilt(one_list);
+  EXPECT_EQ(s.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(s.status().message().find("only one of rope_factors_long / rope_factors_short"), std::string::npos)
+      << s.status().message();
+  GgufBuilder no_heads;
+  no_heads.KvString("general.architecture", "qwen2").KvF32("qwen2.rope.freq_base", 10000.0f);
+  s = FromBuilt(no_heads);
+  EXPECT_EQ(s.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(s.status().message().find("key 'qwen2.attention.head_count' is missing or 0"), std::string::npos)
+      << s.status().message();
 }
 
 TEST(GgufConfig, MissingFileIsAnError) {
