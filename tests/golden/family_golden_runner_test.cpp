@@ -146,5 +146,20 @@ TEST_F(FamilyGoldenRunner, TemperatureParametersComeFromTheConfig) {
   ExpectFail(dir, {"tuning is off"});
 }
 
+TEST_F(FamilyGoldenRunner, TemperatureToleranceFromFormatWhenTheCaseHasNone) {
+  COPY_OR_SKIP(dir, "attn_temp_llama4_scout");
+  json c = ReadCase(dir);
+  c.erase("tolerance");
+  WriteCase(dir, c);
+  std::string out;
+  EXPECT_EQ(Golden(dir, &out), 0) << out;
+  // 2^-30 * max scale (about 1.2e-9 here) for the float64 scales: 1e-8 off is a failure.
+  const std::string path = (fs::path(dir) / "attn_scales_exact.npy").string();
+  Array a = ReadNpy(path).value();
+  a.data<double>()[0] += 1e-8;
+  ASSERT_TRUE(WriteNpy(path, a).ok());
+  ExpectFail(dir, {"attn_scales_exact", "atol 1.195"});  // the case's own: 1.195186e-09
+}
+
 }  // namespace
 }  // namespace posenc
