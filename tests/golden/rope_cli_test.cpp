@@ -76,9 +76,16 @@ TEST(RopeCli, EveryGoldenRopeConfigInEverySpelling) {
     for (const auto& entry : fs::directory_iterator(fs::path(golden) / family)) {
       if (!fs::exists(entry.path() / "case.json")) continue;
       const json c = ReadJson(entry.path() / "case.json");
-      if (c.value("scheme", "") != "rope") continue;
+      // Multi-axis cases too, where `posenc rope --config` reads the config: M-RoPE (positions
+      // [components, tokens]; a Hugging Face case names its model type in hf_model_type) and ggml's
+      // vision mode. Hugging Face vision encoders' configs are not rope --config input.
+      const std::string scheme = c.value("scheme", "");
+      const bool ggml_params = c["config"].contains("n_dims");
+      if (scheme != "rope" && scheme != "mrope" && !(scheme == "rope_vision_2d" && ggml_params)) continue;
+      json config = c["config"];
+      if (scheme == "mrope" && !ggml_params && !config.contains("model_type")) config["model_type"] = c["hf_model_type"];
       ++cases;
-      CheckCase(entry.path(), c, c["config"], "config");
+      CheckCase(entry.path(), c, config, "config");
       ++spellings;
       if (c.contains("other_spelling_checked") && c["other_spelling_checked"].contains("config")) {
         CheckCase(entry.path(), c, c["other_spelling_checked"]["config"], "other spelling");

@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
 #include <random>
 #include <string>
 #include <vector>
@@ -14,11 +17,13 @@
 #include "posenc/config/ggml_config.hpp"
 #include "posenc/config/hf_config.hpp"
 #include "posenc/config/multi_axis_config.hpp"
+#include "posenc/io/npy.hpp"
 #include "posenc/kernels/multi_axis_rope.hpp"
 #include "posenc/kernels/rope.hpp"
 #include "posenc/math/multi_axis.hpp"
 #include "posenc/math/rope_config.hpp"
 #include "posenc/math/rope_table.hpp"
+#include "test_support.hpp"
 
 namespace posenc {
 namespace {
@@ -581,6 +586,41 @@ TEST(MultiAxisApply, QueriesAndKeysAndErrors) {
   EXPECT_EQ(s.code(), StatusCode::kOutOfRange);
   EXPECT_NE(s.message().find("[1, 1] = -1"), std::string::npos) << s.message();
   EXPECT_EQ(Values(q), Values(before));
+}
+
+// `posenc rope --config` with a multi-axis config takes positions [components, tokens] and gives the
+// library's result; a [tokens] file is refused naming the shape it needs.
+TEST(MultiAxisCli, RopeTakesComponentRows) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("posenc_multi_axis_cli_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "g.json") << R"({"n_dims": 64, "mode": 40, "sections": [11, 11, 10, 0], "freq_base": 1e6})";
+  const int64_t tokens = 5;
+  Array x = Array::Zeros(DType::kF32, {tokens, 2, 96}).value();
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (float& v : x.span<float>()) v = u(rng);
+  Array p1 = Array::Zeros(DType::kI64, {tokens}).value();
+  Array p4 = Array::Zeros(DType::kI64, {4, tokens}).value();
+  for (int64_t i = 0; i < 4 * tokens; ++i) p4.data<int64_t>()[i] = (i * 37) % 101;
+  ASSERT_TRUE(WriteNpy((dir / "x.npy").string(), x).ok());
+  ASSERT_TRUE(WriteNpy((dir / "p1.npy").string(), p1).ok());
+  ASSERT_TRUE(WriteNpy((dir / "p4.npy").string(), p4).ok());
+  const std::string base = testing::CliPath() + " rope --config " + (dir / "g.json").string() + " --input " +
+                           (dir / "x.npy").string() + " --output " + (dir / "y.npy").string() + " --positions ";
+  std::string log;
+  EXPECT_EQ(testing::RunCommand(base + (dir / "p1.npy").string(), &log), 2) << log;
+  EXPECT_NE(log.find("expected [4, tokens]"), std::string::npos) << log;
+  ASSERT_EQ(testing::RunCommand(base + (dir / "p4.npy").string() + " --precision exact", &log), 0) << log;
+  const Array got = ReadNpy((dir / "y.npy").string()).value();
+
+  const RopeConfig rc = RopeConfigFromGgmlParams(R"({"n_dims": 64, "mode": 40, "sections": [11, 11, 10, 0], "freq_base": 1e6})",
+                                                 96, "g").value();
+  const MultiAxisPlan plan = ComputeMultiAxisRope(rc, 101).value();
+  const MultiAxisRopeArgs args{rc.layout, &plan.freqs, plan.pair_component, 4, p4.span<int64_t>(), RopePrecision::kExact};
+  ASSERT_TRUE(ApplyMultiAxisRope(args, HeadsView::Of(x, "x").value()).ok());
+  EXPECT_EQ(Values(got), Values(x));
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -8,7 +8,9 @@
 
 #include "commands.hpp"
 #include "posenc/io/npy.hpp"
+#include "posenc/kernels/multi_axis_rope.hpp"
 #include "posenc/kernels/rope.hpp"
+#include "posenc/math/multi_axis.hpp"
 #include "posenc/math/rope_config.hpp"
 #include "posenc/config/ggml_config.hpp"
 #include "posenc/model/model_file.hpp"
@@ -47,6 +49,39 @@ Result<RopeConfig> LoadRopeConfig(const RopeOptions& o, int64_t input_head_dim) 
   return scheme.rope;
 }
 
+HeadsView ViewOf(Array& x, bool heads_first) {
+  // Heads first ([heads, tokens, head_dim], one batch element of a [batch, heads, seq, head_dim]
+  // tensor): tokens are head_dim apart, heads tokens * head_dim.
+  const int64_t tokens = x.dim(heads_first ? 1 : 0), heads = x.dim(heads_first ? 0 : 1), head_dim = x.dim(2);
+  return heads_first ? HeadsView{x.bytes(), x.dtype(), tokens, heads, head_dim, head_dim, tokens * head_dim}
+                     : HeadsView::Dense(x.bytes(), x.dtype(), tokens, heads, head_dim);
+}
+
+// A multi-axis config (M-RoPE, ggml MROPE / IMROPE / VISION): positions [components, tokens], one row
+// per position component (posenc/math/multi_axis.hpp); a [tokens] file is refused, naming the shape.
+Status RunMultiAxisRope(const RopeOptions& o, const RopeConfig& rc, const Array& pos_array, Array x, RopePrecision precision) {
+  const bool heads_first = o.order == "heads-first";
+  const HeadsView view = ViewOf(x, heads_first);
+  if (view.head_dim != rc.layout.head_dim)
+    return InvalidArgumentError(fmt::format("input {}: head_dim {} differs from the config's {}", o.input, view.head_dim, rc.layout.head_dim));
+  if (pos_array.dtype() != DType::kI64 && pos_array.dtype() != DType::kI32)
+    return InvalidArgumentError(fmt::format("positions {}: dtype {} is not int64 or int32", o.positions, ToString(pos_array.dtype())));
+  POSENC_ASSIGN_OR_RETURN(Array pos64, pos_array.AsType(DType::kI64));
+  const int64_t components = rc.multi_axis->num_components;
+  POSENC_RETURN_IF_ERROR(ValidateMultiAxisPositions(pos64.shape(), pos64.span<int64_t>(), components,
+                                                    fmt::format("positions {} ({} rope, {} components)", o.positions,
+                                                                ToString(rc.multi_axis->layout), components)));
+  if (pos64.dim(1) != view.tokens)
+    return InvalidArgumentError(fmt::format("input {} has {} tokens, positions {} has {}", o.input, view.tokens, o.positions, pos64.dim(1)));
+  int64_t seq_len = o.seq_len;
+  for (int64_t p : pos64.span<int64_t>()) seq_len = std::max(seq_len, p + 1);
+  POSENC_ASSIGN_OR_RETURN(MultiAxisPlan plan, ComputeMultiAxisRope(rc, seq_len));
+  MultiAxisRopeArgs args{rc.layout, &plan.freqs, plan.pair_component, components, pos64.span<int64_t>(), precision,
+                         o.direction == "backward" ? RopeDirection::kBackward : RopeDirection::kForward};
+  POSENC_RETURN_IF_ERROR(ApplyMultiAxisRope(args, view).WithContext(o.input));
+  return WriteNpy(o.output, x);
+}
+
 Status RunRope(const RopeOptions& o) {
   RopePrecision precision;
   if (!ParseRopePrecision(o.precision, &precision))
@@ -63,6 +98,7 @@ Status RunRope(const RopeOptions& o) {
   if (!o.layout.empty() && !ParseRopePairing(o.layout, &rc.layout.pairing))
     return InvalidArgumentError(fmt::format("--layout '{}' (expected half or interleaved)", o.layout));
   POSENC_ASSIGN_OR_RETURN(Array pos_array, ReadNpy(o.positions));
+  if (rc.multi_axis.has_value()) return RunMultiAxisRope(o, rc, pos_array, std::move(x), precision);
   if (pos_array.ndim() != 1)
     return InvalidArgumentError(fmt::format("positions {}: shape {} is not [tokens]", o.positions, ShapeToString(pos_array.shape())));
   if (pos_array.dtype() != DType::kI64 && pos_array.dtype() != DType::kI32)
@@ -93,7 +129,7 @@ void RegisterRope(CLI::App& app) {
   auto* config = cmd->add_option("--config", o.config, "Hugging Face config.json (either spelling), ggml_rope_ext parameters (JSON with n_dims, mode, freq_base, ...), or a .gguf model");
   cmd->add_option("--model", o.model, "Instead of --config: a model file or folder (GGUF, Hugging Face folder, safetensors with config.json beside it, llama2.c .bin)")
       ->excludes(config);
-  cmd->add_option("--positions", o.positions, ".npy int64 [tokens]: position of each token")->required();
+  cmd->add_option("--positions", o.positions, ".npy int64 [tokens]: position of each token ([components, tokens] for a multi-axis config: M-RoPE, ggml modes 8/24/40)")->required();
   cmd->add_option("--input", o.input, ".npy float32 or float16 [tokens, heads, head_dim] (see --order)")->required();
   cmd->add_option("--output", o.output, ".npy to write, same dtype and shape as the input")->required();
   cmd->add_option("--precision", o.precision, "reference (float32 angles, as PyTorch/ggml) or exact (float64 angles)")
