@@ -195,6 +195,25 @@ TEST(RopeScaling, GgmlParameters) {
   EXPECT_DOUBLE_EQ(f.inv_freq[31], 0.25 * Plain(10000.0, 31, 64));  // above: interpolated
 }
 
+// ggml's rope_yarn with beta_fast == beta_slow: corr dims floor/ceil of one value (float32), the ramp
+// over max(0.001, high - low); as ggml_rope_yarn_corr_dims / rope_yarn_ramp describe it.
+TEST(RopeScaling, GgmlEqualBetas) {
+  RopeConfig c = Config(RopeScalingType::kGgml, 64, 10000.0);
+  c.scaling.freq_scale = 0.25;
+  c.scaling.ext_factor = 1.0;
+  c.scaling.original_max_position_embeddings = 4096;
+  c.scaling.beta_fast = c.scaling.beta_slow = 8.0;
+  RopeFrequencies f = Freqs(c, 1);
+  const float d = 64.0f * std::log(4096.0f / (8.0f * 2.0f * std::numbers::pi_v<float>)) / (2.0f * std::log(10000.0f));
+  const double low = std::max(0.0f, std::floor(d)), high = std::min(63.0f, std::ceil(d));
+  for (int64_t i = 0; i < 32; ++i) {
+    const double w = Plain(10000.0, i, 64);
+    const double y = (static_cast<double>(i) - low) / std::max(0.001, high - low);
+    const double mix = 1.0 - std::clamp(y, 0.0, 1.0);
+    EXPECT_NEAR(f.inv_freq[i], 0.25 * w * (1 - mix) + w * mix, 1e-15 * w) << "pair " << i;
+  }
+}
+
 // ---- validation: each error names the key and the value ----
 
 void ExpectError(const RopeConfig& c, const std::string& key, const std::string& value) {
