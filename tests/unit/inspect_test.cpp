@@ -63,6 +63,14 @@ TEST(Inspect, EveryHfGoldenConfig) {
     ASSERT_EQ(testing::RunCommand(testing::CliPath() + " inspect " + path + seq_arg + " --json", &out), 0) << out;
     const json d = json::parse(out, nullptr, false);
     ASSERT_FALSE(d.is_discarded()) << out;
+    if (scheme == "attn_temperature") {
+      // Llama 4's temperature case carries the model's RoPE config (llama3 scaling, interleaved pairs).
+      EXPECT_EQ(d["scheme"], "rope");
+      EXPECT_EQ(d["layout"], "interleaved");
+      EXPECT_EQ(d["head_dim"], c["head_dim"]);
+      ++checked;
+      continue;
+    }
     EXPECT_EQ(d["scheme"], scheme);
     if (scheme == "rope") {
       EXPECT_EQ(d["head_dim"], c["head_dim"]);
