@@ -170,7 +170,7 @@ Status ParseValue(Cursor& c, const std::string& file, const std::string& what, u
       return DataLossError(fmt::format("reading GGUF '{}': {} claims {} strings at byte {} but only {} bytes remain",
                                        file, what, v->count, c.pos(), c.remaining()));
     }
-    v->strings.reserve(static_cast<size_t>(v->count));
+    v->strings.reserve(static_cast<size_t>(std::min<uint64_t>(v->count, 1 << 16)));
     for (uint64_t k = 0; k < v->count; ++k) {
       std::string_view s;
       POSENC_RETURN_IF_ERROR(c.ReadString(&s, fmt::format("{} element {}", what, k)));
@@ -244,7 +244,7 @@ Result<GgufFile> GgufFile::FromBytes(std::span<const std::byte> bytes, const std
 Result<GgufFile> GgufFile::Parse(MappedFile mapped) {
   GgufFile g;
   g.file_ = std::move(mapped);
-  const std::string& file = g.file_.name();
+  const std::string file = io::Printable(g.file_.name());  // for messages
   const std::span<const std::byte> bytes = g.file_.bytes();
   Cursor c(bytes, file);
 
@@ -292,7 +292,10 @@ Result<GgufFile> GgufFile::Parse(MappedFile mapped) {
   }
 
   std::unordered_set<std::string_view> keys;
-  g.kv_.reserve(static_cast<size_t>(kv_count));
+  // Counts are bounded by the bytes left, but an entry in memory is larger than its least size in
+  // the file: reserve at most kMaxReserve up front and let the vectors grow with what was parsed.
+  constexpr uint64_t kMaxReserve = 4096;
+  g.kv_.reserve(static_cast<size_t>(std::min(kv_count, kMaxReserve)));
   for (uint64_t k = 0; k < kv_count; ++k) {
     std::string_view key;
     POSENC_RETURN_IF_ERROR(c.ReadString(&key, fmt::format("metadata key #{}", k)));
@@ -324,7 +327,7 @@ Result<GgufFile> GgufFile::Parse(MappedFile mapped) {
   }
 
   std::unordered_set<std::string_view> names;
-  g.tensors_.reserve(static_cast<size_t>(tensor_count));
+  g.tensors_.reserve(static_cast<size_t>(std::min(tensor_count, kMaxReserve)));
   for (uint64_t k = 0; k < tensor_count; ++k) {
     std::string_view name;
     POSENC_RETURN_IF_ERROR(c.ReadString(&name, fmt::format("tensor info #{} name", k)));

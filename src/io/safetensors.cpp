@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io/io_util.hpp"
+#include "posenc/io/json_guard.hpp"
 
 namespace posenc {
 namespace {
@@ -30,8 +31,14 @@ bool DtypeSize(const std::string& d, size_t* size) {
 }
 
 Status Fail(const std::string& file, const std::string& what) {
-  return DataLossError(fmt::format("reading safetensors '{}': {}", file, what));
+  return DataLossError(fmt::format("reading safetensors '{}': {}", Printable(file), what));
 }
+
+// The format's own bound (huggingface/safetensors MAX_HEADER_SIZE): the JSON header is parsed into
+// a tree, so its size bounds that allocation too. Headers nest three levels; allow a few more.
+constexpr uint64_t kMaxHeaderBytes = 100'000'000;
+constexpr int kMaxHeaderNesting = 8;
+constexpr size_t kMaxDims = 64;
 
 }  // namespace
 
@@ -56,9 +63,16 @@ Result<SafetensorsFile> SafetensorsFile::Parse(MappedFile mapped) {
                                   s.header_size_, bytes.size() - 8));
   }
   if (s.header_size_ < 2) return Fail(file, fmt::format("header size {} is too small for a JSON object", s.header_size_));
+  if (s.header_size_ > kMaxHeaderBytes) {
+    return Fail(file, fmt::format("header size {} is past the format's limit of {} bytes", s.header_size_,
+                                  kMaxHeaderBytes));
+  }
   const char* text = reinterpret_cast<const char*>(bytes.data() + 8);
   const std::string_view header(text, static_cast<size_t>(s.header_size_));
   if (!io::IsValidUtf8(header)) return Fail(file, "header is not valid UTF-8");
+  if (Status depth = CheckJsonNesting(header, kMaxHeaderNesting, "header"); !depth.ok()) {
+    return Fail(file, depth.message());
+  }
 
   nlohmann::json j;
   std::set<std::string> seen;
@@ -72,7 +86,7 @@ Result<SafetensorsFile> SafetensorsFile::Parse(MappedFile mapped) {
     };
     j = nlohmann::json::parse(header.begin(), header.end(), cb);
   } catch (const std::exception& e) {
-    return Fail(file, fmt::format("header ({} bytes) is not valid JSON: {}", s.header_size_, e.what()));
+    return Fail(file, fmt::format("header ({} bytes) is not valid JSON: {}", s.header_size_, Printable(e.what())));
   }
   if (!duplicate.empty()) return Fail(file, fmt::format("duplicate tensor name '{}' in the header", Printable(duplicate)));
   if (!j.is_object()) return Fail(file, fmt::format("header is a JSON {}, not an object", j.type_name()));
@@ -104,19 +118,23 @@ Result<SafetensorsFile> SafetensorsFile::Parse(MappedFile mapped) {
                                             Printable(t.dtype)));
     }
     uint64_t elements = 1;
+    const std::string shape_text = JsonForMessage(v["shape"]);
+    if (v["shape"].size() > kMaxDims) {
+      return Fail(file, fmt::format("{} shape {} has {} dims (at most {})", label, shape_text, v["shape"].size(), kMaxDims));
+    }
     for (const auto& d : v["shape"]) {
-      if (!d.is_number_unsigned()) return Fail(file, fmt::format("{} shape {} has a dim that is not a non-negative integer", label, v["shape"].dump()));
+      if (!d.is_number_unsigned()) return Fail(file, fmt::format("{} shape {} has a dim that is not a non-negative integer", label, shape_text));
       const uint64_t n = d.get<uint64_t>();
       if (n > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) || io::MulOverflows(elements, n, &elements) ||
           elements > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-        return Fail(file, fmt::format("{} shape {}: the element count overflows", label, v["shape"].dump()));
+        return Fail(file, fmt::format("{} shape {}: the element count overflows", label, shape_text));
       }
       t.shape.push_back(static_cast<int64_t>(n));
     }
     t.num_elements = static_cast<int64_t>(elements);
     const auto& off = v["data_offsets"];
     if (!off[0].is_number_unsigned() || !off[1].is_number_unsigned()) {
-      return Fail(file, fmt::format("{} data_offsets {} are not non-negative integers", label, off.dump()));
+      return Fail(file, fmt::format("{} data_offsets {} are not non-negative integers", label, JsonForMessage(off)));
     }
     t.begin = off[0].get<uint64_t>();
     t.end = off[1].get<uint64_t>();
@@ -128,7 +146,7 @@ Result<SafetensorsFile> SafetensorsFile::Parse(MappedFile mapped) {
     uint64_t want = 0;
     if (io::MulOverflows(elements, t.element_size, &want) || want != t.end - t.begin) {
       return Fail(file, fmt::format("{} shape {} of {} needs {} bytes but data_offsets [{}, {}) hold {}", label,
-                                    v["shape"].dump(), t.dtype, io::MulOverflows(elements, t.element_size, &want) ? std::string("too many") : std::to_string(want),
+                                    shape_text, Printable(t.dtype), io::MulOverflows(elements, t.element_size, &want) ? std::string("too many") : std::to_string(want),
                                     t.begin, t.end, t.end - t.begin));
     }
     s.tensors_.push_back(std::move(t));

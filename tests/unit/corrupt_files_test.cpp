@@ -118,6 +118,17 @@ std::vector<CorruptCase> Cases() {
       {"gguf_duplicate_key", Format::kGguf,
        [] { GgufBuilder b; b.KvU32("general.alignment", 32).KvU32("general.alignment", 32); return b.Build(); },
        StatusCode::kDataLoss, "duplicate metadata key #1 'general.alignment'"},
+      {"gguf_key_with_control_bytes", Format::kGguf,
+       [] {
+         const std::string key("k\n\x1b[31m\0z", 9);
+         GgufBuilder b;
+         b.KvU32(key, 1).KvU32(key, 1);
+         return b.Build();
+       },
+       StatusCode::kDataLoss, "duplicate metadata key #1 'k\\n\\x1b[31m\\0z'"},
+      {"gguf_long_key", Format::kGguf,
+       [] { GgufBuilder b; b.KvU32(std::string(100000, 'k'), 1).KvU32(std::string(100000, 'k'), 1); return b.Build(); },
+       StatusCode::kDataLoss, "kkkk... (100000 bytes in all)'"},
       {"gguf_key_bad_utf8", Format::kGguf, [] { GgufBuilder b; b.KvU32("bad\xc3\x28key", 1); return b.Build(); },
        StatusCode::kDataLoss, "'bad\\xc3(key' is not valid UTF-8"},
       {"gguf_tensor_name_bad_utf8", Format::kGguf,
@@ -192,6 +203,34 @@ std::vector<CorruptCase> Cases() {
                        "\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}", std::string(8, '\0'));
        },
        StatusCode::kDataLoss, "duplicate tensor name 'w'"},
+      // Hostile headers (issue 15): a shape nested 140 000 deep crashed the message's dump(); a shape of
+      // 100 000 dims or a 10 000-byte dtype gave a message as long; control bytes reached the terminal.
+      {"st_deeply_nested_shape", Format::kSafetensors,
+       [] {
+         return Header("{\"w\":{\"dtype\":\"F32\",\"shape\":" + std::string(140000, '[') + std::string(140000, ']') +
+                           ",\"data_offsets\":[0,4]}}",
+                       std::string(4, '\0'));
+       },
+       StatusCode::kDataLoss, "JSON nested deeper than 8 levels at byte"},
+      {"st_too_many_dims", Format::kSafetensors,
+       [] {
+         std::string shape = "[1";
+         for (int i = 0; i < 100000; ++i) shape += ",1";
+         return Header("{\"w\":{\"dtype\":\"F32\",\"shape\":" + shape + "],\"data_offsets\":[0,4]}}", std::string(4, '\0'));
+       },
+       StatusCode::kDataLoss, "has 100001 dims (at most 64)"},
+      {"st_shape_of_long_strings", Format::kSafetensors,
+       [] {
+         return Header("{\"w\":{\"dtype\":\"F32\",\"shape\":[\"" + std::string(10000, 'x') + "\",[[1]]],\"data_offsets\":[0,4]}}",
+                       std::string(4, '\0'));
+       },
+       StatusCode::kDataLoss, "shape [\"xxxxxxxx"},
+      {"st_dtype_with_escapes", Format::kSafetensors,
+       [] { return Header("{\"w\":{\"dtype\":\"F\\u001b[2J\\n\\u0000" + std::string(10000, 'y') + "\",\"shape\":[1],\"data_offsets\":[0,4]}}", std::string(4, '\0')); },
+       StatusCode::kUnimplemented, "unknown dtype 'F\\x1b[2J\\n\\0yyyy"},
+      {"st_offsets_nested", Format::kSafetensors,
+       [] { return Header("{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[[[[0]]],{\"a\":1}]}}", std::string(4, '\0')); },
+       StatusCode::kDataLoss, "data_offsets [[...1],{...1}] are not"},
       {"st_lying_size", Format::kSafetensors,
        [] { return Header("{\"w\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,12]}}", std::string(12, '\0')); },
        StatusCode::kDataLoss, "tensor 'w' shape [2,2] of F32 needs 16 bytes but data_offsets [0, 12) hold 12"},
@@ -269,6 +308,11 @@ TEST_P(CorruptFile, RejectedNamingFileAndFault) {
   EXPECT_EQ(s.code(), c.code) << s.ToString();
   EXPECT_NE(s.message().find(std::string("'") + c.name + "'"), std::string::npos) << "file not named: " << s.message();
   EXPECT_NE(s.message().find(c.fault), std::string::npos) << "fault '" << c.fault << "' not in: " << s.message();
+  // Every message is one printable line of bounded length, whatever the file held.
+  EXPECT_LT(s.message().size(), 1000u) << s.message().substr(0, 2000);
+  for (char ch : s.message()) {
+    ASSERT_FALSE(static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) << "control byte in: " << s.message();
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(All, CorruptFile, ::testing::ValuesIn(Cases()),
