@@ -43,3 +43,4 @@
 #include "posenc/model/layout_convert.hpp"  // rewrite W_q / W_k for the other pair layout
 #include "posenc/model/layout_detect.hpp"   // which pair layout a model was trained for
 #include "posenc/model/model_file.hpp"      // OpenModel: any model file's tables and metadata
+#include "posenc/model/model_scheme.hpp"    // ModelScheme: an opened model's (or config.json's) scheme

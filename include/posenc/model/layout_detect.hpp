@@ -9,8 +9,8 @@
 // (RMSNorm, RoPE, grouped-query causal attention, SwiGLU, classifier or tied embeddings) in
 // float32 with float64 dot products. RoPE, its head size (config.json's head_dim, GGUF key_length, so
 // heads * head_size may differ from d_model: W_q is [heads * head_size, d_model]) and the declared
-// pairing come from ModelScheme (posenc/model/model_scheme.hpp). Weights stay in the file's mapping in their stored type and are
-// dequantized 64 rows at a time, so memory is the activations ([tokens, max(d_model, ffn, vocab)]
+// pairing come from ModelScheme (posenc/model/model_scheme.hpp). Weights stay in the file's mapping
+// in their stored type and are dequantized 64 rows at a time, so memory is the activations ([tokens, max(d_model, ffn, vocab)]
 // floats) plus the mapped file; time is one multiply-add per parameter per token per layout (scalar:
 // meant for small models and short texts). Other formats or architectures: kUnimplemented naming the
 // file; a missing tensor: kNotFound naming it.
