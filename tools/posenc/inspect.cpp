@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "posenc/math/multi_axis.hpp"
 #include "posenc/math/rope_config.hpp"
 #include "posenc/model/model_file.hpp"
 #include "posenc/model/model_scheme.hpp"
@@ -133,6 +134,20 @@ Result<json> Describe(const PositionScheme& s, const std::string& path, int64_t 
                                                          : "no --seq-len and no max_position_embeddings: 0 used";
   }
   POSENC_ASSIGN_OR_RETURN(RopeFrequencies f, ComputeRopeFrequencies(rc, seq_len));
+  // Multi-axis RoPE: each pair's position component, and the plan's frequencies (equal to the 1-D
+  // ones for chunked / interleaved sections).
+  std::vector<int64_t> pair_component;
+  if (rc.multi_axis.has_value()) {
+    POSENC_ASSIGN_OR_RETURN(MultiAxisPlan plan, ComputeMultiAxisRope(rc, seq_len));
+    json ma;
+    ma["section_layout"] = std::string(ToString(rc.multi_axis->layout));
+    ma["rules"] = std::string(ToString(rc.multi_axis->rules));
+    ma["sections"] = rc.multi_axis->sections;
+    ma["num_components"] = rc.multi_axis->num_components;
+    out["multi_axis"] = ma;
+    pair_component = plan.pair_component;
+    f = std::move(plan.freqs);
+  }
   out["spelling"] = s.rope_spelling;
   if (!s.rope_layer_types.empty()) {
     out["layer_types"] = s.rope_layer_types;
@@ -162,6 +177,7 @@ Result<json> Describe(const PositionScheme& s, const std::string& path, int64_t 
     else p["wavelength"] = nullptr;
     if (w > 0 && i < plain.size()) p["divisor"] = plain[i] / w;
     p["regime"] = std::string(ToString(regimes[i]));
+    if (i < pair_component.size()) p["component"] = pair_component[i];
     pairs.push_back(p);
   }
   out["pairs"] = pairs;
@@ -180,6 +196,10 @@ void PrintText(const json& d) {
     std::printf("%s: %s\n", k, v.is_string() ? v.get<std::string>().c_str() : num(v).c_str());
   }
   if (d.contains("layer_types")) std::printf("layer_types: %s\n", d["layer_types"].dump().c_str());
+  if (d.contains("multi_axis"))
+    std::printf("multi_axis: %s (%s rules) sections %s over %lld components\n",
+                d["multi_axis"]["section_layout"].get<std::string>().c_str(), d["multi_axis"]["rules"].get<std::string>().c_str(),
+                d["multi_axis"]["sections"].dump().c_str(), static_cast<long long>(d["multi_axis"]["num_components"].get<int64_t>()));
   if (d.contains("scaling")) {
     std::printf("scaling: %s\n", d["scaling"].get<std::string>().c_str());
     for (auto it = d["scaling_params"].begin(); it != d["scaling_params"].end(); ++it) {
