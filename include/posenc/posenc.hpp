@@ -13,6 +13,7 @@
 
 // ---- math: the schemes as plain functions
 #include "posenc/math/attention.hpp"    // reference attention with a bias source (demonstration, tests)
+#include "posenc/math/multi_axis.hpp"   // multi-axis RoPE: section layouts, pair components (M-RoPE, 2-D vision)
 #include "posenc/math/relative.hpp"     // ALiBi slopes, T5 buckets, Shaw clipping: relative biases
 #include "posenc/math/rope_config.hpp"  // RopeConfig, every context-extension scaling, frequencies
 #include "posenc/math/rope_table.hpp"   // RopeTable: cos/sin rows built once, shared by all layers
@@ -21,6 +22,7 @@
 
 // ---- kernels: fast paths with their scalar references beside them
 #include "posenc/kernels/embedding.hpp"  // token embedding lookup, learned positions, the gradient
+#include "posenc/kernels/multi_axis_rope.hpp"  // multi-axis RoPE apply: positions [C, T] (fast + reference)
 #include "posenc/kernels/rerotate.hpp"   // re-rotate cached keys to new positions
 #include "posenc/kernels/rope.hpp"       // RoPE on queries and keys (ApplyRope, ApplyRopeQK, reference)
 #include "posenc/kernels/simd.hpp"       // SIMD targets: list, force, store-prefetch policy
@@ -37,6 +39,7 @@
 #include "posenc/config/ggml_config.hpp"      // ggml_rope_ext parameters
 #include "posenc/config/gguf_config.hpp"      // GGUF metadata, llama.cpp's per-architecture pairing
 #include "posenc/config/hf_config.hpp"        // Hugging Face config.json (both spellings)
+#include "posenc/config/multi_axis_config.hpp"  // vision encoders' 2-D RoPE (qwen2vl, pixtral)
 #include "posenc/config/position_scheme.hpp"  // PositionScheme: the scheme as one value
 
 // ---- model: whole-model operations
