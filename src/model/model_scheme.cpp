@@ -103,10 +103,15 @@ ModelRopeInfo RopeInfoOf(const ModelFile& m, const PositionScheme& s) {
     case ModelFormat::kHuggingFaceFolder:
     case ModelFormat::kSafetensors:
     case ModelFormat::kNpy:
-      // A config.json states no pairing: Hugging Face's rotate_half unless the family's code says otherwise.
+      // A config.json states no pairing: Hugging Face's rotate_half unless the family's modeling code
+      // fixes another (the HfRopeFamilies table ParseHfConfig reads).
       r.theta = rc.base;
       if (rc.layout.rotary_dim != rc.layout.head_dim) r.rotary_dim = rc.layout.rotary_dim;
       r.note = "from config.json (Hugging Face pairs x[i] with x[i + d/2] unless the family says otherwise)";
+      if (const HfRopeFamily* family = FindHfRopeFamily(s.model_type); family != nullptr) {
+        r.pairing = family->pairing;
+        r.note += fmt::format("; '{}' pairs {}: {}", family->model_type, ToString(family->pairing), family->source);
+      }
       break;
   }
   return r;

@@ -177,6 +177,27 @@ TEST(ModelScheme, HuggingFaceFolderHeadDimFromTheConfig) {
   fs::remove_all(dir);
 }
 
+// A family whose modeling code fixes the pairing (Cohere: interleaved): the scheme and the summary say so.
+TEST(ModelScheme, HuggingFaceFamilyPairingInTheSummary) {
+  const fs::path dir = TempDir("cohere");
+  SafetensorsBuilder b;
+  b.Tensor("model.embed_tokens.weight", "F32", {3, 64}, FloatBytes(std::vector<float>(3 * 64, 0.25f))).Finish();
+  WriteFile(dir / "model.safetensors", b.Build());
+  WriteFile(dir / "config.json", R"({"model_type": "cohere", "hidden_size": 64, "num_attention_heads": 4,
+      "rope_theta": 8000000.0, "vocab_size": 3})");
+  auto m = OpenModel(dir.string());
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  auto s = ModelScheme(*m);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->rope.layout.pairing, RopePairing::kInterleaved);
+  const ModelRopeInfo r = RopeInfoOf(*m, *s);
+  ASSERT_TRUE(r.pairing.has_value());
+  EXPECT_EQ(*r.pairing, RopePairing::kInterleaved);
+  EXPECT_NE(r.note.find("'cohere' pairs interleaved: modeling_cohere.py"), std::string::npos) << r.note;
+  EXPECT_EQ(r.head_dim, 16);
+  fs::remove_all(dir);
+}
+
 TEST(ModelScheme, ConfigJsonPathAndLayerType) {
   const fs::path dir = TempDir("config");
   const std::string path = (dir / "config.json").string();
