@@ -103,14 +103,13 @@ Result<std::vector<float>> ReadVector(const ModelTensor& t, int64_t n, int64_t r
   return out;
 }
 
-Result<LlamaModel> LoadLlama(const std::string& path) {
-  LlamaModel r;
-  POSENC_ASSIGN_OR_RETURN(r.file, OpenModel(path));
-  const ModelFile& m = r.file;
-  r.path = path;
-  const bool l2c = m.format() == ModelFormat::kLlama2c, gguf = m.format() == ModelFormat::kGguf;
+// Which of the three name sets the file's tensors use (llama2.c stacks the layers in one tensor).
+enum class Naming { kLlama2c, kGguf, kHf };
+
+// A Llama model in a format the pass runs (and, for Hugging Face, a config.json beside it).
+Result<Naming> CheckLlamaFile(const ModelFile& m, const std::string& path) {
   const bool hf = m.format() == ModelFormat::kSafetensors || m.format() == ModelFormat::kHuggingFaceFolder;
-  if (!l2c && !gguf && !hf)
+  if (m.format() != ModelFormat::kLlama2c && m.format() != ModelFormat::kGguf && !hf)
     return UnimplementedError(fmt::format("detect-layout: {} is {}; it runs llama2.c, GGUF and safetensors Llama models",
                                           path, ToString(m.format())));
   if (m.architecture() != "llama" && !(hf && m.architecture().empty()))
@@ -118,40 +117,58 @@ Result<LlamaModel> LoadLlama(const std::string& path) {
                                           m.architecture()));
   if (hf && m.config_path().empty())
     return NotFoundError(fmt::format("detect-layout: {}: no config.json beside it (heads, RoPE, rms_norm_eps)", path));
+  return hf ? Naming::kHf : m.format() == ModelFormat::kGguf ? Naming::kGguf : Naming::kLlama2c;
+}
+
+// Vocabulary and width from the token table; head and layer counts from the metadata.
+Status ReadSizes(const ModelFile& m, const std::string& path, LlamaModel* r) {
+  const ModelTensor* emb = m.token_embedding();
+  if (emb == nullptr || emb->shape.size() != 2)
+    return NotFoundError(fmt::format("detect-layout: {}: no [vocab, d_model] token embedding", path));
+  r->V = emb->shape[0];
+  r->D = emb->shape[1];
+  r->H = m.n_heads();
+  r->Hkv = m.n_kv_heads() > 0 ? m.n_kv_heads() : r->H;
+  r->L = m.n_layers();
+  if (r->H <= 0 || r->Hkv <= 0 || r->H % r->Hkv != 0 || r->L <= 0)
+    return InvalidArgumentError(fmt::format("detect-layout: {}: {} heads, {} kv heads, {} layers do not fit d_model {}",
+                                            path, r->H, r->Hkv, r->L, r->D));
+  POSENC_ASSIGN_OR_RETURN(r->emb, CheckedWeight(*emb, r->V * r->D, r->D, 0, r->V, path));
+  return OkStatus();
+}
+
+// RoPE with the head size, as each format's runtime takes it (ModelScheme: llama2.c's fixed scheme,
+// GGUF metadata with llama.cpp's 10000 when freq_base is absent, config.json's head_dim or
+// hidden_size / heads), the pairing that runtime uses, and the norm epsilon the file states (else
+// the runtime's default: run.c and llama.cpp 1e-5, LlamaConfig 1e-6).
+Status ReadRopeAndNorm(const ModelFile& m, Naming naming, const std::string& path, LlamaModel* r) {
+  ModelSchemeOptions options;
+  options.allow_default_freq_base = true;
+  POSENC_ASSIGN_OR_RETURN(PositionScheme scheme, ModelScheme(m, options));
+  if (scheme.kind != PositionKind::kRope)
+    return InvalidArgumentError(fmt::format("detect-layout: {}: {} describes no RoPE", path,
+                                            m.config_path().empty() ? path : m.config_path()));
+  r->rope = scheme.rope;
+  r->declared = std::string(ToString(scheme.rope.layout.pairing));
+  r->hs = r->rope.layout.head_dim;
+  if (r->hs <= 0)
+    return InvalidArgumentError(fmt::format("detect-layout: {}: the RoPE config's head_dim {} is not positive", path, r->hs));
+  r->rms_eps = m.rms_norm_eps().value_or(naming == Naming::kHf ? 1e-6 : 1e-5);
+  if (!(r->rms_eps >= 0) || !std::isfinite(r->rms_eps))
+    return InvalidArgumentError(fmt::format("detect-layout: {}: rms_norm_eps {} is not a finite number >= 0", path, r->rms_eps));
+  return OkStatus();
+}
+
+// Every layer's norms and matrices ([heads * head_size, d_model] for W_q), the final norm and the
+// classifier (the embedding table when the model ties them).
+Status ReadWeights(const ModelFile& m, Naming naming, const std::string& path, LlamaModel* r) {
+  const bool l2c = naming == Naming::kLlama2c, gguf = naming == Naming::kGguf;
+  const int64_t D = r->D, Q = r->H * r->hs, KV = r->Hkv * r->hs;
   auto find = [&](const std::string& name) -> Result<const ModelTensor*> {
     const ModelTensor* t = m.Find(name);
     if (t == nullptr) return NotFoundError(fmt::format("detect-layout: {}: no tensor '{}'", path, name));
     return t;
   };
-  const ModelTensor* emb = m.token_embedding();
-  if (emb == nullptr || emb->shape.size() != 2)
-    return NotFoundError(fmt::format("detect-layout: {}: no [vocab, d_model] token embedding", path));
-  r.V = emb->shape[0];
-  r.D = emb->shape[1];
-  r.H = m.n_heads();
-  r.Hkv = m.n_kv_heads() > 0 ? m.n_kv_heads() : r.H;
-  r.L = m.n_layers();
-  if (r.H <= 0 || r.Hkv <= 0 || r.H % r.Hkv != 0 || r.L <= 0)
-    return InvalidArgumentError(fmt::format("detect-layout: {}: {} heads, {} kv heads, {} layers do not fit d_model {}",
-                                            path, r.H, r.Hkv, r.L, r.D));
-  // RoPE, with the head size, as each format's runtime takes it (ModelScheme: llama2.c's fixed scheme,
-  // GGUF metadata with llama.cpp's 10000 when freq_base is absent, config.json's head_dim or
-  // hidden_size / heads), and the pairing that runtime uses.
-  ModelSchemeOptions scheme_options;
-  scheme_options.allow_default_freq_base = true;
-  POSENC_ASSIGN_OR_RETURN(PositionScheme scheme, ModelScheme(m, scheme_options));
-  if (scheme.kind != PositionKind::kRope)
-    return InvalidArgumentError(fmt::format("detect-layout: {}: {} describes no RoPE", path,
-                                            m.config_path().empty() ? path : m.config_path()));
-  r.rope = scheme.rope;
-  r.declared = std::string(ToString(scheme.rope.layout.pairing));
-  r.hs = r.rope.layout.head_dim;
-  if (r.hs <= 0)
-    return InvalidArgumentError(fmt::format("detect-layout: {}: the RoPE config's head_dim {} is not positive", path, r.hs));
-  const int64_t D = r.D, Q = r.H * r.hs, KV = r.Hkv * r.hs;
-  POSENC_ASSIGN_OR_RETURN(r.emb, CheckedWeight(*emb, r.V * D, D, 0, r.V, path));
-
-  // Names of each weight per format; llama2.c stacks the layers in one tensor.
   auto layer_name = [&](const char* l2c_name, const char* gguf_name, const char* hf_name, int64_t l) {
     if (l2c) return std::string(l2c_name);
     return gguf ? fmt::format("blk.{}.{}.weight", l, gguf_name) : fmt::format("model.layers.{}.{}.weight", l, hf_name);
@@ -159,12 +176,12 @@ Result<LlamaModel> LoadLlama(const std::string& path) {
   auto weight = [&](const char* a, const char* b, const char* c, int64_t l, int64_t rows, int64_t cols,
                     Weight* out) -> Status {
     POSENC_ASSIGN_OR_RETURN(const ModelTensor* t, find(layer_name(a, b, c, l)));
-    POSENC_ASSIGN_OR_RETURN(*out, CheckedWeight(*t, (l2c ? r.L : 1) * rows * cols, cols, l2c ? l * rows : 0, rows, path));
+    POSENC_ASSIGN_OR_RETURN(*out, CheckedWeight(*t, (l2c ? r->L : 1) * rows * cols, cols, l2c ? l * rows : 0, rows, path));
     return OkStatus();
   };
   auto norm = [&](const char* a, const char* b, const char* c, int64_t l, std::vector<float>* out) -> Status {
     POSENC_ASSIGN_OR_RETURN(const ModelTensor* t, find(layer_name(a, b, c, l)));
-    POSENC_ASSIGN_OR_RETURN(*out, ReadVector(*t, D, l2c ? l : 0, (l2c ? r.L : 1) * D, path));
+    POSENC_ASSIGN_OR_RETURN(*out, ReadVector(*t, D, l2c ? l : 0, (l2c ? r->L : 1) * D, path));
     return OkStatus();
   };
   {
@@ -172,37 +189,40 @@ Result<LlamaModel> LoadLlama(const std::string& path) {
     POSENC_ASSIGN_OR_RETURN(const ModelTensor* t, find(w1));
     if (t->shape.size() < 2)
       return InvalidArgumentError(fmt::format("detect-layout: {}: tensor '{}' is not a matrix", path, w1));
-    r.F = t->shape[t->shape.size() - 2];
+    r->F = t->shape[t->shape.size() - 2];
   }
-  r.layers.resize(static_cast<size_t>(r.L));
-  for (int64_t l = 0; l < r.L; ++l) {
-    LlamaModel::Layer& y = r.layers[static_cast<size_t>(l)];
+  r->layers.resize(static_cast<size_t>(r->L));
+  for (int64_t l = 0; l < r->L; ++l) {
+    LlamaModel::Layer& y = r->layers[static_cast<size_t>(l)];
     POSENC_RETURN_IF_ERROR(norm("rms_att_weight", "attn_norm", "input_layernorm", l, &y.att_norm));
     POSENC_RETURN_IF_ERROR(weight("wq", "attn_q", "self_attn.q_proj", l, Q, D, &y.wq));
     POSENC_RETURN_IF_ERROR(weight("wk", "attn_k", "self_attn.k_proj", l, KV, D, &y.wk));
     POSENC_RETURN_IF_ERROR(weight("wv", "attn_v", "self_attn.v_proj", l, KV, D, &y.wv));
     POSENC_RETURN_IF_ERROR(weight("wo", "attn_output", "self_attn.o_proj", l, D, Q, &y.wo));
     POSENC_RETURN_IF_ERROR(norm("rms_ffn_weight", "ffn_norm", "post_attention_layernorm", l, &y.ffn_norm));
-    POSENC_RETURN_IF_ERROR(weight("w1", "ffn_gate", "mlp.gate_proj", l, r.F, D, &y.w1));
-    POSENC_RETURN_IF_ERROR(weight("w2", "ffn_down", "mlp.down_proj", l, D, r.F, &y.w2));
-    POSENC_RETURN_IF_ERROR(weight("w3", "ffn_up", "mlp.up_proj", l, r.F, D, &y.w3));
+    POSENC_RETURN_IF_ERROR(weight("w1", "ffn_gate", "mlp.gate_proj", l, r->F, D, &y.w1));
+    POSENC_RETURN_IF_ERROR(weight("w2", "ffn_down", "mlp.down_proj", l, D, r->F, &y.w2));
+    POSENC_RETURN_IF_ERROR(weight("w3", "ffn_up", "mlp.up_proj", l, r->F, D, &y.w3));
   }
-  {
-    POSENC_ASSIGN_OR_RETURN(const ModelTensor* t, find(l2c ? "rms_final_weight" : gguf ? "output_norm.weight" : "model.norm.weight"));
-    POSENC_ASSIGN_OR_RETURN(r.final_norm, ReadVector(*t, D, 0, D, path));
-  }
-  // The classifier, or the embedding table when the model ties them (no such tensor).
+  POSENC_ASSIGN_OR_RETURN(const ModelTensor* fin, find(l2c ? "rms_final_weight" : gguf ? "output_norm.weight" : "model.norm.weight"));
+  POSENC_ASSIGN_OR_RETURN(r->final_norm, ReadVector(*fin, D, 0, D, path));
   const ModelTensor* cls = m.Find(l2c ? "wcls" : gguf ? "output.weight" : "lm_head.weight");
-  if (cls != nullptr) {
-    POSENC_ASSIGN_OR_RETURN(r.cls, CheckedWeight(*cls, r.V * D, D, 0, r.V, path));
-  } else {
-    r.cls = r.emb;
+  if (cls == nullptr) {
+    r->cls = r->emb;
+    return OkStatus();
   }
-  // The norm epsilon as the file states it, else the runtime's default (run.c and llama.cpp 1e-5,
-  // LlamaConfig 1e-6).
-  r.rms_eps = m.rms_norm_eps().value_or(hf ? 1e-6 : 1e-5);
-  if (!(r.rms_eps >= 0) || !std::isfinite(r.rms_eps))
-    return InvalidArgumentError(fmt::format("detect-layout: {}: rms_norm_eps {} is not a finite number >= 0", path, r.rms_eps));
+  POSENC_ASSIGN_OR_RETURN(r->cls, CheckedWeight(*cls, r->V * D, D, 0, r->V, path));
+  return OkStatus();
+}
+
+Result<LlamaModel> LoadLlama(const std::string& path) {
+  LlamaModel r;
+  POSENC_ASSIGN_OR_RETURN(r.file, OpenModel(path));
+  r.path = path;
+  POSENC_ASSIGN_OR_RETURN(Naming naming, CheckLlamaFile(r.file, path));
+  POSENC_RETURN_IF_ERROR(ReadSizes(r.file, path, &r));
+  POSENC_RETURN_IF_ERROR(ReadRopeAndNorm(r.file, naming, path, &r));
+  POSENC_RETURN_IF_ERROR(ReadWeights(r.file, naming, path, &r));
   return r;
 }
 
