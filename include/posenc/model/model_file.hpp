@@ -101,9 +101,11 @@ class ModelFile {
   std::shared_ptr<const Llama2cFile> llama2c_;
 };
 
-// Opens a model file or folder (each file read and parsed once); the format is detected from the bytes (GGUF magic, safetensors
-// header, llama2.c header that matches the file size, .npy magic) or a directory. Errors name the
-// path: kNotFound (missing), kInvalidArgument (format not recognised), or the reader's own error.
+// Opens a model file or folder, each file read and parsed once (the positional scheme comes from what
+// it holds: ModelScheme, posenc/model/model_scheme.hpp). The format is detected from the bytes (GGUF
+// magic, safetensors header, llama2.c header that matches the file size, .npy magic) or a directory.
+// Errors name the path: kNotFound (missing), kInvalidArgument (format not recognised), or the
+// reader's own error.
 Result<ModelFile> OpenModel(const std::string& path);
 
 }  // namespace posenc
