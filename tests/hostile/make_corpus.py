@@ -1,0 +1,163 @@
+#!/usr/bin/python3
+"""Writes tests/hostile/corpus/: small hostile input files, one per class of issue 15 that posenc's
+readers, writers and command boundary refuse, and cases.json, the commands hostile_cli_test runs on
+them. Run with /usr/bin/python3 (no third-party modules); the output is committed and is
+deterministic, so re-running it must leave `git status` clean.
+
+Each case: "args" for the posenc CLI, where {F} is the corpus file, {DIR} a fresh temporary folder
+and {OUT} a path inside it; "expect": substrings the one-line stderr must contain (the file and the
+key/value at fault). Every case must end in exit 2 within 1 GiB and 60 s (hostile_cli_test).
+Special files (a directory, a FIFO, a link to /dev/zero) cannot be committed: the test makes them
+and its cases are listed in the test itself."""
+import json
+import os
+import struct
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, "corpus")
+
+
+def npy(header, data=b"", major=1):
+    h = header.encode("latin-1")
+    if major == 1:
+        return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h + data
+    return b"\x93NUMPY" + bytes([major, 0]) + struct.pack("<I", len(h)) + h + data
+
+
+def gstr(s):
+    b = s if isinstance(s, bytes) else s.encode()
+    return struct.pack("<Q", len(b)) + b
+
+
+def gguf(kvs=b"", n_kv=0, tensors=b"", n_tensors=0, version=3):
+    return b"GGUF" + struct.pack("<IQQ", version, n_tensors, n_kv) + kvs + tensors
+
+
+def kv_u32(key, v):
+    return gstr(key) + struct.pack("<II", 4, v)
+
+
+def kv_str(key, v):
+    return gstr(key) + struct.pack("<I", 8) + gstr(v)
+
+
+def safetensors(header, data=b""):
+    h = header.encode() if isinstance(header, str) else header
+    return struct.pack("<Q", len(h)) + h + data
+
+
+def llama2c(fields, payload=b""):
+    return struct.pack("<7i", *fields) + payload
+
+
+F32_OK = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 4), }"
+cases = []
+
+
+def add(name, content, args, expect):
+    os.makedirs(OUT, exist_ok=True)
+    path = os.path.join(OUT, name)
+    with open(path, "wb") as f:
+        f.write(content)
+    if args is None:
+        return  # a file the test's own cases use
+    cases.append({"name": name, "args": args, "expect": expect})
+
+
+EMBED = ["embed", "{F}", "--ids", "0", "--output", "{OUT}"]
+INSPECT = ["inspect", "{F}"]
+
+# --- .npy: allocation before validation, duplicate keys, messages
+add("npy_key_twice.npy", npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'shape': (4,), }\n", b"\0" * 32),
+    EMBED, ["npy_key_twice.npy", "'shape' is given twice"])
+add("npy_huge_shape.npy", npy("{'descr': '<f4', 'fortran_order': False, 'shape': (1099511627776, 1024), }\n", b"\0" * 64),
+    EMBED, ["npy_huge_shape.npy", "truncated", "1099511627776"])
+add("npy_overflow_shape.npy",
+    npy("{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296, 4294967296), }\n"),
+    EMBED, ["npy_overflow_shape.npy", "overflows"])
+add("npy_dim_past_int64.npy", npy("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999, 1), }\n"),
+    EMBED, ["npy_dim_past_int64.npy", "'99999999999999999999' is not an integer"])
+add("npy_many_dims.npy", npy("{'descr': '<f4', 'fortran_order': False, 'shape': (" + "1, " * 100 + "), }\n", b"\0" * 4),
+    EMBED, ["npy_many_dims.npy", "more than 64 dimensions"])
+add("npy_ansi_descr.npy", npy("{'descr': '<f4\x1b[2J\x1b[31m\nX" + "y" * 5000 + "', 'fortran_order': False, 'shape': (2,), }\n"),
+    EMBED, ["npy_ansi_descr.npy", "\\x1b[2J\\x1b[31m\\nXyyy", "bytes in all"])
+add("npy_header_past_end.npy", b"\x93NUMPY\x02\x00" + struct.pack("<I", 0xFFFFFFF0) + b"{",
+    EMBED, ["npy_header_past_end.npy", "runs past the end"])
+
+# --- GGUF: counts and lengths against the bytes that remain, keys escaped
+add("gguf_kv_count_2e60.gguf", gguf(n_kv=1 << 60), INSPECT, ["gguf_kv_count_2e60.gguf", "1152921504606846976 metadata pairs"])
+add("gguf_tensor_count_2e40.gguf", gguf(n_tensors=1 << 40), INSPECT,
+    ["gguf_tensor_count_2e40.gguf", "1099511627776 tensors"])
+add("gguf_string_len_2e62.gguf", gguf(struct.pack("<Q", 1 << 62) + b"key" + b"\0" * 16, n_kv=1), INSPECT,
+    ["gguf_string_len_2e62.gguf", "string length 4611686018427387904"])
+add("gguf_array_count_2e61.gguf",
+    gguf(gstr("tokenizer.ggml.scores") + struct.pack("<IIQ", 9, 6, 1 << 61) + b"\0" * 16, n_kv=1), INSPECT,
+    ["gguf_array_count_2e61.gguf", "tokenizer.ggml.scores", "claims 2305843009213693952 elements"])
+add("gguf_string_array_count.gguf",
+    gguf(gstr("tokenizer.ggml.tokens") + struct.pack("<IIQ", 9, 8, 10 ** 12) + gstr("a"), n_kv=1), INSPECT,
+    ["gguf_string_array_count.gguf", "claims 1000000000000 strings"])
+add("gguf_key_ansi.gguf", gguf(kv_u32(b"evil\x1b[2J\n\x00key", 1) + kv_u32(b"evil\x1b[2J\n\x00key", 1), n_kv=2),
+    INSPECT, ["gguf_key_ansi.gguf", "duplicate metadata key #1 'evil\\x1b[2J\\n\\0key'"])
+add("gguf_key_bad_utf8.gguf", gguf(kv_u32(b"bad\xc3\x28\xff", 1), n_kv=1), INSPECT,
+    ["gguf_key_bad_utf8.gguf", "'bad\\xc3(\\xff' is not valid UTF-8"])
+add("gguf_long_key.gguf", gguf(kv_u32(b"k" * 20000, 1) + kv_u32(b"k" * 20000, 1), n_kv=2), INSPECT,
+    ["gguf_long_key.gguf", "(20000 bytes in all)"])
+add("gguf_dims_overflow.gguf",
+    gguf(tensors=gstr("t") + struct.pack("<IQQIQ", 2, 1 << 32, 1 << 32, 0, 0), n_tensors=1) + b"\0" * 64, INSPECT,
+    ["gguf_dims_overflow.gguf", "product past INT64_MAX"])
+add("gguf_dim_2e63.gguf", gguf(tensors=gstr("t") + struct.pack("<IQIQ", 1, 1 << 63, 0, 0), n_tensors=1) + b"\0" * 64,
+    INSPECT, ["gguf_dim_2e63.gguf", "9223372036854775808 is past INT64_MAX"])
+
+# --- safetensors: nesting bounded before parsing, no recursive dump into messages, sizes checked
+deep = "[" * 30000 + "]" * 30000
+add("st_deep_shape.safetensors",
+    safetensors('{"w":{"dtype":"F32","shape":' + deep + ',"data_offsets":[0,4]}}', b"\0" * 4),
+    EMBED, ["st_deep_shape.safetensors", "nested deeper than 8 levels at byte"])
+add("st_many_dims.safetensors",
+    safetensors('{"w":{"dtype":"F32","shape":[' + ",".join(["1"] * 5000) + '],"data_offsets":[0,4]}}', b"\0" * 4),
+    EMBED, ["st_many_dims.safetensors", "has 5000 dims (at most 64)"])
+add("st_dtype_ansi.safetensors",
+    safetensors('{"w":{"dtype":"F\\u001b[2J\\n' + "z" * 20000 + '","shape":[1],"data_offsets":[0,4]}}', b"\0" * 4),
+    EMBED, ["st_dtype_ansi.safetensors", "unknown dtype 'F\\x1b[2J\\nzzz", "bytes in all"])
+add("st_header_size_2e40.safetensors", struct.pack("<Q", 1 << 40) + b"{}", EMBED,
+    ["st_header_size_2e40.safetensors", "header size 1099511627776 runs past the end"])
+add("st_shape_overflow.safetensors",
+    safetensors('{"w":{"dtype":"F32","shape":[4294967296,4294967296,4294967296],"data_offsets":[0,4]}}', b"\0" * 4),
+    EMBED, ["st_shape_overflow.safetensors", "element count overflows"])
+add("st_shape_2e64.safetensors",
+    safetensors('{"w":{"dtype":"F32","shape":[18446744073709551616],"data_offsets":[0,4]}}', b"\0" * 4),
+    EMBED, ["st_shape_2e64.safetensors", "not a non-negative integer"])
+add("st_nan_json.safetensors", safetensors('{"w":{"dtype":"F32","shape":[NaN],"data_offsets":[0,4]}}', b"\0" * 4),
+    EMBED, ["st_nan_json.safetensors", "not valid JSON"])
+
+# --- llama2.c: header sizes with checked products against the file
+add("llama2c_overflow.bin", llama2c([1 << 30, 1 << 30, 1 << 30, 1 << 20, 1 << 20, 10, 4]), EMBED,
+    ["llama2c_overflow.bin", "overflow"])
+add("llama2c_huge.bin", llama2c([4096, 11008, 1000000, 32, 32, 32000, 4096]), EMBED,
+    ["llama2c_huge.bin", "implies", "truncated"])
+
+# --- outputs: refused before anything is written (the command's own inputs, names too long)
+# table.npy is also the valid table the test's special-file cases read ids next to.
+add("table.npy", npy(F32_OK + " " * 3 + "\n", b"\0" * 32), None, None)
+add("table_long_out.npy", npy(F32_OK + " " * 3 + "\n", b"\0" * 32),
+    ["embed", "{F}", "--ids", "0", "--output", "{DIR}/" + "n" * 300 + ".npy"], ["File name too long"])
+
+# A valid llama2.c checkpoint (dim 8, hidden 16, 1 layer, 2 heads, 1 kv head, vocab 10, seq 4):
+# convert-layout may not write over its input.
+floats = 10 * 8 + 8 + 64 + 32 + 32 + 64 + 8 + 3 * 128 + 8 + 2 * 4 * 2
+add("tiny_llama2c.bin", llama2c([8, 16, 1, 2, 1, 10, 4], struct.pack("<%df" % floats, *[0.25] * floats)),
+    ["convert-layout", "--from", "interleaved", "--to", "half", "{F}", "{F}"], ["is the input", "tiny_llama2c.bin"])
+
+# --- flags: strict integers, sizes bounded before allocating, patterns bounded
+add("flags_negative_heads.txt", b"", ["convert-layout", "--from", "half", "--to", "interleaved", "--heads", "-3", "{F}",
+                                       "{OUT}"], ["--heads: '-3' is negative"])
+add("flags_tokens_2e40.txt", b"", ["bench", "rerotate", "--tokens", "1099511627776"],
+    ["--tokens: '1099511627776' is past the largest accepted value"])
+add("flags_filter_deep.txt", b"", ["bench", "--filter", "(" * 1000 + ")" * 1000], ["--filter", "2000 bytes"])
+
+os.makedirs(OUT, exist_ok=True)
+with open(os.path.join(HERE, "cases.json"), "w") as f:
+    json.dump(cases, f, indent=1, ensure_ascii=True)
+    f.write("\n")
+total = sum(os.path.getsize(os.path.join(OUT, n)) for n in os.listdir(OUT))
+print(f"{len(cases)} cases, {len(os.listdir(OUT))} files, {total} bytes")
