@@ -9,6 +9,7 @@
 #include "config/json_util.hpp"
 #include "config/multi_axis_json.hpp"
 #include "posenc/config/multi_axis_config.hpp"
+#include "posenc/io/json_guard.hpp"
 #include "posenc/math/multi_axis.hpp"
 
 namespace posenc {
@@ -160,6 +161,7 @@ bool ParseVision2dVariant(std::string_view s, Vision2dVariant* out) {
 }
 
 Result<RopeConfig> ParseHfVision2dConfig(std::string_view json_text, Vision2dVariant variant, const std::string& source) {
+  POSENC_RETURN_IF_ERROR(CheckJsonNesting(json_text, kMaxJsonNesting, fmt::format("config {}", source)));
   json root = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (root.is_discarded()) return InvalidArgumentError(fmt::format("config {}: not valid JSON", source));
   if (!root.is_object()) return InvalidArgumentError(fmt::format("config {}: top level is not a JSON object", source));

@@ -380,6 +380,12 @@ TEST(MultiAxisConfig, HfVision) {
   bad = ParseHfVision2dConfig(R"({"head_dim": 6})", Vision2dVariant::kPixtral, "px.json");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("head_dim 6"), std::string::npos) << bad.status().message();
+  // Nesting is bounded before parsing (posenc/io/json_guard.hpp).
+  bad = ParseHfVision2dConfig(R"({"head_dim": )" + std::string(1000, '[') + std::string(1000, ']') + "}",
+                              Vision2dVariant::kPixtral, "deep.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("deep.json"), std::string::npos) << bad.status().message();
+  EXPECT_NE(bad.status().message().find("nested deeper"), std::string::npos) << bad.status().message();
   Vision2dVariant v;
   EXPECT_TRUE(ParseVision2dVariant("pixtral", &v));
   EXPECT_EQ(v, Vision2dVariant::kPixtral);
