@@ -175,6 +175,14 @@ Status RefuseOutputIsInput(const std::string& out, std::span<const std::string> 
       return InvalidArgumentError(fmt::format("output {} is the input {} (the same file): writing it would destroy "
                                               "the input; choose another output path", Q(out), Q(in)));
     }
+    if (S_ISDIR(si.st_mode)) {
+      // A model folder: every file already in it may be read (config.json, shards, the index).
+      struct stat sd {};
+      if (::stat(Folder(out).c_str(), &sd) == 0 && sd.st_dev == si.st_dev && sd.st_ino == si.st_ino) {
+        return InvalidArgumentError(fmt::format("output {} is a file inside the input folder {}: writing it could "
+                                                "destroy an input; choose another output path", Q(out), Q(in)));
+      }
+    }
   }
   return OkStatus();
 }

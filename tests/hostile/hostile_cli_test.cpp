@@ -162,9 +162,18 @@ TEST_F(Hostile, EveryCorpusCaseIsOneLineAndExit2) {
   ASSERT_TRUE(f) << HostileDir() << "/cases.json (run tests/hostile/make_corpus.py)";
   const nlohmann::json cases = nlohmann::json::parse(f);
   ASSERT_GE(cases.size(), 25u);
+  // The commands run on a copy of the corpus; after each, every file of it must be as it was (no
+  // command writes over its own input, even when a refusal fails).
+  const fs::path original = HostileDir() + "/corpus";
+  const fs::path corpus = dir_ / "corpus";
+  fs::copy(original, corpus);
+  auto slurp = [](const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
   for (const auto& c : cases) {
     const std::string name = c["name"].get<std::string>();
-    const std::string file = HostileDir() + "/corpus/" + name;
+    const std::string file = (corpus / c.value("file", name)).string();
     ASSERT_TRUE(fs::exists(file)) << file;
     const fs::path case_dir = dir_ / name;
     fs::create_directories(case_dir);
@@ -172,6 +181,7 @@ TEST_F(Hostile, EveryCorpusCaseIsOneLineAndExit2) {
     for (const auto& a : c["args"]) {
       std::string s = a.get<std::string>();
       s = Replace(s, "{F}", file);
+      s = Replace(s, "{C}", corpus.string());
       s = Replace(s, "{OUT}", (case_dir / "out").string());
       s = Replace(s, "{DIR}", case_dir.string());
       args.push_back(s);
@@ -185,6 +195,9 @@ TEST_F(Hostile, EveryCorpusCaseIsOneLineAndExit2) {
     // Nothing was written for a refused command.
     EXPECT_FALSE(fs::exists(case_dir / "out")) << name << " left an output";
     EXPECT_LT(s, kTimeoutSeconds) << name;
+    for (const auto& e : fs::directory_iterator(original)) {
+      EXPECT_EQ(slurp(corpus / e.path().filename()), slurp(e.path())) << name << " changed " << e.path().filename();
+    }
   }
 }
 

@@ -4,8 +4,9 @@ readers, writers and command boundary refuse, and cases.json, the commands hosti
 them. Run with /usr/bin/python3 (no third-party modules); the output is committed and is
 deterministic, so re-running it must leave `git status` clean.
 
-Each case: "args" for the posenc CLI, where {F} is the corpus file, {DIR} a fresh temporary folder
-and {OUT} a path inside it; "expect": substrings the one-line stderr must contain (the file and the
+Each case: "args" for the posenc CLI, where {F} is the case's corpus file ("file", default the
+case's name), {C} the corpus folder (the test runs on a fresh copy of it and checks afterwards that
+no file of it changed), {DIR} a fresh temporary folder and {OUT} a path inside it; "expect": substrings the one-line stderr must contain (the file and the
 key/value at fault). Every case must end in exit 2 within 1 GiB and 60 s (hostile_cli_test).
 Special files (a directory, a FIFO, a link to /dev/zero) cannot be committed: the test makes them
 and its cases are listed in the test itself."""
@@ -52,6 +53,10 @@ def llama2c(fields, payload=b""):
 
 F32_OK = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 4), }"
 cases = []
+
+
+def case(name, file, args, expect):
+    cases.append({"name": name, "file": file, "args": args, "expect": expect})
 
 
 def add(name, content, args, expect):
@@ -148,6 +153,20 @@ floats = 10 * 8 + 8 + 64 + 32 + 32 + 64 + 8 + 3 * 128 + 8 + 2 * 4 * 2
 add("tiny_llama2c.bin", llama2c([8, 16, 1, 2, 1, 10, 4], struct.pack("<%df" % floats, *[0.25] * floats)),
     ["convert-layout", "--from", "interleaved", "--to", "half", "{F}", "{F}"], ["is the input", "tiny_llama2c.bin"])
 
+# Outputs that are inputs: embed over its table, rope over its config, positions or input.
+rope_cfg = b'{"hidden_size": 16, "num_attention_heads": 2, "rope_theta": 10000.0}'
+add("rope_config.json", rope_cfg, None, None)
+add("rope_pos.npy", npy("{'descr': '<i8', 'fortran_order': False, 'shape': (3,), }" + " " * 5 + "\n",
+                        struct.pack("<3q", 0, 1, 2)), None, None)
+add("rope_x.npy", npy("{'descr': '<f4', 'fortran_order': False, 'shape': (3, 2, 8), }" + " " * 1 + "\n",
+                      b"\0" * (3 * 2 * 8 * 4)), None, None)
+case("embed_output_is_model", "table.npy", ["embed", "{F}", "--ids", "0", "--output", "{F}"],
+     ["is the input", "table.npy"])
+ROPE = ["rope", "--config", "{C}/rope_config.json", "--positions", "{C}/rope_pos.npy", "--input", "{C}/rope_x.npy",
+        "--output"]
+for target in ("rope_config.json", "rope_pos.npy", "rope_x.npy"):
+    case("rope_output_is_" + target.split("_")[1].split(".")[0], target, ROPE + ["{F}"], ["is the input", target])
+
 # --- flags: strict integers, sizes bounded before allocating, patterns bounded
 add("flags_negative_heads.txt", b"", ["convert-layout", "--from", "half", "--to", "interleaved", "--heads", "-3", "{F}",
                                        "{OUT}"], ["--heads: '-3' is negative"])
@@ -159,5 +178,6 @@ os.makedirs(OUT, exist_ok=True)
 with open(os.path.join(HERE, "cases.json"), "w") as f:
     json.dump(cases, f, indent=1, ensure_ascii=True)
     f.write("\n")
+assert all(os.path.exists(os.path.join(OUT, c.get("file", c["name"]))) for c in cases)
 total = sum(os.path.getsize(os.path.join(OUT, n)) for n in os.listdir(OUT))
 print(f"{len(cases)} cases, {len(os.listdir(OUT))} files, {total} bytes")

@@ -102,5 +102,22 @@ TEST_F(FileIo, OutputThatIsAnInputIsRefusedAlsoThroughLinks) {
   EXPECT_EQ(*ReadFileToString(P("model.bin")), "weights");
 }
 
+// A folder input (a Hugging Face model folder) covers the files already in it; a new file beside them
+// and a file elsewhere are fine.
+TEST_F(FileIo, AFileInsideAnInputFolderIsAnInput) {
+  fs::create_directories(P("hf"));
+  std::ofstream(P("hf/config.json")) << "{}";
+  std::ofstream(P("hf/model-00002-of-00002.safetensors")) << "x";
+  const std::string inputs[] = {P("hf")};
+  for (const char* name : {"hf/config.json", "hf/model-00002-of-00002.safetensors"}) {
+    Status s = RefuseOutputIsInput(P(name), inputs);
+    ASSERT_FALSE(s.ok()) << name;
+    EXPECT_NE(s.message().find("inside the input folder"), std::string::npos) << s.message();
+  }
+  EXPECT_TRUE(RefuseOutputIsInput(P("hf/new.npy"), inputs).ok());
+  std::ofstream(P("elsewhere.npy")) << "x";
+  EXPECT_TRUE(RefuseOutputIsInput(P("elsewhere.npy"), inputs).ok());
+}
+
 }  // namespace
 }  // namespace posenc

@@ -5,13 +5,16 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
+#include <span>
 #include <string>
 #include <type_traits>
 
 #include <CLI/CLI.hpp>
 
 #include "posenc/core/status.hpp"
+#include "posenc/io/file_io.hpp"
 
 namespace posenc::cli {
 
@@ -33,6 +36,12 @@ void ReportError(const std::string& command, const Status& status);
 void ReportCurrentException(const CLI::App& app);
 // CLI11's own usage errors as one line: "posenc: error: --heads: ... (see posenc --help)".
 std::string OneLineFailureMessage(const CLI::App* app, const CLI::Error& e);
+
+// RefuseOutputIsInput (posenc/io/file_io.hpp) over a braced list: call it before a command writes
+// `out`, with every path the command reads ({o.model, o.config, o.positions, ...}; empty ones skipped).
+inline Status RefuseOutputIsAnInput(const std::string& out, std::initializer_list<std::string> inputs) {
+  return RefuseOutputIsInput(out, std::span<const std::string>(inputs.begin(), inputs.size()));
+}
 
 // An option check for integers, strict: optional '-', decimal digits only (no '+', spaces, hex,
 // octal, exponent or trailing junk), within [min, max] without saturating ("--heads: '-3' is below

@@ -119,6 +119,7 @@ void PrintRopeCheck(const ModelFile& m, const Result<PositionScheme>& scheme) {
 }
 
 Status RunEmbed(const EmbedOptions& o) {
+  POSENC_RETURN_IF_ERROR(RefuseOutputIsAnInput(o.output, {o.model, o.ids_file, o.positions}));
   if (o.ids.empty() == o.ids_file.empty()) return InvalidArgumentError("give exactly one of --ids and --ids-file");
   LookupOptions lo;
   lo.multiplier = o.multiplier;

@@ -83,6 +83,7 @@ Status RunMultiAxisRope(const RopeOptions& o, const RopeConfig& rc, const Array&
 }
 
 Status RunRope(const RopeOptions& o) {
+  POSENC_RETURN_IF_ERROR(RefuseOutputIsAnInput(o.output, {o.config, o.model, o.positions, o.input}));
   RopePrecision precision;
   if (!ParseRopePrecision(o.precision, &precision))
     return InvalidArgumentError(fmt::format("--precision '{}' (expected reference or exact)", o.precision));

@@ -39,7 +39,8 @@ Status WriteFileAtomic(const std::string& path, std::span<const std::byte> bytes
 Status WriteFileAtomic(const std::string& path, std::string_view bytes);
 
 // kInvalidArgument "output '<out>' is the input '<in>' (the same file): ..." when `out` exists and is
-// the same file as any of `inputs` (empty strings are skipped; inputs that do not exist are not it).
+// the same file as any of `inputs` (empty strings are skipped; inputs that do not exist are not it),
+// or, for an input that is a folder (a Hugging Face model folder), an existing file directly inside it.
 Status RefuseOutputIsInput(const std::string& out, std::span<const std::string> inputs);
 
 }  // namespace posenc
