@@ -55,7 +55,9 @@ Array::Array(const Array& other) { *this = other; }
 Array& Array::operator=(const Array& other) {
   if (this == &other) return *this;
   Result<Array> copy = Zeros(other.dtype_, other.shape_);
-  if (!copy.ok()) std::abort();  // the source exists, so its size is allocatable unless memory is gone
+  // The source exists, so its size is valid: only memory can be gone. Thrown like any allocation
+  // failure (a copy has no Status to return), it is caught at the CLI's command boundary.
+  if (!copy.ok()) throw std::bad_alloc();
   if (other.nbytes()) std::memcpy(copy->bytes(), other.bytes(), other.nbytes());
   *this = std::move(copy).value();
   return *this;

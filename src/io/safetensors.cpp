@@ -85,6 +85,9 @@ Result<SafetensorsFile> SafetensorsFile::Parse(MappedFile mapped) {
       return true;
     };
     j = nlohmann::json::parse(header.begin(), header.end(), cb);
+  } catch (const nlohmann::json::parse_error& e) {
+    return Fail(file, fmt::format("header ({} bytes) is not valid JSON at byte {}: {}{}", s.header_size_, e.byte,
+                                  Printable(e.what()), JsonSyntaxHint(header, e.byte)));
   } catch (const std::exception& e) {
     return Fail(file, fmt::format("header ({} bytes) is not valid JSON: {}", s.header_size_, Printable(e.what())));
   }

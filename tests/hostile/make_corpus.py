@@ -133,7 +133,7 @@ add("st_shape_2e64.safetensors",
     safetensors('{"w":{"dtype":"F32","shape":[18446744073709551616],"data_offsets":[0,4]}}', b"\0" * 4),
     EMBED, ["st_shape_2e64.safetensors", "not a non-negative integer"])
 add("st_nan_json.safetensors", safetensors('{"w":{"dtype":"F32","shape":[NaN],"data_offsets":[0,4]}}', b"\0" * 4),
-    EMBED, ["st_nan_json.safetensors", "not valid JSON"])
+    EMBED, ["st_nan_json.safetensors", "not valid JSON at byte 30", "NaN is not JSON"])
 
 # --- llama2.c: header sizes with checked products against the file
 add("llama2c_overflow.bin", llama2c([1 << 30, 1 << 30, 1 << 30, 1 << 20, 1 << 20, 10, 4]), EMBED,

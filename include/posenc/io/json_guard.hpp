@@ -28,6 +28,10 @@ inline constexpr int kMaxJsonNesting = 32;
 // counts brackets outside strings).
 Status CheckJsonNesting(std::string_view text, int max_depth, std::string_view what);
 
+// For a JSON syntax error at `byte` (nlohmann's parse_error::byte, 1-based): "" or a hint naming what
+// is there when it is a non-JSON literal Python's json.dump writes (NaN, Infinity, -Infinity).
+std::string JsonSyntaxHint(std::string_view text, size_t byte);
+
 // A one-line, bounded rendering of `v` (a nlohmann::json) for a message.
 template <typename Json>
 std::string JsonForMessage(const Json& v, size_t cap = 120) {
