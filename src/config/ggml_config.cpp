@@ -1,7 +1,11 @@
-// ggml_rope_ext parameters -> RopeConfig, and a JSON text of either spelling -> RopeConfig.
+// ggml_rope_ext parameters -> RopeConfig, and a JSON text of either spelling -> RopeConfig, each
+// text parsed once.
+#include <atomic>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "config/config_json.hpp"
 #include "config/json_util.hpp"
 #include "config/multi_axis_json.hpp"
 #include "posenc/config/ggml_config.hpp"
@@ -11,9 +15,20 @@ namespace posenc {
 
 using namespace json_util;  // NOLINT: the config readers' shared getters
 
-Result<RopeConfig> RopeConfigFromGgmlParams(std::string_view json_text, int64_t head_dim, const std::string& source) {
-  json root = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
-  if (root.is_discarded()) return InvalidArgumentError(fmt::format("ggml params {}: not valid JSON", source));
+namespace {
+std::atomic<int64_t> g_parses{0};
+}  // namespace
+
+int64_t ConfigJsonParses() { return g_parses.load(std::memory_order_relaxed); }
+
+namespace config_json {
+
+json ParseText(std::string_view text) {
+  g_parses.fetch_add(1, std::memory_order_relaxed);
+  return json::parse(text, nullptr, /*allow_exceptions=*/false);
+}
+
+Result<RopeConfig> RopeConfigFromGgmlJson(const json& root, int64_t head_dim, const std::string& source) {
   if (!root.is_object()) return InvalidArgumentError(fmt::format("ggml params {}: top level is not a JSON object", source));
   const json& j = Has(root, "config") && root["config"].is_object() ? root["config"] : root;
   RopeConfig rc;
@@ -39,35 +54,34 @@ Result<RopeConfig> RopeConfigFromGgmlParams(std::string_view json_text, int64_t 
   if (multi_axis_json::IsGgmlMultiAxisMode(mode)) {
     POSENC_RETURN_IF_ERROR(multi_axis_json::ReadGgmlMultiAxis(j, mode, n_dims, head_dim, source, &rc));
   }
-  struct Opt { const char* key; double* dst; double neutral; };
-  for (const Opt& o : {Opt{"freq_scale", &sc.freq_scale, 1.0}, Opt{"ext_factor", &sc.ext_factor, 0.0},
-                       Opt{"attn_factor", &sc.attn_factor, 1.0}, Opt{"beta_fast", &sc.beta_fast, 32.0},
-                       Opt{"beta_slow", &sc.beta_slow, 1.0}}) {
-    if (Has(j, o.key)) {
-      POSENC_ASSIGN_OR_RETURN(*o.dst, GetNumber(j, o.key, source));
-    } else {
-      *o.dst = o.neutral;
-      rc.notes.push_back(fmt::format("no {}: {} assumed (ggml's neutral value)", o.key, o.neutral));
-    }
-  }
-  if (Has(j, "n_ctx_orig")) {
-    POSENC_ASSIGN_OR_RETURN(sc.original_max_position_embeddings, GetInt(j, "n_ctx_orig", source));
-  }
-  if (Has(j, "freq_factors")) {
-    POSENC_ASSIGN_OR_RETURN(sc.freq_factors, GetNumberList(j, "freq_factors", source));
+  // The ggml row's keys (freq_scale, ext_factor, attn_factor, beta_fast, beta_slow, n_ctx_orig,
+  // freq_factors); an absent one keeps ggml's neutral value, noted where the row says so.
+  for (const RopeScalingKey& k : RopeScalingOf(RopeScalingType::kGgml).keys) {
+    if (k.read != ScalingKeyRead::kOptional) continue;
+    POSENC_ASSIGN_OR_RETURN(bool present, config_json::ReadScalingKey(j, k, source, &rc));
+    if (!present && k.note_default) rc.notes.push_back(fmt::format("no {}: {} assumed (ggml's neutral value)", k.name, k.default_value));
   }
   sc.factor = 1.0 / sc.freq_scale;
-  POSENC_RETURN_IF_ERROR(ValidateRopeConfig(rc));
+  POSENC_RETURN_IF_ERROR(ValidateRopeConfigAndKeep(&rc));
   return rc;
 }
 
+}  // namespace config_json
+
+Result<RopeConfig> RopeConfigFromGgmlParams(std::string_view json_text, int64_t head_dim, const std::string& source) {
+  const json root = config_json::ParseText(json_text);
+  if (root.is_discarded()) return InvalidArgumentError(fmt::format("ggml params {}: not valid JSON", source));
+  return config_json::RopeConfigFromGgmlJson(root, head_dim, source);
+}
+
 Result<RopeConfig> ParseRopeConfigJson(std::string_view json_text, int64_t head_dim, const std::string& source) {
-  const nlohmann::json j = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
-  const nlohmann::json* params = &j;
+  const json j = config_json::ParseText(json_text);  // the one parse: both readers take the value
+  if (j.is_discarded()) return InvalidArgumentError(fmt::format("config {}: not valid JSON", source));
+  const json* params = &j;
   if (j.is_object() && j.contains("config") && j["config"].is_object()) params = &j["config"];
   if (params->is_object() && params->contains("n_dims") && params->contains("mode"))
-    return RopeConfigFromGgmlParams(json_text, head_dim, source);
-  POSENC_ASSIGN_OR_RETURN(PositionScheme scheme, ParseHfConfig(json_text, source));
+    return config_json::RopeConfigFromGgmlJson(j, head_dim, source);
+  POSENC_ASSIGN_OR_RETURN(PositionScheme scheme, config_json::ParseHfConfigJson(j, source, HfConfigOptions{}));
   if (scheme.kind != PositionKind::kRope)
     return InvalidArgumentError(fmt::format("config {}: the model's scheme is {}, not rope", source, ToString(scheme.kind)));
   return scheme.rope;

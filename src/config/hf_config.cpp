@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "posenc/config/hf_config.hpp"
+#include "config/config_json.hpp"
 #include "config/json_util.hpp"
 #include "config/multi_axis_json.hpp"
 
@@ -306,45 +307,44 @@ Result<RopeSource> SelectRopeParams(const json& j, const std::string& source, co
   return r;
 }
 
-Status ParseRope(const json& j, const std::string& source, const HfConfigOptions& options, PositionScheme* s) {
-  RopeConfig& rc = s->rope;
-  rc.source = source;
-  POSENC_ASSIGN_OR_RETURN(RopeSource src, SelectRopeParams(j, source, options, s));
-  s->rope_spelling = src.spelling;
-  static const json kEmpty = json::object();
-  const json& p = src.params != nullptr ? *src.params : kEmpty;
-
-  // Scaling type.
-  std::string type = "default";
+// The scaling's row, from rope_type (or type); the sliding layers of Gemma 3's legacy spelling are
+// plain RoPE.
+Result<const RopeScalingSpec*> ReadScalingType(const json& j, const json& p, const RopeSource& src, const std::string& source,
+                                               PositionScheme* s, std::string* type) {
+  *type = "default";
   std::string type_key;
   if (Has(p, "rope_type")) type_key = "rope_type";
   else if (Has(p, "type")) type_key = "type";
   if (!type_key.empty()) {
     if (!p[type_key].is_string()) return KeyError(source, type_key, fmt::format("is {}, expected a string", p[type_key].dump()));
-    type = p[type_key].get<std::string>();
-    if (type_key == "rope_type" && Has(p, "type") && p["type"].is_string() && p["type"].get<std::string>() != type)
-      Note(s, fmt::format("rope_type '{}' and type '{}' disagree: rope_type used (as Hugging Face)", type, p["type"].get<std::string>()));
+    *type = p[type_key].get<std::string>();
+    if (type_key == "rope_type" && Has(p, "type") && p["type"].is_string() && p["type"].get<std::string>() != *type)
+      Note(s, fmt::format("rope_type '{}' and type '{}' disagree: rope_type used (as Hugging Face)", *type, p["type"].get<std::string>()));
   }
-  if (s->rope_layer_type == "sliding_attention" && Has(j, "rope_local_base_freq") && src.params == nullptr) type = "default";
-  RopeScaling& sc = rc.scaling;
-  if (type == "default") sc.type = RopeScalingType::kNone;
-  else if (type == "linear") sc.type = RopeScalingType::kLinear;
-  else if (type == "ntk") sc.type = RopeScalingType::kNtk;
-  else if (type == "dynamic") sc.type = RopeScalingType::kDynamicNtk;
-  else if (type == "yarn") sc.type = RopeScalingType::kYarn;
-  else if (type == "llama3") sc.type = RopeScalingType::kLlama3;
-  else if (type == "longrope" || type == "su") {
-    sc.type = RopeScalingType::kLongRope;
-    if (type == "su") Note(s, "rope type 'su' is LongRoPE's old name (read as longrope)");
-  } else if (type == "proportional") sc.type = RopeScalingType::kProportional;
-  else if (type == "mrope") sc.type = RopeScalingType::kNone;  // legacy M-RoPE spelling: default frequencies
-  else
-    return UnimplementedError(fmt::format(
-        "config {}: key '{}' = '{}' is not a rope type posenc knows (default, linear, ntk, dynamic, yarn, llama3, "
-        "longrope, proportional)",
-        source, type_key, type));
+  if (s->rope_layer_type == "sliding_attention" && Has(j, "rope_local_base_freq") && src.params == nullptr) *type = "default";
+  const ScalingSpelling* spelling = nullptr;
+  const RopeScalingSpec* row = FindRopeScaling(*type, &spelling);
+  if (row == nullptr) {
+    std::string known;  // every row's Hugging Face name, old names left out
+    for (const RopeScalingSpec& r : RopeScalings())
+      if (!r.spellings.empty()) known += (known.empty() ? "" : ", ") + std::string(r.spellings.front().name);
+    return UnimplementedError(
+        fmt::format("config {}: key '{}' = '{}' is not a rope type posenc knows ({})", source, type_key, *type, known));
+  }
+  if (!spelling->note.empty()) Note(s, std::string(spelling->note));
+  s->rope.scaling.type = row->type;
+  return row;
+}
 
-  // Dimensions.
+// Head counts, hidden size, the fused qkv layout and the head: head_dim, DeepSeek MLA's
+// qk_rope_head_dim after qk_nope_head_dim, or hidden / heads.
+struct RopeDims {
+  int64_t head_dim = 0;
+  int64_t rotary_start = 0;
+  int64_t rotary_dim = -1;  // -1: not fixed yet
+};
+
+Result<RopeDims> ReadDims(const json& j, const std::string& source, PositionScheme* s) {
   std::string hk = FirstKey(j, {"num_attention_heads", "n_head", "n_heads"});
   int64_t heads = 0;
   if (!hk.empty()) {
@@ -361,34 +361,39 @@ Status ParseRope(const json& j, const std::string& source, const HfConfigOptions
     POSENC_ASSIGN_OR_RETURN(hidden, GetInt(j, dk, source));
   }
   s->hidden_size = hidden;
-  int64_t head_dim = 0;
-  int64_t rotary_start = 0;
-  int64_t rotary_dim = -1;
+  RopeDims d;
   std::string head_key = "head_dim";
   if (s->rope_layer_type == "full_attention" && Has(j, "global_head_dim")) head_key = "global_head_dim";
   if (Has(j, "qk_rope_head_dim")) {
     // DeepSeek MLA: the query/key head is [nope part | rope part]; only the rope part rotates.
-    POSENC_ASSIGN_OR_RETURN(rotary_dim, GetInt(j, "qk_rope_head_dim", source));
+    POSENC_ASSIGN_OR_RETURN(d.rotary_dim, GetInt(j, "qk_rope_head_dim", source));
     int64_t nope = 0;
     if (Has(j, "qk_nope_head_dim")) {
       POSENC_ASSIGN_OR_RETURN(nope, GetInt(j, "qk_nope_head_dim", source));
     }
     if (nope < 0) return KeyError(source, "qk_nope_head_dim", fmt::format("is {}, must be >= 0", nope));
-    head_dim = nope + rotary_dim;
-    rotary_start = nope;
+    d.head_dim = nope + d.rotary_dim;
+    d.rotary_start = nope;
   } else if (Has(j, head_key)) {
-    POSENC_ASSIGN_OR_RETURN(head_dim, GetInt(j, head_key, source));
-    if (head_dim <= 0) return KeyError(source, head_key, fmt::format("is {}, must be positive", head_dim));
+    POSENC_ASSIGN_OR_RETURN(d.head_dim, GetInt(j, head_key, source));
+    if (d.head_dim <= 0) return KeyError(source, head_key, fmt::format("is {}, must be positive", d.head_dim));
   } else {
     if (hidden <= 0) return KeyError(source, dk.empty() ? "hidden_size" : dk, "is missing or not positive, and there is no head_dim");
     if (heads <= 0) return KeyError(source, hk.empty() ? "num_attention_heads" : hk, "is missing or not positive, and there is no head_dim");
     if (hidden % heads != 0)
       return KeyError(source, hk, fmt::format("= {} does not divide {} = {} evenly", heads, dk, hidden));
-    head_dim = hidden / heads;
+    d.head_dim = hidden / heads;
   }
+  return d;
+}
 
-  // Partial rotary: rope_parameters' partial_rotary_factor, top-level partial_rotary_factor,
-  // rotary_pct (GPT-NeoX), rotary_dim (GPT-J, CodeGen).
+// Partial rotary (rope_parameters' partial_rotary_factor, top-level partial_rotary_factor,
+// rotary_pct (GPT-NeoX), rotary_dim (GPT-J, CodeGen), the family's default) and the pairing: the
+// config's layout.
+Status ReadRotaryLayout(const json& j, const json& p, const RopeSource& src, const std::string& source, RopeDims d,
+                        PositionScheme* s) {
+  RopeConfig& rc = s->rope;
+  RopeScaling& sc = rc.scaling;
   std::optional<double> partial;
   std::string partial_key;
   if (Has(p, "partial_rotary_factor")) {
@@ -407,7 +412,7 @@ Status ParseRope(const json& j, const std::string& source, const HfConfigOptions
     }
   }
   const HfRopeFamily* family = FindHfRopeFamily(s->model_type);
-  if (!partial.has_value() && family != nullptr && family->default_partial_rotary_factor != 1.0 && rotary_dim < 0 &&
+  if (!partial.has_value() && family != nullptr && family->default_partial_rotary_factor != 1.0 && d.rotary_dim < 0 &&
       !Has(j, "rotary_dim")) {
     partial = family->default_partial_rotary_factor;
     partial_key = "partial_rotary_factor";
@@ -417,31 +422,31 @@ Status ParseRope(const json& j, const std::string& source, const HfConfigOptions
     return KeyError(source, partial_key, fmt::format("is {}, must be in (0, 1]", *partial));
   if (sc.type == RopeScalingType::kProportional) {
     // p-RoPE: the layout spans the whole head; the factor decides how many pairs get a frequency.
-    rotary_dim = head_dim;
+    d.rotary_dim = d.head_dim;
     sc.partial_rotary_factor = partial.value_or(1.0);
     if (!partial.has_value()) Note(s, "proportional rope without partial_rotary_factor: 1.0 assumed (Hugging Face's default)");
-  } else if (rotary_dim < 0 && Has(j, "rotary_dim")) {
-    POSENC_ASSIGN_OR_RETURN(rotary_dim, GetInt(j, "rotary_dim", source));
+  } else if (d.rotary_dim < 0 && Has(j, "rotary_dim")) {
+    POSENC_ASSIGN_OR_RETURN(d.rotary_dim, GetInt(j, "rotary_dim", source));
     if (partial.has_value())
-      return KeyError(source, "rotary_dim", fmt::format("= {} and {} = {} both given", rotary_dim, partial_key, *partial));
-  } else if (rotary_dim < 0) {
-    rotary_dim = head_dim;
+      return KeyError(source, "rotary_dim", fmt::format("= {} and {} = {} both given", d.rotary_dim, partial_key, *partial));
+  } else if (d.rotary_dim < 0) {
+    d.rotary_dim = d.head_dim;
     if (partial.has_value()) {
       // Hugging Face truncates: int(head_dim * factor).
-      rotary_dim = static_cast<int64_t>(static_cast<double>(head_dim) * *partial);
-      if (rotary_dim <= 0 || rotary_dim % 2 != 0)
+      d.rotary_dim = static_cast<int64_t>(static_cast<double>(d.head_dim) * *partial);
+      if (d.rotary_dim <= 0 || d.rotary_dim % 2 != 0)
         return KeyError(source, partial_key,
                         fmt::format("= {} gives rotary dimension int({} * {}) = {}, which must be even and positive",
-                                    *partial, head_dim, *partial, rotary_dim));
+                                    *partial, d.head_dim, *partial, d.rotary_dim));
     }
   }
-  if (rotary_dim <= 0 || rotary_dim % 2 != 0 || rotary_start + rotary_dim > head_dim)
+  if (d.rotary_dim <= 0 || d.rotary_dim % 2 != 0 || d.rotary_start + d.rotary_dim > d.head_dim)
     return InvalidArgumentError(fmt::format(
         "config {}: rotary dimension {} (of head_dim {}) must be even, positive and at most head_dim", source,
-        rotary_dim, head_dim));
-  rc.layout.head_dim = head_dim;
-  rc.layout.rotary_dim = rotary_dim;
-  rc.layout.rotary_start = rotary_start;
+        d.rotary_dim, d.head_dim));
+  rc.layout.head_dim = d.head_dim;
+  rc.layout.rotary_dim = d.rotary_dim;
+  rc.layout.rotary_start = d.rotary_start;
   rc.layout.pairing = family != nullptr ? family->pairing : RopePairing::kHalf;
   if (Has(j, "qk_rope_head_dim")) {
     bool interleave = true;
@@ -454,9 +459,13 @@ Status ParseRope(const json& j, const std::string& source, const HfConfigOptions
     }
     if (interleave) rc.layout.pairing = RopePairing::kInterleaved;
   }
+  return OkStatus();
+}
 
-  // Base: rope_theta (rope_parameters, then top level), rotary_emb_base (GPT-NeoX); Gemma 3's sliding
-  // layers use rope_local_base_freq.
+// Base: rope_theta (rope_parameters, then top level), rotary_emb_base (GPT-NeoX); Gemma 3's sliding
+// layers use rope_local_base_freq. Then the context length.
+Status ReadBaseAndLength(const json& j, const json& p, const RopeSource& src, const std::string& source, PositionScheme* s) {
+  RopeConfig& rc = s->rope;
   bool have_base = false;
   if (s->rope_layer_type == "sliding_attention" && Has(j, "rope_local_base_freq") && src.params == nullptr) {
     POSENC_ASSIGN_OR_RETURN(rc.base, GetNumber(j, "rope_local_base_freq", source));
@@ -486,45 +495,56 @@ Status ParseRope(const json& j, const std::string& source, const HfConfigOptions
     POSENC_ASSIGN_OR_RETURN(rc.max_position_embeddings, GetInt(j, mk, source));
   }
   s->max_position_embeddings = rc.max_position_embeddings;
+  return OkStatus();
+}
 
-  // Scaling parameters.
-  const bool needs_original = IsOneOf(type, {"yarn", "llama3", "longrope", "su"});
-  if (needs_original) {
-    // Phi-3 keeps original_max_position_embeddings at the top level; Hugging Face prefers it there.
-    const bool top = Has(j, "original_max_position_embeddings");
-    const bool inner = Has(p, "original_max_position_embeddings");
-    if (top) {
-      POSENC_ASSIGN_OR_RETURN(sc.original_max_position_embeddings, GetInt(j, "original_max_position_embeddings", source));
-      if (inner) {
-        POSENC_ASSIGN_OR_RETURN(int64_t v, GetInt(p, "original_max_position_embeddings", source));
-        if (v != sc.original_max_position_embeddings)
-          Note(s, fmt::format("original_max_position_embeddings {} at the top level wins over {} in {} (as Hugging Face)",
-                              sc.original_max_position_embeddings, v, src.spelling));
-      }
-    } else if (inner) {
-      POSENC_ASSIGN_OR_RETURN(sc.original_max_position_embeddings, GetInt(p, "original_max_position_embeddings", source));
-    } else {
-      if (rc.max_position_embeddings <= 0)
-        return KeyError(source, "original_max_position_embeddings",
-                        fmt::format("is missing for rope type '{}' and there is no max_position_embeddings", type));
-      sc.original_max_position_embeddings = rc.max_position_embeddings;
-      Note(s, fmt::format("no original_max_position_embeddings: max_position_embeddings {} used (Hugging Face's default)",
-                          rc.max_position_embeddings));
+// original_max_position_embeddings, for the rows that have it: Phi-3 keeps it at the top level,
+// where Hugging Face prefers it; else the rope parameters; else max_position_embeddings (noted).
+Status ReadOriginalLength(const json& j, const json& p, const RopeSource& src, const RopeScalingSpec& row,
+                          const std::string& type, const std::string& source, PositionScheme* s) {
+  const RopeScalingKey* key = FindScalingKey(row, "original_max_position_embeddings");
+  if (key == nullptr) return OkStatus();
+  RopeConfig& rc = s->rope;
+  RopeScaling& sc = rc.scaling;
+  const bool top = Has(j, "original_max_position_embeddings");
+  const bool inner = Has(p, "original_max_position_embeddings");
+  if (top) {
+    POSENC_ASSIGN_OR_RETURN(sc.original_max_position_embeddings, GetInt(j, "original_max_position_embeddings", source));
+    if (inner) {
+      POSENC_ASSIGN_OR_RETURN(int64_t v, GetInt(p, "original_max_position_embeddings", source));
+      if (v != sc.original_max_position_embeddings)
+        Note(s, fmt::format("original_max_position_embeddings {} at the top level wins over {} in {} (as Hugging Face)",
+                            sc.original_max_position_embeddings, v, src.spelling));
     }
-    if (sc.original_max_position_embeddings <= 0)
+  } else if (inner) {
+    POSENC_ASSIGN_OR_RETURN(sc.original_max_position_embeddings, GetInt(p, "original_max_position_embeddings", source));
+  } else {
+    if (rc.max_position_embeddings <= 0)
       return KeyError(source, "original_max_position_embeddings",
-                      fmt::format("is {}, must be > 0", sc.original_max_position_embeddings));
+                      fmt::format("is missing for rope type '{}' and there is no max_position_embeddings", type));
+    sc.original_max_position_embeddings = rc.max_position_embeddings;
+    Note(s, fmt::format("no original_max_position_embeddings: max_position_embeddings {} used (Hugging Face's default)",
+                        rc.max_position_embeddings));
   }
-  const bool factor_required = IsOneOf(type, {"linear", "ntk", "dynamic", "llama3"});
+  // Checked here already: an inferred factor divides by it.
+  return CheckRopeScalingKey(rc, *key);
+}
+
+// factor: read (and checked, for every type), required, inferred from the lengths (yarn, longrope) or 1.
+Status ReadFactor(const json& p, const RopeScalingSpec& row, const std::string& type, const std::string& source,
+                  PositionScheme* s) {
+  RopeConfig& rc = s->rope;
+  RopeScaling& sc = rc.scaling;
+  const RopeScalingKey* key = FindScalingKey(row, "factor");
   if (Has(p, "factor")) {
     POSENC_ASSIGN_OR_RETURN(sc.factor, GetNumber(p, "factor", source));
-    if (!(sc.factor > 0) || !std::isfinite(sc.factor))
-      return KeyError(source, "factor", fmt::format("is {}, must be finite and > 0 (rope type '{}')", sc.factor, type));
+    // A row without a factor (default) still refuses a bad one, by the rule every factor has.
+    POSENC_RETURN_IF_ERROR(CheckRopeScalingKey(rc, key != nullptr ? *key : *FindScalingKey(RopeScalingOf(RopeScalingType::kLinear), "factor")));
     if (sc.factor < 1.0 && sc.type != RopeScalingType::kNone)
       Note(s, fmt::format("factor {} < 1 shortens the context (Hugging Face warns)", sc.factor));
-  } else if (factor_required) {
+  } else if (key != nullptr && key->read == ScalingKeyRead::kRequired) {
     return KeyError(source, "factor", fmt::format("is missing (rope type '{}' requires it)", type));
-  } else if (sc.type == RopeScalingType::kYarn || sc.type == RopeScalingType::kLongRope) {
+  } else if (key != nullptr && key->read == ScalingKeyRead::kInferred) {
     if (rc.max_position_embeddings <= 0)
       return KeyError(source, "factor", fmt::format("is missing for rope type '{}' and there is no max_position_embeddings to infer it", type));
     sc.factor = static_cast<double>(rc.max_position_embeddings) / static_cast<double>(sc.original_max_position_embeddings);
@@ -533,40 +553,35 @@ Status ParseRope(const json& j, const std::string& source, const HfConfigOptions
   } else {
     sc.factor = 1.0;
   }
+  return OkStatus();
+}
+
+// Every other key of the row the rope parameters give (kOptional, kRequired), by its kind; range
+// rules are ValidateRopeConfig's.
+Status ReadRowKeys(const json& p, const RopeScalingSpec& row, const std::string& type, const std::string& source, RopeConfig* rc) {
+  for (const RopeScalingKey& k : row.keys) {
+    if (k.name == "factor" || (k.read != ScalingKeyRead::kOptional && k.read != ScalingKeyRead::kRequired)) continue;
+    POSENC_ASSIGN_OR_RETURN(bool present, config_json::ReadScalingKey(p, k, source, rc));
+    if (!present && k.read == ScalingKeyRead::kRequired)
+      return KeyError(source, k.name, fmt::format("is missing (rope type '{}' requires it)", type));
+  }
+  return OkStatus();
+}
+
+// What Hugging Face does silently or with a warning, for the values read.
+void ScalingNotes(const json& p, PositionScheme* s) {
+  const RopeConfig& rc = s->rope;
+  const RopeScaling& sc = rc.scaling;
   if (sc.type == RopeScalingType::kDynamicNtk && Has(p, "original_max_position_embeddings"))
     Note(s, "dynamic NTK: Hugging Face ignores original_max_position_embeddings and scales from max_position_embeddings");
   if (sc.type == RopeScalingType::kYarn) {
-    for (const char* k : {"beta_fast", "beta_slow"}) {
-      double* dst = std::string(k) == "beta_fast" ? &sc.beta_fast : &sc.beta_slow;
-      if (Has(p, k)) {
-        POSENC_ASSIGN_OR_RETURN(*dst, GetNumber(p, k, source));
-        if (!(*dst > 0) || !std::isfinite(*dst)) return KeyError(source, k, fmt::format("is {}, must be finite and > 0", *dst));
-      }
-    }
-    if (sc.beta_fast < sc.beta_slow)
-      return KeyError(source, "beta_fast", fmt::format("= {} must be at least beta_slow = {}", sc.beta_fast, sc.beta_slow));
     if (sc.beta_fast == sc.beta_slow)
       Note(s, fmt::format("yarn: beta_fast = beta_slow = {}: a one-pair ramp (Hugging Face computes it)", sc.beta_fast));
-    for (const char* k : {"attention_factor", "mscale", "mscale_all_dim"}) {
-      if (!Has(p, k)) continue;
-      POSENC_ASSIGN_OR_RETURN(double v, GetNumber(p, k, source));
-      if (std::string(k) == "attention_factor") {
-        if (!(v > 0) || !std::isfinite(v)) return KeyError(source, k, fmt::format("is {}, must be finite and > 0", v));
-        sc.attention_factor = v;
-      } else if (std::string(k) == "mscale") {
-        sc.mscale = v;
-      } else {
-        sc.mscale_all_dim = v;
-      }
-    }
     if (sc.attention_factor.has_value() && (sc.mscale.has_value() || sc.mscale_all_dim.has_value()))
       Note(s, "yarn: attention_factor given, so mscale / mscale_all_dim are ignored (as Hugging Face)");
     else if (sc.mscale.has_value() != sc.mscale_all_dim.has_value() ||
              (sc.mscale.has_value() && (*sc.mscale == 0 || *sc.mscale_all_dim == 0)))
       Note(s, "yarn: mscale without a non-zero mscale_all_dim (or the reverse) is ignored: 0.1 ln(factor) + 1 used (Hugging Face)");
-    if (Has(p, "truncate")) {
-      POSENC_ASSIGN_OR_RETURN(sc.truncate, GetBool(p, "truncate", source));
-    }
     if (rc.max_position_embeddings > 0 && Has(p, "factor") &&
         rc.max_position_embeddings != sc.original_max_position_embeddings) {
       const double implicit = static_cast<double>(rc.max_position_embeddings) / static_cast<double>(sc.original_max_position_embeddings);
@@ -575,40 +590,32 @@ Status ParseRope(const json& j, const std::string& source, const HfConfigOptions
                             sc.factor, implicit));
     }
   }
-  if (sc.type == RopeScalingType::kLlama3) {
-    for (const char* k : {"low_freq_factor", "high_freq_factor"}) {
-      if (!Has(p, k)) return KeyError(source, k, "is missing (rope type 'llama3' requires it)");
-      POSENC_ASSIGN_OR_RETURN(double v, GetNumber(p, k, source));
-      (std::string(k) == "low_freq_factor" ? sc.low_freq_factor : sc.high_freq_factor) = v;
-    }
-    if (!(sc.low_freq_factor > 0)) return KeyError(source, "low_freq_factor", fmt::format("is {}, must be > 0", sc.low_freq_factor));
-    if (!(sc.high_freq_factor >= sc.low_freq_factor))
-      return KeyError(source, "high_freq_factor",
-                      fmt::format("= {} must be at least low_freq_factor = {}", sc.high_freq_factor, sc.low_freq_factor));
-    if (sc.high_freq_factor == sc.low_freq_factor)
-      Note(s, fmt::format("llama3: low_freq_factor = high_freq_factor = {}: no smooth band, wavelengths past {} / {} "
-                          "divided by factor, the rest kept (Hugging Face warns and computes it)",
-                          sc.low_freq_factor, sc.original_max_position_embeddings, sc.low_freq_factor));
-  }
-  if (sc.type == RopeScalingType::kLongRope) {
-    POSENC_ASSIGN_OR_RETURN(sc.short_factor, GetNumberList(p, "short_factor", source));
-    POSENC_ASSIGN_OR_RETURN(sc.long_factor, GetNumberList(p, "long_factor", source));
-    for (const char* k : {"short_factor", "long_factor"}) {
-      const auto& list = std::string(k) == "short_factor" ? sc.short_factor : sc.long_factor;
-      if (static_cast<int64_t>(list.size()) != rotary_dim / 2)
-        return KeyError(source, k, fmt::format("has {} values, must have rotary_dim / 2 = {}", list.size(), rotary_dim / 2));
-    }
-    if (Has(p, "attention_factor")) {
-      POSENC_ASSIGN_OR_RETURN(double v, GetNumber(p, "attention_factor", source));
-      if (!(v > 0) || !std::isfinite(v)) return KeyError(source, "attention_factor", fmt::format("is {}, must be finite and > 0", v));
-      sc.attention_factor = v;
-    }
-  }
-  if (sc.type == RopeScalingType::kProportional && !Has(p, "factor")) sc.factor = 1.0;
+  if (sc.type == RopeScalingType::kLlama3 && sc.high_freq_factor == sc.low_freq_factor)
+    Note(s, fmt::format("llama3: low_freq_factor = high_freq_factor = {}: no smooth band, wavelengths past {} / {} "
+                        "divided by factor, the rest kept (Hugging Face warns and computes it)",
+                        sc.low_freq_factor, sc.original_max_position_embeddings, sc.low_freq_factor));
+}
+
+Status ParseRope(const json& j, const std::string& source, const HfConfigOptions& options, PositionScheme* s) {
+  RopeConfig& rc = s->rope;
+  rc.source = source;
+  POSENC_ASSIGN_OR_RETURN(RopeSource src, SelectRopeParams(j, source, options, s));
+  s->rope_spelling = src.spelling;
+  static const json kEmpty = json::object();
+  const json& p = src.params != nullptr ? *src.params : kEmpty;
+  std::string type;
+  POSENC_ASSIGN_OR_RETURN(const RopeScalingSpec* row, ReadScalingType(j, p, src, source, s, &type));
+  POSENC_ASSIGN_OR_RETURN(RopeDims dims, ReadDims(j, source, s));
+  POSENC_RETURN_IF_ERROR(ReadRotaryLayout(j, p, src, source, dims, s));
+  POSENC_RETURN_IF_ERROR(ReadBaseAndLength(j, p, src, source, s));
+  POSENC_RETURN_IF_ERROR(ReadOriginalLength(j, p, src, *row, type, source, s));
+  POSENC_RETURN_IF_ERROR(ReadFactor(p, *row, type, source, s));
+  POSENC_RETURN_IF_ERROR(ReadRowKeys(p, *row, type, source, &rc));
+  ScalingNotes(p, s);
   // M-RoPE (mrope_section; the section layout by model_type): multi_axis_config.cpp.
   POSENC_RETURN_IF_ERROR(multi_axis_json::ReadHfMultiAxis(j, p, source, s));
-  // Final check with the same rules ComputeRopeFrequencies applies.
-  return ValidateRopeConfig(rc);
+  // The row's range rules and the frequencies, checked once; ComputeRopeFrequencies trusts the record.
+  return ValidateRopeConfigAndKeep(&rc);
 }
 
 }  // namespace
@@ -621,10 +628,9 @@ const HfRopeFamily* FindHfRopeFamily(std::string_view model_type) {
   return nullptr;
 }
 
-Result<PositionScheme> ParseHfConfig(std::string_view json_text, const std::string& source,
-                                     const HfConfigOptions& options) {
-  json j = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return InvalidArgumentError(fmt::format("config {}: not valid JSON", source));
+namespace config_json {
+
+Result<PositionScheme> ParseHfConfigJson(const json& j, const std::string& source, const HfConfigOptions& options) {
   if (!j.is_object()) return InvalidArgumentError(fmt::format("config {}: top level is not a JSON object", source));
   PositionScheme s;
   if (Has(j, "model_type") && j["model_type"].is_string()) s.model_type = j["model_type"].get<std::string>();
@@ -632,7 +638,7 @@ Result<PositionScheme> ParseHfConfig(std::string_view json_text, const std::stri
   if (Has(j, "text_config") && j["text_config"].is_object() && !Has(j, "hidden_size") && !Has(j, "rope_theta")) {
     json text = j["text_config"];
     if (!Has(text, "model_type") && !s.model_type.empty()) text["model_type"] = s.model_type;
-    auto inner = ParseHfConfig(text.dump(), source + " (text_config)", options);
+    auto inner = ParseHfConfigJson(text, source + " (text_config)", options);
     if (inner.ok()) inner->notes.insert(inner->notes.begin(), "read from text_config");
     return inner;
   }
@@ -642,6 +648,15 @@ Result<PositionScheme> ParseHfConfig(std::string_view json_text, const std::stri
   POSENC_RETURN_IF_ERROR(ParseRope(j, source, options, &s));
   POSENC_RETURN_IF_ERROR(ParseLayerKeys(j, source, &s));
   return s;
+}
+
+}  // namespace config_json
+
+Result<PositionScheme> ParseHfConfig(std::string_view json_text, const std::string& source,
+                                     const HfConfigOptions& options) {
+  const json j = config_json::ParseText(json_text);
+  if (j.is_discarded()) return InvalidArgumentError(fmt::format("config {}: not valid JSON", source));
+  return config_json::ParseHfConfigJson(j, source, options);
 }
 
 Result<PositionScheme> ParseHfConfig(std::string_view json_text, const std::string& source) {

@@ -6,7 +6,9 @@
 // is float64 except the one place where ggml's float32 arithmetic decides an integer (the YaRN
 // correction range of kGgml), which is computed in float32 as ggml does.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <iterator>
 #include <numbers>
 
 #include <fmt/format.h>
@@ -16,17 +18,8 @@
 namespace posenc {
 
 std::string_view ToString(RopeScalingType t) {
-  switch (t) {
-    case RopeScalingType::kNone: return "default";
-    case RopeScalingType::kLinear: return "linear";
-    case RopeScalingType::kNtk: return "ntk";
-    case RopeScalingType::kDynamicNtk: return "dynamic";
-    case RopeScalingType::kYarn: return "yarn";
-    case RopeScalingType::kLlama3: return "llama3";
-    case RopeScalingType::kLongRope: return "longrope";
-    case RopeScalingType::kProportional: return "proportional";
-    case RopeScalingType::kGgml: return "ggml";
-  }
+  for (const RopeScalingSpec& row : RopeScalings())
+    if (row.type == t) return row.name;
   return "unknown";
 }
 
@@ -206,28 +199,6 @@ Result<RopeFrequencies> Ggml(const RopeConfig& c, int64_t seq_len) {
   return f;
 }
 
-Status CheckFactor(const RopeConfig& c) {
-  if (!Positive(c.scaling.factor)) return FieldError(c, "factor", fmt::format("{}", c.scaling.factor), "must be finite and > 0");
-  return OkStatus();
-}
-
-Status CheckOriginal(const RopeConfig& c, std::string_view key = "original_max_position_embeddings") {
-  if (c.scaling.original_max_position_embeddings <= 0)
-    return FieldError(c, key, fmt::format("{}", c.scaling.original_max_position_embeddings), "must be given and > 0");
-  return OkStatus();
-}
-
-Status CheckBetas(const RopeConfig& c) {
-  const RopeScaling& s = c.scaling;
-  if (!Positive(s.beta_fast)) return FieldError(c, "beta_fast", fmt::format("{}", s.beta_fast), "must be finite and > 0");
-  if (!Positive(s.beta_slow)) return FieldError(c, "beta_slow", fmt::format("{}", s.beta_slow), "must be finite and > 0");
-  // Equal betas (Kimi K2 ships beta_fast = beta_slow = 1) make a one-pair ramp that Hugging Face and
-  // ggml both compute (their 0.001 guard); beta_fast below beta_slow would swap the bands.
-  if (s.beta_fast < s.beta_slow)
-    return FieldError(c, "beta_fast", fmt::format("{} (beta_slow {})", s.beta_fast, s.beta_slow), "must be at least beta_slow");
-  return OkStatus();
-}
-
 Status CheckFactorList(const RopeConfig& c, std::string_view key, const std::vector<double>& list) {
   const size_t pairs = static_cast<size_t>(c.layout.rotary_dim / 2);
   if (list.size() != pairs)
@@ -239,139 +210,354 @@ Status CheckFactorList(const RopeConfig& c, std::string_view key, const std::vec
   return OkStatus();
 }
 
-// The config's own keys, each against its rule.
+// ---------- the frequency functions of the rows that need no helper above ----------
+
+Result<RopeFrequencies> Default(const RopeConfig& c, int64_t) { return DefaultRopeFrequencies(c.layout.rotary_dim, c.base); }
+
+Result<RopeFrequencies> Linear(const RopeConfig& c, int64_t) {
+  POSENC_ASSIGN_OR_RETURN(RopeFrequencies f, DefaultRopeFrequencies(c.layout.rotary_dim, c.base));
+  for (double& w : f.inv_freq) w /= c.scaling.factor;
+  return f;
+}
+
+Result<RopeFrequencies> Ntk(const RopeConfig& c, int64_t) {
+  const int64_t dim = c.layout.rotary_dim;
+  const double base = c.base * std::pow(c.scaling.factor, static_cast<double>(dim) / static_cast<double>(dim - 2));
+  return DefaultRopeFrequencies(dim, base);
+}
+
+Result<RopeFrequencies> DynamicNtk(const RopeConfig& c, int64_t seq_len) {
+  const int64_t dim = c.layout.rotary_dim;
+  const double factor = c.scaling.factor;
+  const double max_len = static_cast<double>(c.max_position_embeddings);
+  const double len = std::max(static_cast<double>(seq_len), max_len);
+  const double base =
+      c.base * std::pow(factor * len / max_len - (factor - 1.0), static_cast<double>(dim) / static_cast<double>(dim - 2));
+  return DefaultRopeFrequencies(dim, base);
+}
+
+// ---------- regimes ----------
+
+// The long regime's length: one past the original (and max) length.
+int64_t LongLength(const RopeConfig& c) {
+  return std::max<int64_t>(std::max(c.scaling.original_max_position_embeddings, c.max_position_embeddings) + 1, 2);
+}
+int64_t OneRegime(const RopeConfig&, int64_t) { return 1; }
+// LongRoPE (and ggml with its two lists) switch factors past original_max_position_embeddings.
+int64_t SwitchAtOriginal(const RopeConfig& c, int64_t seq_len) {
+  return seq_len > c.scaling.original_max_position_embeddings ? LongLength(c) : 1;
+}
+int64_t GgmlRegime(const RopeConfig& c, int64_t seq_len) {
+  return c.scaling.freq_factors.empty() && !c.scaling.long_factor.empty() ? SwitchAtOriginal(c, seq_len) : 1;
+}
+// Dynamic NTK: the unscaled frequencies up to max_position_embeddings, a new base at every length past it.
+int64_t DynamicRegime(const RopeConfig& c, int64_t seq_len) { return seq_len <= c.max_position_embeddings ? 1 : seq_len; }
+
+// ---------- where each key lives ----------
+
+ScalingField Factor(RopeConfig& c) { return {.number = &c.scaling.factor}; }
+ScalingField Original(RopeConfig& c) { return {.integer = &c.scaling.original_max_position_embeddings}; }
+ScalingField MaxPositions(RopeConfig& c) { return {.integer = &c.max_position_embeddings}; }
+ScalingField BetaFast(RopeConfig& c) { return {.number = &c.scaling.beta_fast}; }
+ScalingField BetaSlow(RopeConfig& c) { return {.number = &c.scaling.beta_slow}; }
+ScalingField AttentionFactor(RopeConfig& c) { return {.optional = &c.scaling.attention_factor}; }
+ScalingField Mscale(RopeConfig& c) { return {.optional = &c.scaling.mscale}; }
+ScalingField MscaleAllDim(RopeConfig& c) { return {.optional = &c.scaling.mscale_all_dim}; }
+ScalingField Truncate(RopeConfig& c) { return {.boolean = &c.scaling.truncate}; }
+ScalingField LowFreqFactor(RopeConfig& c) { return {.number = &c.scaling.low_freq_factor}; }
+ScalingField HighFreqFactor(RopeConfig& c) { return {.number = &c.scaling.high_freq_factor}; }
+ScalingField ShortFactor(RopeConfig& c) { return {.list = &c.scaling.short_factor}; }
+ScalingField LongFactor(RopeConfig& c) { return {.list = &c.scaling.long_factor}; }
+ScalingField PartialRotary(RopeConfig& c) { return {.number = &c.scaling.partial_rotary_factor}; }
+ScalingField FreqScale(RopeConfig& c) { return {.number = &c.scaling.freq_scale}; }
+ScalingField ExtFactor(RopeConfig& c) { return {.number = &c.scaling.ext_factor}; }
+ScalingField AttnFactor(RopeConfig& c) { return {.number = &c.scaling.attn_factor}; }
+ScalingField FreqFactors(RopeConfig& c) { return {.list = &c.scaling.freq_factors}; }
+
+using K = ScalingKeyKind;
+using R = ScalingKeyRule;
+using Rd = ScalingKeyRead;
+
+// ---------- rules across keys ----------
+
+Status CheckRule(const RopeConfig& c, std::string_view key, ScalingKeyRule rule) {
+  const RopeScalingKey* k = FindScalingKey(RopeScalingOf(c.scaling.type), key);
+  if (k == nullptr) return InvalidArgumentError(fmt::format("{}: no key '{}'", ConfigWhat(c), key));
+  RopeScalingKey with = *k;
+  with.rule = rule;
+  return CheckRopeScalingKey(c, with);
+}
+
+Status CheckOrder(const RopeConfig& c, const ScalingOrderRule& o) {
+  const RopeScalingSpec& row = RopeScalingOf(c.scaling.type);
+  const RopeScalingKey* g = FindScalingKey(row, o.greater);
+  const RopeScalingKey* l = FindScalingKey(row, o.lesser);
+  RopeConfig& m = const_cast<RopeConfig&>(c);  // read only
+  const double gv = *g->field(m).number, lv = *l->field(m).number;
+  // Equal values are accepted: equal betas (Kimi K2 ships beta_fast = beta_slow = 1) make a one-pair
+  // ramp that Hugging Face and ggml both compute (their 0.001 guard); equal llama3 band factors
+  // (Llama 4) leave the smooth band empty, which Hugging Face warns about and computes.
+  if (gv < lv)
+    return FieldError(c, o.greater, fmt::format("{} ({} {})", gv, o.lesser, lv), fmt::format("must be at least {}", o.lesser));
+  return OkStatus();
+}
+
+Status NtkRules(const RopeConfig& c) {
+  if (c.layout.rotary_dim <= 2)
+    return FieldError(c, "rotary_dim", fmt::format("{}", c.layout.rotary_dim), "must be > 2 (the exponent is R/(R-2))");
+  return OkStatus();
+}
+
+Status LongRopeRules(const RopeConfig& c) {
+  const RopeScaling& s = c.scaling;
+  if (s.original_max_position_embeddings <= 1 && !s.attention_factor.has_value())
+    return FieldError(c, "original_max_position_embeddings", fmt::format("{}", s.original_max_position_embeddings),
+                      "must be > 1 (its log divides the attention factor)");
+  return OkStatus();
+}
+
+Status ProportionalRules(const RopeConfig& c) {
+  if (c.layout.rotary_dim != c.layout.head_dim || c.layout.rotary_start != 0)
+    return FieldError(c, "rotary_dim", fmt::format("{} (head_dim {})", c.layout.rotary_dim, c.layout.head_dim),
+                      "must equal head_dim: proportional RoPE spans the whole head");
+  const double rotated = std::floor(c.scaling.partial_rotary_factor * static_cast<double>(c.layout.head_dim) / 2.0);
+  if (rotated < 1)
+    return FieldError(c, "partial_rotary_factor", fmt::format("{}", c.scaling.partial_rotary_factor),
+                      fmt::format("rotates no pair of head_dim {}", c.layout.head_dim));
+  return OkStatus();
+}
+
+// ggml: the two LongRoPE lists come together with n_ctx_orig; the YaRN ramp (ext_factor != 0) needs
+// n_ctx_orig and ordered betas.
+Status GgmlRules(const RopeConfig& c) {
+  const RopeScaling& s = c.scaling;
+  if (!s.long_factor.empty() || !s.short_factor.empty()) {
+    POSENC_RETURN_IF_ERROR(CheckRule(c, "rope_factors_short", R::kPairList));
+    POSENC_RETURN_IF_ERROR(CheckRule(c, "rope_factors_long", R::kPairList));
+    POSENC_RETURN_IF_ERROR(CheckRule(c, "n_ctx_orig", R::kGivenPositive));
+  }
+  if (s.ext_factor != 0.0) {
+    POSENC_RETURN_IF_ERROR(CheckRule(c, "n_ctx_orig", R::kGivenPositive));
+    POSENC_RETURN_IF_ERROR(CheckRule(c, "beta_fast", R::kPositive));
+    POSENC_RETURN_IF_ERROR(CheckRule(c, "beta_slow", R::kPositive));
+    POSENC_RETURN_IF_ERROR(CheckOrder(c, {"beta_fast", "beta_slow"}));
+  }
+  return OkStatus();
+}
+
+// ---------- the rows ----------
+
+constexpr ScalingSpelling kDefaultNames[] = {{"default", ""}, {"mrope", ""}};  // mrope: legacy M-RoPE spelling
+constexpr ScalingSpelling kLinearNames[] = {{"linear", ""}};
+constexpr ScalingSpelling kNtkNames[] = {{"ntk", ""}};
+constexpr ScalingSpelling kDynamicNames[] = {{"dynamic", ""}};
+constexpr ScalingSpelling kYarnNames[] = {{"yarn", ""}};
+constexpr ScalingSpelling kLlama3Names[] = {{"llama3", ""}};
+constexpr ScalingSpelling kLongRopeNames[] = {{"longrope", ""}, {"su", "rope type 'su' is LongRoPE's old name (read as longrope)"}};
+constexpr ScalingSpelling kProportionalNames[] = {{"proportional", ""}};
+
+constexpr RopeScalingKey kLinearKeys[] = {{"factor", K::kNumber, R::kPositive, Rd::kRequired, 1.0, false, Factor}};
+constexpr RopeScalingKey kDynamicKeys[] = {
+    {"factor", K::kNumber, R::kPositive, Rd::kRequired, 1.0, false, Factor},
+    {"max_position_embeddings", K::kInteger, R::kGivenPositive, Rd::kNotRead, 0.0, false, MaxPositions},
+};
+constexpr RopeScalingKey kYarnKeys[] = {
+    {"factor", K::kNumber, R::kPositive, Rd::kInferred, 1.0, false, Factor},
+    {"original_max_position_embeddings", K::kInteger, R::kGivenPositive, Rd::kNamedStep, 0.0, false, Original},
+    {"beta_fast", K::kNumber, R::kPositive, Rd::kOptional, 32.0, false, BetaFast},
+    {"beta_slow", K::kNumber, R::kPositive, Rd::kOptional, 1.0, false, BetaSlow},
+    {"attention_factor", K::kOptionalNumber, R::kPositive, Rd::kOptional, 0.0, false, AttentionFactor},
+    {"mscale", K::kOptionalNumber, R::kAny, Rd::kOptional, 0.0, false, Mscale},
+    {"mscale_all_dim", K::kOptionalNumber, R::kAny, Rd::kOptional, 0.0, false, MscaleAllDim},
+    {"truncate", K::kBoolean, R::kAny, Rd::kOptional, 1.0, false, Truncate},
+};
+constexpr ScalingOrderRule kYarnOrders[] = {{"beta_fast", "beta_slow"}};
+constexpr RopeScalingKey kLlama3Keys[] = {
+    {"factor", K::kNumber, R::kPositive, Rd::kRequired, 1.0, false, Factor},
+    {"original_max_position_embeddings", K::kInteger, R::kGivenPositive, Rd::kNamedStep, 0.0, false, Original},
+    {"low_freq_factor", K::kNumber, R::kPositive, Rd::kRequired, 1.0, false, LowFreqFactor},
+    {"high_freq_factor", K::kNumber, R::kPositive, Rd::kRequired, 4.0, false, HighFreqFactor},
+};
+constexpr ScalingOrderRule kLlama3Orders[] = {{"high_freq_factor", "low_freq_factor"}};
+constexpr RopeScalingKey kLongRopeKeys[] = {
+    {"factor", K::kNumber, R::kPositive, Rd::kInferred, 1.0, false, Factor},
+    {"original_max_position_embeddings", K::kInteger, R::kGivenPositive, Rd::kNamedStep, 0.0, false, Original},
+    {"short_factor", K::kNumberList, R::kPairList, Rd::kRequired, 0.0, false, ShortFactor},
+    {"long_factor", K::kNumberList, R::kPairList, Rd::kRequired, 0.0, false, LongFactor},
+    {"attention_factor", K::kOptionalNumber, R::kPositive, Rd::kOptional, 0.0, false, AttentionFactor},
+};
+constexpr RopeScalingKey kProportionalKeys[] = {
+    {"factor", K::kNumber, R::kPositive, Rd::kOptional, 1.0, false, Factor},
+    {"partial_rotary_factor", K::kNumber, R::kUnitInterval, Rd::kNotRead, 1.0, false, PartialRotary},
+};
+constexpr RopeScalingKey kGgmlKeys[] = {
+    {"freq_scale", K::kNumber, R::kPositive, Rd::kOptional, 1.0, true, FreqScale},
+    {"ext_factor", K::kNumber, R::kNonNegative, Rd::kOptional, 0.0, true, ExtFactor},
+    {"attn_factor", K::kNumber, R::kPositive, Rd::kOptional, 1.0, true, AttnFactor},
+    {"beta_fast", K::kNumber, R::kAny, Rd::kOptional, 32.0, true, BetaFast},
+    {"beta_slow", K::kNumber, R::kAny, Rd::kOptional, 1.0, true, BetaSlow},
+    {"n_ctx_orig", K::kInteger, R::kAny, Rd::kOptional, 0.0, false, Original},
+    {"freq_factors", K::kNumberList, R::kPairListIfGiven, Rd::kOptional, 0.0, false, FreqFactors},
+    {"rope_factors_short", K::kNumberList, R::kPairListIfGiven, Rd::kNotRead, 0.0, false, ShortFactor},
+    {"rope_factors_long", K::kNumberList, R::kPairListIfGiven, Rd::kNotRead, 0.0, false, LongFactor},
+};
+
+Result<RopeFrequencies> YarnRow(const RopeConfig& c, int64_t) { return Yarn(c); }
+Result<RopeFrequencies> Llama3Row(const RopeConfig& c, int64_t) { return Llama3(c); }
+Result<RopeFrequencies> ProportionalRow(const RopeConfig& c, int64_t) { return Proportional(c); }
+
+// In RopeScalingType order (RopeScalingOf indexes it; rope_scaling_test checks the order).
+constexpr RopeScalingSpec kScalings[] = {
+    {RopeScalingType::kNone, "default", kDefaultNames, {}, {}, nullptr, OneRegime, Default},
+    {RopeScalingType::kLinear, "linear", kLinearNames, kLinearKeys, {}, nullptr, OneRegime, Linear},
+    {RopeScalingType::kNtk, "ntk", kNtkNames, kLinearKeys, {}, NtkRules, OneRegime, Ntk},
+    {RopeScalingType::kDynamicNtk, "dynamic", kDynamicNames, kDynamicKeys, {}, NtkRules, DynamicRegime, DynamicNtk},
+    {RopeScalingType::kYarn, "yarn", kYarnNames, kYarnKeys, kYarnOrders, nullptr, OneRegime, YarnRow},
+    {RopeScalingType::kLlama3, "llama3", kLlama3Names, kLlama3Keys, kLlama3Orders, nullptr, OneRegime, Llama3Row},
+    {RopeScalingType::kLongRope, "longrope", kLongRopeNames, kLongRopeKeys, {}, LongRopeRules, SwitchAtOriginal, LongRope},
+    {RopeScalingType::kProportional, "proportional", kProportionalNames, kProportionalKeys, {}, ProportionalRules, OneRegime,
+     ProportionalRow},
+    {RopeScalingType::kGgml, "ggml", {}, kGgmlKeys, {}, GgmlRules, GgmlRegime, Ggml},
+};
+
+std::atomic<int64_t> g_computations{0};
+
+// The config's own keys, each against its row's rules.
 Status ValidateKeys(const RopeConfig& c) {
   if (Status s = c.layout.Validate(); !s.ok())
     return InvalidArgumentError(fmt::format("{}: {}", ConfigWhat(c), s.message()));
   if (!Positive(c.base)) return FieldError(c, "rope_theta", fmt::format("{}", c.base), "must be finite and > 0");
-  const RopeScaling& s = c.scaling;
-  switch (s.type) {
-    case RopeScalingType::kNone:
-      return OkStatus();
-    case RopeScalingType::kLinear:
-      return CheckFactor(c);
-    case RopeScalingType::kNtk:
-    case RopeScalingType::kDynamicNtk:
-      POSENC_RETURN_IF_ERROR(CheckFactor(c));
-      if (c.layout.rotary_dim <= 2)
-        return FieldError(c, "rotary_dim", fmt::format("{}", c.layout.rotary_dim), "must be > 2 (the exponent is R/(R-2))");
-      if (s.type == RopeScalingType::kDynamicNtk && c.max_position_embeddings <= 0)
-        return FieldError(c, "max_position_embeddings", fmt::format("{}", c.max_position_embeddings), "must be given and > 0");
-      return OkStatus();
-    case RopeScalingType::kYarn:
-      POSENC_RETURN_IF_ERROR(CheckFactor(c));
-      POSENC_RETURN_IF_ERROR(CheckOriginal(c));
-      POSENC_RETURN_IF_ERROR(CheckBetas(c));
-      if (s.attention_factor.has_value() && !Positive(*s.attention_factor))
-        return FieldError(c, "attention_factor", fmt::format("{}", *s.attention_factor), "must be finite and > 0");
-      return OkStatus();
-    case RopeScalingType::kLlama3:
-      POSENC_RETURN_IF_ERROR(CheckFactor(c));
-      POSENC_RETURN_IF_ERROR(CheckOriginal(c));
-      if (!Positive(s.low_freq_factor))
-        return FieldError(c, "low_freq_factor", fmt::format("{}", s.low_freq_factor), "must be finite and > 0");
-      // Equal factors (Llama 4) leave the smooth band empty: Hugging Face warns and computes it.
-      if (!Positive(s.high_freq_factor) || s.high_freq_factor < s.low_freq_factor)
-        return FieldError(c, "high_freq_factor", fmt::format("{} (low_freq_factor {})", s.high_freq_factor, s.low_freq_factor),
-                          "must be finite and at least low_freq_factor");
-      return OkStatus();
-    case RopeScalingType::kLongRope:
-      POSENC_RETURN_IF_ERROR(CheckFactor(c));
-      POSENC_RETURN_IF_ERROR(CheckOriginal(c));
-      POSENC_RETURN_IF_ERROR(CheckFactorList(c, "short_factor", s.short_factor));
-      POSENC_RETURN_IF_ERROR(CheckFactorList(c, "long_factor", s.long_factor));
-      if (s.attention_factor.has_value() && !Positive(*s.attention_factor))
-        return FieldError(c, "attention_factor", fmt::format("{}", *s.attention_factor), "must be finite and > 0");
-      if (s.original_max_position_embeddings <= 1 && !s.attention_factor.has_value())
-        return FieldError(c, "original_max_position_embeddings", fmt::format("{}", s.original_max_position_embeddings),
-                          "must be > 1 (its log divides the attention factor)");
-      return OkStatus();
-    case RopeScalingType::kProportional: {
-      POSENC_RETURN_IF_ERROR(CheckFactor(c));
-      if (c.layout.rotary_dim != c.layout.head_dim || c.layout.rotary_start != 0)
-        return FieldError(c, "rotary_dim", fmt::format("{} (head_dim {})", c.layout.rotary_dim, c.layout.head_dim),
-                          "must equal head_dim: proportional RoPE spans the whole head");
-      if (!(s.partial_rotary_factor > 0 && s.partial_rotary_factor <= 1))
-        return FieldError(c, "partial_rotary_factor", fmt::format("{}", s.partial_rotary_factor), "must be in (0, 1]");
-      const double rotated = std::floor(s.partial_rotary_factor * static_cast<double>(c.layout.head_dim) / 2.0);
-      if (rotated < 1)
-        return FieldError(c, "partial_rotary_factor", fmt::format("{}", s.partial_rotary_factor),
-                          fmt::format("rotates no pair of head_dim {}", c.layout.head_dim));
-      return OkStatus();
-    }
-    case RopeScalingType::kGgml:
-      if (!Positive(s.freq_scale)) return FieldError(c, "freq_scale", fmt::format("{}", s.freq_scale), "must be finite and > 0");
-      if (!std::isfinite(s.ext_factor) || s.ext_factor < 0)
-        return FieldError(c, "ext_factor", fmt::format("{}", s.ext_factor), "must be finite and >= 0");
-      if (!std::isfinite(s.attn_factor) || s.attn_factor <= 0)
-        return FieldError(c, "attn_factor", fmt::format("{}", s.attn_factor), "must be finite and > 0");
-      if (!s.freq_factors.empty()) POSENC_RETURN_IF_ERROR(CheckFactorList(c, "freq_factors", s.freq_factors));
-      if (!s.long_factor.empty() || !s.short_factor.empty()) {
-        POSENC_RETURN_IF_ERROR(CheckFactorList(c, "rope_factors_short", s.short_factor));
-        POSENC_RETURN_IF_ERROR(CheckFactorList(c, "rope_factors_long", s.long_factor));
-        POSENC_RETURN_IF_ERROR(CheckOriginal(c, "n_ctx_orig"));
-      }
-      if (s.ext_factor != 0.0) {
-        POSENC_RETURN_IF_ERROR(CheckOriginal(c, "n_ctx_orig"));
-        POSENC_RETURN_IF_ERROR(CheckBetas(c));
-      }
-      return OkStatus();
-  }
-  return InvalidArgumentError("rope config: unknown scaling type");
+  const size_t index = static_cast<size_t>(c.scaling.type);
+  if (index >= std::size(kScalings)) return InvalidArgumentError(fmt::format("{}: unknown scaling type", ConfigWhat(c)));
+  const RopeScalingSpec& row = kScalings[index];
+  for (const RopeScalingKey& k : row.keys) POSENC_RETURN_IF_ERROR(CheckRopeScalingKey(c, k));
+  for (const ScalingOrderRule& o : row.orders) POSENC_RETURN_IF_ERROR(CheckOrder(c, o));
+  if (row.cross_rules != nullptr) POSENC_RETURN_IF_ERROR(row.cross_rules(c));
+  return OkStatus();
 }
 
 Result<RopeFrequencies> ComputeUnchecked(const RopeConfig& config, int64_t seq_len) {
-  const RopeScaling& s = config.scaling;
-  const int64_t dim = config.layout.rotary_dim;
-  switch (s.type) {
-    case RopeScalingType::kNone:
-      return DefaultRopeFrequencies(dim, config.base);
-    case RopeScalingType::kLinear: {
-      POSENC_ASSIGN_OR_RETURN(RopeFrequencies f, DefaultRopeFrequencies(dim, config.base));
-      for (double& w : f.inv_freq) w /= s.factor;
-      return f;
-    }
-    case RopeScalingType::kNtk: {
-      const double base = config.base * std::pow(s.factor, static_cast<double>(dim) / static_cast<double>(dim - 2));
-      return DefaultRopeFrequencies(dim, base);
-    }
-    case RopeScalingType::kDynamicNtk: {
-      const double max_len = static_cast<double>(config.max_position_embeddings);
-      const double len = std::max(static_cast<double>(seq_len), max_len);
-      const double base =
-          config.base * std::pow(s.factor * len / max_len - (s.factor - 1.0), static_cast<double>(dim) / static_cast<double>(dim - 2));
-      return DefaultRopeFrequencies(dim, base);
-    }
-    case RopeScalingType::kYarn: return Yarn(config);
-    case RopeScalingType::kLlama3: return Llama3(config);
-    case RopeScalingType::kLongRope: return LongRope(config, seq_len);
-    case RopeScalingType::kProportional: return Proportional(config);
-    case RopeScalingType::kGgml: return Ggml(config, seq_len);
-  }
-  return InvalidArgumentError("rope frequencies: unknown scaling type");
+  g_computations.fetch_add(1, std::memory_order_relaxed);
+  return RopeScalingOf(config.scaling.type).compute(config, seq_len);
 }
 
 std::string FrequenciesWhat(const RopeConfig& c) { return fmt::format("{}: {} scaling", ConfigWhat(c), ToString(c.scaling.type)); }
 
 }  // namespace
 
-Status ValidateRopeConfig(const RopeConfig& c) {
-  POSENC_RETURN_IF_ERROR(ValidateKeys(c));
-  // Each key can be in range while their product is not (a ggml freq_scale of 1e52, a linear factor of
-  // 1e-40): the frequencies must make finite float32 angles, in the short regime and in the long one
-  // (LongRope and ggml switch factors past original_max_position_embeddings; dynamic NTK only lowers
-  // frequencies as the length grows).
-  const int64_t long_len = std::max(c.scaling.original_max_position_embeddings, c.max_position_embeddings) + 1;
-  for (int64_t seq_len : {int64_t{1}, std::max<int64_t>(long_len, 2)}) {
-    POSENC_ASSIGN_OR_RETURN(RopeFrequencies f, ComputeUnchecked(c, seq_len));
-    POSENC_RETURN_IF_ERROR(ValidateRopeFrequencies(f, FrequenciesWhat(c)));
+// What the frequencies depend on, and what ValidateRopeConfigAndKeep found for them.
+struct RopeConfigCheck {
+  struct Inputs {
+    int64_t head_dim = 0, rotary_dim = 0, rotary_start = 0;
+    double base = 0;
+    int64_t max_position_embeddings = 0;
+    RopeScaling scaling;
+    bool operator==(const Inputs&) const = default;
+  };
+  static Inputs Of(const RopeConfig& c) {
+    return {c.layout.head_dim, c.layout.rotary_dim, c.layout.rotary_start, c.base, c.max_position_embeddings, c.scaling};
   }
+  Inputs inputs;
+  std::vector<std::pair<int64_t, RopeFrequencies>> regimes;  // (regime length, its frequencies)
+};
+
+namespace {
+
+// Keys, then the frequencies of each regime once, each against the float32 angle bound: each key can
+// be in range while their product is not (a ggml freq_scale of 1e52, a linear factor of 1e-40).
+Result<std::shared_ptr<RopeConfigCheck>> Check(const RopeConfig& c) {
+  POSENC_RETURN_IF_ERROR(ValidateKeys(c));
+  auto check = std::make_shared<RopeConfigCheck>();
+  check->inputs = RopeConfigCheck::Of(c);
+  const RopeScalingSpec& row = RopeScalingOf(c.scaling.type);
+  for (int64_t seq_len : {int64_t{1}, LongLength(c)}) {
+    const int64_t regime = row.regime_of(c, seq_len);
+    bool seen = false;
+    for (const auto& r : check->regimes) seen |= r.first == regime;
+    if (seen) continue;
+    POSENC_ASSIGN_OR_RETURN(RopeFrequencies f, ComputeUnchecked(c, regime));
+    POSENC_RETURN_IF_ERROR(ValidateRopeFrequencies(f, FrequenciesWhat(c)));
+    check->regimes.emplace_back(regime, std::move(f));
+  }
+  return check;
+}
+
+}  // namespace
+
+std::span<const RopeScalingSpec> RopeScalings() { return kScalings; }
+
+const RopeScalingSpec& RopeScalingOf(RopeScalingType type) {
+  const size_t index = static_cast<size_t>(type);
+  return index < std::size(kScalings) ? kScalings[index] : kScalings[0];
+}
+
+const RopeScalingSpec* FindRopeScaling(std::string_view hf_name, const ScalingSpelling** spelling) {
+  for (const RopeScalingSpec& row : kScalings)
+    for (const ScalingSpelling& sp : row.spellings)
+      if (sp.name == hf_name) {
+        if (spelling != nullptr) *spelling = &sp;
+        return &row;
+      }
+  return nullptr;
+}
+
+const RopeScalingKey* FindScalingKey(const RopeScalingSpec& row, std::string_view name) {
+  for (const RopeScalingKey& k : row.keys)
+    if (k.name == name) return &k;
+  return nullptr;
+}
+
+Status CheckRopeScalingKey(const RopeConfig& c, const RopeScalingKey& key) {
+  const ScalingField f = key.field(const_cast<RopeConfig&>(c));  // read only
+  switch (key.rule) {
+    case ScalingKeyRule::kAny:
+      return OkStatus();
+    case ScalingKeyRule::kPositive: {
+      if (f.optional != nullptr && !f.optional->has_value()) return OkStatus();
+      const double v = f.optional != nullptr ? **f.optional : f.number != nullptr ? *f.number : static_cast<double>(*f.integer);
+      if (!Positive(v)) return FieldError(c, key.name, fmt::format("{}", v), "must be finite and > 0");
+      return OkStatus();
+    }
+    case ScalingKeyRule::kNonNegative:
+      if (!std::isfinite(*f.number) || *f.number < 0)
+        return FieldError(c, key.name, fmt::format("{}", *f.number), "must be finite and >= 0");
+      return OkStatus();
+    case ScalingKeyRule::kGivenPositive:
+      if (*f.integer <= 0) return FieldError(c, key.name, fmt::format("{}", *f.integer), "must be given and > 0");
+      return OkStatus();
+    case ScalingKeyRule::kUnitInterval:
+      if (!(*f.number > 0 && *f.number <= 1)) return FieldError(c, key.name, fmt::format("{}", *f.number), "must be in (0, 1]");
+      return OkStatus();
+    case ScalingKeyRule::kPairListIfGiven:
+      if (f.list->empty()) return OkStatus();
+      [[fallthrough]];
+    case ScalingKeyRule::kPairList:
+      return CheckFactorList(c, key.name, *f.list);
+  }
+  return OkStatus();
+}
+
+int64_t RopeFrequencyComputations() { return g_computations.load(std::memory_order_relaxed); }
+
+Status ValidateRopeConfig(const RopeConfig& c) { return Check(c).status(); }
+
+Status ValidateRopeConfigAndKeep(RopeConfig* c) {
+  POSENC_ASSIGN_OR_RETURN(std::shared_ptr<RopeConfigCheck> check, Check(*c));
+  c->checked = std::move(check);
   return OkStatus();
 }
 
 Result<RopeFrequencies> ComputeRopeFrequencies(const RopeConfig& config, int64_t seq_len) {
   if (seq_len < 0) return InvalidArgumentError(fmt::format("rope frequencies: seq_len {} is negative", seq_len));
-  POSENC_RETURN_IF_ERROR(ValidateRopeConfig(config));
+  // A config validated by a reader and unchanged since is not validated again; any other is, in full.
+  std::shared_ptr<const RopeConfigCheck> check = config.checked;
+  if (check == nullptr || !(check->inputs == RopeConfigCheck::Of(config))) {
+    POSENC_ASSIGN_OR_RETURN(check, Check(config));
+  }
+  const int64_t regime = RopeScalingOf(config.scaling.type).regime_of(config, seq_len);
+  for (const auto& [length, freqs] : check->regimes)
+    if (length == regime) return freqs;
+  // Dynamic NTK past the lengths validated: its own frequencies, checked as they are returned.
   POSENC_ASSIGN_OR_RETURN(RopeFrequencies f, ComputeUnchecked(config, seq_len));
   POSENC_RETURN_IF_ERROR(ValidateRopeFrequencies(f, FrequenciesWhat(config)));
   return f;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <numbers>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "posenc/math/rope_config.hpp"
@@ -414,6 +415,161 @@ TEST(RopeScalingValidation, HeadDimPastTheBoundIsRefused) {
   const Status s = ValidateRopeConfig(c);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("head_dim 2097152 is beyond 1048576"), std::string::npos) << s.message();
+}
+
+
+// ---- the variant list: every row's keys are validated and computed through the table ----
+
+// A value every rule of the row accepts (equal values satisfy the ordering rules).
+void SetValid(RopeConfig& c, const RopeScalingKey& k) {
+  const ScalingField f = k.field(c);
+  switch (k.rule) {
+    case ScalingKeyRule::kPositive:
+      if (f.optional != nullptr) *f.optional = 1.5;
+      else *f.number = 2.0;
+      break;
+    case ScalingKeyRule::kNonNegative: *f.number = 0.0; break;
+    case ScalingKeyRule::kGivenPositive: *f.integer = 4096; break;
+    case ScalingKeyRule::kUnitInterval: *f.number = 0.5; break;
+    case ScalingKeyRule::kPairList: f.list->assign(static_cast<size_t>(c.layout.rotary_dim / 2), 1.5); break;
+    case ScalingKeyRule::kAny:
+    case ScalingKeyRule::kPairListIfGiven: break;
+  }
+}
+
+RopeConfig ValidConfigOf(const RopeScalingSpec& row) {
+  RopeConfig c = Config(row.type, 64, 10000.0);
+  c.source = "table.json";
+  for (const RopeScalingKey& k : row.keys) SetValid(c, k);
+  return c;
+}
+
+// Breaks the key's rule; false for a key without one.
+bool SetInvalid(RopeConfig& c, const RopeScalingKey& k) {
+  const ScalingField f = k.field(c);
+  switch (k.rule) {
+    case ScalingKeyRule::kPositive:
+      if (f.optional != nullptr) *f.optional = -1.0;
+      else *f.number = -1.0;
+      return true;
+    case ScalingKeyRule::kNonNegative: *f.number = -1.0; return true;
+    case ScalingKeyRule::kGivenPositive: *f.integer = 0; return true;
+    case ScalingKeyRule::kUnitInterval: *f.number = 1.5; return true;
+    case ScalingKeyRule::kPairList:
+    case ScalingKeyRule::kPairListIfGiven: f.list->assign(3, 1.0); return true;
+    case ScalingKeyRule::kAny: return false;
+  }
+  return false;
+}
+
+TEST(RopeScalingTable, OneRowPerTypeInEnumOrder) {
+  ASSERT_EQ(RopeScalings().size(), static_cast<size_t>(RopeScalingType::kGgml) + 1);
+  for (size_t i = 0; i < RopeScalings().size(); ++i) {
+    const RopeScalingSpec& row = RopeScalings()[i];
+    EXPECT_EQ(static_cast<size_t>(row.type), i);
+    EXPECT_EQ(ToString(row.type), row.name);
+    EXPECT_EQ(&RopeScalingOf(row.type), &row);
+    for (const ScalingSpelling& sp : row.spellings) EXPECT_EQ(FindRopeScaling(sp.name), &row) << sp.name;
+    for (const RopeScalingKey& k : row.keys) {
+      ASSERT_NE(k.field, nullptr) << row.name << " " << k.name;
+      EXPECT_EQ(FindScalingKey(row, k.name), &k);
+    }
+  }
+  EXPECT_EQ(FindRopeScaling("ggml"), nullptr);  // ggml parameters are not a Hugging Face rope_type
+  EXPECT_EQ(FindRopeScaling("su")->type, RopeScalingType::kLongRope);
+}
+
+// A new row is all it takes: each row's keys at valid values compute; each key with a range rule,
+// broken alone, is refused by ValidateRopeConfig and ComputeRopeFrequencies in the one message shape
+// "rope config SOURCE: SCALING 'KEY' = VALUE RULE".
+TEST(RopeScalingTable, EveryRowsKeysAreValidatedAndComputed) {
+  int broken = 0;
+  for (const RopeScalingSpec& row : RopeScalings()) {
+    SCOPED_TRACE(std::string(row.name));
+    const RopeConfig good = ValidConfigOf(row);
+    ASSERT_TRUE(ValidateRopeConfig(good).ok()) << ValidateRopeConfig(good).ToString();
+    RopeFrequencies f = Freqs(good, 8192);
+    EXPECT_EQ(f.inv_freq.size(), 32u);
+    for (const RopeScalingKey& k : row.keys) {
+      RopeConfig bad = good;
+      if (!SetInvalid(bad, k)) continue;
+      ++broken;
+      for (const Status& s : {ValidateRopeConfig(bad), ComputeRopeFrequencies(bad, 1).status()}) {
+        EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << k.name;
+        EXPECT_EQ(s.message().rfind(fmt::format("rope config table.json: {} '{}", row.name, k.name), 0), 0u) << s.message();
+      }
+    }
+  }
+  EXPECT_EQ(broken, 26);  // the rules of linear 1, ntk 1, dynamic 2, yarn 5, llama3 4, longrope 5, proportional 2, ggml 6
+}
+
+// The ordering rules accept equality (Kimi K2's betas, Llama 4's band factors) and refuse the reverse.
+TEST(RopeScalingTable, OrderRulesAcceptEqualityAndRefuseTheReverse) {
+  for (const RopeScalingSpec& row : RopeScalings()) {
+    for (const ScalingOrderRule& o : row.orders) {
+      RopeConfig c = ValidConfigOf(row);
+      double* g = FindScalingKey(row, o.greater)->field(c).number;
+      double* l = FindScalingKey(row, o.lesser)->field(c).number;
+      *g = *l = 3.0;
+      EXPECT_TRUE(ValidateRopeConfig(c).ok()) << row.name << ": " << ValidateRopeConfig(c).ToString();
+      *l = 4.0;
+      const Status s = ValidateRopeConfig(c);
+      EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+      EXPECT_NE(s.message().find(fmt::format("'{}' = 3 ({} 4) must be at least {}", o.greater, o.lesser, o.lesser)), std::string::npos)
+          << s.message();
+    }
+  }
+}
+
+// ---- range rules checked once ----
+
+// A reader's validated config (ValidateRopeConfigAndKeep) is not validated or computed again by
+// ComputeRopeFrequencies; LongRoPE's two regimes are computed once each. A hand-built config, or one
+// changed after validation, is still validated in full.
+TEST(RopeScalingValidation, ValidatedOnceThenTrusted) {
+  RopeConfig c = ValidConfigOf(RopeScalingOf(RopeScalingType::kYarn));
+  int64_t before = RopeFrequencyComputations();
+  ASSERT_TRUE(ValidateRopeConfigAndKeep(&c).ok());
+  EXPECT_EQ(RopeFrequencyComputations() - before, 1);  // one regime
+  before = RopeFrequencyComputations();
+  RopeFrequencies kept = Freqs(c, 100000);
+  c.layout.pairing = RopePairing::kInterleaved;  // pairing does not change the frequencies
+  RopeFrequencies again = Freqs(c, 7);
+  EXPECT_EQ(RopeFrequencyComputations() - before, 0);
+  EXPECT_EQ(kept.inv_freq, again.inv_freq);
+  RopeConfig fresh = c;
+  fresh.checked.reset();
+  EXPECT_EQ(Freqs(fresh, 7).inv_freq, kept.inv_freq);
+
+  RopeConfig lr = ValidConfigOf(RopeScalingOf(RopeScalingType::kLongRope));
+  lr.scaling.long_factor.assign(32, 4.0);
+  before = RopeFrequencyComputations();
+  ASSERT_TRUE(ValidateRopeConfigAndKeep(&lr).ok());
+  EXPECT_EQ(RopeFrequencyComputations() - before, 2);  // short and long regime
+  before = RopeFrequencyComputations();
+  EXPECT_DOUBLE_EQ(Freqs(lr, 4096).inv_freq[1], Plain(10000.0, 1, 64) / 1.5);
+  EXPECT_DOUBLE_EQ(Freqs(lr, 4097).inv_freq[1], Plain(10000.0, 1, 64) / 4.0);
+  EXPECT_EQ(RopeFrequencyComputations() - before, 0);
+
+  // Changed after validation: validated again, and refused.
+  c.scaling.factor = -3.0;
+  ExpectError(c, "'factor' = -3", "must be finite and > 0");
+  c.scaling.factor = 2.0;
+  c.base = 0.0;
+  ExpectError(c, "rope_theta", "0");
+  // Built in code, never validated: refused by ComputeRopeFrequencies.
+  RopeConfig hand = Config(RopeScalingType::kLlama3, 64, 10000.0);
+  hand.scaling.factor = 8.0;
+  hand.scaling.original_max_position_embeddings = 8192;
+  hand.scaling.high_freq_factor = 0.5;
+  ExpectError(hand, "high_freq_factor", "0.5 (low_freq_factor 1)");
+  // Dynamic NTK past max_position_embeddings: computed for that length, still checked.
+  RopeConfig dyn = ValidConfigOf(RopeScalingOf(RopeScalingType::kDynamicNtk));
+  ASSERT_TRUE(ValidateRopeConfigAndKeep(&dyn).ok());
+  before = RopeFrequencyComputations();
+  EXPECT_LT(Freqs(dyn, 9000).inv_freq[1], Plain(10000.0, 1, 64));
+  EXPECT_DOUBLE_EQ(Freqs(dyn, 10).inv_freq[1], Plain(10000.0, 1, 64));
+  EXPECT_EQ(RopeFrequencyComputations() - before, 1);
 }
 
 }  // namespace

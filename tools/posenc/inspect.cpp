@@ -34,63 +34,24 @@ json IdentityTensors(const ModelFile& m) {
   return out;
 }
 
-// The parameters the scaling uses, as (key, value) pairs in the config's own words.
+// The parameters the scaling uses, as (key, value) pairs in the config's own words: its row's keys
+// (RopeScalings()); an optional number or a list that may be empty is shown when given.
 json ScalingParams(const RopeConfig& rc) {
-  const RopeScaling& s = rc.scaling;
   json p = json::object();
-  auto opt = [&](const char* k, const std::optional<double>& v) {
-    if (v.has_value()) p[k] = *v;
-  };
-  switch (s.type) {
-    case RopeScalingType::kNone: break;
-    case RopeScalingType::kLinear:
-    case RopeScalingType::kNtk:
-      p["factor"] = s.factor;
-      break;
-    case RopeScalingType::kDynamicNtk:
-      p["factor"] = s.factor;
-      p["max_position_embeddings"] = rc.max_position_embeddings;
-      break;
-    case RopeScalingType::kYarn:
-      p["factor"] = s.factor;
-      p["original_max_position_embeddings"] = s.original_max_position_embeddings;
-      p["beta_fast"] = s.beta_fast;
-      p["beta_slow"] = s.beta_slow;
-      p["truncate"] = s.truncate;
-      opt("attention_factor", s.attention_factor);
-      opt("mscale", s.mscale);
-      opt("mscale_all_dim", s.mscale_all_dim);
-      break;
-    case RopeScalingType::kLlama3:
-      p["factor"] = s.factor;
-      p["original_max_position_embeddings"] = s.original_max_position_embeddings;
-      p["low_freq_factor"] = s.low_freq_factor;
-      p["high_freq_factor"] = s.high_freq_factor;
-      break;
-    case RopeScalingType::kLongRope:
-      p["factor"] = s.factor;
-      p["original_max_position_embeddings"] = s.original_max_position_embeddings;
-      opt("attention_factor", s.attention_factor);
-      p["short_factor"] = s.short_factor;
-      p["long_factor"] = s.long_factor;
-      break;
-    case RopeScalingType::kProportional:
-      p["factor"] = s.factor;
-      p["partial_rotary_factor"] = s.partial_rotary_factor;
-      break;
-    case RopeScalingType::kGgml:
-      p["freq_scale"] = s.freq_scale;
-      p["ext_factor"] = s.ext_factor;
-      p["attn_factor"] = s.attn_factor;
-      p["n_ctx_orig"] = s.original_max_position_embeddings;
-      p["beta_fast"] = s.beta_fast;
-      p["beta_slow"] = s.beta_slow;
-      if (!s.freq_factors.empty()) p["freq_factors"] = s.freq_factors;
-      if (!s.long_factor.empty()) {
-        p["rope_factors_short"] = s.short_factor;
-        p["rope_factors_long"] = s.long_factor;
-      }
-      break;
+  RopeConfig& c = const_cast<RopeConfig&>(rc);  // ScalingField points into it; only read here
+  for (const RopeScalingKey& k : RopeScalingOf(rc.scaling.type).keys) {
+    const ScalingField f = k.field(c);
+    switch (k.kind) {
+      case ScalingKeyKind::kNumber: p[std::string(k.name)] = *f.number; break;
+      case ScalingKeyKind::kInteger: p[std::string(k.name)] = *f.integer; break;
+      case ScalingKeyKind::kBoolean: p[std::string(k.name)] = *f.boolean; break;
+      case ScalingKeyKind::kOptionalNumber:
+        if (f.optional->has_value()) p[std::string(k.name)] = **f.optional;
+        break;
+      case ScalingKeyKind::kNumberList:
+        if (k.rule != ScalingKeyRule::kPairListIfGiven || !f.list->empty()) p[std::string(k.name)] = *f.list;
+        break;
+    }
   }
   return p;
 }

@@ -1,0 +1,57 @@
+// The config readers on a parsed JSON value: `posenc rope --config` and ParseRopeConfigJson parse a
+// text once and hand the value to the Hugging Face or ggml reader; the text entry points
+// (ParseHfConfig, RopeConfigFromGgmlParams) are thin wrappers over these.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "config/json_util.hpp"
+#include "posenc/config/ggml_config.hpp"
+#include "posenc/config/hf_config.hpp"
+#include "posenc/math/rope_config.hpp"
+
+namespace posenc::config_json {
+
+// json::parse without exceptions (a discarded value on bad JSON), counted for ConfigJsonParses().
+nlohmann::json ParseText(std::string_view text);
+
+Result<PositionScheme> ParseHfConfigJson(const nlohmann::json& j, const std::string& source, const HfConfigOptions& options);
+Result<RopeConfig> RopeConfigFromGgmlJson(const nlohmann::json& root, int64_t head_dim, const std::string& source);
+
+// One scaling key of `row` from the object `p`, by its kind (no range rule: ValidateRopeConfig's);
+// false when `p` does not have it.
+inline Result<bool> ReadScalingKey(const nlohmann::json& p, const RopeScalingKey& k, const std::string& source, RopeConfig* rc) {
+  using namespace json_util;  // NOLINT
+  if (!Has(p, k.name)) return false;
+  const ScalingField f = k.field(*rc);
+  switch (k.kind) {
+    case ScalingKeyKind::kNumber: {
+      POSENC_ASSIGN_OR_RETURN(*f.number, GetNumber(p, k.name, source));
+      break;
+    }
+    case ScalingKeyKind::kOptionalNumber: {
+      POSENC_ASSIGN_OR_RETURN(double v, GetNumber(p, k.name, source));
+      *f.optional = v;
+      break;
+    }
+    case ScalingKeyKind::kInteger: {
+      POSENC_ASSIGN_OR_RETURN(*f.integer, GetInt(p, k.name, source));
+      break;
+    }
+    case ScalingKeyKind::kBoolean: {
+      POSENC_ASSIGN_OR_RETURN(*f.boolean, GetBool(p, k.name, source));
+      break;
+    }
+    case ScalingKeyKind::kNumberList: {
+      POSENC_ASSIGN_OR_RETURN(*f.list, GetNumberList(p, k.name, source));
+      break;
+    }
+  }
+  return true;
+}
+
+}  // namespace posenc::config_json
