@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdlib>
+#include <exception>
 #include <filesystem>
 #include <ios>
 #include <new>
@@ -110,6 +112,27 @@ const CLI::Validator& NonNegativeInteger() {
 
 std::string OneLineFailureMessage(const CLI::App* /*app*/, const CLI::Error& e) {
   return fmt::format("posenc: error: {} (see posenc --help)\n", EscapeForMessage(e.what(), 400));
+}
+
+namespace {
+const CLI::App* g_app = nullptr;
+}  // namespace
+
+void InstallTerminateHandler(const CLI::App& app) {
+  g_app = &app;
+  std::set_terminate([] {
+    if (std::current_exception() != nullptr && g_app != nullptr) {
+      try {
+        std::rethrow_exception(std::current_exception());
+      } catch (...) {
+        ReportCurrentException(*g_app);
+      }
+    } else {
+      std::fflush(stdout);
+      std::fprintf(stderr, "posenc: error: internal: std::terminate without an exception\n");
+    }
+    std::_Exit(2);
+  });
 }
 
 void ReportCurrentException(const CLI::App& app) {

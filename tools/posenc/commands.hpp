@@ -34,6 +34,9 @@ void ReportError(const std::string& command, const Status& status);
 // and capped (EscapeForMessage), and exit code 2. `app` is the root: the command named is the deepest
 // subcommand that was parsed.
 void ReportCurrentException(const CLI::App& app);
+// std::set_terminate: an exception that escapes where main's catch cannot see it (a worker thread, a
+// noexcept function) is reported as ReportCurrentException does, and the process exits 2 (std::_Exit).
+void InstallTerminateHandler(const CLI::App& app);
 // CLI11's own usage errors as one line: "posenc: error: --heads: ... (see posenc --help)".
 std::string OneLineFailureMessage(const CLI::App* app, const CLI::Error& e);
 

@@ -10,6 +10,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Show help for every subcommand");
   app.failure_message(posenc::cli::OneLineFailureMessage);
+  posenc::cli::InstallTerminateHandler(app);
   try {
     posenc::cli::RegisterAll(app);
     // The commands run inside parse (as callbacks): this is the one boundary every command passes.
