@@ -171,6 +171,40 @@ TEST(HfConfigValidation, UnknownRopeType) {
   EXPECT_EQ(s.status().code(), StatusCode::kUnimplemented);
 }
 
+// A range rule broken in a config.json is refused in the validator's one message shape, naming the
+// file, the scaling, the key and the value; the whole message is pinned for each scaling's rules.
+TEST(HfConfigValidation, RangeRulesInOneMessageShape) {
+  const std::string head = R"({"hidden_size": 256, "num_attention_heads": 4, "max_position_embeddings": 8192, "rope_scaling": )";
+  struct Case { std::string scaling, message; };
+  for (const Case& c : std::initializer_list<Case>{
+           {R"({"rope_type": "default", "factor": -1})", "rope config test.json: default 'factor' = -1 must be finite and > 0"},
+           {R"({"rope_type": "linear", "factor": 0})", "rope config test.json: linear 'factor' = 0 must be finite and > 0"},
+           {R"({"rope_type": "yarn", "factor": 4, "original_max_position_embeddings": 2048, "beta_fast": 1, "beta_slow": 2})",
+            "rope config test.json: yarn 'beta_fast' = 1 (beta_slow 2) must be at least beta_slow"},
+           {R"({"rope_type": "yarn", "factor": 4, "original_max_position_embeddings": 0})",
+            "rope config test.json: yarn 'original_max_position_embeddings' = 0 must be given and > 0"},
+           {R"({"rope_type": "yarn", "factor": 4, "original_max_position_embeddings": 2048, "attention_factor": -1})",
+            "rope config test.json: yarn 'attention_factor' = -1 must be finite and > 0"},
+           {R"({"rope_type": "llama3", "factor": 8, "original_max_position_embeddings": 8192, "low_freq_factor": 4, "high_freq_factor": 2})",
+            "rope config test.json: llama3 'high_freq_factor' = 2 (low_freq_factor 4) must be at least low_freq_factor"},
+           {R"({"rope_type": "llama3", "factor": 8, "original_max_position_embeddings": 8192, "low_freq_factor": -1, "high_freq_factor": 2})",
+            "rope config test.json: llama3 'low_freq_factor' = -1 must be finite and > 0"},
+           {R"({"rope_type": "longrope", "factor": 4, "original_max_position_embeddings": 2048, "short_factor": [1, 1], "long_factor": [1]})",
+            "rope config test.json: longrope 'short_factor' = a list of 2 values must have rotary_dim/2 = 32 values"},
+       }) {
+    Result<PositionScheme> s = ParseHfConfig(head + c.scaling + "}", "test.json");
+    ASSERT_FALSE(s.ok()) << c.scaling;
+    EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(s.status().message(), c.message);
+  }
+  // Equal betas (Kimi K2) and equal llama3 band factors (Llama 4) are accepted, noted.
+  for (const std::string& ok : {std::string(R"({"rope_type": "yarn", "factor": 4, "original_max_position_embeddings": 2048, "beta_fast": 1, "beta_slow": 1})"),
+                                std::string(R"({"rope_type": "llama3", "factor": 8, "original_max_position_embeddings": 8192, "low_freq_factor": 1, "high_freq_factor": 1})")}) {
+    const PositionScheme p = Parse(head + ok + "}");
+    ASSERT_FALSE(p.rope.notes.empty()) << ok;
+  }
+}
+
 TEST(HfConfigValidation, MissingFactor) {
   ExpectError(R"({"hidden_size": 64, "num_attention_heads": 4, "rope_scaling": {"type": "linear"}})", "factor", "missing");
 }
