@@ -406,18 +406,23 @@ Result<RopeFrequencies> YarnRow(const RopeConfig& c, int64_t) { return Yarn(c); 
 Result<RopeFrequencies> Llama3Row(const RopeConfig& c, int64_t) { return Llama3(c); }
 Result<RopeFrequencies> ProportionalRow(const RopeConfig& c, int64_t) { return Proportional(c); }
 
+double NoFactor(const RopeConfig&) { return 1.0; }
+double ByFactor(const RopeConfig& c) { return c.scaling.factor; }
+double ByFreqScale(const RopeConfig& c) { return 1.0 / c.scaling.freq_scale; }
+
 // In RopeScalingType order (RopeScalingOf indexes it; rope_scaling_test checks the order).
 constexpr RopeScalingSpec kScalings[] = {
-    {RopeScalingType::kNone, "default", kDefaultNames, {}, {}, nullptr, OneRegime, Default},
-    {RopeScalingType::kLinear, "linear", kLinearNames, kLinearKeys, {}, nullptr, OneRegime, Linear},
-    {RopeScalingType::kNtk, "ntk", kNtkNames, kLinearKeys, {}, NtkRules, OneRegime, Ntk},
-    {RopeScalingType::kDynamicNtk, "dynamic", kDynamicNames, kDynamicKeys, {}, NtkRules, DynamicRegime, DynamicNtk},
-    {RopeScalingType::kYarn, "yarn", kYarnNames, kYarnKeys, kYarnOrders, nullptr, OneRegime, YarnRow},
-    {RopeScalingType::kLlama3, "llama3", kLlama3Names, kLlama3Keys, kLlama3Orders, nullptr, OneRegime, Llama3Row},
-    {RopeScalingType::kLongRope, "longrope", kLongRopeNames, kLongRopeKeys, {}, LongRopeRules, SwitchAtOriginal, LongRope},
+    {RopeScalingType::kNone, "default", kDefaultNames, {}, {}, nullptr, OneRegime, Default, NoFactor},
+    {RopeScalingType::kLinear, "linear", kLinearNames, kLinearKeys, {}, nullptr, OneRegime, Linear, ByFactor},
+    {RopeScalingType::kNtk, "ntk", kNtkNames, kLinearKeys, {}, NtkRules, OneRegime, Ntk, ByFactor},
+    {RopeScalingType::kDynamicNtk, "dynamic", kDynamicNames, kDynamicKeys, {}, NtkRules, DynamicRegime, DynamicNtk, ByFactor},
+    {RopeScalingType::kYarn, "yarn", kYarnNames, kYarnKeys, kYarnOrders, nullptr, OneRegime, YarnRow, ByFactor},
+    {RopeScalingType::kLlama3, "llama3", kLlama3Names, kLlama3Keys, kLlama3Orders, nullptr, OneRegime, Llama3Row, ByFactor},
+    {RopeScalingType::kLongRope, "longrope", kLongRopeNames, kLongRopeKeys, {}, LongRopeRules, SwitchAtOriginal, LongRope,
+     ByFactor},
     {RopeScalingType::kProportional, "proportional", kProportionalNames, kProportionalKeys, {}, ProportionalRules, OneRegime,
-     ProportionalRow},
-    {RopeScalingType::kGgml, "ggml", {}, kGgmlKeys, {}, GgmlRules, GgmlRegime, Ggml},
+     ProportionalRow, ByFactor, /*unscaled_over_head_dim=*/true},
+    {RopeScalingType::kGgml, "ggml", {}, kGgmlKeys, {}, GgmlRules, GgmlRegime, Ggml, ByFreqScale},
 };
 
 std::atomic<int64_t> g_computations{0};
@@ -563,16 +568,10 @@ Result<RopeFrequencies> ComputeRopeFrequencies(const RopeConfig& config, int64_t
   return f;
 }
 
-double NominalScalingFactor(const RopeConfig& config) {
-  switch (config.scaling.type) {
-    case RopeScalingType::kNone: return 1.0;
-    case RopeScalingType::kGgml: return 1.0 / config.scaling.freq_scale;
-    default: return config.scaling.factor;
-  }
-}
+double NominalScalingFactor(const RopeConfig& config) { return RopeScalingOf(config.scaling.type).nominal_factor(config); }
 
 std::vector<double> UnscaledFrequencies(const RopeConfig& config) {
-  if (config.scaling.type == RopeScalingType::kProportional)
+  if (RopeScalingOf(config.scaling.type).unscaled_over_head_dim)
     return Powers(config.base, config.layout.head_dim / 2, config.layout.head_dim);
   return Powers(config.base, config.layout.rotary_dim / 2, config.layout.rotary_dim);
 }

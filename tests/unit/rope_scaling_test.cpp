@@ -469,6 +469,7 @@ TEST(RopeScalingTable, OneRowPerTypeInEnumOrder) {
     EXPECT_EQ(static_cast<size_t>(row.type), i);
     EXPECT_EQ(ToString(row.type), row.name);
     EXPECT_EQ(&RopeScalingOf(row.type), &row);
+    EXPECT_TRUE(row.compute != nullptr && row.regime_of != nullptr && row.nominal_factor != nullptr) << row.name;
     for (const ScalingSpelling& sp : row.spellings) EXPECT_EQ(FindRopeScaling(sp.name), &row) << sp.name;
     for (const RopeScalingKey& k : row.keys) {
       ASSERT_NE(k.field, nullptr) << row.name << " " << k.name;
@@ -477,6 +478,18 @@ TEST(RopeScalingTable, OneRowPerTypeInEnumOrder) {
   }
   EXPECT_EQ(FindRopeScaling("ggml"), nullptr);  // ggml parameters are not a Hugging Face rope_type
   EXPECT_EQ(FindRopeScaling("su")->type, RopeScalingType::kLongRope);
+  // The nominal factor and the unscaled frequencies come from the row.
+  RopeConfig g = Config(RopeScalingType::kGgml, 64, 10000.0);
+  g.scaling.freq_scale = 0.25;
+  EXPECT_EQ(NominalScalingFactor(g), 4.0);
+  RopeConfig n = Config(RopeScalingType::kNone, 64, 10000.0);
+  n.scaling.factor = 8.0;
+  EXPECT_EQ(NominalScalingFactor(n), 1.0);
+  RopeConfig p = Config(RopeScalingType::kProportional, 64, 10000.0);
+  p.layout = {RopePairing::kHalf, 64, 0, 32};  // a window, to tell head_dim from rotary_dim
+  EXPECT_EQ(UnscaledFrequencies(p).size(), 32u);
+  p.scaling.type = RopeScalingType::kLinear;
+  EXPECT_EQ(UnscaledFrequencies(p).size(), 16u);
 }
 
 // A new row is all it takes: each row's keys at valid values compute; each key with a range rule,

@@ -196,6 +196,10 @@ struct RopeScalingSpec {
   // {1, one past the original / max length} once.
   int64_t (*regime_of)(const RopeConfig&, int64_t seq_len);
   Result<RopeFrequencies> (*compute)(const RopeConfig&, int64_t seq_len);  // on a validated config
+  // NominalScalingFactor: the factor the scaling aims at.
+  double (*nominal_factor)(const RopeConfig&);
+  // UnscaledFrequencies are over the whole head (base^(-2i/head_dim)), not the rotary window.
+  bool unscaled_over_head_dim = false;
 };
 
 // The rows, in RopeScalingType order.
