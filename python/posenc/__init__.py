@@ -26,9 +26,10 @@ import numpy as np
 
 from . import _posenc
 from . import _tensors
+from . import hf  # noqa: F401  (posenc.hf.drop_in)
 
 __all__ = [
-    "Scheme", "Frequencies", "Rope", "Model", "load_scheme", "set_num_threads", "num_threads", "simd_target",
+    "Scheme", "Frequencies", "LayerSchedule", "Rope", "Model", "load_scheme", "set_num_threads", "num_threads", "simd_target",
     "sinusoidal_table", "alibi_slopes", "alibi_bias", "t5_buckets", "t5_bias", "shaw_indices", "golden",
 ]
 
@@ -60,6 +61,14 @@ class Frequencies:
     """Per-pair angular frequencies (radians per position, float64) and the factor on cos and sin."""
     inv_freq: np.ndarray
     attention_scaling: float
+
+
+@dataclass(frozen=True)
+class LayerSchedule:
+    """rope[i]: layer i applies RoPE (else NoPE); temperature[i]: its queries get the temperature."""
+    rope: List[bool]
+    rule: str
+    temperature: List[bool]
 
 
 class Scheme:
@@ -145,6 +154,22 @@ class Scheme:
     def nominal_factor(self) -> float:
         """The factor the scaling aims at (the 'interpolated' mark)."""
         return self._s.nominal_factor()
+
+    def layer_schedule(self) -> "LayerSchedule":
+        """Per decoder layer, whether it applies RoPE (Llama 4's no_rope_layers / interval, Cohere2's
+        sliding layers, otherwise every layer) and whether its queries get Llama 4's temperature."""
+        rope, rule, temperature = self._s.layer_schedule()
+        return LayerSchedule(list(rope), rule, list(temperature))
+
+    @property
+    def attn_temperature(self) -> Dict[str, Any]:
+        """Llama 4's query temperature on NoPE layers: tuning, floor_scale, attn_scale."""
+        return self._s.attn_temperature
+
+    def attn_temperature_scales(self, positions: Any, *, exact: bool = False) -> np.ndarray:
+        """1 + attn_scale * ln(1 + floor((p + 1) / floor_scale)) per position: float32 as HF computes it,
+        or float64 (exact)."""
+        return self._s.attn_temperature_scales(_ids(positions, "positions"), bool(exact))
 
     def multi_axis_plan(self, seq_len: Optional[int] = None) -> Tuple[np.ndarray, float, np.ndarray, int]:
         """M-RoPE: (inv_freq, attention_scaling, pair_component, num_components)."""
@@ -240,6 +265,7 @@ class Rope:
             max_positions = min(int(self.scheme.max_position_embeddings or 0), 1 << 20)
         self._max_positions = int(max_positions)
         self._tables: Dict[Tuple[float, ...], Any] = {}
+        self._schedule: Optional[LayerSchedule] = None
         self._table = None if self._dynamic else self._build(self._fixed_seq_len or self.scheme.max_position_embeddings or 1)
 
     def _build(self, seq_len: int):
@@ -283,6 +309,21 @@ class Rope:
         s = self.scheme
         return s.pairing, s.head_dim, s.rotary_start, s.rotary_dim
 
+    @staticmethod
+    def _views_in_out(x: Any, positions: Any, out: Any, order: Optional[str]):
+        views, tokens, _ = _tensors.heads_views(x, "x", order)
+        batch = _tensors.batch_of(x, order)
+        out_views: List[Any] = []
+        if out is not None:
+            _tensors.same_layout(x, out)
+            out_views, _, _ = _tensors.heads_views(out, "out", order)
+            if len(out_views) != len(views):  # folded one way and not the other: one view per element
+                views, _, _ = _tensors.heads_views(x, "x", order, fold=False)
+                out_views, _, _ = _tensors.heads_views(out, "out", order, fold=False)
+            _tensors.check_no_partial_overlap(views, out_views, "out")
+        rows = _tensors.position_rows(positions, batch, tokens, views=len(views))
+        return views, rows, out_views
+
     def apply(self, x: Any, positions: Any, *, out: Any = None, order: Optional[str] = None,
               direction: str = "forward") -> Any:
         """Rotates queries or keys `x` at `positions`, in place (out=None) or into `out` (same shape and
@@ -294,26 +335,14 @@ class Rope:
         [batch, seq] for 4-d x (KV-cache offsets, left padding: any non-negative positions).
         direction "backward" rotates by -angle (the gradient).
         """
-        views, tokens, _ = _tensors.heads_views(x, "x", order)
-        rows = _tensors.position_rows(positions, len(views), tokens)
-        out_views: List[Any] = []
-        if out is not None:
-            _tensors.same_layout(x, out)
-            out_views, _, _ = _tensors.heads_views(out, "out", order)
-            _tensors.check_no_partial_overlap(views, out_views, "out")
+        views, rows, out_views = self._views_in_out(x, positions, out, order)
         _posenc.apply_rope(self._table_for(rows), *self._layout(), views, out_views, rows, direction, "x")
         return x if out is None else out
 
     def apply_reference(self, x: Any, positions: Any, *, out: Any = None, order: Optional[str] = None,
                         direction: str = "forward") -> Any:
         """The scalar reference kernel (float64 rotation, one rounding), same contract as `apply`."""
-        views, tokens, _ = _tensors.heads_views(x, "x", order)
-        rows = _tensors.position_rows(positions, len(views), tokens)
-        out_views: List[Any] = []
-        if out is not None:
-            _tensors.same_layout(x, out)
-            out_views, _, _ = _tensors.heads_views(out, "out", order)
-            _tensors.check_no_partial_overlap(views, out_views, "out")
+        views, rows, out_views = self._views_in_out(x, positions, out, order)
         _posenc.apply_rope(self._table_for(rows), *self._layout(), views, out_views, rows, direction, "x", True)
         return x if out is None else out
 
@@ -323,17 +352,21 @@ class Rope:
         attention). Shapes and orders as `apply`."""
         qv, tokens, _ = _tensors.heads_views(q, "q", order)
         kv, ktokens, _ = _tensors.heads_views(k, "k", order)
-        if ktokens != tokens or len(kv) != len(qv):
+        batch = _tensors.batch_of(q, order)
+        if ktokens != tokens or _tensors.batch_of(k, order) != batch or len(k.shape) != len(q.shape):
             raise ValueError(f"k: shape {list(k.shape)} does not match q's {list(q.shape)} in batch and tokens")
+        if len(kv) != len(qv):  # folded one way and not the other: one view per element
+            qv, _, _ = _tensors.heads_views(q, "q", order, fold=False)
+            kv, _, _ = _tensors.heads_views(k, "k", order, fold=False)
         _tensors.check_no_partial_overlap(qv, kv, "k")
-        rows = _tensors.position_rows(positions, len(qv), tokens)
+        rows = _tensors.position_rows(positions, batch, tokens, views=len(qv))
         _posenc.apply_rope_qk(self._table_for(rows), *self._layout(), qv, kv, rows, direction)
         return q, k
 
     def apply_multi_axis(self, x: Any, positions: Any, *, order: Optional[str] = None) -> Any:
         """Multi-axis RoPE (M-RoPE, 2-D vision) in place: positions [components, tokens] (or
         [batch, components, tokens]), e.g. the (t, h, w) rows of Qwen2-VL's get_rope_index."""
-        views, tokens, _ = _tensors.heads_views(x, "x", order)
+        views, tokens, _ = _tensors.heads_views(x, "x", order, fold=False)
         p = positions.detach().cpu().numpy() if _tensors.is_torch(positions) else np.asarray(positions)
         if p.dtype.kind not in "iu":
             raise ValueError(f"positions: dtype {p.dtype} is not an integer type")
@@ -344,6 +377,22 @@ class Rope:
         seq_len = self._fixed_seq_len or max(int(r.max()) + 1 for r in rows)
         self.scheme._s.apply_multi_axis(seq_len, views, [r.reshape(-1) for r in rows], self.precision, "x")
         return x
+
+    def apply_layer(self, q: Any, k: Any, positions: Any, layer: int, *, order: Optional[str] = None) -> Tuple[Any, Any]:
+        """What decoder layer `layer` does to q and k, in place: RoPE on a RoPE layer; on a NoPE layer
+        nothing, or (Llama 4 with attn_temperature_tuning) the query temperature at `positions`."""
+        if self._schedule is None:
+            self._schedule = self.scheme.layer_schedule()
+        sch = self._schedule
+        if not 0 <= layer < len(sch.rope):
+            raise ValueError(f"layer: {layer} is outside [0, {len(sch.rope)}) ({sch.rule})")
+        if sch.rope[layer]:
+            return self.apply_qk(q, k, positions, order=order)
+        if sch.temperature[layer]:
+            views, tokens, _ = _tensors.heads_views(q, "q", order)
+            rows = _tensors.position_rows(positions, _tensors.batch_of(q, order), tokens, views=len(views))
+            _posenc.apply_query_temperature(views, [self.scheme.attn_temperature_scales(r) for r in rows])
+        return q, k
 
     def apply_rotary_pos_emb(self, q: Any, k: Any, cos: Any = None, sin: Any = None, position_ids: Any = None,
                              unsqueeze_dim: int = 1) -> Tuple[Any, Any]:

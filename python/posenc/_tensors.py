@@ -66,8 +66,11 @@ def describe(x: Any, name: str, writable: bool) -> Tuple[int, str, Tuple[int, ..
     raise ValueError(f"{name}: {type(x).__name__} is not a numpy array or a torch tensor")
 
 
-def heads_views(x: Any, name: str, order: Optional[str], writable: bool = True) -> Tuple[List[View], int, int]:
-    """Per batch element, the view of `x`; also the token count and the head_dim."""
+def heads_views(x: Any, name: str, order: Optional[str], writable: bool = True,
+                fold: bool = True) -> Tuple[List[View], int, int]:
+    """Per batch element, the view of `x`; also the token count and the head_dim. With `fold`, a batch
+    whose elements line up as more tokens of one view (one token each, as in decode, or token-major
+    elements back to back) is one view of batch * seq tokens (one kernel call instead of batch)."""
     ptr, dt, shape, strides = describe(x, name, writable)
     if len(shape) not in _ORDERS:
         raise ValueError(f"{name}: shape {list(shape)} is not [tokens, heads, head_dim] or [batch, heads, seq, head_dim]")
@@ -92,9 +95,20 @@ def heads_views(x: Any, name: str, order: Optional[str], writable: bool = True) 
         if batch > 1 and tokens > 0 and heads > 0 and head_dim > 0 and b_stride < extent:
             raise ValueError(f"{name}: batch stride {b_stride} overlaps the {extent} elements of one batch element "
                              f"(strides {list(strides)})")
+    if fold and batch > 1 and (tokens == 1 or b_stride == tokens * strides[t_ax]):
+        t_stride = b_stride if tokens == 1 else strides[t_ax]
+        return [(ptr, dt, batch * tokens, heads, head_dim, t_stride, strides[h_ax])], tokens, head_dim
     views = [(ptr + b * b_stride * size, dt, tokens, heads, head_dim, strides[t_ax], strides[h_ax])
              for b in range(batch)]
     return views, tokens, head_dim
+
+
+def batch_of(x: Any, order: Optional[str]) -> int:
+    """The batch size of a 4-d x (1 for 3-d)."""
+    shape = tuple(getattr(x, "shape", ()))
+    if len(shape) != 4:
+        return 1
+    return shape[(order or "bhsd").index("b")]
 
 
 def same_layout(x: Any, out: Any, name: str = "out") -> None:
@@ -106,8 +120,10 @@ def same_layout(x: Any, out: Any, name: str = "out") -> None:
         raise ValueError(f"{name}: dtype {out.dtype} differs from the input's {x.dtype}")
 
 
-def position_rows(positions: Any, batch: int, tokens: int, name: str = "positions") -> List[np.ndarray]:
-    """Positions as one contiguous int64 row per batch element ([S] shared by all, or [B, S])."""
+def position_rows(positions: Any, batch: int, tokens: int, name: str = "positions",
+                  views: int = 0) -> List[np.ndarray]:
+    """Positions as one contiguous int64 row per batch element ([S] shared by all, or [B, S]), or, when
+    the batch was folded into `views` = 1 view, one row of batch * tokens."""
     if is_torch(positions):
         positions = positions.detach().cpu().numpy()
     p = np.asarray(positions)
@@ -123,6 +139,8 @@ def position_rows(positions: Any, batch: int, tokens: int, name: str = "position
     for r in rows[:1]:
         if r.shape[0] != tokens:
             raise ValueError(f"{name}: {r.shape[0]} positions for {tokens} tokens")
+    if views == 1 and batch > 1:
+        return [np.ascontiguousarray(np.concatenate(rows))]
     return [np.ascontiguousarray(r) for r in rows]
 
 

@@ -23,6 +23,8 @@
 
 #include "posenc/kernels/multi_axis_rope.hpp"  // not in the umbrella (yet)
 #include "posenc/model/model_scheme.hpp"        // likewise
+#include "posenc/config/layer_schedule.hpp"     // likewise
+#include "posenc/kernels/attn_temperature.hpp"  // likewise
 #include "posenc/posenc.hpp"
 
 namespace py = pybind11;
@@ -304,6 +306,25 @@ void ApplyMultiAxisBatch(const RopeConfig& rc, int64_t seq_len, const py::list& 
   Check(s);
 }
 
+// Multiplies the queries of every batch element by scales[t] (Llama 4's NoPE-layer temperature).
+void ApplyTemperatureBatch(const py::list& q_views, const std::vector<py::array_t<float, py::array::c_style>>& scales) {
+  std::vector<HeadsView> q = Views(q_views, "q");
+  if (scales.size() != q.size()) throw py::value_error("scales: batch size differs from q");
+  for (size_t b = 0; b < q.size(); ++b) {
+    Check(q[b].Validate("q"));
+    if (scales[b].size() != q[b].tokens)
+      throw py::value_error("scales: " + std::to_string(scales[b].size()) + " scales for " + std::to_string(q[b].tokens) +
+                            " tokens");
+  }
+  Status s;
+  {
+    py::gil_scoped_release release;
+    for (size_t b = 0; b < q.size() && s.ok(); ++b)
+      s = ApplyQueryTemperature(q[b], std::span<const float>(scales[b].data(), static_cast<size_t>(scales[b].size())));
+  }
+  Check(s);
+}
+
 // ---- model files -------------------------------------------------------------------------------
 
 struct PyModel {
@@ -421,6 +442,31 @@ PYBIND11_MODULE(_posenc, m) {
            },
            py::arg("pairing"))
       .def("validate", [](const PositionScheme& s) { Check(ValidateRopeConfig(s.rope)); })
+      .def("layer_schedule",
+           [](const PositionScheme& s) {
+             LayerSchedule l = Take(LayerRopeSchedule(s));
+             std::vector<bool> rope(l.rope.begin(), l.rope.end());
+             std::vector<bool> temp;
+             for (int64_t i = 0; i < l.num_layers(); ++i) temp.push_back(QueryTemperatureApplies(s, l, i));
+             return py::make_tuple(rope, l.rule, temp);
+           })
+      .def_property_readonly("attn_temperature",
+                             [](const PositionScheme& s) {
+                               py::dict d;
+                               d["tuning"] = s.attn_temperature.tuning;
+                               d["floor_scale"] = s.attn_temperature.floor_scale;
+                               d["attn_scale"] = s.attn_temperature.attn_scale;
+                               return d;
+                             })
+      .def("attn_temperature_scales",
+           [](const PositionScheme& s, const Positions& positions, bool exact) -> py::object {
+             if (exact) return F64(Take(AttnTemperatureScalesExact(s.attn_temperature, Span(positions))));
+             std::vector<float> v = Take(AttnTemperatureScales(s.attn_temperature, Span(positions)));
+             py::array_t<float> a(static_cast<py::ssize_t>(v.size()));
+             if (!v.empty()) std::memcpy(a.mutable_data(), v.data(), v.size() * sizeof(float));
+             return std::move(a);
+           },
+           py::arg("positions"), py::arg("exact") = false)
       .def("frequencies",
            [](const PositionScheme& s, int64_t seq_len) {
              RopeFrequencies f = Take(ComputeRopeFrequencies(s.rope, seq_len));
@@ -496,6 +542,8 @@ PYBIND11_MODULE(_posenc, m) {
         },
         py::arg("table"), py::arg("pairing"), py::arg("head_dim"), py::arg("rotary_start"), py::arg("rotary_dim"),
         py::arg("q_views"), py::arg("k_views"), py::arg("positions"), py::arg("direction"));
+
+  m.def("apply_query_temperature", &ApplyTemperatureBatch, py::arg("q_views"), py::arg("scales"));
 
   // model files and embeddings
   py::class_<PyModel>(m, "Model")

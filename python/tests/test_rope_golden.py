@@ -228,3 +228,77 @@ def test_multi_axis_matches_reference(folder):
     _, _, comp, _ = rope.scheme.multi_axis_plan(int(a["positions"].max()) + 1)
     if "pair_component" in a:
         assert np.array_equal(comp, a["pair_component"])
+
+
+# ---- per-layer schedules and Llama 4's query temperature -----------------------------------------
+
+SCHEDULE_CASES = [c for c in HF_CASES + golden_cases("hf", {"attn_temperature"})
+                  if "layer_schedule" in json.loads((c / "case.json").read_text())["files"]]
+
+
+@pytest.mark.parametrize("folder", SCHEDULE_CASES, ids=_ids(SCHEDULE_CASES))
+def test_layer_schedule(folder):
+    j, a = _case(folder)
+    scheme = posenc.load_scheme(j["config"], model_type=j.get("hf_model_type"))
+    sch = scheme.layer_schedule()
+    assert [int(x) for x in sch.rope] == a["layer_schedule"].tolist(), sch.rule
+
+
+def test_llama4_query_temperature_on_a_nope_layer():
+    """Scout's NoPE layer 3: apply_layer scales the queries (HF's attn_scales), keys untouched; a RoPE
+    layer rotates both."""
+    folder = need(DATA / "golden" / "hf" / "attn_temp_llama4_scout", "attn_temp_llama4_scout case")
+    j, a = _case(folder)
+    rope = posenc.Rope(j["config"], model_type=j["hf_model_type"])
+    sch = rope.scheme.layer_schedule()
+    layer = j["layer_index"]
+    assert not sch.rope[layer] and sch.temperature[layer]
+    scales = rope.scheme.attn_temperature_scales(a["positions"])
+    _close(scales, a["attn_scales"], j["tolerance"]["attn_scales"], "attn_scales")
+    _close(rope.scheme.attn_temperature_scales(a["positions"], exact=True), a["attn_scales_exact"],
+           j["tolerance"]["attn_scales_exact"], "attn_scales_exact")
+    q = a["input"].copy()
+    k = a["input"].copy()
+    rope.apply_layer(q, k, a["positions"], layer)
+    _close(q, a["expected"], j["tolerance"]["expected"], "expected")
+    assert np.array_equal(k, a["input"])
+    rope_layer = sch.rope.index(True)
+    q2, k2 = a["input"].copy(), a["input"].copy()
+    rope.apply_layer(q2, k2, a["positions"], rope_layer)
+    assert np.array_equal(q2, rope.apply(a["input"].copy(), a["positions"]))
+    with pytest.raises(ValueError, match=r"layer: 48 is outside \[0, 48\)"):
+        rope.apply_layer(q, k, a["positions"], 48)
+
+
+@pytest.mark.parametrize("folder", HF_CASES, ids=_ids(HF_CASES))
+def test_hf_style_model_step(folder):
+    """A model in HF's style on the case's config: q and k from projections, viewed [B, H, S, D] from
+    [B, S, H, D]; batch 0 continues a KV cache (positions from an offset), batch 1 is left-padded
+    (position_ids = cumsum(mask) - 1, padding filled with 1, as HF does); then one decode step.
+    posenc's drop-in gives HF's q and k within the case's tolerance, with and without position_ids."""
+    j, a = _case(folder)
+    j["_folder"] = str(folder)
+    rope = _rope(j)
+    s = rope.scheme
+    interleaved = s.pairing == "interleaved"
+    heads, kv_heads, d, hidden, seq = 2, 1, s.head_dim, 32, 6
+    gen = torch.Generator().manual_seed(0)
+    wq = torch.randn(hidden, heads * d, generator=gen) / hidden ** 0.5
+    wk = torch.randn(hidden, kv_heads * d, generator=gen) / hidden ** 0.5
+    offset = max(int(a["positions"].max()) - seq - 1, 0)
+    mask = torch.tensor([[1] * seq, [0, 0] + [1] * (seq - 2)])
+    position_ids = mask.cumsum(-1) - 1
+    position_ids = position_ids.masked_fill(mask == 0, 1)
+    position_ids[0] += offset
+    steps = [(seq, position_ids), (1, torch.tensor([[offset + seq], [seq - 2]]))]
+    for length, pos in steps:
+        x = torch.randn(2, length, hidden, generator=gen)
+        q = (x @ wq).view(2, length, heads, d).transpose(1, 2)
+        k = (x @ wk).view(2, length, kv_heads, d).transpose(1, 2)
+        cos, sin = hf_cos_sin(a["inv_freq"], pos, j.get("attention_scaling", 1.0), interleaved)
+        want_q = hf_apply(q, cos, sin, s.rotary_dim, interleaved)
+        want_k = hf_apply(k, cos, sin, s.rotary_dim, interleaved)
+        for kwargs in ({}, {"position_ids": pos}):
+            got_q, got_k = posenc.hf.drop_in(rope)(q, k, cos, sin, **kwargs)
+            for got, want, what in ((got_q, want_q, "q"), (got_k, want_k, "k")):
+                _close(got.numpy(), want.numpy(), j["tolerance"]["expected"], f"{what} (length {length}, {kwargs.keys()})")

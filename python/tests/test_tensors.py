@@ -181,3 +181,39 @@ def test_bad_positions_write_nothing(rope):
     assert torch.equal(x, keep)
     with pytest.raises(ValueError, match=r"^x: list is not a numpy array or a torch tensor"):
         rope.apply([[0.0]], [0])
+
+
+def test_gil_released_while_kernels_run(rope):
+    """A Python thread keeps running while posenc rotates a large array (the scalar reference on
+    16M elements, one posenc thread): it records timestamps in the middle of the call, which it could
+    not if the call held the GIL (it would run only before and after, in 5 ms switch slices)."""
+    import threading
+    import time
+
+    x = np.ones((4096, 64, 64), np.float32)
+    stamps = []
+    stop = threading.Event()
+
+    def spin():
+        n = 0
+        while not stop.is_set():
+            n += 1
+            if n % 200 == 0:
+                stamps.append(time.perf_counter())
+
+    t = threading.Thread(target=spin)
+    posenc.set_num_threads(1)
+    try:
+        t.start()
+        time.sleep(0.01)
+        start = time.perf_counter()
+        rope.apply_reference(x, np.arange(4096))
+        end = time.perf_counter()
+    finally:
+        stop.set()
+        t.join()
+        posenc.set_num_threads(0)
+    elapsed = end - start
+    assert elapsed > 0.05, elapsed  # long enough that its middle outlasts the 5 ms switch interval
+    middle = [s for s in stamps if start + 0.3 * elapsed < s < end - 0.3 * elapsed]
+    assert len(middle) > 10, (len(middle), elapsed)

@@ -1,0 +1,70 @@
+"""Context parallelism: which tokens, at which global positions, a rank holds.
+
+A sequence of S tokens is split over cp ranks. RoPE (and every position scheme) must see each token's
+*global* position, not its index in the shard, or attention across shards is wrong.
+
+- zigzag (the load-balanced causal split of Megatron-LM / TransformerEngine): each sequence is padded
+  to a multiple of 2*cp and cut into 2*cp chunks of c tokens; rank r holds chunks r and 2*cp-1-r, so
+  every rank has as much causal work as every other.
+- contiguous: each sequence padded to a multiple of cp, rank r holds tokens [r*S/cp, (r+1)*S/cp).
+
+Packed sequences (several sequences in one buffer, as cu_seqlens describes them) are split one by
+one and each rank's pieces concatenated in sequence order; positions restart at 0 in each sequence.
+Padding tokens are marked invalid (index -1); their positions continue past the sequence's end so
+that they are ordinary positions for any kernel.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+__all__ = ["Shard", "padded_length", "shard"]
+
+
+@dataclass(frozen=True)
+class Shard:
+    """One rank's tokens: per token its global position in its sequence, its index among the unpadded
+    packed tokens (-1 for padding), its sequence number, and whether it is a real token."""
+    positions: np.ndarray  # int64 [n]
+    index: np.ndarray      # int64 [n]
+    sequence: np.ndarray   # int64 [n]
+    valid: np.ndarray      # bool [n]
+
+
+def padded_length(seq_len: int, cp_size: int, split: str = "zigzag") -> int:
+    """The sequence's length after padding: a multiple of 2*cp (zigzag) or cp (contiguous)."""
+    if cp_size < 1:
+        raise ValueError(f"cp_size: {cp_size} (expected >= 1)")
+    if seq_len < 0:
+        raise ValueError(f"seq_len: {seq_len} is negative")
+    unit = {"zigzag": 2 * cp_size, "contiguous": cp_size}.get(split)
+    if unit is None:
+        raise ValueError(f"split: '{split}' (expected zigzag or contiguous)")
+    return -(-seq_len // unit) * unit
+
+
+def shard(seq_lens: Sequence[int], cp_size: int, rank: int, split: str = "zigzag") -> Shard:
+    """The tokens rank `rank` of `cp_size` holds for sequences of lengths `seq_lens` (one sequence:
+    [S]; packed: the lengths cu_seqlens differences give)."""
+    if not 0 <= rank < cp_size:
+        raise ValueError(f"rank: {rank} is outside [0, {cp_size})")
+    pos, idx, seq = [], [], []
+    start = 0
+    for s, n in enumerate(int(x) for x in seq_lens):
+        p = padded_length(n, cp_size, split)
+        if split == "zigzag":
+            c = p // (2 * cp_size)
+            local = np.concatenate((np.arange(rank * c, (rank + 1) * c),
+                                    np.arange((2 * cp_size - 1 - rank) * c, (2 * cp_size - rank) * c)))
+        else:
+            c = p // cp_size
+            local = np.arange(rank * c, (rank + 1) * c)
+        pos.append(local)
+        idx.append(np.where(local < n, start + local, -1))
+        seq.append(np.full(local.shape, s))
+        start += n
+    cat = (lambda xs: np.concatenate(xs).astype(np.int64)) if pos else (lambda xs: np.zeros(0, np.int64))
+    positions, index, sequence = cat(pos), cat(idx), cat(seq)
+    return Shard(positions, index, sequence, index >= 0)
