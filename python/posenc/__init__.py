@@ -358,7 +358,7 @@ class Rope:
         if len(kv) != len(qv):  # folded one way and not the other: one view per element
             qv, _, _ = _tensors.heads_views(q, "q", order, fold=False)
             kv, _, _ = _tensors.heads_views(k, "k", order, fold=False)
-        _tensors.check_no_partial_overlap(qv, kv, "k")
+        _tensors.check_no_partial_overlap(qv, kv, "k", "q", allow_same=False)
         rows = _tensors.position_rows(positions, batch, tokens, views=len(qv))
         _posenc.apply_rope_qk(self._table_for(rows), *self._layout(), qv, kv, rows, direction)
         return q, k

@@ -144,8 +144,10 @@ def position_rows(positions: Any, batch: int, tokens: int, name: str = "position
     return [np.ascontiguousarray(r) for r in rows]
 
 
-def check_no_partial_overlap(a: Sequence[View], b: Sequence[View], name: str) -> None:
-    """Refuses an `out` that shares memory with the input without being the input exactly."""
+def check_no_partial_overlap(a: Sequence[View], b: Sequence[View], name: str, other: str = "the input",
+                             allow_same: bool = True) -> None:
+    """Refuses `b` (an out, or k beside q) sharing memory with `a` without being it exactly (or at all,
+    when not allow_same)."""
     def span(v: View) -> Tuple[int, int]:
         ptr, dt, t, h, d, ts, hs = v
         size = 4 if dt == "float32" else 2
@@ -154,8 +156,8 @@ def check_no_partial_overlap(a: Sequence[View], b: Sequence[View], name: str) ->
         return ptr, ptr + ((t - 1) * ts + (h - 1) * hs + d) * size
     for va in a:
         for vb in b:
-            if va == vb:
+            if va == vb and allow_same:
                 continue
             (a0, a1), (b0, b1) = span(va), span(vb)
             if a0 < b1 and b0 < a1:
-                raise ValueError(f"{name}: overlaps the input without being it (in place: leave out=None)")
+                raise ValueError(f"{name}: overlaps {other} without being it")

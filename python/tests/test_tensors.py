@@ -157,6 +157,9 @@ def test_strides_that_do_not_fit(rope):
     y = _rand(4, 8, 64)
     with pytest.raises(ValueError, match=r"^out: overlaps the input without being it"):
         rope.apply(y[:3], np.arange(3), out=y[1:])
+    for k in (y[:, :2], y):  # k inside q, k the same memory as q: it would be rotated twice
+        with pytest.raises(ValueError, match=r"^k: overlaps q without being it"):
+            rope.apply_qk(y, k, np.arange(4))
 
 
 def test_read_only_and_grad(rope):
