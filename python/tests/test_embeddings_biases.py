@@ -77,3 +77,9 @@ def test_sinusoidal(folder):
     j, a = _case(folder)
     got = posenc.sinusoidal_table(a["positions"], j["d_model"], j["layout"])
     np.testing.assert_allclose(got, a["table"], rtol=0, atol=j["tolerance"]["table"]["atol"])
+
+
+def test_golden_runner_through_the_cli(cli):
+    case = need(DATA / "golden" / "hf" / "rope_llama2_7b_default", "golden case")
+    code, out = posenc.golden(case, cli=cli)
+    assert code == 0 and "1 passed, 0 failed" in out, out
