@@ -28,50 +28,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::vector<std::string> MultiAxisCases() {
-  std::vector<std::string> out;
-  for (const char* family : {"golden/hf", "golden/ggml"}) {
-    const std::string root = testing::DataPath(family);
-    if (root.empty()) continue;
-    for (const auto& e : fs::directory_iterator(root)) {
-      if (!fs::exists(e.path() / "case.json")) continue;
-      std::ifstream f(e.path() / "case.json");
-      json c = json::parse(f, nullptr, false);
-      if (c.is_discarded()) continue;
-      const std::string scheme = c.value("scheme", "");
-      if (scheme == "mrope" || scheme == "rope_vision_2d") out.push_back(e.path().string());
-    }
-  }
-  std::sort(out.begin(), out.end());
-  if (out.empty()) out.push_back("");  // one instance that skips, naming the missing folder
-  return out;
-}
-
-std::vector<double> AsDoubles(const Array& a) {
-  Array d = a.AsType(DType::kF64).value();
-  return {d.span<double>().begin(), d.span<double>().end()};
-}
-
-::testing::AssertionResult Close(const std::vector<double>& got, const std::vector<double>& want, double atol,
-                                 double rtol, const std::string& what) {
-  if (got.size() != want.size())
-    return ::testing::AssertionFailure() << what << ": " << got.size() << " values, want " << want.size();
-  size_t bad = 0, first = 0;
-  double worst = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    const double err = std::fabs(got[i] - want[i]);
-    worst = std::max(worst, err);
-    if (!(err <= atol + rtol * std::fabs(want[i])) && bad++ == 0) first = i;
-  }
-  if (bad == 0) {
-    std::printf("  %-28s max |err| %.3g (atol %.3g)\n", what.c_str(), worst, atol);
-    return ::testing::AssertionSuccess();
-  }
-  return ::testing::AssertionFailure() << what << ": " << bad << " of " << got.size() << " outside atol " << atol
-                                       << " rtol " << rtol << "; first at " << first << ": got " << got[first]
-                                       << " want " << want[first] << "; max err " << worst;
-}
-
 class MultiAxisGolden : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(MultiAxisGolden, ComponentsFrequenciesAndRotation) {
@@ -80,8 +36,9 @@ TEST_P(MultiAxisGolden, ComponentsFrequenciesAndRotation) {
     FAIL() << "golden/hf exists but holds no mrope / rope_vision_2d case";
   }
   const fs::path dir = GetParam();
-  std::ifstream f(dir / "case.json");
-  const json c = json::parse(f);
+  Result<golden::GoldenCase> gc = golden::GoldenCase::Load(dir.string());
+  ASSERT_TRUE(gc.ok()) << gc.status().ToString();
+  const json& c = gc->j();
   auto file = [&](const std::string& role) { return (dir / c["files"][role].get<std::string>()).string(); };
   const Array input = ReadNpy(file("input")).value();
   ASSERT_EQ(input.ndim(), 3);
@@ -120,35 +77,26 @@ TEST_P(MultiAxisGolden, ComponentsFrequenciesAndRotation) {
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   const Array pc = ReadNpy(file("pair_component")).value().AsType(DType::kI64).value();
   EXPECT_EQ(plan->pair_component, std::vector<int64_t>(pc.span<int64_t>().begin(), pc.span<int64_t>().end()));
-  const double inv_rtol = c["tolerance"].contains("inv_freq") ? c["tolerance"]["inv_freq"].value("rtol", 0.0)
-                                                              : std::ldexp(1.0, -22);
-  EXPECT_TRUE(Close(plan->freqs.inv_freq, AsDoubles(ReadNpy(file("inv_freq")).value()), 0.0, inv_rtol, "inv_freq"));
+  EXPECT_TRUE(testing::GoldenClose("inv_freq", plan->freqs.inv_freq, ReadNpy(file("inv_freq")).value(),
+                                    gc->Tol("inv_freq")));
   EXPECT_DOUBLE_EQ(plan->freqs.attention_scaling, c.value("attention_scaling", 1.0));
 
   for (const auto& [role, precision] : {std::pair{"expected", RopePrecision::kReference},
                                         std::pair{"expected_exact", RopePrecision::kExact}}) {
     SCOPED_TRACE(role);
-    const std::vector<double> want = AsDoubles(ReadNpy(file(role)).value());
-    const double atol = c["tolerance"][role].value("atol", 0.0), rtol = c["tolerance"][role].value("rtol", 0.0);
+    const Array want = ReadNpy(file(role)).value();
+    const golden::Tolerance tol = gc->Tol(role, {0.0, 0.0});
     const MultiAxisRopeArgs args{rc->layout, &plan->freqs, plan->pair_component, plan->num_components, positions, precision};
     Array x = input, y = input, z = input;
     ASSERT_TRUE(ApplyMultiAxisRope(args, HeadsView::Of(x, "x").value(), HeadsView::Of(y, "y").value()).ok());
     ASSERT_TRUE(ApplyMultiAxisRopeReference(args, HeadsView::Of(x, "x").value(), HeadsView::Of(z, "z").value()).ok());
-    EXPECT_TRUE(Close(AsDoubles(y), want, atol, rtol, std::string(role) + " (fast)"));
-    EXPECT_TRUE(Close(AsDoubles(z), want, atol, rtol, std::string(role) + " (reference)"));
+    EXPECT_TRUE(testing::GoldenClose(std::string(role) + " (fast)", golden::ToDoubles(y), want, tol));
+    EXPECT_TRUE(testing::GoldenClose(std::string(role) + " (reference)", golden::ToDoubles(z), want, tol));
   }
 }
 
-std::string CaseName(const ::testing::TestParamInfo<std::string>& info) {
-  if (info.param.empty()) return "missing_data";
-  const fs::path p(info.param);
-  std::string name = p.parent_path().filename().string() + "_" + p.filename().string();
-  for (char& ch : name)
-    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  return name;
-}
-
-INSTANTIATE_TEST_SUITE_P(Cases, MultiAxisGolden, ::testing::ValuesIn(MultiAxisCases()), CaseName);
+INSTANTIATE_TEST_SUITE_P(Cases, MultiAxisGolden, ::testing::ValuesIn(testing::GoldenCaseDirs({"mrope", "rope_vision_2d"})),
+                         testing::GoldenCaseName);
 
 }  // namespace
 }  // namespace posenc

@@ -54,16 +54,12 @@ void CheckCase(const fs::path& dir, const json& c, const json& config, const std
                                            layout + seq,
                                        &log);
     ASSERT_EQ(rc, 0) << log;
-    Array got = ReadNpy(out).value().AsType(DType::kF64).value();
-    Array want = ReadNpy((dir / c["files"][role].get<std::string>()).string()).value().AsType(DType::kF64).value();
-    ASSERT_EQ(got.size(), want.size());
-    const double atol = c["tolerance"][role].value("atol", 0.0), rtol = c["tolerance"][role].value("rtol", 0.0);
-    int64_t bad = 0;
-    for (int64_t i = 0; i < got.size(); ++i) {
-      const double g = got.data<double>()[i], w = want.data<double>()[i];
-      bad += !(std::fabs(g - w) <= atol + rtol * std::fabs(w));
-    }
-    EXPECT_EQ(bad, 0) << "elements outside atol " << atol << " rtol " << rtol;
+    Result<Array> got = ReadNpy(out);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    Result<Array> want = ReadNpy((dir / c["files"][role].get<std::string>()).string());
+    ASSERT_TRUE(want.ok()) << want.status().ToString();
+    const golden::Tolerance tol{c["tolerance"][role].value("atol", 0.0), c["tolerance"][role].value("rtol", 0.0)};
+    EXPECT_TRUE(testing::GoldenClose(std::string(role) + " (" + spelling + ")", golden::ToDoubles(*got), *want, tol));
   }
   fs::remove_all(tmp);
 }

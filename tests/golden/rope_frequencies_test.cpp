@@ -25,70 +25,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::vector<std::string> RopeCases() {
-  std::vector<std::string> out;
-  for (const char* family : {"golden/hf", "golden/ggml"}) {
-    const std::string root = testing::DataPath(family);
-    if (root.empty()) continue;
-    for (const auto& e : fs::directory_iterator(root)) {
-      if (!fs::exists(e.path() / "case.json")) continue;
-      std::ifstream f(e.path() / "case.json");
-      json c = json::parse(f, nullptr, false);
-      if (!c.is_discarded() && c.value("scheme", "") == "rope") out.push_back(e.path().string());
-    }
-  }
-  std::sort(out.begin(), out.end());
-  if (out.empty()) out.push_back("");  // one instance that skips, naming the missing folder
-  return out;
-}
-
-struct Tol {
-  double atol = 0, rtol = 0;
-};
-
-Tol ToleranceOf(const json& c, const std::string& role, Tol fallback) {
-  if (c.contains("tolerance") && c["tolerance"].contains(role)) {
-    const json& t = c["tolerance"][role];
-    return {t.value("atol", 0.0), t.value("rtol", 0.0)};
-  }
-  return fallback;
-}
-
-// Compares got with want elementwise: |got - want| <= atol + rtol*|want|; describes the worst.
-::testing::AssertionResult Close(const std::vector<double>& got, const std::vector<double>& want, Tol tol,
-                                 const std::string& what) {
-  if (got.size() != want.size())
-    return ::testing::AssertionFailure() << what << ": " << got.size() << " values, want " << want.size();
-  size_t bad = 0, first = 0;
-  double worst = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    const double err = std::abs(got[i] - want[i]);
-    const double allowed = tol.atol + tol.rtol * std::abs(want[i]);
-    worst = std::max(worst, err);
-    if (!(err <= allowed)) {
-      if (bad == 0) first = i;
-      ++bad;
-    }
-  }
-  if (bad == 0) return ::testing::AssertionSuccess() << what << " max err " << worst;
-  return ::testing::AssertionFailure() << what << ": " << bad << " of " << got.size() << " outside atol " << tol.atol
-                                       << " rtol " << tol.rtol << "; first at " << first << ": got " << got[first]
-                                       << " want " << want[first] << "; max err " << worst;
-}
-
-std::vector<double> AsDoubles(const Array& a) {
-  std::vector<double> out(static_cast<size_t>(a.size()));
-  if (a.dtype() == DType::kF64) {
-    auto s = a.span<double>();
-    std::copy(s.begin(), s.end(), out.begin());
-  } else {
-    Array f = a.AsType(DType::kF32).value();
-    auto s = f.span<float>();
-    std::copy(s.begin(), s.end(), out.begin());
-  }
-  return out;
-}
-
 class RopeGolden : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(RopeGolden, FrequenciesAndRotation) {
@@ -97,8 +33,9 @@ TEST_P(RopeGolden, FrequenciesAndRotation) {
     FAIL() << "golden/hf exists but holds no rope case";
   }
   const fs::path dir = GetParam();
-  std::ifstream f(dir / "case.json");
-  const json c = json::parse(f);
+  Result<golden::GoldenCase> gc = golden::GoldenCase::Load(dir.string());
+  ASSERT_TRUE(gc.ok()) << gc.status().ToString();
+  const json& c = gc->j();
   const bool is_ggml = dir.parent_path().filename() == "ggml";
   auto file = [&](const std::string& role) { return (dir / c["files"][role].get<std::string>()).string(); };
 
@@ -118,7 +55,7 @@ TEST_P(RopeGolden, FrequenciesAndRotation) {
     if (c["files"].contains("freq_factors")) {
       Result<Array> ff = ReadNpy(file("freq_factors"));
       ASSERT_TRUE(ff.ok()) << ff.status().ToString();
-      config.scaling.freq_factors = AsDoubles(*ff);
+      config.scaling.freq_factors = golden::ToDoubles(*ff);
     }
   } else {
     // The case names the model family where its config does not (GPT-J's config has no model_type).
@@ -148,7 +85,7 @@ TEST_P(RopeGolden, FrequenciesAndRotation) {
   // Frequencies and attention scaling.
   Result<Array> inv = ReadNpy(file("inv_freq"));
   ASSERT_TRUE(inv.ok()) << inv.status().ToString();
-  EXPECT_TRUE(Close(freqs->inv_freq, AsDoubles(*inv), ToleranceOf(c, "inv_freq", {0.0, std::ldexp(1.0, -22)}), "inv_freq"));
+  EXPECT_TRUE(testing::GoldenClose("inv_freq", freqs->inv_freq, *inv, gc->Tol("inv_freq")));
   const double want_scaling = c.value("attention_scaling", 1.0);
   EXPECT_NEAR(freqs->attention_scaling, want_scaling, 1e-12 * std::abs(want_scaling)) << "attention_scaling";
 
@@ -169,20 +106,11 @@ TEST_P(RopeGolden, FrequenciesAndRotation) {
     RopeArgs args{config.layout, &*table, positions};
     Status st = ApplyRope(args, HeadsView::Of(x, "input").value(), HeadsView::Of(y, "output").value());
     ASSERT_TRUE(st.ok()) << st.ToString();
-    EXPECT_TRUE(Close(AsDoubles(y), AsDoubles(*want), ToleranceOf(c, role, {1e-5, 1e-6}), role));
+    EXPECT_TRUE(testing::GoldenClose(role, golden::ToDoubles(y), *want, gc->Tol(role, {1e-5, 1e-6})));
   }
 }
 
-std::string CaseName(const ::testing::TestParamInfo<std::string>& info) {
-  if (info.param.empty()) return "missing_data";
-  const fs::path p(info.param);
-  std::string name = p.parent_path().filename().string() + "_" + p.filename().string();
-  for (char& ch : name)
-    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  return name;
-}
-
-INSTANTIATE_TEST_SUITE_P(Cases, RopeGolden, ::testing::ValuesIn(RopeCases()), CaseName);
+INSTANTIATE_TEST_SUITE_P(Cases, RopeGolden, ::testing::ValuesIn(testing::GoldenCaseDirs({"rope"})), testing::GoldenCaseName);
 
 }  // namespace
 }  // namespace posenc

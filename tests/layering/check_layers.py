@@ -86,8 +86,9 @@ def check(root, injected):
             # Same-folder includes of programs and bench ("commands.hpp", "roofline.hpp").
             if not in_library and os.path.exists(os.path.join(root, os.path.dirname(rel), inc)):
                 continue
-            if not in_library and layer == "tools" and os.path.exists(os.path.join(root, "bench", inc)):
-                continue  # tools use the bench support library (bench_cases.hpp)
+            if not in_library and layer == "tools" and any(
+                    os.path.exists(os.path.join(root, lib, inc)) for lib in ("bench", "tools/golden")):
+                continue  # tools use the bench support and golden libraries (bench_cases.hpp, golden_case.hpp)
             errors.append(f"{rel}: includes \"{inc}\", which is not a header posenc knows")
         if rel.startswith("src/") and rel.endswith(".cpp"):
             stem = os.path.basename(rel)[:-4]

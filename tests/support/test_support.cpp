@@ -1,6 +1,7 @@
 #include "test_support.hpp"
 
 #include <array>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -35,6 +36,51 @@ std::vector<float> RandomNormal(std::mt19937_64& rng, size_t n, float stddev) {
   std::vector<float> v(n);
   for (float& x : v) x = d(rng);
   return v;
+}
+
+std::vector<std::string> GoldenCaseDirs(std::initializer_list<const char*> schemes) {
+  std::vector<std::string> roots;
+  for (const char* family : {"golden/hf", "golden/ggml"}) {
+    const std::string root = DataPath(family);
+    if (!root.empty()) roots.push_back(root);
+  }
+  std::vector<std::string> out;
+  if (!roots.empty()) {
+    Result<std::vector<std::string>> dirs = golden::FindGoldenCases(roots);
+    if (dirs.ok()) {
+      for (const std::string& d : *dirs) {
+        Result<golden::GoldenCase> c = golden::GoldenCase::Load(d);
+        if (!c.ok()) continue;
+        for (const char* s : schemes)
+          if (c->scheme() == s) out.push_back(d);
+      }
+    }
+  }
+  if (out.empty()) out.push_back("");
+  return out;
+}
+
+std::string GoldenCaseName(const ::testing::TestParamInfo<std::string>& info) {
+  if (info.param.empty()) return "missing_data";
+  const std::filesystem::path p(info.param);
+  std::string name = p.parent_path().filename().string() + "_" + p.filename().string();
+  for (char& ch : name)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return name;
+}
+
+::testing::AssertionResult GoldenClose(const std::string& role, std::span<const double> got, const Array& want,
+                                       golden::Tolerance tol) {
+  const Status s = golden::Compare(role, got, want, tol);
+  if (s.ok()) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << s.ToString();
+}
+
+::testing::AssertionResult GoldenClose(const std::string& role, std::span<const double> got,
+                                       std::span<const double> want, golden::Tolerance tol) {
+  const Status s = golden::Compare(role, got, want, tol);
+  if (s.ok()) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << s.ToString();
 }
 
 }  // namespace posenc::testing

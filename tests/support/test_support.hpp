@@ -2,11 +2,16 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include "golden_case.hpp"
+#include "posenc/core/array.hpp"
 
 namespace posenc::testing {
 
@@ -22,6 +27,18 @@ int RunCommand(const std::string& command, std::string* output);
 // A seeded generator; tests print the seed on failure (SCOPED_TRACE).
 inline std::mt19937_64 MakeRng(uint64_t seed) { return std::mt19937_64(seed); }
 std::vector<float> RandomNormal(std::mt19937_64& rng, size_t n, float stddev = 1.0f);
+
+// Golden case folders under golden/hf and golden/ggml whose scheme is one of `schemes`, sorted; a
+// single "" when the data is absent or holds none, so a parameterized test has one instance that
+// skips (or, under POSENC_REQUIRE_DATA, fails) naming what is missing.
+std::vector<std::string> GoldenCaseDirs(std::initializer_list<const char*> schemes);
+// "<family>_<case>" with non-alphanumerics as '_', for INSTANTIATE_TEST_SUITE_P.
+std::string GoldenCaseName(const ::testing::TestParamInfo<std::string>& info);
+// golden::Compare (the one tolerance check, shared with `posenc golden`) as a gtest assertion.
+::testing::AssertionResult GoldenClose(const std::string& role, std::span<const double> got, const Array& want,
+                                       golden::Tolerance tol);
+::testing::AssertionResult GoldenClose(const std::string& role, std::span<const double> got,
+                                       std::span<const double> want, golden::Tolerance tol);
 
 }  // namespace posenc::testing
 

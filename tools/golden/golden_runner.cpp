@@ -1,11 +1,10 @@
 // Golden-case runner: reads case.json, computes each role with posenc, compares per FORMAT.md.
 #include "golden_runner.hpp"
 
+#include "golden_case.hpp"
+
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -24,128 +23,12 @@
 #include "posenc/config/layer_schedule.hpp"
 #include "posenc/kernels/attn_temperature.hpp"
 
-namespace posenc::cli {
-namespace fs = std::filesystem;
+namespace posenc::golden {
 using nlohmann::json;
-
-Result<std::vector<std::string>> FindGoldenCases(const std::vector<std::string>& paths) {
-  std::vector<std::string> out;
-  for (const std::string& p : paths) {
-    std::error_code ec;
-    if (!fs::exists(p, ec)) return NotFoundError(fmt::format("golden path {} does not exist", p));
-    if (fs::exists(fs::path(p) / "case.json")) {
-      out.push_back(p);
-      continue;
-    }
-    for (auto it = fs::recursive_directory_iterator(p, ec); it != fs::recursive_directory_iterator(); it.increment(ec)) {
-      if (ec) return NotFoundError(fmt::format("golden path {}: {}", p, ec.message()));
-      if (it->is_directory() && fs::exists(it->path() / "case.json")) out.push_back(it->path().string());
-    }
-  }
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
-}
 
 namespace {
 
-struct Tolerance {
-  double atol = 0, rtol = 0;
-};
-
-// Compares got (float64 values) with want elementwise: |got - want| <= atol + rtol * |want|.
-Status Compare(const std::string& role, std::span<const double> got, const Array& want_array, Tolerance tol) {
-  POSENC_ASSIGN_OR_RETURN(Array want64, want_array.AsType(DType::kF64));
-  std::span<const double> want = want64.span<double>();
-  if (want.size() != got.size())
-    return InvalidArgumentError(fmt::format("{}: {} values computed, reference has {} (shape {})", role, got.size(),
-                                            want.size(), ShapeToString(want_array.shape())));
-  double worst_excess = 0;
-  size_t worst = 0;
-  size_t bad = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    const double diff = std::fabs(got[i] - want[i]);
-    const double allowed = tol.atol + tol.rtol * std::fabs(want[i]);
-    if (!(diff <= allowed) && !(std::isnan(got[i]) && std::isnan(want[i]))) {
-      ++bad;
-      if (!(diff - allowed <= worst_excess)) {
-        worst_excess = diff - allowed;
-        worst = i;
-      }
-    }
-  }
-  if (bad)
-    return InvalidArgumentError(fmt::format("{}: {} of {} elements outside atol {:g} rtol {:g}; worst at flat index {}: got {:.9g}, want {:.9g}",
-                                            role, bad, got.size(), tol.atol, tol.rtol, worst, got[worst], want[worst]));
-  return OkStatus();
-}
-
-Status CompareInts(const std::string& role, std::span<const int64_t> got, const Array& want_array) {
-  POSENC_ASSIGN_OR_RETURN(Array want64, want_array.AsType(DType::kI64));
-  std::span<const int64_t> want = want64.span<int64_t>();
-  if (want.size() != got.size())
-    return InvalidArgumentError(fmt::format("{}: {} values computed, reference has {}", role, got.size(), want.size()));
-  for (size_t i = 0; i < got.size(); ++i)
-    if (got[i] != want[i]) return InvalidArgumentError(fmt::format("{}: index {}: got {}, want {}", role, i, got[i], want[i]));
-  return OkStatus();
-}
-
-class Case {
- public:
-  static Result<Case> Load(const std::string& dir) {
-    Case c;
-    c.dir_ = dir;
-    std::ifstream f(fs::path(dir) / "case.json");
-    if (!f) return NotFoundError(fmt::format("{}/case.json: cannot open", dir));
-    std::stringstream ss;
-    ss << f.rdbuf();
-    c.j_ = json::parse(ss.str(), nullptr, false);
-    if (c.j_.is_discarded() || !c.j_.is_object()) return DataLossError(fmt::format("{}/case.json: not a JSON object", dir));
-    if (!c.j_.contains("files") || !c.j_["files"].is_object())
-      return DataLossError(fmt::format("{}/case.json: no 'files' object", dir));
-    return c;
-  }
-  const json& j() const { return j_; }
-  bool Has(const std::string& role) const { return j_["files"].contains(role); }
-  Result<Array> Read(const std::string& role) const {
-    if (!Has(role)) return NotFoundError(fmt::format("case {} has no '{}' file", dir_, role));
-    return ReadNpy((fs::path(dir_) / j_["files"][role].get<std::string>()).string());
-  }
-  // The tolerance for `role`: case.json's, else `fallback`.
-  Tolerance Tol(const std::string& role, Tolerance fallback) const {
-    if (j_.contains("tolerance") && j_["tolerance"].contains(role)) {
-      const json& t = j_["tolerance"][role];
-      return {t.value("atol", 0.0), t.value("rtol", 0.0)};
-    }
-    return fallback;
-  }
-  // Roles this runner must compare: everything in `files` except the inputs.
-  std::vector<std::string> OutputRoles() const {
-    std::vector<std::string> roles;
-    for (auto& [role, file] : j_["files"].items())
-      if (role != "positions" && role != "input" && role != "relative_positions" && role != "freq_factors")
-        roles.push_back(role);
-    return roles;
-  }
-
- private:
-  std::string dir_;
-  json j_;
-};
-
-std::vector<double> ToDoubles(const Array& a) {
-  Result<Array> d = a.AsType(DType::kF64);
-  if (!d.ok()) return {};
-  return std::vector<double>(d->span<double>().begin(), d->span<double>().end());
-}
-
-Result<std::vector<int64_t>> ReadInts(const Case& c, const std::string& role) {
-  POSENC_ASSIGN_OR_RETURN(Array a, c.Read(role));
-  POSENC_ASSIGN_OR_RETURN(Array b, a.AsType(DType::kI64));
-  return std::vector<int64_t>(b.span<int64_t>().begin(), b.span<int64_t>().end());
-}
-
-constexpr double kTwoUlpRtol = 1.0 / (1 << 22);  // FORMAT.md: a float role without a tolerance
+using Case = GoldenCase;
 
 // --- rope -----------------------------------------------------------------------------------------
 
@@ -214,7 +97,7 @@ Result<std::string> RunRope(const Case& c) {
   const json& j = c.j();
   POSENC_ASSIGN_OR_RETURN(Array input, c.Read("input"));
   if (input.ndim() != 3) return DataLossError(fmt::format("input shape {} is not [T, H, D]", ShapeToString(input.shape())));
-  POSENC_ASSIGN_OR_RETURN(std::vector<int64_t> positions, ReadInts(c, "positions"));
+  POSENC_ASSIGN_OR_RETURN(std::vector<int64_t> positions, c.ReadInts("positions"));
   PositionScheme scheme;
   POSENC_ASSIGN_OR_RETURN(RopeConfig rc, CaseRopeConfig(c, input.dim(2), &scheme));
   if (c.Has("freq_factors")) {
@@ -386,7 +269,7 @@ Result<std::string> RunSinusoidal(const Case& c) {
   SinusoidalLayout layout;
   if (!ParseSinusoidalLayout(j.value("layout", std::string()), &layout))
     return DataLossError(fmt::format("unknown sinusoidal layout {}", j.value("layout", std::string("(missing)"))));
-  POSENC_ASSIGN_OR_RETURN(std::vector<int64_t> positions, ReadInts(c, "positions"));
+  POSENC_ASSIGN_OR_RETURN(std::vector<int64_t> positions, c.ReadInts("positions"));
   const int64_t d_model = j.at("d_model").get<int64_t>();
   POSENC_ASSIGN_OR_RETURN(Array table, SinusoidalTable(positions, d_model, layout));
   POSENC_ASSIGN_OR_RETURN(Array want, c.Read("table"));
@@ -433,7 +316,7 @@ Result<std::string> RunT5(const Case& c) {
   const bool bidirectional = j.at("bidirectional").get<bool>();
   const int64_t num_buckets = j.at("num_buckets").get<int64_t>();
   const int64_t max_distance = j.at("max_distance").get<int64_t>();
-  POSENC_ASSIGN_OR_RETURN(std::vector<int64_t> rel, ReadInts(c, "relative_positions"));
+  POSENC_ASSIGN_OR_RETURN(std::vector<int64_t> rel, c.ReadInts("relative_positions"));
   const T5BucketParams params{bidirectional, num_buckets, max_distance};
   POSENC_ASSIGN_OR_RETURN(std::vector<int64_t> got, T5RelativeBuckets(rel, params));
   std::string checked;
@@ -473,7 +356,7 @@ Result<std::string> RunAttnTemperature(const Case& c) {
   }
   POSENC_ASSIGN_OR_RETURN(Array input, c.Read("input"));
   if (input.ndim() != 3) return DataLossError(fmt::format("input shape {} is not [T, H, D]", ShapeToString(input.shape())));
-  POSENC_ASSIGN_OR_RETURN(std::vector<int64_t> positions, ReadInts(c, "positions"));
+  POSENC_ASSIGN_OR_RETURN(std::vector<int64_t> positions, c.ReadInts("positions"));
   POSENC_ASSIGN_OR_RETURN(std::vector<float> scales, AttnTemperatureScales(t, positions));
   POSENC_ASSIGN_OR_RETURN(std::vector<double> exact, AttnTemperatureScalesExact(t, positions));
   // FORMAT.md's tolerances, for a case that states none: float32 math 8 * 2^-24, float64 math
@@ -541,4 +424,4 @@ GoldenResult RunGoldenCase(const std::string& dir) {
   return r;
 }
 
-}  // namespace posenc::cli
+}  // namespace posenc::golden

@@ -4,9 +4,10 @@
 #include <string>
 #include <vector>
 
+#include "golden_case.hpp"  // FindGoldenCases
 #include "posenc/core/status.hpp"
 
-namespace posenc::cli {
+namespace posenc::golden {
 
 struct GoldenResult {
   std::string name;      // case folder path as given
@@ -14,9 +15,7 @@ struct GoldenResult {
   std::string detail;    // what was compared, or why it failed
 };
 
-// Every folder at or under each path that holds a case.json, sorted; kNotFound for a missing path.
-Result<std::vector<std::string>> FindGoldenCases(const std::vector<std::string>& paths);
 // Runs one case folder; a case posenc cannot run is a failure, with the reason in `detail`.
 GoldenResult RunGoldenCase(const std::string& dir);
 
-}  // namespace posenc::cli
+}  // namespace posenc::golden

@@ -14,12 +14,12 @@ void RegisterGolden(CLI::App& app) {
   cmd->add_option("paths", paths, "Case folders, or folders above cases")->required();
   cmd->add_flag("-q,--quiet", quiet, "Print only failures and the summary");
   cmd->callback([] {
-    Result<std::vector<std::string>> cases = FindGoldenCases(paths);
+    Result<std::vector<std::string>> cases = golden::FindGoldenCases(paths);
     if (!cases.ok()) return ReportError("golden", cases.status());
     if (cases->empty()) return ReportError("golden", NotFoundError("no case.json at or under the paths given"));
     int passed = 0, failed = 0;
     for (const std::string& dir : *cases) {
-      const GoldenResult r = RunGoldenCase(dir);
+      const golden::GoldenResult r = golden::RunGoldenCase(dir);
       (r.passed ? passed : failed)++;
       if (!r.passed || !quiet) std::printf("%s %s: %s\n", r.passed ? "PASS" : "FAIL", r.name.c_str(), r.detail.c_str());
     }
