@@ -247,8 +247,9 @@ class Rope:
     `precision`: "reference" (float32 angles, as PyTorch and ggml compute them) or "exact" (float64
     angles, rounded once). `seq_len`: the sequence length for dynamic NTK and LongRoPE (default: each
     call's largest position + 1, as Hugging Face does); other scalings ignore it. `max_positions`: rows
-    of the table (default max_position_embeddings, at most 2^20); positions past it are computed on the
-    fly from the same frequencies and precision.
+    of the table (default max_position_embeddings, at most 32768: 16 MiB for 64 pairs); positions past
+    it are computed on the fly from the same frequencies and precision (the same numbers in reference
+    precision, within one float32 ulp of cos/sin in exact precision).
     """
 
     def __init__(self, scheme: ConfigSource, *, precision: str = "reference", seq_len: Optional[int] = None,
@@ -262,7 +263,7 @@ class Rope:
         self._fixed_seq_len = seq_len
         self._dynamic = self.scheme.scaling["type"] in ("dynamic", "longrope") and seq_len is None
         if max_positions is None:
-            max_positions = min(int(self.scheme.max_position_embeddings or 0), 1 << 20)
+            max_positions = min(int(self.scheme.max_position_embeddings or 0), 1 << 15)
         self._max_positions = int(max_positions)
         self._tables: Dict[Tuple[float, ...], Any] = {}
         self._schedule: Optional[LayerSchedule] = None
