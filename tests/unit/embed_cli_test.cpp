@@ -90,7 +90,7 @@ TEST(EmbedCli, LearnedPositionsAreAdded) {
   const int rc = RunCommand(Cmd({CliPath(), "embed", (dir / "model.safetensors").string(), "--ids 5,0 --positions",
                                      (dir / "p.npy").string(), "--output", out}), &output);
   EXPECT_EQ(rc, 2) << output;
-  EXPECT_NE(output.find("4"), std::string::npos) << output;
+  EXPECT_NE(output.find("position 4 at index 1"), std::string::npos) << output;
 }
 
 TEST(EmbedCli, BadInputsExitTwoNamingTheFault) {

@@ -261,7 +261,7 @@ TEST(Dequantize, RowLengthMustBeWholeBlocks) {
   float out[64];
   Status s = DequantizeRows(static_cast<uint32_t>(GgmlType::kQ4_0), data, 48, 0, 1, out);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(s.message().find("48"), std::string::npos);
+  EXPECT_NE(s.message().find("row length 48 is not a positive multiple"), std::string::npos) << s.message();
 }
 
 TEST(Dequantize, KnownQ8_0Block) {
