@@ -75,20 +75,7 @@ void RotateReference(const MultiAxisRopeArgs& args, const HeadsView& in, const H
       ComputeCosSin(one, args.positions[static_cast<size_t>(comp * in.tokens + t)], args.precision,
                     &c[static_cast<size_t>(j)], &s[static_cast<size_t>(j)]);
     }
-    for (int64_t h = 0; h < in.heads; ++h) {
-      const T* src = in.at<T>(t, h);
-      std::memcpy(row.data(), src, sizeof(T) * static_cast<size_t>(L.head_dim));  // in place is safe
-      T* dst = out.at<T>(t, h);
-      if (dst != src) std::memcpy(dst, row.data(), sizeof(T) * static_cast<size_t>(L.head_dim));
-      for (int64_t i = 0; i < n; ++i) {
-        const double a = LoadAsF32(&row[static_cast<size_t>(L.first(i))]);
-        const double b = LoadAsF32(&row[static_cast<size_t>(L.second(i))]);
-        const double ci = c[static_cast<size_t>(i)];
-        const double si = sign * s[static_cast<size_t>(i)];
-        StoreFromF32(static_cast<float>(a * ci - b * si), dst + L.first(i));
-        StoreFromF32(static_cast<float>(a * si + b * ci), dst + L.second(i));
-      }
-    }
+    detail::RotateTokenReference(L, c.data(), s.data(), sign, in, out, t, row);
   }
 }
 
