@@ -18,6 +18,7 @@ missing or corrupt), NotImplementedError (a valid but unsupported feature), with
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
@@ -151,6 +152,24 @@ class Scheme:
         """Per pair: extrapolated, interpolated, blended, scaled or unrotated."""
         return list(self._s.pair_regimes(self._seq_len(seq_len)))
 
+    def pairs(self, seq_len: Optional[int] = None) -> List[Dict[str, Any]]:
+        """Per RoPE pair what `posenc inspect --json` lists: pair, dims, frequency, wavelength
+        (2*pi/frequency in tokens; None when unrotated), divisor (unscaled / scaled frequency; absent
+        when unrotated) and regime."""
+        f = self.frequencies(seq_len)
+        plain = self.unscaled_frequencies()
+        regimes = self.pair_regimes(seq_len)
+        half, s, r = self.pairing == "half", self.rotary_start, self.rotary_dim
+        out = []
+        for i, w in enumerate(f.inv_freq.tolist()):
+            p: Dict[str, Any] = {"pair": i, "dims": [s + i, s + i + r // 2] if half else [s + 2 * i, s + 2 * i + 1],
+                                 "frequency": w, "wavelength": 2.0 * math.pi / w if w > 0 else None}
+            if w > 0 and i < len(plain):
+                p["divisor"] = float(plain[i]) / w
+            p["regime"] = regimes[i]
+            out.append(p)
+        return out
+
     def nominal_factor(self) -> float:
         """The factor the scaling aims at (the 'interpolated' mark)."""
         return self._s.nominal_factor()
@@ -196,9 +215,17 @@ class Scheme:
                 lines.append(f"multi_axis: {self.multi_axis}")
             try:
                 f = self.frequencies()
-                lines.append(f"attention_scaling: {f.attention_scaling:.9g}")
+                lines.append(f"seq_len: {self.max_position_embeddings} (max_position_embeddings)")
+                lines.append(f"attention_scaling: {f.attention_scaling:.10g}")
+                table = [f"{'pair':>5} {'dims':>11} {'frequency':>16} {'wavelength':>16} {'divisor':>10}  regime"]
+                for p in self.pairs():
+                    wl = "inf" if p["wavelength"] is None else f"{p['wavelength']:.6g}"
+                    dv = f"{p['divisor']:.6g}" if "divisor" in p else "-"
+                    dims = f"({p['dims'][0]},{p['dims'][1]})"
+                    table.append(f"{p['pair']:5d} {dims:>11} {p['frequency']:16.9e} {wl:>16} {dv:>10}  {p['regime']}")
             except ValueError as e:  # a config that needs a sequence length posenc cannot guess
                 lines.append(f"frequencies: {e}")
+                table = []
         elif self.kind == "alibi":
             lines.append(f"alibi_variant: {self.alibi_variant}")
         elif self.kind == "t5_bucket":
@@ -206,6 +233,8 @@ class Scheme:
                       f"bidirectional: {self.t5_bidirectional}"]
         for n in self.notes:
             lines.append(f"note: {n}")
+        if self.kind == "rope":
+            lines += table
         return "\n".join(lines)
 
 

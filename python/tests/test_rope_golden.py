@@ -302,3 +302,24 @@ def test_hf_style_model_step(folder):
             got_q, got_k = posenc.hf.drop_in(rope)(q, k, cos, sin, **kwargs)
             for got, want, what in ((got_q, want_q, "q"), (got_k, want_k, "k")):
                 _close(got.numpy(), want.numpy(), j["tolerance"]["expected"], f"{what} (length {length}, {kwargs.keys()})")
+
+
+@pytest.mark.parametrize("folder", HF_CASES, ids=_ids(HF_CASES))
+def test_scheme_shows_what_inspect_shows(folder, cli, tmp_path):
+    """Scheme.pairs() equals `posenc inspect --json`'s pairs, and the repr's pair table is the CLI's,
+    line for line."""
+    j, _ = _case(folder)
+    cfg = dict(j["config"])
+    if "hf_model_type" in j:
+        cfg.setdefault("model_type", j["hf_model_type"])
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    scheme = posenc.load_scheme(path)
+    r = subprocess.run([cli, "inspect", str(path), "--json"], capture_output=True, text=True, check=True)
+    want = json.loads(r.stdout)
+    assert scheme.pairs() == [{k: v for k, v in p.items() if k != "component"} for p in want["pairs"]]
+    assert scheme.frequencies().attention_scaling == want["attention_scaling"]
+    text = subprocess.run([cli, "inspect", str(path)], capture_output=True, text=True, check=True).stdout
+    cli_table = text[text.index(" pair        dims"):].rstrip("\n").splitlines()
+    py_text = repr(scheme)
+    assert py_text[py_text.index(" pair        dims"):].splitlines() == cli_table
