@@ -65,6 +65,20 @@ Result<std::vector<double>> GoldenCase::ReadDoubles(const std::string& role) con
   return std::vector<double>(b.span<double>().begin(), b.span<double>().end());
 }
 
+DType GoldenCase::Storage() const {
+  const std::string d = j_.value("dtype", std::string("float32"));
+  if (d == "float16") return DType::kF16;
+  if (d == "bfloat16") return DType::kBF16;
+  return DType::kF32;
+}
+
+int64_t GoldenCase::SeqLen(std::span<const int64_t> positions) const {
+  if (j_.contains("seq_len") && j_["seq_len"].is_number_integer()) return j_["seq_len"].get<int64_t>();
+  int64_t n = 0;
+  for (int64_t p : positions) n = std::max(n, p + 1);
+  return n;
+}
+
 Tolerance GoldenCase::Tol(const std::string& role, Tolerance fallback) const {
   if (j_.contains("tolerance") && j_["tolerance"].contains(role)) {
     const json& t = j_["tolerance"][role];

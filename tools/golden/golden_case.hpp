@@ -38,6 +38,10 @@ class GoldenCase {
   Result<Array> Read(const std::string& role) const;
   Result<std::vector<int64_t>> ReadInts(const std::string& role) const;
   Result<std::vector<double>> ReadDoubles(const std::string& role) const;
+  // The storage type the reference ran in (`dtype`: float32, the default, float16 or bfloat16).
+  DType Storage() const;
+  // The sequence length the reference saw: `seq_len` if the case gives it, else max(positions) + 1.
+  int64_t SeqLen(std::span<const int64_t> positions) const;
   // The tolerance for `role`: case.json's entry, else `fallback`.
   Tolerance Tol(const std::string& role, Tolerance fallback = {0.0, kTwoUlpRtol}) const;
   // Roles a runner must compare: everything in `files` except the inputs (positions, input,

@@ -30,6 +30,16 @@ namespace {
 
 using Case = GoldenCase;
 
+// The case's attention_scaling, if it states one, against posenc's (relative 1e-6); adds it to `checked`.
+Status CheckAttentionScaling(const Case& c, double got, std::string* checked) {
+  if (!c.j().contains("attention_scaling")) return OkStatus();
+  const double want = c.j()["attention_scaling"].get<double>();
+  if (!(std::fabs(got - want) <= 1e-6 * std::fabs(want)))
+    return InvalidArgumentError(fmt::format("attention_scaling: got {:.9g}, want {:.9g}", got, want));
+  *checked += "attention_scaling ";
+  return OkStatus();
+}
+
 // --- rope -----------------------------------------------------------------------------------------
 
 // The case's RoPE config, derived from its `config` (a Hugging Face config read with the case's
@@ -94,7 +104,6 @@ Result<std::vector<double>> RotateCase(const Array& input, DType storage, const 
 }
 
 Result<std::string> RunRope(const Case& c) {
-  const json& j = c.j();
   POSENC_ASSIGN_OR_RETURN(Array input, c.Read("input"));
   if (input.ndim() != 3) return DataLossError(fmt::format("input shape {} is not [T, H, D]", ShapeToString(input.shape())));
   POSENC_ASSIGN_OR_RETURN(std::vector<int64_t> positions, c.ReadInts("positions"));
@@ -104,21 +113,12 @@ Result<std::string> RunRope(const Case& c) {
     POSENC_ASSIGN_OR_RETURN(Array ff, c.Read("freq_factors"));
     rc.scaling.freq_factors = ToDoubles(ff);
   }
-  int64_t seq_len = 0;
-  for (int64_t p : positions) seq_len = std::max(seq_len, p + 1);
-  if (j.contains("seq_len")) seq_len = j["seq_len"].get<int64_t>();
+  const int64_t seq_len = c.SeqLen(positions);
   POSENC_ASSIGN_OR_RETURN(RopeFrequencies freqs, ComputeRopeFrequencies(rc, seq_len));
-  DType storage = DType::kF32;
-  if (j.value("dtype", std::string("float32")) == "float16") storage = DType::kF16;
-  else if (j.value("dtype", std::string("float32")) == "bfloat16") storage = DType::kBF16;
+  const DType storage = c.Storage();
 
   std::string checked;
-  if (j.contains("attention_scaling")) {
-    const double want = j["attention_scaling"].get<double>();
-    if (!(std::fabs(freqs.attention_scaling - want) <= 1e-6 * std::fabs(want)))
-      return InvalidArgumentError(fmt::format("attention_scaling: got {:.9g}, want {:.9g}", freqs.attention_scaling, want));
-    checked += "attention_scaling ";
-  }
+  POSENC_RETURN_IF_ERROR(CheckAttentionScaling(c, freqs.attention_scaling, &checked));
   for (const std::string& role : c.OutputRoles()) {
     POSENC_ASSIGN_OR_RETURN(Array want, c.Read(role));
     if (role == "inv_freq") {
@@ -222,21 +222,12 @@ Result<std::string> RunMultiAxis(const Case& c) {
   POSENC_RETURN_IF_ERROR(ValidateMultiAxisPositions(pos64.shape(), positions, components, "positions.npy"));
   if (pos64.dim(1) != input.dim(0))
     return DataLossError(fmt::format("positions have {} tokens, input {}", pos64.dim(1), input.dim(0)));
-  int64_t seq_len = 0;
-  for (int64_t p : positions) seq_len = std::max(seq_len, p + 1);
-  if (j.contains("seq_len")) seq_len = j["seq_len"].get<int64_t>();
+  const int64_t seq_len = c.SeqLen(positions);
   POSENC_ASSIGN_OR_RETURN(MultiAxisPlan plan, ComputeMultiAxisRope(rc, seq_len));
-  DType storage = DType::kF32;
-  if (j.value("dtype", std::string("float32")) == "float16") storage = DType::kF16;
-  else if (j.value("dtype", std::string("float32")) == "bfloat16") storage = DType::kBF16;
+  const DType storage = c.Storage();
 
   std::string checked;
-  if (j.contains("attention_scaling")) {
-    const double want = j["attention_scaling"].get<double>();
-    if (!(std::fabs(plan.freqs.attention_scaling - want) <= 1e-6 * std::fabs(want)))
-      return InvalidArgumentError(fmt::format("attention_scaling: got {:.9g}, want {:.9g}", plan.freqs.attention_scaling, want));
-    checked += "attention_scaling ";
-  }
+  POSENC_RETURN_IF_ERROR(CheckAttentionScaling(c, plan.freqs.attention_scaling, &checked));
   for (const std::string& role : c.OutputRoles()) {
     POSENC_ASSIGN_OR_RETURN(Array want, c.Read(role));
     if (role == "pair_component") {
