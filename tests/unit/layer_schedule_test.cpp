@@ -195,7 +195,9 @@ TEST(LayerScheduleErrors, BadKeysAreNamed) {
                            R"({"model_type": "llama4_text", "head_dim": 64, "num_attention_heads": 4, "attn_temperature_tuning": "yes"})"}) {
     Result<PositionScheme> s = ParseHfConfig(text, "test.json");
     EXPECT_FALSE(s.ok()) << text;
-    if (!s.ok()) EXPECT_NE(s.status().message().find("test.json"), std::string::npos) << s.status().message();
+    if (!s.ok()) {
+      EXPECT_NE(s.status().message().find("test.json"), std::string::npos) << s.status().message();
+    }
   }
   // A scheme that is not RoPE has no RoPE schedule.
   Result<PositionScheme> alibi = ParseHfConfig(R"({"model_type": "bloom", "n_head": 8, "n_layer": 2})", "test.json");

@@ -109,7 +109,9 @@ TEST(RopeScalingTable, GgmlRowsKeysAreParsed) {
   ASSERT_TRUE(rc.ok()) << rc.status().ToString();
   EXPECT_TRUE(rc->notes.empty());
   for (const RopeScalingKey& k : row.keys)
-    if (k.read == ScalingKeyRead::kOptional) EXPECT_EQ(FieldValue(*rc, k), params[std::string(k.name)]) << k.name;
+    if (k.read == ScalingKeyRead::kOptional) {
+      EXPECT_EQ(FieldValue(*rc, k), params[std::string(k.name)]) << k.name;
+    }
   EXPECT_EQ(read, 7);
   // Absent keys keep ggml's neutral values, each noted.
   Result<RopeConfig> bare = RopeConfigFromGgmlParams(R"({"n_dims": 64, "mode": 2, "freq_base": 10000})", 64, "ggml.json");
