@@ -4,7 +4,7 @@
 Layers, lowest first (docs/ARCHITECTURE.md has the table):
     core -> math -> kernels -> io -> config -> model -> bench -> tools
 A file's layer is its folder: include/posenc/<layer>/ and src/<layer>/ for the library, bench/ for the
-benchmark support, tools/ and examples/ for programs. A file may include public headers
+benchmark support, tools/, python/ and examples/ for programs (tools/golden is the golden-case library they share). A file may include public headers
 ("posenc/<layer>/x.hpp") of its own layer or lower, private headers ("<layer>/x.hpp" under src/) of its own
 layer or lower from inside the library only, and the umbrella "posenc/posenc.hpp" from bench and tools only.
 Every library source src/<layer>/x.cpp is named after its header (include/posenc/<layer>/x.hpp, src/<layer>/x.hpp,
@@ -31,13 +31,13 @@ def layer_of(rel):
         return parts[1]
     if parts[0] == "bench":
         return "bench"
-    if parts[0] in ("tools", "examples"):
+    if parts[0] in ("tools", "examples", "python"):
         return "tools"
     return None
 
 
 def sources(root):
-    for top in ("include", "src", "bench", "tools", "examples"):
+    for top in ("include", "src", "bench", "tools", "examples", "python"):
         for dirpath, _, names in os.walk(os.path.join(root, top)):
             for n in sorted(names):
                 if n.endswith((".hpp", ".cpp", ".h", ".cc")):
