@@ -5,6 +5,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <unistd.h>
+#include <fstream>
+#include <iterator>
 
 namespace posenc::testing {
 
@@ -36,6 +39,23 @@ std::vector<float> RandomNormal(std::mt19937_64& rng, size_t n, float stddev) {
   std::vector<float> v(n);
   for (float& x : v) x = d(rng);
   return v;
+}
+
+std::filesystem::path TempDir(const std::string& prefix, const std::string& name) {
+  namespace fs = std::filesystem;
+  fs::path p = fs::temp_directory_path() / ("posenc_" + prefix + "_" + std::to_string(::getpid())) / name;
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p;
+}
+
+std::string ReadFile(const std::filesystem::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(f)), {});
+}
+
+void WriteFile(const std::filesystem::path& p, const std::string& bytes) {
+  std::ofstream(p, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
 std::vector<std::string> GoldenCaseDirs(std::initializer_list<const char*> schemes) {

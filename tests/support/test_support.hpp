@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <initializer_list>
 #include <random>
 #include <span>
@@ -23,6 +24,12 @@ std::string DataPath(const std::string& relative);
 std::string CliPath();
 // Runs a shell command, returns its exit status and fills `output` with stdout+stderr.
 int RunCommand(const std::string& command, std::string* output);
+
+// A fresh, empty folder <tmp>/posenc_<prefix>_<pid>/<name> (removed first if it exists).
+std::filesystem::path TempDir(const std::string& prefix, const std::string& name);
+// The bytes of a file ("" if it cannot be read), and a file written with exactly `bytes`.
+std::string ReadFile(const std::filesystem::path& p);
+void WriteFile(const std::filesystem::path& p, const std::string& bytes);
 
 // A seeded generator; tests print the seed on failure (SCOPED_TRACE).
 inline std::mt19937_64 MakeRng(uint64_t seed) { return std::mt19937_64(seed); }

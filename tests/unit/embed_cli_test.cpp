@@ -28,12 +28,7 @@ std::string Cmd(std::initializer_list<std::string> parts) {
   return out;
 }
 
-fs::path TempDir(const std::string& name) {
-  fs::path p = fs::temp_directory_path() / ("posenc_embed_cli_test_" + std::to_string(::getpid())) / name;
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p;
-}
+fs::path TempDir(const std::string& name) { return ::posenc::testing::TempDir("embed_cli_test", name); }
 
 TEST(EmbedCli, TinyLlamaGgufReturnsF16RowsWidenedExactly) {
   POSENC_REQUIRE_DATA(path, "models/llama-2-tiny-random/llama-2-tiny-random.gguf");

@@ -20,19 +20,7 @@ namespace {
 namespace fs = std::filesystem;
 using namespace ::posenc::testing;  // NOLINT
 
-fs::path TempDir(const std::string& name) {
-  fs::path p = fs::temp_directory_path() / ("posenc_model_scheme_cli_test_" + std::to_string(::getpid())) / name;
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p;
-}
-void WriteFile(const fs::path& p, const std::string& bytes) {
-  std::ofstream(p, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
-std::string ReadFile(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(f)), {});
-}
+fs::path TempDir(const std::string& name) { return ::posenc::testing::TempDir("model_scheme_cli_test", name); }
 std::string RopeCheck(const fs::path& model, const fs::path& dir, int expect_rc = 0) {
   std::string out;
   // The output goes beside the model folder: a file inside an input folder is refused as an output.

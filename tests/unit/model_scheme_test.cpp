@@ -20,15 +20,7 @@ namespace {
 namespace fs = std::filesystem;
 using namespace ::posenc::testing;  // NOLINT
 
-fs::path TempDir(const std::string& name) {
-  fs::path p = fs::temp_directory_path() / ("posenc_model_scheme_test_" + std::to_string(::getpid())) / name;
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p;
-}
-void WriteFile(const fs::path& p, const std::string& bytes) {
-  std::ofstream(p, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
+fs::path TempDir(const std::string& name) { return ::posenc::testing::TempDir("model_scheme_test", name); }
 bool AnyContains(const std::vector<std::string>& notes, const std::string& needle) {
   for (const auto& n : notes)
     if (n.find(needle) != std::string::npos) return true;

@@ -167,7 +167,9 @@ Status RunEmbed(const EmbedOptions& o) {
       return InvalidArgumentError(fmt::format("position table width {} differs from the embedding width {}",
                                               ptable.row_length, table.row_length));
     }
-    POSENC_ASSIGN_OR_RETURN(Array p, LookupRows(ptable, positions));
+    // Learned positions, not token ids: their errors name a position and the table's length.
+    POSENC_ASSIGN_OR_RETURN(EmbeddingTable wpe, ptable.AsEmbeddingTable());
+    POSENC_ASSIGN_OR_RETURN(Array p, LookupLearnedPositions(wpe, positions));
     if (lo.out_dtype != DType::kF32) {
       return InvalidArgumentError("--dtype bf16 with learned positions: add in float32 (omit --dtype)");
     }
