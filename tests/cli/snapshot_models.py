@@ -101,7 +101,7 @@ def prepare_inputs(data):
     del no_theta["rope_theta"]
     llama_folder(os.path.join(WORK, "hf_llama_default_theta"), no_theta, 16, 2, 1, 8, 24, 32, 1)
     # Golden configs as config.json files (the model family added where the config does not name it,
-    # as tests/unit/inspect_test.cpp does).
+    # as tests/cli/inspect_test.cpp does).
     golden = []
     for family in ("hf", "ggml"):
         root = os.path.join(data, "golden", family)
