@@ -48,7 +48,8 @@ Status ValidateMultiAxisRopeArgs(const MultiAxisRopeArgs& args, const HeadsView&
 namespace {
 
 Result<RopeTable> TableOf(const MultiAxisRopeArgs& args) {
-  return RopeTable::BuildPerToken(*args.freqs, args.pair_component, args.num_components, args.positions, args.precision);
+  return RopeTable::BuildPerToken(*args.freqs, args.pair_component, args.num_components, args.positions, args.precision,
+                                  args.parallel);
 }
 
 std::vector<int64_t> RowIndices(int64_t tokens) {

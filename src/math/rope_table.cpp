@@ -30,7 +30,8 @@ namespace {
 // s E < 2^-20 s, inside the kExact bound of rope.hpp (2e-6 max|x|).
 constexpr int64_t kExactBlock = 32;
 
-void BuildExactRows(const RopeFrequencies& f, int64_t num_positions, float* cos_data, float* sin_data) {
+void BuildExactRows(const RopeFrequencies& f, int64_t num_positions, float* cos_data, float* sin_data,
+                    ParallelRunner* parallel) {
   const size_t n = f.inv_freq.size();
   const double scale = f.attention_scaling;
   // Step table: cos/sin(j w_i) for j < kExactBlock, shared read-only by all threads.
@@ -43,7 +44,7 @@ void BuildExactRows(const RopeFrequencies& f, int64_t num_positions, float* cos_
     }
   const int64_t blocks = (num_positions + kExactBlock - 1) / kExactBlock;
   // Each block's rows depend only on its anchor, so any partition of blocks gives the same bits.
-  ParallelFor(nullptr, blocks, num_positions * static_cast<int64_t>(n) * 16, [&](int64_t b0, int64_t b1) {
+  ParallelFor(parallel, blocks, num_positions * static_cast<int64_t>(n) * 16, [&](int64_t b0, int64_t b1) {
     std::vector<double> anchor_c(n), anchor_s(n);
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t a = b * kExactBlock;
@@ -71,7 +72,8 @@ void BuildExactRows(const RopeFrequencies& f, int64_t num_positions, float* cos_
 
 }  // namespace
 
-Result<RopeTable> RopeTable::Build(RopeFrequencies freqs, int64_t num_positions, RopePrecision precision) {
+Result<RopeTable> RopeTable::Build(RopeFrequencies freqs, int64_t num_positions, RopePrecision precision,
+                                   ParallelRunner* parallel) {
   if (num_positions < 0 || num_positions > kMaxRopePosition)
     return InvalidArgumentError(fmt::format("rope table: num_positions {} must be in [0, 2^31]", num_positions));
   POSENC_RETURN_IF_ERROR(ValidateRopeFrequencies(freqs, "rope table"));
@@ -86,20 +88,20 @@ Result<RopeTable> RopeTable::Build(RopeFrequencies freqs, int64_t num_positions,
   float* cos_data = t.cos_.data();
   float* sin_data = t.sin_.data();
   if (precision == RopePrecision::kReference) {
-    // Rows are independent, so they are split over the internal pool; each row is ComputeCosSin's own
+    // Rows are independent, so they are split over the runner; each row is ComputeCosSin's own
     // result (bit-identical for any thread count). glibc's cosf/sinf are not vectorizable bit for bit.
-    ParallelFor(nullptr, num_positions, num_positions * static_cast<int64_t>(n) * 64, [&](int64_t b, int64_t e) {
+    ParallelFor(parallel, num_positions, num_positions * static_cast<int64_t>(n) * 64, [&](int64_t b, int64_t e) {
       for (int64_t p = b; p < e; ++p) ComputeCosSin(f, p, precision, cos_data + p * n, sin_data + p * n);
     });
   } else {
-    BuildExactRows(f, num_positions, cos_data, sin_data);
+    BuildExactRows(f, num_positions, cos_data, sin_data, parallel);
   }
   return t;
 }
 
 Result<RopeTable> RopeTable::BuildPerToken(RopeFrequencies freqs, std::span<const int64_t> pair_component,
                                            int64_t num_components, std::span<const int64_t> positions,
-                                           RopePrecision precision) {
+                                           RopePrecision precision, ParallelRunner* parallel) {
   POSENC_RETURN_IF_ERROR(ValidateRopeFrequencies(freqs, "multi-axis rope table"));
   const size_t n = freqs.inv_freq.size();
   if (pair_component.size() != n)
@@ -139,7 +141,7 @@ Result<RopeTable> RopeTable::BuildPerToken(RopeFrequencies freqs, std::span<cons
   t.sin_.resize(n * static_cast<size_t>(tokens));
   float* cos_data = t.cos_.data();
   float* sin_data = t.sin_.data();
-  ParallelFor(nullptr, tokens, tokens * static_cast<int64_t>(n) * 64, [&](int64_t b, int64_t e) {
+  ParallelFor(parallel, tokens, tokens * static_cast<int64_t>(n) * 64, [&](int64_t b, int64_t e) {
     std::vector<float> c(n), s(n);
     for (int64_t row = b; row < e; ++row) {
       float* co = cos_data + row * static_cast<int64_t>(n);

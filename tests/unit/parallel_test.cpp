@@ -135,5 +135,32 @@ TEST(Parallel, RopeIsBitIdenticalForAnyRunner) {
   }
 }
 
+// RopeTable::Build and BuildPerToken fill rows over the caller's runner (and give the same table for
+// every runner); before, both always used the internal pool.
+TEST(Parallel, RopeTableBuildUsesTheCallersRunner) {
+  const int64_t D = 128, N = 8192;  // 4 MiB of rows: above kMinBytesForThreads, so the job is split
+  const RopeFrequencies freqs = DefaultRopeFrequencies(D, 500000.0).value();
+  for (RopePrecision precision : {RopePrecision::kReference, RopePrecision::kExact}) {
+    ReverseRunner reverse;
+    const RopeTable base = RopeTable::Build(freqs, N, precision).value();
+    const RopeTable mine = RopeTable::Build(freqs, N, precision, &reverse).value();
+    EXPECT_GT(reverse.calls, 0) << ToString(precision);
+    for (int64_t p = 0; p < N; p += 997) {
+      EXPECT_EQ(0, std::memcmp(base.cos_row(p), mine.cos_row(p), sizeof(float) * D / 2)) << p;
+      EXPECT_EQ(0, std::memcmp(base.sin_row(p), mine.sin_row(p), sizeof(float) * D / 2)) << p;
+    }
+  }
+  std::vector<int64_t> positions(2 * N);
+  for (int64_t i = 0; i < 2 * N; ++i) positions[static_cast<size_t>(i)] = i % 5000;
+  std::vector<int64_t> component(static_cast<size_t>(D / 2));
+  for (size_t j = 0; j < component.size(); ++j) component[j] = static_cast<int64_t>(j % 2);
+  ReverseRunner reverse;
+  const RopeTable a = RopeTable::BuildPerToken(freqs, component, 2, positions, RopePrecision::kReference).value();
+  const RopeTable b =
+      RopeTable::BuildPerToken(freqs, component, 2, positions, RopePrecision::kReference, &reverse).value();
+  EXPECT_GT(reverse.calls, 0);
+  EXPECT_EQ(0, std::memcmp(a.cos_row(N - 1), b.cos_row(N - 1), sizeof(float) * D / 2));
+}
+
 }  // namespace
 }  // namespace posenc

@@ -14,9 +14,14 @@ namespace posenc {
 // cos/sin for positions [0, num_positions), built once and shared by every layer and head
 // (immutable after Build: safe to read from many threads). Positions at or past num_positions are
 // computed on the fly from the same frequencies and precision, so a table of size 0 is valid.
+class ParallelRunner;  // posenc/core/parallel.hpp
+
 class RopeTable {
  public:
-  static Result<RopeTable> Build(RopeFrequencies freqs, int64_t num_positions, RopePrecision precision);
+  // Rows are filled over `parallel` (nullptr: posenc's internal pool); the table is bit-identical for
+  // every runner and thread count.
+  static Result<RopeTable> Build(RopeFrequencies freqs, int64_t num_positions, RopePrecision precision,
+                                 ParallelRunner* parallel = nullptr);
   // Multi-axis rows (posenc/math/multi_axis.hpp): row t holds token t's cos/sin with pair j at
   // positions[pair_component[j] * T + t], for positions of shape [num_components, T] (component-major,
   // T = positions.size() / num_components); each entry is what ComputeCosSin gives for that pair at that
@@ -27,7 +32,7 @@ class RopeTable {
   // table (CosSin would give 1-D rows of the frequencies there).
   static Result<RopeTable> BuildPerToken(RopeFrequencies freqs, std::span<const int64_t> pair_component,
                                          int64_t num_components, std::span<const int64_t> positions,
-                                         RopePrecision precision);
+                                         RopePrecision precision, ParallelRunner* parallel = nullptr);
 
   int64_t num_pairs() const { return static_cast<int64_t>(freqs_.inv_freq.size()); }
   int64_t num_positions() const { return num_positions_; }
