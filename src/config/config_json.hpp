@@ -16,8 +16,11 @@
 
 namespace posenc::config_json {
 
-// json::parse without exceptions (a discarded value on bad JSON), counted for ConfigJsonParses().
-nlohmann::json ParseText(std::string_view text);
+// The text parsed once by ParseJsonText (nesting bounded, syntax errors with byte offset and hint),
+// `what` naming the source ("config x.json"); counted for ConfigJsonParses().
+Result<nlohmann::json> ParseText(std::string_view text, std::string_view what);
+// The file read by ReadFileToString (regular files only, bounded) and parsed by ParseText.
+Result<nlohmann::json> ReadFileJson(const std::string& path, std::string_view what);
 
 Result<PositionScheme> ParseHfConfigJson(const nlohmann::json& j, const std::string& source, const HfConfigOptions& options);
 Result<RopeConfig> RopeConfigFromGgmlJson(const nlohmann::json& root, int64_t head_dim, const std::string& source);

@@ -10,6 +10,8 @@
 #include "config/multi_axis_json.hpp"
 #include "posenc/config/ggml_config.hpp"
 #include "posenc/config/hf_config.hpp"
+#include "posenc/io/file_io.hpp"
+#include "posenc/io/json_read.hpp"
 
 namespace posenc {
 
@@ -23,9 +25,14 @@ int64_t ConfigJsonParses() { return g_parses.load(std::memory_order_relaxed); }
 
 namespace config_json {
 
-json ParseText(std::string_view text) {
+Result<json> ParseText(std::string_view text, std::string_view what) {
   g_parses.fetch_add(1, std::memory_order_relaxed);
-  return json::parse(text, nullptr, /*allow_exceptions=*/false);
+  return ParseJsonText(text, what);
+}
+
+Result<json> ReadFileJson(const std::string& path, std::string_view what) {
+  POSENC_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
+  return ParseText(text, what);
 }
 
 Result<RopeConfig> RopeConfigFromGgmlJson(const json& root, int64_t head_dim, const std::string& source) {
@@ -69,14 +76,13 @@ Result<RopeConfig> RopeConfigFromGgmlJson(const json& root, int64_t head_dim, co
 }  // namespace config_json
 
 Result<RopeConfig> RopeConfigFromGgmlParams(std::string_view json_text, int64_t head_dim, const std::string& source) {
-  const json root = config_json::ParseText(json_text);
-  if (root.is_discarded()) return InvalidArgumentError(fmt::format("ggml params {}: not valid JSON", source));
+  POSENC_ASSIGN_OR_RETURN(const json root, config_json::ParseText(json_text, fmt::format("ggml params {}", source)));
   return config_json::RopeConfigFromGgmlJson(root, head_dim, source);
 }
 
 Result<RopeConfig> ParseRopeConfigJson(std::string_view json_text, int64_t head_dim, const std::string& source) {
-  const json j = config_json::ParseText(json_text);  // the one parse: both readers take the value
-  if (j.is_discarded()) return InvalidArgumentError(fmt::format("config {}: not valid JSON", source));
+  // The one parse: both readers take the value.
+  POSENC_ASSIGN_OR_RETURN(const json j, config_json::ParseText(json_text, fmt::format("config {}", source)));
   const json* params = &j;
   if (j.is_object() && j.contains("config") && j["config"].is_object()) params = &j["config"];
   if (params->is_object() && params->contains("n_dims") && params->contains("mode"))

@@ -66,19 +66,19 @@ Status ParseLayerKeys(const json& j, const std::string& source, PositionScheme* 
   }
   if (Has(j, "layer_types")) {
     const json& t = j["layer_types"];
-    if (!t.is_array()) return KeyError(source, "layer_types", fmt::format("is {}, expected a list of strings", t.dump().substr(0, 60)));
+    if (!t.is_array()) return KeyError(source, "layer_types", fmt::format("is {}, expected a list of strings", JsonForMessage(t)));
     for (size_t i = 0; i < t.size(); ++i) {
       if (!t[i].is_string())
-        return KeyError(source, fmt::format("layer_types[{}]", i), fmt::format("is {}, expected a string", t[i].dump()));
+        return KeyError(source, fmt::format("layer_types[{}]", i), fmt::format("is {}, expected a string", JsonForMessage(t[i])));
       s->layer_types.push_back(t[i].get<std::string>());
     }
   }
   if (Has(j, "no_rope_layers")) {
     const json& t = j["no_rope_layers"];
-    if (!t.is_array()) return KeyError(source, "no_rope_layers", fmt::format("is {}, expected a list of 0 and 1", t.dump().substr(0, 60)));
+    if (!t.is_array()) return KeyError(source, "no_rope_layers", fmt::format("is {}, expected a list of 0 and 1", JsonForMessage(t)));
     for (size_t i = 0; i < t.size(); ++i) {
       const bool ok = t[i].is_boolean() || (t[i].is_number_integer() && (t[i].get<int64_t>() == 0 || t[i].get<int64_t>() == 1));
-      if (!ok) return KeyError(source, fmt::format("no_rope_layers[{}]", i), fmt::format("is {}, expected 0 or 1", t[i].dump()));
+      if (!ok) return KeyError(source, fmt::format("no_rope_layers[{}]", i), fmt::format("is {}, expected 0 or 1", JsonForMessage(t[i])));
       s->no_rope_layers.push_back(t[i].is_boolean() ? int64_t{t[i].get<bool>()} : t[i].get<int64_t>());
     }
   }
@@ -97,7 +97,7 @@ Status ParseLayerKeys(const json& j, const std::string& source, PositionScheme* 
     const json& v = j["attn_temperature_tuning"];
     if (v.is_boolean()) t.tuning = v.get<bool>();
     else if (v.is_number()) t.tuning = v.get<double>() != 0.0;
-    else return KeyError(source, "attn_temperature_tuning", fmt::format("is {}, expected a boolean or a number", v.dump()));
+    else return KeyError(source, "attn_temperature_tuning", fmt::format("is {}, expected a boolean or a number", JsonForMessage(v)));
   } else {
     s->notes.push_back("no attn_temperature_tuning: true assumed (Llama4TextConfig's default)");
   }
@@ -253,12 +253,12 @@ Result<RopeSource> SelectRopeParams(const json& j, const std::string& source, co
   RopeSource r;
   if (Has(j, "rope_parameters")) {
     if (!j["rope_parameters"].is_object())
-      return KeyError(source, "rope_parameters", fmt::format("is {}, expected an object", j["rope_parameters"].dump().substr(0, 60)));
+      return KeyError(source, "rope_parameters", fmt::format("is {}, expected an object", JsonForMessage(j["rope_parameters"])));
     r.params = &j["rope_parameters"];
     r.spelling = "rope_parameters";
   } else if (Has(j, "rope_scaling")) {
     if (!j["rope_scaling"].is_object())
-      return KeyError(source, "rope_scaling", fmt::format("is {}, expected an object or null", j["rope_scaling"].dump().substr(0, 60)));
+      return KeyError(source, "rope_scaling", fmt::format("is {}, expected an object or null", JsonForMessage(j["rope_scaling"])));
     r.params = &j["rope_scaling"];
     r.spelling = "rope_scaling";
   }
@@ -316,7 +316,7 @@ Result<const RopeScalingSpec*> ReadScalingType(const json& j, const json& p, con
   if (Has(p, "rope_type")) type_key = "rope_type";
   else if (Has(p, "type")) type_key = "type";
   if (!type_key.empty()) {
-    if (!p[type_key].is_string()) return KeyError(source, type_key, fmt::format("is {}, expected a string", p[type_key].dump()));
+    if (!p[type_key].is_string()) return KeyError(source, type_key, fmt::format("is {}, expected a string", JsonForMessage(p[type_key])));
     *type = p[type_key].get<std::string>();
     if (type_key == "rope_type" && Has(p, "type") && p["type"].is_string() && p["type"].get<std::string>() != *type)
       Note(s, fmt::format("rope_type '{}' and type '{}' disagree: rope_type used (as Hugging Face)", *type, p["type"].get<std::string>()));
@@ -630,15 +630,35 @@ const HfRopeFamily* FindHfRopeFamily(std::string_view model_type) {
 
 namespace config_json {
 
+namespace {
+
+// Multimodal configs nest the language model's keys one level deep (text_config); a few levels are
+// accepted, deeper is refused before it recurses (each level copies its object: depth squared).
+constexpr int kMaxTextConfigDepth = 4;
+
+Result<PositionScheme> ParseHfConfigJsonAt(const json& j, const std::string& source, const HfConfigOptions& options,
+                                           int depth);
+
+}  // namespace
+
 Result<PositionScheme> ParseHfConfigJson(const json& j, const std::string& source, const HfConfigOptions& options) {
+  return ParseHfConfigJsonAt(j, source, options, 0);
+}
+
+namespace {
+
+Result<PositionScheme> ParseHfConfigJsonAt(const json& j, const std::string& source, const HfConfigOptions& options,
+                                           int depth) {
   if (!j.is_object()) return InvalidArgumentError(fmt::format("config {}: top level is not a JSON object", source));
   PositionScheme s;
   if (Has(j, "model_type") && j["model_type"].is_string()) s.model_type = j["model_type"].get<std::string>();
   // Multimodal configs keep the language model's keys in text_config.
   if (Has(j, "text_config") && j["text_config"].is_object() && !Has(j, "hidden_size") && !Has(j, "rope_theta")) {
+    if (depth >= kMaxTextConfigDepth)
+      return KeyError(source, "text_config", fmt::format("is nested more than {} levels deep (a model's config nests it once)", kMaxTextConfigDepth));
     json text = j["text_config"];
     if (!Has(text, "model_type") && !s.model_type.empty()) text["model_type"] = s.model_type;
-    auto inner = ParseHfConfigJson(text, source + " (text_config)", options);
+    auto inner = ParseHfConfigJsonAt(text, source + " (text_config)", options, depth + 1);
     if (inner.ok()) inner->notes.insert(inner->notes.begin(), "read from text_config");
     return inner;
   }
@@ -650,12 +670,13 @@ Result<PositionScheme> ParseHfConfigJson(const json& j, const std::string& sourc
   return s;
 }
 
+}  // namespace
+
 }  // namespace config_json
 
 Result<PositionScheme> ParseHfConfig(std::string_view json_text, const std::string& source,
                                      const HfConfigOptions& options) {
-  const json j = config_json::ParseText(json_text);
-  if (j.is_discarded()) return InvalidArgumentError(fmt::format("config {}: not valid JSON", source));
+  POSENC_ASSIGN_OR_RETURN(const json j, config_json::ParseText(json_text, fmt::format("config {}", source)));
   return config_json::ParseHfConfigJson(j, source, options);
 }
 
@@ -664,11 +685,8 @@ Result<PositionScheme> ParseHfConfig(std::string_view json_text, const std::stri
 }
 
 Result<PositionScheme> LoadHfConfig(const std::string& path, const HfConfigOptions& options) {
-  std::ifstream f(path);
-  if (!f) return NotFoundError(fmt::format("config {}: cannot open file", path));
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ParseHfConfig(ss.str(), path, options);
+  POSENC_ASSIGN_OR_RETURN(const json j, config_json::ReadFileJson(path, fmt::format("config {}", path)));
+  return config_json::ParseHfConfigJson(j, path, options);
 }
 
 }  // namespace posenc

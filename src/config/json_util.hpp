@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "posenc/core/status.hpp"
+#include "posenc/io/json_guard.hpp"
 
 namespace posenc::json_util {
 
@@ -29,7 +30,7 @@ inline bool Has(const json& j, std::string_view key) {
 inline Result<double> GetNumber(const json& j, std::string_view key, const std::string& source) {
   const auto it = j.find(std::string(key));
   if (it == j.end() || it->is_null()) return NotFoundError(fmt::format("config {}: key '{}' is missing", source, key));
-  if (!it->is_number()) return KeyError(source, key, fmt::format("is {}, expected a number", it->dump()));
+  if (!it->is_number()) return KeyError(source, key, fmt::format("is {}, expected a number", JsonForMessage(*it)));
   return it->get<double>();
 }
 
@@ -41,24 +42,24 @@ inline Result<int64_t> GetInt(const json& j, std::string_view key, const std::st
     const double v = it->get<double>();
     if (std::isfinite(v) && std::floor(v) == v && std::abs(v) < 9.0e15) return static_cast<int64_t>(v);
   }
-  return KeyError(source, key, fmt::format("is {}, expected an integer", it->dump()));
+  return KeyError(source, key, fmt::format("is {}, expected an integer", JsonForMessage(*it)));
 }
 
 inline Result<bool> GetBool(const json& j, std::string_view key, const std::string& source) {
   const auto it = j.find(std::string(key));
   if (it == j.end() || it->is_null()) return NotFoundError(fmt::format("config {}: key '{}' is missing", source, key));
-  if (!it->is_boolean()) return KeyError(source, key, fmt::format("is {}, expected true or false", it->dump()));
+  if (!it->is_boolean()) return KeyError(source, key, fmt::format("is {}, expected true or false", JsonForMessage(*it)));
   return it->get<bool>();
 }
 
 inline Result<std::vector<double>> GetNumberList(const json& j, std::string_view key, const std::string& source) {
   const auto it = j.find(std::string(key));
   if (it == j.end() || it->is_null()) return NotFoundError(fmt::format("config {}: key '{}' is missing", source, key));
-  if (!it->is_array()) return KeyError(source, key, fmt::format("is {}, expected a list of numbers", it->dump().substr(0, 80)));
+  if (!it->is_array()) return KeyError(source, key, fmt::format("is {}, expected a list of numbers", JsonForMessage(*it)));
   std::vector<double> out;
   for (size_t i = 0; i < it->size(); ++i) {
     if (!(*it)[i].is_number())
-      return KeyError(source, fmt::format("{}[{}]", key, i), fmt::format("is {}, expected a number", (*it)[i].dump()));
+      return KeyError(source, fmt::format("{}[{}]", key, i), fmt::format("is {}, expected a number", JsonForMessage((*it)[i])));
     out.push_back((*it)[i].get<double>());
   }
   return out;

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "config/config_json.hpp"
 #include "config/json_util.hpp"
 #include "config/multi_axis_json.hpp"
 #include "posenc/config/multi_axis_config.hpp"
@@ -161,9 +162,7 @@ bool ParseVision2dVariant(std::string_view s, Vision2dVariant* out) {
 }
 
 Result<RopeConfig> ParseHfVision2dConfig(std::string_view json_text, Vision2dVariant variant, const std::string& source) {
-  POSENC_RETURN_IF_ERROR(CheckJsonNesting(json_text, kMaxJsonNesting, fmt::format("config {}", source)));
-  json root = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
-  if (root.is_discarded()) return InvalidArgumentError(fmt::format("config {}: not valid JSON", source));
+  POSENC_ASSIGN_OR_RETURN(json root, config_json::ParseText(json_text, fmt::format("config {}", source)));
   if (!root.is_object()) return InvalidArgumentError(fmt::format("config {}: top level is not a JSON object", source));
   const json& j = Has(root, "vision_config") && root["vision_config"].is_object() ? root["vision_config"] : root;
   RopeConfig rc;

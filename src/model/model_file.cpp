@@ -14,6 +14,7 @@
 
 #include "io/io_util.hpp"
 #include "posenc/io/gguf.hpp"
+#include "posenc/io/json_read.hpp"
 #include "posenc/io/llama2c.hpp"
 #include "posenc/io/npy.hpp"
 #include "posenc/io/safetensors.hpp"
@@ -52,21 +53,9 @@ uint32_t SafetensorsGgmlType(const std::string& dtype) {
   return kUnreadableType;
 }
 
-Result<std::string> ReadText(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return NotFoundError(fmt::format("opening '{}': cannot read", path));
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
+// A JSON file beside the weights (model.safetensors.index.json), through the one JSON reader.
 Result<nlohmann::json> ReadJson(const std::string& path) {
-  POSENC_ASSIGN_OR_RETURN(std::string text, ReadText(path));
-  try {
-    return nlohmann::json::parse(text);
-  } catch (const std::exception& e) {
-    return DataLossError(fmt::format("reading '{}': not valid JSON: {}", path, e.what()));
-  }
+  return ReadJsonFile(path, fmt::format("reading '{}'", path));
 }
 
 int64_t JsonInt(const nlohmann::json& j, std::initializer_list<const char*> keys) {
@@ -163,13 +152,7 @@ struct ModelFileBuilder {
   // config.json: its text (kept for the scheme reader), architecture, sizes and norm epsilon.
   static Status ReadConfig(ModelFile& m, const std::string& config) {
     m.config_path_ = config;
-    POSENC_ASSIGN_OR_RETURN(m.config_text_, ReadText(config));
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(m.config_text_);
-    } catch (const std::exception& e) {
-      return DataLossError(fmt::format("reading '{}': not valid JSON: {}", config, e.what()));
-    }
+    POSENC_ASSIGN_OR_RETURN(nlohmann::json j, ReadJsonFile(config, fmt::format("reading '{}'", config), &m.config_text_));
     if (!j.is_object()) return DataLossError(fmt::format("reading '{}': not a JSON object", config));
     if (j.contains("model_type") && j["model_type"].is_string()) m.architecture_ = j["model_type"].get<std::string>();
     m.vocab_size_ = JsonInt(j, {"vocab_size"});

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "posenc/io/json_read.hpp"
 #include "posenc/io/npy.hpp"
 
 namespace posenc::golden {
@@ -37,12 +38,9 @@ Result<std::vector<std::string>> FindGoldenCases(const std::vector<std::string>&
 Result<GoldenCase> GoldenCase::Load(const std::string& dir) {
   GoldenCase c;
   c.dir_ = dir;
-  std::ifstream f(fs::path(dir) / "case.json");
-  if (!f) return NotFoundError(fmt::format("{}/case.json: cannot open", dir));
-  std::stringstream ss;
-  ss << f.rdbuf();
-  c.j_ = json::parse(ss.str(), nullptr, false);
-  if (c.j_.is_discarded() || !c.j_.is_object()) return DataLossError(fmt::format("{}/case.json: not a JSON object", dir));
+  const std::string path = (fs::path(dir) / "case.json").string();
+  POSENC_ASSIGN_OR_RETURN(c.j_, ReadJsonFile(path, path));
+  if (!c.j_.is_object()) return DataLossError(fmt::format("{}: not a JSON object", path));
   if (!c.j_.contains("files") || !c.j_["files"].is_object())
     return DataLossError(fmt::format("{}/case.json: no 'files' object", dir));
   return c;

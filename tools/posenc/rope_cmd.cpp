@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "posenc/io/file_io.hpp"
 #include "posenc/io/npy.hpp"
 #include "posenc/kernels/multi_axis_rope.hpp"
 #include "posenc/kernels/rope.hpp"
@@ -36,11 +37,9 @@ Result<RopeConfig> LoadRopeConfig(const RopeOptions& o, int64_t input_head_dim) 
   if (o.model.empty() == o.config.empty()) return InvalidArgumentError("give exactly one of --config and --model");
   const std::string& path = o.model.empty() ? o.config : o.model;
   if (o.model.empty() && !o.config.ends_with(".gguf")) {
-    std::ifstream f(o.config);
-    if (!f) return NotFoundError(fmt::format("config {}: cannot open file", o.config));
-    std::stringstream text;
-    text << f.rdbuf();
-    return ParseRopeConfigJson(text.str(), input_head_dim, o.config);
+    Result<std::string> text = ReadFileToString(o.config);  // a regular file, bounded, never blocking
+    if (!text.ok()) return text.status().WithContext(fmt::format("config {}: cannot open file: ", o.config));
+    return ParseRopeConfigJson(*text, input_head_dim, o.config);
   }
   POSENC_ASSIGN_OR_RETURN(ModelFile model, OpenModel(path));
   POSENC_ASSIGN_OR_RETURN(PositionScheme scheme, ModelScheme(model));
