@@ -188,35 +188,44 @@ def test_bad_positions_write_nothing(rope):
 
 def test_gil_released_while_kernels_run(rope):
     """A Python thread keeps running while posenc rotates a large array (the scalar reference on
-    16M elements, one posenc thread): it records timestamps in the middle of the call, which it could
+    16M elements or more, one posenc thread): it records timestamps in the middle of the call, which it could
     not if the call held the GIL (it would run only before and after, in 5 ms switch slices)."""
     import threading
     import time
 
-    x = np.ones((4096, 64, 64), np.float32)
-    stamps = []
-    stop = threading.Event()
+    def run(tokens):
+        x = np.ones((tokens, 64, 64), np.float32)
+        stamps = []
+        stop = threading.Event()
 
-    def spin():
-        n = 0
-        while not stop.is_set():
-            n += 1
-            if n % 200 == 0:
-                stamps.append(time.perf_counter())
+        def spin():
+            n = 0
+            while not stop.is_set():
+                n += 1
+                if n % 200 == 0:
+                    stamps.append(time.perf_counter())
 
-    t = threading.Thread(target=spin)
-    posenc.set_num_threads(1)
-    try:
-        t.start()
-        time.sleep(0.01)
-        start = time.perf_counter()
-        rope.apply_reference(x, np.arange(4096))
-        end = time.perf_counter()
-    finally:
-        stop.set()
-        t.join()
-        posenc.set_num_threads(0)
-    elapsed = end - start
-    assert elapsed > 0.05, elapsed  # long enough that its middle outlasts the 5 ms switch interval
+        t = threading.Thread(target=spin)
+        posenc.set_num_threads(1)
+        try:
+            t.start()
+            time.sleep(0.01)
+            start = time.perf_counter()
+            rope.apply_reference(x, np.arange(tokens))
+            end = time.perf_counter()
+        finally:
+            stop.set()
+            t.join()
+            posenc.set_num_threads(0)
+        return stamps, start, end
+
+    # The call must outlast a few 5 ms switch intervals so that its middle 40% is long enough to see
+    # the other thread run; a fast CPU does 4096 tokens in ~30 ms, so grow the work until it does.
+    for tokens in (4096, 16384):
+        stamps, start, end = run(tokens)
+        elapsed = end - start
+        if elapsed > 0.025:
+            break
+    assert elapsed > 0.025, elapsed
     middle = [s for s in stamps if start + 0.3 * elapsed < s < end - 0.3 * elapsed]
     assert len(middle) > 10, (len(middle), elapsed)
