@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <limits>
 #include <iterator>
 #include <numbers>
 
@@ -514,6 +515,20 @@ const RopeScalingKey* FindScalingKey(const RopeScalingSpec& row, std::string_vie
 
 Status CheckRopeScalingKey(const RopeConfig& c, const RopeScalingKey& key) {
   const ScalingField f = key.field(const_cast<RopeConfig&>(c));  // read only
+  // The attention-scale keys (attention_factor, mscale, mscale_all_dim: the optional numbers; ggml's
+  // attn_factor) end up in the float32 multiplier of cos/sin: a value valid in float64 that is Inf or
+  // flushes to 0 (or a denormal) there is refused, whatever the key's rule. (The frequency keys are
+  // combined in float64 and checked against the float32 angle bound afterwards.)
+  const bool attention_key = key.kind == ScalingKeyKind::kOptionalNumber || key.name == "attn_factor";
+  const double* number = !attention_key                                                   ? nullptr
+                         : key.kind == ScalingKeyKind::kNumber                            ? f.number
+                         : f.optional != nullptr && f.optional->has_value()               ? &**f.optional
+                                                                                          : nullptr;
+  if (number != nullptr && std::isfinite(*number) && *number != 0.0 &&
+      !(std::abs(*number) <= std::numeric_limits<float>::max() && std::abs(*number) >= std::numeric_limits<float>::min()))
+    return FieldError(c, key.name, fmt::format("{}", *number),
+                      fmt::format("is outside float32, the type it is used in (magnitude {} to {}, or 0)",
+                                  std::numeric_limits<float>::min(), std::numeric_limits<float>::max()));
   switch (key.rule) {
     case ScalingKeyRule::kAny:
       return OkStatus();
