@@ -217,6 +217,36 @@ TEST_F(Hostile, SpecialFilesWhereAFileIsRead) {
   }
 }
 
+// Config JSON read by inspect and rope --config (issue 15 items 1 and 3): a link to /dev/zero and a
+// FIFO are refused as not regular files; 100,000-deep nesting in rope_theta and in text_config is
+// refused before parsing, naming the file and the key, within the memory and time caps.
+TEST_F(Hostile, DeepAndSpecialConfigs) {
+  const std::string corpus = HostileDir() + "/corpus/";
+  fs::create_symlink("/dev/zero", P("zero.json"));
+  ASSERT_EQ(::mkfifo(P("fifo.json").c_str(), 0600), 0);
+  const std::string head = R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, )";
+  constexpr int kDepth = 100000;
+  std::ofstream(P("deep_theta.json")) << head << R"("rope_theta": )" << std::string(kDepth, '[') << std::string(kDepth, ']') << "}";
+  {
+    std::ofstream tc(P("deep_text_config.json"));
+    for (int i = 0; i < kDepth; ++i) tc << R"({"text_config": )";
+    tc << R"({"hidden_size": 64, "num_attention_heads": 4})" << std::string(kDepth, '}');
+  }
+  const std::vector<std::pair<std::string, std::vector<std::string>>> configs = {
+      {P("zero.json"), {P("zero.json"), "not a regular file (a character device)"}},
+      {P("fifo.json"), {P("fifo.json"), "not a regular file (a FIFO)"}},
+      {P("deep_theta.json"), {P("deep_theta.json"), "nested deeper than 32 levels", "'rope_theta'"}},
+      {P("deep_text_config.json"), {P("deep_text_config.json"), "nested deeper than 32 levels", "'text_config.text_config"}},
+  };
+  for (const auto& [path, needles] : configs) {
+    ExpectOneLineExit2(RunCapped({"inspect", path}), needles, "inspect " + path);
+    ExpectOneLineExit2(RunCapped({"rope", "--config", path, "--positions", corpus + "rope_pos.npy", "--input",
+                                  corpus + "rope_x.npy", "--output", P("out.npy")}),
+                       needles, "rope --config " + path);
+    EXPECT_FALSE(fs::exists(P("out.npy")));
+  }
+}
+
 // Outputs: a directory in the way, a name over 255 bytes, a symlink loop — one line naming the path
 // with errno's text; and a write that fails half way (the file-size limit, as a full disk) leaves the
 // existing output byte for byte and no temporary file.

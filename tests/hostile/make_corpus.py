@@ -167,6 +167,26 @@ ROPE = ["rope", "--config", "{C}/rope_config.json", "--positions", "{C}/rope_pos
 for target in ("rope_config.json", "rope_pos.npy", "rope_x.npy"):
     case("rope_output_is_" + target.split("_")[1].split(".")[0], target, ROPE + ["{F}"], ["is the input", target])
 
+# --- config JSON (issue 15 items 5 and 7): non-JSON literals Python writes, values valid in float64 but
+# not in the float32 they are used in. (100,000-deep nesting, a FIFO and a /dev/zero link as config are
+# made at test time by hostile_cli_test: DeepAndSpecialConfigs.)
+CFG = '{"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "max_position_embeddings": 4096, '
+add("cfg_nan_theta.json", (CFG + '"rope_theta": NaN}').encode(), INSPECT,
+    ["cfg_nan_theta.json", "not valid JSON at byte", "NaN is not JSON"])
+add("cfg_infinity_theta.json", (CFG + '"rope_theta": -Infinity}').encode(), INSPECT,
+    ["cfg_infinity_theta.json", "not valid JSON at byte", "-Infinity is not JSON"])
+YARN = '"rope_scaling": {"rope_type": "yarn", "factor": 4, "original_max_position_embeddings": 1024, '
+add("cfg_yarn_attention_1e300.json", (CFG + YARN + '"attention_factor": 1e300}}').encode(), INSPECT,
+    ["cfg_yarn_attention_1e300.json", "'attention_factor' = 1e+300", "outside float32"])
+add("cfg_yarn_attention_1e-300.json", (CFG + YARN + '"attention_factor": 1e-300}}').encode(), INSPECT,
+    ["cfg_yarn_attention_1e-300.json", "'attention_factor' = 1e-300", "outside float32"])
+add("cfg_yarn_mscale_-1e308.json", (CFG + YARN + '"mscale": -1e308, "mscale_all_dim": 1}}').encode(), INSPECT,
+    ["cfg_yarn_mscale_-1e308.json", "'mscale' = -1e+308", "outside float32"])
+add("cfg_theta_nested_deep.json", (CFG + '"rope_theta": ' + "[" * 40 + "]" * 40 + "}").encode(), INSPECT,
+    ["cfg_theta_nested_deep.json", "nested deeper than 32 levels", "'rope_theta'"])
+add("cfg_theta_array.json", (CFG + '"rope_theta": [[[1, 2], 3], {"a": [4]}, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38]}').encode(),
+    INSPECT, ["cfg_theta_array.json", "'rope_theta' is [[...2],{...1},5,6", "expected a number"])
+
 # --- flags: strict integers, sizes bounded before allocating, patterns bounded
 add("flags_negative_heads.txt", b"", ["convert-layout", "--from", "half", "--to", "interleaved", "--heads", "-3", "{F}",
                                        "{OUT}"], ["--heads: '-3' is negative"])
