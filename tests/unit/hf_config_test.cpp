@@ -285,3 +285,89 @@ TEST(GgmlParams, ModesAndErrors) {
 
 }  // namespace
 }  // namespace posenc
+
+namespace posenc {
+namespace {
+
+const std::string kHead = R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "max_position_embeddings": 4096, )";
+
+// Issue 15 item 1: a value nested 100,000 deep is refused before parsing, naming the file and the key
+// (it crashed in the message's recursive dump()); a nested value shown shallowly and bounded.
+TEST(HfConfigHostile, DeepNestingIsRefusedBeforeParsing) {
+  const std::string deep = kHead + R"("rope_theta": )" + std::string(100000, '[') + std::string(100000, ']') + "}";
+  Result<PositionScheme> s = ParseHfConfig(deep, "test.json");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("config test.json: JSON nested deeper than 32 levels at byte"), std::string::npos)
+      << s.status().message();
+  EXPECT_NE(s.status().message().find("(under key 'rope_theta')"), std::string::npos) << s.status().message();
+
+  const std::string nested = kHead + R"("rope_theta": [[[[[[1]]]]], {"a": [2]}, ")" + std::string(5000, 'x') + R"("]})";
+  Result<PositionScheme> n = ParseHfConfig(nested, "test.json");
+  ASSERT_FALSE(n.ok());
+  const std::string nm = n.status().message();
+  EXPECT_EQ(nm.rfind("config test.json: key 'rope_theta' is [[...1],{...1},\"xxxx", 0), 0u) << nm.substr(0, 400);
+  EXPECT_NE(nm.find("... (5000 bytes in all)\"], expected a number"), std::string::npos) << nm.substr(0, 400);
+  EXPECT_LT(nm.size(), 300u);
+}
+
+// text_config is followed at most 4 levels (real multimodal configs nest it once); one level is read.
+TEST(HfConfigHostile, TextConfigDepthIsBounded) {
+  auto wrap = [](int levels) {
+    std::string s;
+    for (int i = 0; i < levels; ++i) s += R"({"model_type": "llava", "text_config": )";
+    return s + R"({"hidden_size": 64, "num_attention_heads": 4})" + std::string(static_cast<size_t>(levels), '}');
+  };
+  Result<PositionScheme> one = ParseHfConfig(wrap(1), "test.json");
+  ASSERT_TRUE(one.ok()) << one.status().ToString();
+  EXPECT_EQ(one->notes.front(), "read from text_config");
+  EXPECT_TRUE(ParseHfConfig(wrap(4), "test.json").ok());
+  Result<PositionScheme> five = ParseHfConfig(wrap(5), "test.json");
+  ASSERT_FALSE(five.ok());
+  EXPECT_NE(five.status().message().find("key 'text_config' is nested more than 4 levels deep"), std::string::npos)
+      << five.status().message();
+  Result<PositionScheme> deep = ParseHfConfig(wrap(100000), "test.json");
+  ASSERT_FALSE(deep.ok());
+  EXPECT_NE(deep.status().message().find("nested deeper than 32 levels"), std::string::npos) << deep.status().message();
+  EXPECT_NE(deep.status().message().find("'text_config.text_config"), std::string::npos) << deep.status().message();
+}
+
+// Issue 15 item 7: a syntax error gives the byte offset and names NaN / Infinity.
+TEST(HfConfigHostile, SyntaxErrorsGiveOffsetAndNameNonJsonLiterals) {
+  Result<PositionScheme> nan = ParseHfConfig(kHead + R"("rope_theta": NaN})", "test.json");
+  ASSERT_FALSE(nan.ok());
+  const std::string m = nan.status().message();
+  EXPECT_EQ(m.rfind("config test.json: not valid JSON at byte 117: ", 0), 0u) << m;  // the N, 1-based
+  EXPECT_NE(m.find("(NaN is not JSON"), std::string::npos) << m;
+  Result<PositionScheme> inf = ParseHfConfig(kHead + R"("rope_theta": Infinity})", "test.json");
+  ASSERT_FALSE(inf.ok());
+  EXPECT_NE(inf.status().message().find("(Infinity is not JSON"), std::string::npos) << inf.status().message();
+}
+
+// Issue 15 item 5: attention-scale values valid in float64 but not in float32 are refused, quoting the value.
+TEST(HfConfigHostile, AttentionScaleOutsideFloat32IsRefused) {
+  const std::string yarn = R"("rope_scaling": {"rope_type": "yarn", "factor": 4, "original_max_position_embeddings": 1024, )";
+  ExpectError(kHead + yarn + R"("attention_factor": 1e300}})", "'attention_factor' = 1e+300", "outside float32");
+  ExpectError(kHead + yarn + R"("attention_factor": 1e-300}})", "'attention_factor' = 1e-300", "outside float32");
+  ExpectError(kHead + yarn + R"("mscale": -1e308, "mscale_all_dim": 1}})", "'mscale' = -1e+308", "outside float32");
+  ExpectError(kHead + yarn + R"("mscale": 1, "mscale_all_dim": 1e39}})", "'mscale_all_dim' = 1e+39", "outside float32");
+  EXPECT_TRUE(ParseHfConfig(kHead + yarn + R"("attention_factor": 1e30}})", "test.json").ok());
+  Result<RopeConfig> ggml = RopeConfigFromGgmlParams(
+      R"({"n_dims": 16, "mode": 0, "freq_base": 10000, "attn_factor": 1e300})", 16, "p.json");
+  ASSERT_FALSE(ggml.ok());
+  EXPECT_NE(ggml.status().message().find("'attn_factor' = 1e+300 is outside float32"), std::string::npos)
+      << ggml.status().message();
+}
+
+// LoadHfConfig reads through ReadFileToString: a missing file and a link to /dev/zero name the path.
+TEST(HfConfigHostile, LoadHfConfigRefusesSpecialFiles) {
+  Result<PositionScheme> missing = LoadHfConfig("/nonexistent/config.json");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("'/nonexistent/config.json'"), std::string::npos) << missing.status().message();
+  Result<PositionScheme> zero = LoadHfConfig("/dev/zero");
+  ASSERT_FALSE(zero.ok());
+  EXPECT_NE(zero.status().message().find("'/dev/zero': not a regular file (a character device)"), std::string::npos)
+      << zero.status().message();
+}
+
+}  // namespace
+}  // namespace posenc
