@@ -42,6 +42,28 @@ Status CheckAttentionScaling(const Case& c, double got, std::string* checked) {
 
 // --- rope -----------------------------------------------------------------------------------------
 
+// The case's layout, head_dim and rotary_dim (where it states them) against what posenc derived from
+// its config, and the config's head_dim against the input's: checked, never used in place of the config.
+Status CheckCaseLayout(const json& j, const RotaryLayout& layout, int64_t head_dim) {
+  if (j.contains("layout")) {
+    RopePairing p;
+    if (!ParseRopePairing(j["layout"].get<std::string>(), &p))
+      return DataLossError(fmt::format("unknown layout '{}'", j["layout"].dump()));
+    if (p != layout.pairing)
+      return InvalidArgumentError(
+          fmt::format("config gives layout {}, case says {}", ToString(layout.pairing), ToString(p)));
+  }
+  for (const char* key : {"head_dim", "rotary_dim"}) {
+    if (!j.contains(key)) continue;
+    const int64_t want = j[key].get<int64_t>();
+    const int64_t got = std::string(key) == "head_dim" ? layout.head_dim : layout.rotary_dim;
+    if (got != want) return InvalidArgumentError(fmt::format("config gives {} {}, case says {}", key, got, want));
+  }
+  if (layout.head_dim != head_dim)
+    return InvalidArgumentError(fmt::format("config gives head_dim {}, input has {}", layout.head_dim, head_dim));
+  return OkStatus();
+}
+
 // The case's RoPE config, derived from its `config` (a Hugging Face config read with the case's
 // hf_model_type as model_type, which fixes the pairing and rotary window of families such as gptj,
 // cohere, glm4, llama4; or ggml parameters, whose mode fixes it). The case's layout, head_dim and
@@ -63,22 +85,7 @@ Result<RopeConfig> CaseRopeConfig(const Case& c, int64_t head_dim, PositionSchem
     rc = s.rope;
     if (scheme != nullptr) *scheme = std::move(s);
   }
-  if (j.contains("layout")) {
-    RopePairing p;
-    if (!ParseRopePairing(j["layout"].get<std::string>(), &p))
-      return DataLossError(fmt::format("unknown layout '{}'", j["layout"].dump()));
-    if (p != rc.layout.pairing)
-      return InvalidArgumentError(
-          fmt::format("config gives layout {}, case says {}", ToString(rc.layout.pairing), ToString(p)));
-  }
-  for (const char* key : {"head_dim", "rotary_dim"}) {
-    if (!j.contains(key)) continue;
-    const int64_t want = j[key].get<int64_t>();
-    const int64_t got = std::string(key) == "head_dim" ? rc.layout.head_dim : rc.layout.rotary_dim;
-    if (got != want) return InvalidArgumentError(fmt::format("config gives {} {}, case says {}", key, got, want));
-  }
-  if (rc.layout.head_dim != head_dim)
-    return InvalidArgumentError(fmt::format("config gives head_dim {}, input has {}", rc.layout.head_dim, head_dim));
+  POSENC_RETURN_IF_ERROR(CheckCaseLayout(j, rc.layout, head_dim));
   return rc;
 }
 
@@ -176,20 +183,7 @@ Result<RopeConfig> MultiAxisCaseConfig(const Case& c, int64_t head_dim) {
   if (!rc.multi_axis.has_value())
     return InvalidArgumentError("case config: not a multi-axis rope (no mrope_section / sections / vision variant)");
   const MultiAxisRope& m = *rc.multi_axis;
-  if (j.contains("layout")) {
-    RopePairing p;
-    if (!ParseRopePairing(j["layout"].get<std::string>(), &p)) return DataLossError(fmt::format("unknown layout {}", j["layout"].dump()));
-    if (p != rc.layout.pairing)
-      return InvalidArgumentError(fmt::format("config gives layout {}, case says {}", ToString(rc.layout.pairing), ToString(p)));
-  }
-  for (const char* key : {"head_dim", "rotary_dim"}) {
-    if (!j.contains(key)) continue;
-    const int64_t want = j[key].get<int64_t>();
-    const int64_t got = std::string(key) == "head_dim" ? rc.layout.head_dim : rc.layout.rotary_dim;
-    if (got != want) return InvalidArgumentError(fmt::format("config gives {} {}, case says {}", key, got, want));
-  }
-  if (rc.layout.head_dim != head_dim)
-    return InvalidArgumentError(fmt::format("config gives head_dim {}, input has {}", rc.layout.head_dim, head_dim));
+  POSENC_RETURN_IF_ERROR(CheckCaseLayout(j, rc.layout, head_dim));
   if (j.contains("section_layout")) {
     SectionLayout want;
     const std::string name = j["section_layout"].get<std::string>();
