@@ -32,8 +32,8 @@
 namespace posenc::bench {
 
 struct CaseSpec {
-  std::string op;      // rope_prefill_q, rope_decode, gather, ...
-  std::string shape;   // "[4096, 32, 128]"
+  std::string op;     // rope_prefill_q, rope_decode, gather, ...
+  std::string shape;  // "[4096, 32, 128]"
   DType dtype = DType::kF32;
   RopePairing layout = RopePairing::kHalf;
   bool inplace = true;
@@ -210,7 +210,9 @@ inline std::unique_ptr<Prepared> Prepare(const CaseSpec& c, ParallelRunner* runn
     (void)LookupEmbeddingsInto(t, std::span<const int64_t>(ids->data(), ns), core_o, out.get());
   };
   p->core_bytes = static_cast<double>(ns * (row_bytes + out_row));
-  p->roofline = [out, copy_src, out_bytes, runner] { detail::RooflineCopy(out.get(), copy_src.get(), out_bytes, runner); };
+  p->roofline = [out, copy_src, out_bytes, runner] {
+    detail::RooflineCopy(out.get(), copy_src.get(), out_bytes, runner);
+  };
   p->roofline_kind = "memcpy";
   p->bytes = static_cast<double>(static_cast<size_t>(n) * row_bytes + out_bytes);
   p->roofline_bytes = 2.0 * static_cast<double>(out_bytes);

@@ -32,8 +32,8 @@ constexpr int kT = 8, kH = 8, kD = 128, kP = kD / 2;
 __m256 WidenNormal(const uint16_t* p) {  // f16 -> f32 for normal numbers: shift into place, rebias
   const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   const __m256i sign_exp_mant = _mm256_srai_epi32(_mm256_slli_epi32(w, 16), 3);
-  return _mm256_castsi256_ps(_mm256_add_epi32(_mm256_and_si256(sign_exp_mant, _mm256_set1_epi32(0x8FFFFFFF)),
-                                              _mm256_set1_epi32(112 << 23)));
+  return _mm256_castsi256_ps(
+      _mm256_add_epi32(_mm256_and_si256(sign_exp_mant, _mm256_set1_epi32(0x8FFFFFFF)), _mm256_set1_epi32(112 << 23)));
 }
 
 __m256 WidenF16c(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
@@ -81,7 +81,8 @@ int main() {
   using namespace posenc;
   std::vector<uint16_t> buf(kT * kH * kD);
   for (size_t i = 0; i < buf.size(); ++i) buf[i] = F32ToF16(static_cast<float>(i % 97) / 97.0f + 0.5f).bits;
-  RopeTable table = RopeTable::Build(DefaultRopeFrequencies(kD, 500000.0).value(), kT, RopePrecision::kReference).value();
+  RopeTable table =
+      RopeTable::Build(DefaultRopeFrequencies(kD, 500000.0).value(), kT, RopePrecision::kReference).value();
   std::vector<float> cs(kT * kP), sn(kT * kP);
   for (int t = 0; t < kT; ++t)
     for (int i = 0; i < kP; ++i) {
@@ -115,7 +116,8 @@ int main() {
         }
         asm volatile("" ::: "memory");
       }
-      ns[mode].push_back(std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / kReps);
+      ns[mode].push_back(std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() /
+                         kReps);
     }
   }
   std::printf("[%d, %d, %d] float16, half layout, in place, L1-resident; simd %s\n", kT, kH, kD,

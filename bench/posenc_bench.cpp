@@ -45,15 +45,15 @@ void RunCase(benchmark::State& state, CaseSpec c, bool roofline, bool cold) {
 const bool registered = [] {
   for (const CaseSpec& c : posenc::bench::AllCases()) {
     for (bool cold : {false, true})
-    for (bool roof : {false, true}) {
-      benchmark::RegisterBenchmark((c.Name() + (cold ? "/cold" : "") + (roof ? "/roofline" : "")).c_str(), RunCase, c,
-                                   roof, cold)
-          ->Arg(1)
-          ->Arg(2)
-          ->ArgName("threads")
-          ->UseRealTime()
-          ->Unit(benchmark::kMillisecond);
-    }
+      for (bool roof : {false, true}) {
+        benchmark::RegisterBenchmark((c.Name() + (cold ? "/cold" : "") + (roof ? "/roofline" : "")).c_str(), RunCase, c,
+                                     roof, cold)
+            ->Arg(1)
+            ->Arg(2)
+            ->ArgName("threads")
+            ->UseRealTime()
+            ->Unit(benchmark::kMillisecond);
+      }
   }
   return true;
 }();

@@ -39,8 +39,14 @@ int main() {
         for (size_t i = 0; i < count; ++i) {  // values in [0.5, 1.5): no subnormals, no overflow
           const float v = 0.5f + static_cast<float>(rng() % 1000) / 1000.0f;
           if (dtype == DType::kF32) std::memcpy(&buf[i * 4], &v, 4);
-          if (dtype == DType::kF16) { const f16_t h = F32ToF16(v); std::memcpy(&buf[i * 2], &h, 2); }
-          if (dtype == DType::kBF16) { const bf16_t h = F32ToBF16(v); std::memcpy(&buf[i * 2], &h, 2); }
+          if (dtype == DType::kF16) {
+            const f16_t h = F32ToF16(v);
+            std::memcpy(&buf[i * 2], &h, 2);
+          }
+          if (dtype == DType::kBF16) {
+            const bf16_t h = F32ToBF16(v);
+            std::memcpy(&buf[i * 2], &h, 2);
+          }
         }
         std::vector<int64_t> positions(static_cast<size_t>(c.tokens));
         for (size_t t = 0; t < positions.size(); ++t)

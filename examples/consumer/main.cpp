@@ -12,7 +12,11 @@ int main() {
   RopeTable table = RopeTable::Build(freqs, 16, RopePrecision::kExact).value();
   std::vector<float> q = {1, 2, 3, 4, 5, 6, 7, 8};
   const std::vector<int64_t> positions = {5};
-  auto norm = [&] { double s = 0; for (float v : q) s += v * v; return std::sqrt(s); };
+  auto norm = [&] {
+    double s = 0;
+    for (float v : q) s += v * v;
+    return std::sqrt(s);
+  };
   const double before = norm();
   Status s = ApplyRope({{RopePairing::kHalf, head_dim, 0, head_dim}, &table, positions},
                        HeadsView::Dense(q.data(), DType::kF32, 1, 1, head_dim));

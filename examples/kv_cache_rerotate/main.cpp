@@ -39,8 +39,8 @@ using posenc::HeadsView;
 using posenc::RopeConfig;
 using posenc::RopeFrequencies;
 
-constexpr int64_t kHeads = 4;     // query heads
-constexpr int64_t kKvHeads = 2;   // key/value heads (grouped-query attention)
+constexpr int64_t kHeads = 4;    // query heads
+constexpr int64_t kKvHeads = 2;  // key/value heads (grouped-query attention)
 
 // A tiny one-layer "model": token t's pre-rotation q, k, v are fixed random vectors (seeded by t), so
 // recomputing them from scratch is possible at any step.
@@ -93,8 +93,8 @@ int RunEngine(const std::string& name, const RopeConfig& cfg, int64_t prefill, i
   const posenc::RotaryLayout& L = cfg.layout;
   const int64_t D = L.head_dim, total = prefill + steps;
   const Projections proj{D};
-  std::printf("== %s: %s, head_dim %lld, rotary_dim %lld, %s; prefill %lld tokens, then decode to %lld\n",
-              name.c_str(), std::string(posenc::ToString(cfg.scaling.type)).c_str(), static_cast<long long>(D),
+  std::printf("== %s: %s, head_dim %lld, rotary_dim %lld, %s; prefill %lld tokens, then decode to %lld\n", name.c_str(),
+              std::string(posenc::ToString(cfg.scaling.type)).c_str(), static_cast<long long>(D),
               static_cast<long long>(L.rotary_dim), std::string(posenc::ToString(L.pairing)).c_str(),
               static_cast<long long>(prefill), static_cast<long long>(total));
 
@@ -121,8 +121,8 @@ int RunEngine(const std::string& name, const RopeConfig& cfg, int64_t prefill, i
     // Hugging Face's rule: the frequencies for a sequence whose largest position is t.
     const RopeFrequencies f = posenc::ComputeRopeFrequencies(cfg, t + 1).value();
     if (!SameFrequencies(f, cache_freqs)) {
-      posenc::RerotateArgs args{L, std::span<const int64_t>(positions.data(), static_cast<size_t>(t)), &cache_freqs,
-                                &f, posenc::RopePrecision::kExact};
+      posenc::RerotateArgs args{L, std::span<const int64_t>(positions.data(), static_cast<size_t>(t)), &cache_freqs, &f,
+                                posenc::RopePrecision::kExact};
       HeadsView cached = HeadsView::Dense(k_cache.bytes(), DType::kF32, t, kKvHeads, D);
       if (auto s = posenc::RerotateKeys(args, cached); !s.ok()) {
         std::fprintf(stderr, "rerotate failed: %s\n", std::string(s.message()).c_str());
@@ -176,9 +176,10 @@ int RunEngine(const std::string& name, const RopeConfig& cfg, int64_t prefill, i
       std::printf("  pos %6lld: |kept - recomputed| = %.3g (bound %.3g)  |stale - recomputed| = %.3g  %s\n",
                   static_cast<long long>(t), diff, bound, stale_diff, ok ? "ok" : "MISMATCH");
   }
-  std::printf("  %d re-rotations of the cache; worst |kept - recomputed| / bound = %.3g; worst stale-cache error %.3g; "
-              "%s\n",
-              rerotations, worst_ratio, worst_stale, failures == 0 ? "all steps match" : "FAILED");
+  std::printf(
+      "  %d re-rotations of the cache; worst |kept - recomputed| / bound = %.3g; worst stale-cache error %.3g; "
+      "%s\n",
+      rerotations, worst_ratio, worst_stale, failures == 0 ? "all steps match" : "FAILED");
   if (rerotations == 0) {
     std::printf("  (the frequencies never changed in this range: nothing was tested)\n");
     return 1;
@@ -229,11 +230,20 @@ int main(int argc, char** argv) {
           "to the original length - 6 and steps to 12.\n");
       return 0;
     }
-    if (i + 1 >= argc) { std::fprintf(stderr, "kv_cache_rerotate: %s needs a value\n", a.c_str()); return 2; }
-    if (a == "--config") config_path = argv[++i];
-    else if (a == "--prefill") prefill = std::atoll(argv[++i]);
-    else if (a == "--steps") steps = std::atoll(argv[++i]);
-    else { std::fprintf(stderr, "kv_cache_rerotate: unknown option %s\n", a.c_str()); return 2; }
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "kv_cache_rerotate: %s needs a value\n", a.c_str());
+      return 2;
+    }
+    if (a == "--config")
+      config_path = argv[++i];
+    else if (a == "--prefill")
+      prefill = std::atoll(argv[++i]);
+    else if (a == "--steps")
+      steps = std::atoll(argv[++i]);
+    else {
+      std::fprintf(stderr, "kv_cache_rerotate: unknown option %s\n", a.c_str());
+      return 2;
+    }
   }
   int failures = 0;
   if (config_path.empty()) {
@@ -241,11 +251,17 @@ int main(int argc, char** argv) {
     failures += RunEngine("LongRoPE", BuiltInLongRope(), prefill > 0 ? prefill : 120, steps > 0 ? steps : 20);
   } else {
     std::ifstream f(config_path);
-    if (!f) { std::fprintf(stderr, "kv_cache_rerotate: cannot open %s\n", config_path.c_str()); return 2; }
+    if (!f) {
+      std::fprintf(stderr, "kv_cache_rerotate: cannot open %s\n", config_path.c_str());
+      return 2;
+    }
     std::stringstream ss;
     ss << f.rdbuf();
     auto j = nlohmann::json::parse(ss.str(), nullptr, false);
-    if (j.is_discarded()) { std::fprintf(stderr, "kv_cache_rerotate: %s is not JSON\n", config_path.c_str()); return 2; }
+    if (j.is_discarded()) {
+      std::fprintf(stderr, "kv_cache_rerotate: %s is not JSON\n", config_path.c_str());
+      return 2;
+    }
     const std::string text = j.contains("config") ? j["config"].dump() : ss.str();
     auto scheme = posenc::ParseHfConfig(text, config_path);
     if (!scheme.ok()) {
@@ -254,11 +270,15 @@ int main(int argc, char** argv) {
     }
     RopeConfig cfg = scheme.value().rope;
     if (j.value("layout", "") == "interleaved") cfg.layout.pairing = posenc::RopePairing::kInterleaved;
-    const int64_t original = cfg.scaling.original_max_position_embeddings > 0 ? cfg.scaling.original_max_position_embeddings
-                                                                             : cfg.max_position_embeddings;
-    if (original <= 0) { std::fprintf(stderr, "kv_cache_rerotate: %s gives no original length\n", config_path.c_str()); return 2; }
-    failures += RunEngine(config_path, cfg, prefill > 0 ? prefill : std::max<int64_t>(1, original - 6),
-                          steps > 0 ? steps : 12);
+    const int64_t original = cfg.scaling.original_max_position_embeddings > 0
+                                 ? cfg.scaling.original_max_position_embeddings
+                                 : cfg.max_position_embeddings;
+    if (original <= 0) {
+      std::fprintf(stderr, "kv_cache_rerotate: %s gives no original length\n", config_path.c_str());
+      return 2;
+    }
+    failures +=
+        RunEngine(config_path, cfg, prefill > 0 ? prefill : std::max<int64_t>(1, original - 6), steps > 0 ? steps : 12);
   }
   std::printf("%s\n", failures == 0 ? "kv_cache_rerotate: kept cache == recomputed keys at every step"
                                     : "kv_cache_rerotate: FAILED");

@@ -200,7 +200,8 @@ Result<std::vector<std::string>> LoadTokenizer(const std::string& path, int64_t 
     f.read(reinterpret_cast<char*>(&score), 4);
     f.read(reinterpret_cast<char*>(&len), 4);
     if (!f || len < 0 || len > 1024) {
-      return posenc::DataLossError(fmt::format("reading tokenizer '{}': entry {} is truncated or has length {}", path, i, len));
+      return posenc::DataLossError(
+          fmt::format("reading tokenizer '{}': entry {} is truncated or has length {}", path, i, len));
     }
     std::string s(static_cast<size_t>(len), '\0');
     f.read(s.data(), len);
@@ -215,8 +216,10 @@ std::string Decode(const std::vector<std::string>& pieces, const std::vector<int
   for (int64_t id : ids) {
     const std::string& p = pieces[static_cast<size_t>(id)];
     unsigned byte = 0;
-    if (p.size() == 6 && std::sscanf(p.c_str(), "<0x%02X>", &byte) == 1) s.push_back(static_cast<char>(byte));
-    else s += p;
+    if (p.size() == 6 && std::sscanf(p.c_str(), "<0x%02X>", &byte) == 1)
+      s.push_back(static_cast<char>(byte));
+    else
+      s += p;
   }
   return s;
 }
@@ -253,11 +256,14 @@ void Compare(Check& check, const std::string& role, const Array& got, const Arra
   }
   std::string line = fmt::format("{}: shape {}, max |got - ref| = {:.3g} (atol {:g}, rtol {:g})", role,
                                  posenc::ShapeToString(got.shape()), max_abs, atol, rtol);
-  if (worst >= 0) line += fmt::format("; worst at flat index {}: got {} ref {}", worst, got.data<float>()[worst], want.data<float>()[worst]);
+  if (worst >= 0)
+    line += fmt::format("; worst at flat index {}: got {} ref {}", worst, got.data<float>()[worst],
+                        want.data<float>()[worst]);
   check.Report(worst < 0, line);
 }
 
-Result<int> RunCheck(const std::string& case_dir, const std::string& model_override, const std::string& layout_override) {
+Result<int> RunCheck(const std::string& case_dir, const std::string& model_override,
+                     const std::string& layout_override) {
   std::ifstream f(case_dir + "/case.json");
   if (!f) return posenc::NotFoundError(fmt::format("opening '{}/case.json'", case_dir));
   nlohmann::json c;
@@ -267,7 +273,8 @@ Result<int> RunCheck(const std::string& case_dir, const std::string& model_overr
     return posenc::DataLossError(fmt::format("reading '{}/case.json': {}", case_dir, e.what()));
   }
   try {
-    const std::string model_path = model_override.empty() ? case_dir + "/" + c.at("model").get<std::string>() : model_override;
+    const std::string model_path =
+        model_override.empty() ? case_dir + "/" + c.at("model").get<std::string>() : model_override;
     std::string layout = layout_override.empty() ? c.value("layout", std::string("interleaved")) : layout_override;
     posenc::RopePairing pairing;
     if (!posenc::ParseRopePairing(layout, &pairing)) {
@@ -300,7 +307,8 @@ Result<int> RunCheck(const std::string& case_dir, const std::string& model_overr
       if (!files.contains(role)) return posenc::OkStatus();
       POSENC_ASSIGN_OR_RETURN(Array want, posenc::ReadNpy(case_dir + "/" + files[role].get<std::string>()));
       if (want.dtype() != DType::kF32) {
-        return posenc::InvalidArgumentError(fmt::format("{}: reference dtype {} (float32 expected)", role, posenc::ToString(want.dtype())));
+        return posenc::InvalidArgumentError(
+            fmt::format("{}: reference dtype {} (float32 expected)", role, posenc::ToString(want.dtype())));
       }
       const auto [a, r] = tol_of(role, atol, rtol);
       Compare(check, role, got, want, a, r);
@@ -372,14 +380,26 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--check") check_dir = next();
-    else if (a == "--model") model = next();
-    else if (a == "--tokenizer") tokenizer = next();
-    else if (a == "--ids") ids_text = next();
-    else if (a == "--layout") layout = next();
-    else if (a == "--steps") steps = std::atoll(next().c_str());
-    else if (a == "--help" || a == "-h") { Usage(); return 0; }
-    else { std::fprintf(stderr, "tiny_llama: unknown argument '%s'\n", a.c_str()); Usage(); return 2; }
+    if (a == "--check")
+      check_dir = next();
+    else if (a == "--model")
+      model = next();
+    else if (a == "--tokenizer")
+      tokenizer = next();
+    else if (a == "--ids")
+      ids_text = next();
+    else if (a == "--layout")
+      layout = next();
+    else if (a == "--steps")
+      steps = std::atoll(next().c_str());
+    else if (a == "--help" || a == "-h") {
+      Usage();
+      return 0;
+    } else {
+      std::fprintf(stderr, "tiny_llama: unknown argument '%s'\n", a.c_str());
+      Usage();
+      return 2;
+    }
   }
   if (!check_dir.empty()) {
     Result<int> rc = RunCheck(check_dir, model, layout);
@@ -389,18 +409,33 @@ int main(int argc, char** argv) {
     }
     return *rc;
   }
-  if (model.empty() || tokenizer.empty() || ids_text.empty()) { Usage(); return 2; }
+  if (model.empty() || tokenizer.empty() || ids_text.empty()) {
+    Usage();
+    return 2;
+  }
   posenc::RopePairing pairing = posenc::RopePairing::kInterleaved;
-  if (!layout.empty() && !posenc::ParseRopePairing(layout, &pairing)) { Usage(); return 2; }
+  if (!layout.empty() && !posenc::ParseRopePairing(layout, &pairing)) {
+    Usage();
+    return 2;
+  }
   std::vector<int64_t> ids;
   std::stringstream ss(ids_text);
   for (std::string item; std::getline(ss, item, ',');) ids.push_back(std::atoll(item.c_str()));
   auto m = LoadModel(model, pairing);
-  if (!m.ok()) { std::fprintf(stderr, "tiny_llama: error: %s\n", m.status().ToString().c_str()); return 2; }
+  if (!m.ok()) {
+    std::fprintf(stderr, "tiny_llama: error: %s\n", m.status().ToString().c_str());
+    return 2;
+  }
   auto pieces = LoadTokenizer(tokenizer, m->file.config().vocab_size);
-  if (!pieces.ok()) { std::fprintf(stderr, "tiny_llama: error: %s\n", pieces.status().ToString().c_str()); return 2; }
+  if (!pieces.ok()) {
+    std::fprintf(stderr, "tiny_llama: error: %s\n", pieces.status().ToString().c_str());
+    return 2;
+  }
   auto out = Greedy(*m, ids, steps);
-  if (!out.ok()) { std::fprintf(stderr, "tiny_llama: error: %s\n", out.status().ToString().c_str()); return 2; }
+  if (!out.ok()) {
+    std::fprintf(stderr, "tiny_llama: error: %s\n", out.status().ToString().c_str());
+    return 2;
+  }
   std::printf("%s%s\n", Decode(*pieces, ids).c_str(), Decode(*pieces, *out).c_str());
   return 0;
 }

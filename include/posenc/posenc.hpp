@@ -21,11 +21,11 @@
 #include "posenc/math/sinusoidal.hpp"   // sinusoidal absolute positions (Vaswani 2017)
 
 // ---- kernels: fast paths with their scalar references beside them
-#include "posenc/kernels/embedding.hpp"  // token embedding lookup, learned positions, the gradient
+#include "posenc/kernels/embedding.hpp"        // token embedding lookup, learned positions, the gradient
 #include "posenc/kernels/multi_axis_rope.hpp"  // multi-axis RoPE apply: positions [C, T] (fast + reference)
-#include "posenc/kernels/rerotate.hpp"   // re-rotate cached keys to new positions
-#include "posenc/kernels/rope.hpp"       // RoPE on queries and keys (ApplyRope, ApplyRopeQK, reference)
-#include "posenc/kernels/simd.hpp"       // SIMD targets: list, force, store-prefetch policy
+#include "posenc/kernels/rerotate.hpp"         // re-rotate cached keys to new positions
+#include "posenc/kernels/rope.hpp"             // RoPE on queries and keys (ApplyRope, ApplyRopeQK, reference)
+#include "posenc/kernels/simd.hpp"             // SIMD targets: list, force, store-prefetch policy
 
 // ---- io: bounds-checked readers of model files
 #include "posenc/io/gguf.hpp"         // GGUF v2 / v3
@@ -36,11 +36,11 @@
 #include "posenc/io/safetensors.hpp"  // safetensors files, sharded Hugging Face folders
 
 // ---- config: a model's positional scheme from its own files
-#include "posenc/config/ggml_config.hpp"      // ggml_rope_ext parameters
-#include "posenc/config/gguf_config.hpp"      // GGUF metadata, llama.cpp's per-architecture pairing
-#include "posenc/config/hf_config.hpp"        // Hugging Face config.json (both spellings)
+#include "posenc/config/ggml_config.hpp"        // ggml_rope_ext parameters
+#include "posenc/config/gguf_config.hpp"        // GGUF metadata, llama.cpp's per-architecture pairing
+#include "posenc/config/hf_config.hpp"          // Hugging Face config.json (both spellings)
 #include "posenc/config/multi_axis_config.hpp"  // vision encoders' 2-D RoPE (qwen2vl, pixtral)
-#include "posenc/config/position_scheme.hpp"  // PositionScheme: the scheme as one value
+#include "posenc/config/position_scheme.hpp"    // PositionScheme: the scheme as one value
 
 // ---- model: whole-model operations
 #include "posenc/model/layout_convert.hpp"  // rewrite W_q / W_k for the other pair layout

@@ -21,7 +21,7 @@
 #include <utility>
 #include <vector>
 
-#include "posenc/kernels/multi_axis_rope.hpp"  // not in the umbrella (yet)
+#include "posenc/kernels/multi_axis_rope.hpp"   // not in the umbrella (yet)
 #include "posenc/model/model_scheme.hpp"        // likewise
 #include "posenc/config/layer_schedule.hpp"     // likewise
 #include "posenc/kernels/attn_temperature.hpp"  // likewise
@@ -120,15 +120,20 @@ py::array ToNumpy(Array a) {
   py::capsule keep(owned, [](void* p) { delete static_cast<Array*>(p); });
   std::vector<py::ssize_t> shape(owned->shape().begin(), owned->shape().end());
   switch (owned->dtype()) {
-    case DType::kF32: return py::array_t<float>(shape, owned->data<float>(), keep);
-    case DType::kF64: return py::array_t<double>(shape, owned->data<double>(), keep);
-    case DType::kI64: return py::array_t<int64_t>(shape, owned->data<int64_t>(), keep);
-    case DType::kI32: return py::array_t<int32_t>(shape, owned->data<int32_t>(), keep);
+    case DType::kF32:
+      return py::array_t<float>(shape, owned->data<float>(), keep);
+    case DType::kF64:
+      return py::array_t<double>(shape, owned->data<double>(), keep);
+    case DType::kI64:
+      return py::array_t<int64_t>(shape, owned->data<int64_t>(), keep);
+    case DType::kI32:
+      return py::array_t<int32_t>(shape, owned->data<int32_t>(), keep);
     case DType::kF16:
       return py::array(py::dtype("float16"), shape, {}, owned->bytes(), keep);
     case DType::kBF16:  // numpy has no bfloat16: the raw 16-bit patterns
       return py::array(py::dtype("uint16"), shape, {}, owned->bytes(), keep);
-    default: throw std::runtime_error("posenc array of an unexpected dtype");
+    default:
+      throw std::runtime_error("posenc array of an unexpected dtype");
   }
 }
 
@@ -232,8 +237,9 @@ RopeArgs Args(const RopeTable& table, const RotaryLayout& layout, const std::str
 
 // Rotates batch element b of x (in place, or into out) at positions[b]. Every element is validated
 // before any is written, so an error leaves every tensor as it was.
-void ApplyRopeBatch(const RopeTable& table, const RotaryLayout& layout, const py::list& x_views, const py::list& out_views,
-                    const py::list& positions, const std::string& direction, const std::string& what, bool reference) {
+void ApplyRopeBatch(const RopeTable& table, const RotaryLayout& layout, const py::list& x_views,
+                    const py::list& out_views, const py::list& positions, const std::string& direction,
+                    const std::string& what, bool reference) {
   std::vector<HeadsView> x = Views(x_views, what.c_str());
   std::vector<HeadsView> out = Views(out_views, "out");
   std::vector<Positions> pos = PositionRows(positions);
@@ -258,8 +264,8 @@ void ApplyRopeBatch(const RopeTable& table, const RotaryLayout& layout, const py
   Check(s);
 }
 
-void ApplyRopeQKBatch(const RopeTable& table, const RotaryLayout& layout, const py::list& q_views, const py::list& k_views,
-                      const py::list& positions, const std::string& direction) {
+void ApplyRopeQKBatch(const RopeTable& table, const RotaryLayout& layout, const py::list& q_views,
+                      const py::list& k_views, const py::list& positions, const std::string& direction) {
   std::vector<HeadsView> q = Views(q_views, "q"), k = Views(k_views, "k");
   std::vector<Positions> pos = PositionRows(positions);
   if (k.size() != q.size()) throw py::value_error("k: batch size differs from q");
@@ -289,8 +295,8 @@ void ApplyMultiAxisBatch(const RopeConfig& rc, int64_t seq_len, const py::list& 
   if (pos.size() != x.size()) throw py::value_error("positions: batch size differs from " + what);
   MultiAxisPlan plan = Take(ComputeMultiAxisRope(rc, seq_len));
   auto pool = CurrentPool();
-  MultiAxisRopeArgs args{rc.layout, &plan.freqs, plan.pair_component, plan.num_components, {}, Precision(precision),
-                         RopeDirection::kForward, pool.get()};
+  MultiAxisRopeArgs args{rc.layout, &plan.freqs,          plan.pair_component,     plan.num_components,
+                         {},        Precision(precision), RopeDirection::kForward, pool.get()};
   for (size_t b = 0; b < x.size(); ++b) {
     args.positions = Span(pos[b]);
     Check(ValidateMultiAxisRopeArgs(args, x[b], what.c_str()));
@@ -313,8 +319,8 @@ void ApplyTemperatureBatch(const py::list& q_views, const std::vector<py::array_
   for (size_t b = 0; b < q.size(); ++b) {
     Check(q[b].Validate("q"));
     if (scales[b].size() != q[b].tokens)
-      throw py::value_error("scales: " + std::to_string(scales[b].size()) + " scales for " + std::to_string(q[b].tokens) +
-                            " tokens");
+      throw py::value_error("scales: " + std::to_string(scales[b].size()) + " scales for " +
+                            std::to_string(q[b].tokens) + " tokens");
   }
   Status s;
   {
@@ -335,9 +341,12 @@ struct PyModel {
 py::array TensorArray(const PyModel& m, const ModelTensor& t) {
   std::string dt;
   size_t size = 0;
-  if (t.ggml_type == 0) dt = "float32", size = 4;
-  else if (t.ggml_type == 1) dt = "float16", size = 2;
-  else if (t.ggml_type == 30) dt = "uint16", size = 2;  // bfloat16 bits: numpy has no bfloat16
+  if (t.ggml_type == 0)
+    dt = "float32", size = 4;
+  else if (t.ggml_type == 1)
+    dt = "float16", size = 2;
+  else if (t.ggml_type == 30)
+    dt = "uint16", size = 2;  // bfloat16 bits: numpy has no bfloat16
   else
     Throw(UnimplementedError("tensor " + t.name + " in " + t.file + ": type " + t.type_name +
                              " has no numpy dtype (use lookup() to dequantize rows)"));
@@ -351,7 +360,8 @@ py::array TensorArray(const PyModel& m, const ModelTensor& t) {
   return a;
 }
 
-py::array Lookup(const PyModel& m, const Positions& ids, bool positions, float multiplier, const std::string& out_dtype) {
+py::array Lookup(const PyModel& m, const Positions& ids, bool positions, float multiplier,
+                 const std::string& out_dtype) {
   QuantizedTable table = Take(positions ? m.file->PositionTable() : m.file->TokenEmbeddingTable());
   LookupOptions o;
   o.multiplier = multiplier;
@@ -381,32 +391,36 @@ PYBIND11_MODULE(_posenc, m) {
 
   // schemes
   py::class_<PositionScheme>(m, "Scheme")
-      .def_static("from_hf_json",
-                  [](const std::string& text, const std::string& source, const std::string& layer_type) {
-                    HfConfigOptions o;
-                    o.layer_type = layer_type;
-                    return Take(ParseHfConfig(text, source, o));
-                  },
-                  py::arg("text"), py::arg("source"), py::arg("layer_type") = "")
-      .def_static("from_hf_config",
-                  [](const std::string& path, const std::string& layer_type) {
-                    ModelSchemeOptions o;
-                    o.layer_type = layer_type;
-                    return Take(ConfigFileScheme(path, o));
-                  },
-                  py::arg("path"), py::arg("layer_type") = "")
-      .def_static("from_gguf",
-                  [](const std::string& path, bool allow_default) {
-                    GgufConfigOptions o;
-                    o.allow_default_freq_base = allow_default;
-                    return Take(LoadGgufConfig(path, o));
-                  },
-                  py::arg("path"), py::arg("allow_default_freq_base") = false)
-      .def_static("from_rope_json",
-                  [](const std::string& text, int64_t head_dim, const std::string& source) {
-                    return SchemeOfRopeConfig(Take(ParseRopeConfigJson(text, head_dim, source)));
-                  },
-                  py::arg("text"), py::arg("head_dim"), py::arg("source"))
+      .def_static(
+          "from_hf_json",
+          [](const std::string& text, const std::string& source, const std::string& layer_type) {
+            HfConfigOptions o;
+            o.layer_type = layer_type;
+            return Take(ParseHfConfig(text, source, o));
+          },
+          py::arg("text"), py::arg("source"), py::arg("layer_type") = "")
+      .def_static(
+          "from_hf_config",
+          [](const std::string& path, const std::string& layer_type) {
+            ModelSchemeOptions o;
+            o.layer_type = layer_type;
+            return Take(ConfigFileScheme(path, o));
+          },
+          py::arg("path"), py::arg("layer_type") = "")
+      .def_static(
+          "from_gguf",
+          [](const std::string& path, bool allow_default) {
+            GgufConfigOptions o;
+            o.allow_default_freq_base = allow_default;
+            return Take(LoadGgufConfig(path, o));
+          },
+          py::arg("path"), py::arg("allow_default_freq_base") = false)
+      .def_static(
+          "from_rope_json",
+          [](const std::string& text, int64_t head_dim, const std::string& source) {
+            return SchemeOfRopeConfig(Take(ParseRopeConfigJson(text, head_dim, source)));
+          },
+          py::arg("text"), py::arg("head_dim"), py::arg("source"))
       .def_static("from_model", &SchemeOfModel, py::arg("path"), py::arg("allow_default_freq_base") = false,
                   py::arg("layer_type") = "")
       .def_property_readonly("kind", [](const PositionScheme& s) { return std::string(ToString(s.kind)); })
@@ -424,23 +438,26 @@ PYBIND11_MODULE(_posenc, m) {
       .def_readonly("rope_spelling", &PositionScheme::rope_spelling)
       .def_readonly("num_layers", &PositionScheme::num_layers)
       .def_readonly("notes", &PositionScheme::notes)
-      .def_property_readonly("pairing", [](const PositionScheme& s) { return std::string(ToString(s.rope.layout.pairing)); })
+      .def_property_readonly("pairing",
+                             [](const PositionScheme& s) { return std::string(ToString(s.rope.layout.pairing)); })
       .def_property_readonly("head_dim", [](const PositionScheme& s) { return s.rope.layout.head_dim; })
       .def_property_readonly("rotary_start", [](const PositionScheme& s) { return s.rope.layout.rotary_start; })
       .def_property_readonly("rotary_dim", [](const PositionScheme& s) { return s.rope.layout.rotary_dim; })
       .def_property_readonly("base", [](const PositionScheme& s) { return s.rope.base; })
-      .def_property_readonly("rope_max_position_embeddings", [](const PositionScheme& s) { return s.rope.max_position_embeddings; })
+      .def_property_readonly("rope_max_position_embeddings",
+                             [](const PositionScheme& s) { return s.rope.max_position_embeddings; })
       .def_property_readonly("scaling", [](const PositionScheme& s) { return ScalingDict(s.rope.scaling); })
       .def_property_readonly("multi_axis", [](const PositionScheme& s) { return MultiAxisDict(s.rope); })
       .def_property_readonly("rope_notes", [](const PositionScheme& s) { return s.rope.notes; })
       .def_property_readonly("source", [](const PositionScheme& s) { return s.rope.source; })
-      .def("with_pairing",
-           [](const PositionScheme& s, const std::string& p) {
-             PositionScheme c = s;
-             c.rope.layout.pairing = Pairing(p);
-             return c;
-           },
-           py::arg("pairing"))
+      .def(
+          "with_pairing",
+          [](const PositionScheme& s, const std::string& p) {
+            PositionScheme c = s;
+            c.rope.layout.pairing = Pairing(p);
+            return c;
+          },
+          py::arg("pairing"))
       .def("validate", [](const PositionScheme& s) { Check(ValidateRopeConfig(s.rope)); })
       .def("layer_schedule",
            [](const PositionScheme& s) {
@@ -458,97 +475,109 @@ PYBIND11_MODULE(_posenc, m) {
                                d["attn_scale"] = s.attn_temperature.attn_scale;
                                return d;
                              })
-      .def("attn_temperature_scales",
-           [](const PositionScheme& s, const Positions& positions, bool exact) -> py::object {
-             if (exact) return F64(Take(AttnTemperatureScalesExact(s.attn_temperature, Span(positions))));
-             std::vector<float> v = Take(AttnTemperatureScales(s.attn_temperature, Span(positions)));
-             py::array_t<float> a(static_cast<py::ssize_t>(v.size()));
-             if (!v.empty()) std::memcpy(a.mutable_data(), v.data(), v.size() * sizeof(float));
-             return std::move(a);
-           },
-           py::arg("positions"), py::arg("exact") = false)
-      .def("frequencies",
-           [](const PositionScheme& s, int64_t seq_len) {
-             RopeFrequencies f = Take(ComputeRopeFrequencies(s.rope, seq_len));
-             return py::make_tuple(F64(f.inv_freq), f.attention_scaling);
-           },
-           py::arg("seq_len"))
+      .def(
+          "attn_temperature_scales",
+          [](const PositionScheme& s, const Positions& positions, bool exact) -> py::object {
+            if (exact) return F64(Take(AttnTemperatureScalesExact(s.attn_temperature, Span(positions))));
+            std::vector<float> v = Take(AttnTemperatureScales(s.attn_temperature, Span(positions)));
+            py::array_t<float> a(static_cast<py::ssize_t>(v.size()));
+            if (!v.empty()) std::memcpy(a.mutable_data(), v.data(), v.size() * sizeof(float));
+            return std::move(a);
+          },
+          py::arg("positions"), py::arg("exact") = false)
+      .def(
+          "frequencies",
+          [](const PositionScheme& s, int64_t seq_len) {
+            RopeFrequencies f = Take(ComputeRopeFrequencies(s.rope, seq_len));
+            return py::make_tuple(F64(f.inv_freq), f.attention_scaling);
+          },
+          py::arg("seq_len"))
       .def("unscaled_frequencies", [](const PositionScheme& s) { return F64(UnscaledFrequencies(s.rope)); })
       .def("nominal_factor", [](const PositionScheme& s) { return NominalScalingFactor(s.rope); })
-      .def("pair_regimes",
-           [](const PositionScheme& s, int64_t seq_len) {
-             RopeFrequencies f = Take(ComputeRopeFrequencies(s.rope, seq_len));
-             std::vector<std::string> out;
-             for (PairRegime r : ClassifyPairs(s.rope, f)) out.emplace_back(ToString(r));
-             return out;
-           },
-           py::arg("seq_len"))
-      .def("multi_axis_plan",
-           [](const PositionScheme& s, int64_t seq_len) {
-             MultiAxisPlan p = Take(ComputeMultiAxisRope(s.rope, seq_len));
-             return py::make_tuple(F64(p.freqs.inv_freq), p.freqs.attention_scaling, I64(p.pair_component), p.num_components);
-           },
-           py::arg("seq_len"))
-      .def("apply_multi_axis",
-           [](const PositionScheme& s, int64_t seq_len, const py::list& x, const py::list& positions,
-              const std::string& precision, const std::string& what) {
-             ApplyMultiAxisBatch(s.rope, seq_len, x, positions, precision, what);
-           },
-           py::arg("seq_len"), py::arg("views"), py::arg("positions"), py::arg("precision"), py::arg("what"));
+      .def(
+          "pair_regimes",
+          [](const PositionScheme& s, int64_t seq_len) {
+            RopeFrequencies f = Take(ComputeRopeFrequencies(s.rope, seq_len));
+            std::vector<std::string> out;
+            for (PairRegime r : ClassifyPairs(s.rope, f)) out.emplace_back(ToString(r));
+            return out;
+          },
+          py::arg("seq_len"))
+      .def(
+          "multi_axis_plan",
+          [](const PositionScheme& s, int64_t seq_len) {
+            MultiAxisPlan p = Take(ComputeMultiAxisRope(s.rope, seq_len));
+            return py::make_tuple(F64(p.freqs.inv_freq), p.freqs.attention_scaling, I64(p.pair_component),
+                                  p.num_components);
+          },
+          py::arg("seq_len"))
+      .def(
+          "apply_multi_axis",
+          [](const PositionScheme& s, int64_t seq_len, const py::list& x, const py::list& positions,
+             const std::string& precision,
+             const std::string& what) { ApplyMultiAxisBatch(s.rope, seq_len, x, positions, precision, what); },
+          py::arg("seq_len"), py::arg("views"), py::arg("positions"), py::arg("precision"), py::arg("what"));
 
   // RoPE tables and kernels
   py::class_<RopeTable, std::shared_ptr<RopeTable>>(m, "RopeTable")
-      .def_static("build",
-                  [](const std::vector<double>& inv_freq, double attention_scaling, int64_t num_positions,
-                     const std::string& precision) {
-                    RopeFrequencies f{inv_freq, attention_scaling};
-                    return std::make_shared<RopeTable>(Take(RopeTable::Build(std::move(f), num_positions, Precision(precision))));
-                  },
-                  py::arg("inv_freq"), py::arg("attention_scaling"), py::arg("num_positions"), py::arg("precision"))
+      .def_static(
+          "build",
+          [](const std::vector<double>& inv_freq, double attention_scaling, int64_t num_positions,
+             const std::string& precision) {
+            RopeFrequencies f{inv_freq, attention_scaling};
+            return std::make_shared<RopeTable>(
+                Take(RopeTable::Build(std::move(f), num_positions, Precision(precision))));
+          },
+          py::arg("inv_freq"), py::arg("attention_scaling"), py::arg("num_positions"), py::arg("precision"))
       .def_property_readonly("num_pairs", &RopeTable::num_pairs)
       .def_property_readonly("num_positions", &RopeTable::num_positions)
       .def_property_readonly("precision", [](const RopeTable& t) { return std::string(ToString(t.precision())); })
       .def_property_readonly("inv_freq", [](const RopeTable& t) { return F64(t.frequencies().inv_freq); })
       .def_property_readonly("attention_scaling", [](const RopeTable& t) { return t.frequencies().attention_scaling; })
-      .def("cos_sin",
-           [](const RopeTable& t, const Positions& positions) {
-             const auto n = static_cast<py::ssize_t>(positions.size()), p = static_cast<py::ssize_t>(t.num_pairs());
-             for (py::ssize_t i = 0; i < n; ++i)
-               if (positions.data()[i] < 0 || positions.data()[i] >= kMaxRopePosition)
-                 throw py::value_error("positions: position " + std::to_string(positions.data()[i]) + " at index " +
-                                       std::to_string(i) + " is outside [0, 2^31)");
-             py::array_t<float> c({n, p}), s({n, p});
-             for (py::ssize_t i = 0; i < n; ++i)
-               t.CosSin(positions.data()[i], c.mutable_data(i, 0), s.mutable_data(i, 0));
-             return py::make_tuple(c, s);
-           },
-           py::arg("positions"));
+      .def(
+          "cos_sin",
+          [](const RopeTable& t, const Positions& positions) {
+            const auto n = static_cast<py::ssize_t>(positions.size()), p = static_cast<py::ssize_t>(t.num_pairs());
+            for (py::ssize_t i = 0; i < n; ++i)
+              if (positions.data()[i] < 0 || positions.data()[i] >= kMaxRopePosition)
+                throw py::value_error("positions: position " + std::to_string(positions.data()[i]) + " at index " +
+                                      std::to_string(i) + " is outside [0, 2^31)");
+            py::array_t<float> c({n, p}), s({n, p});
+            for (py::ssize_t i = 0; i < n; ++i)
+              t.CosSin(positions.data()[i], c.mutable_data(i, 0), s.mutable_data(i, 0));
+            return py::make_tuple(c, s);
+          },
+          py::arg("positions"));
 
-  m.def("apply_rope",
-        [](const RopeTable& table, const std::string& pairing, int64_t head_dim, int64_t rotary_start, int64_t rotary_dim,
-           const py::list& x, const py::list& out, const py::list& positions, const std::string& direction,
-           const std::string& what, bool reference) {
-          RotaryLayout layout{Pairing(pairing), head_dim, rotary_start, rotary_dim};
-          ApplyRopeBatch(table, layout, x, out, positions, direction, what, reference);
-        },
-        py::arg("table"), py::arg("pairing"), py::arg("head_dim"), py::arg("rotary_start"), py::arg("rotary_dim"),
-        py::arg("views"), py::arg("out_views"), py::arg("positions"), py::arg("direction"), py::arg("what"),
-        py::arg("reference") = false);
-  m.def("apply_rope_qk",
-        [](const RopeTable& table, const std::string& pairing, int64_t head_dim, int64_t rotary_start, int64_t rotary_dim,
-           const py::list& q, const py::list& k, const py::list& positions, const std::string& direction) {
-          RotaryLayout layout{Pairing(pairing), head_dim, rotary_start, rotary_dim};
-          ApplyRopeQKBatch(table, layout, q, k, positions, direction);
-        },
-        py::arg("table"), py::arg("pairing"), py::arg("head_dim"), py::arg("rotary_start"), py::arg("rotary_dim"),
-        py::arg("q_views"), py::arg("k_views"), py::arg("positions"), py::arg("direction"));
+  m.def(
+      "apply_rope",
+      [](const RopeTable& table, const std::string& pairing, int64_t head_dim, int64_t rotary_start, int64_t rotary_dim,
+         const py::list& x, const py::list& out, const py::list& positions, const std::string& direction,
+         const std::string& what, bool reference) {
+        RotaryLayout layout{Pairing(pairing), head_dim, rotary_start, rotary_dim};
+        ApplyRopeBatch(table, layout, x, out, positions, direction, what, reference);
+      },
+      py::arg("table"), py::arg("pairing"), py::arg("head_dim"), py::arg("rotary_start"), py::arg("rotary_dim"),
+      py::arg("views"), py::arg("out_views"), py::arg("positions"), py::arg("direction"), py::arg("what"),
+      py::arg("reference") = false);
+  m.def(
+      "apply_rope_qk",
+      [](const RopeTable& table, const std::string& pairing, int64_t head_dim, int64_t rotary_start, int64_t rotary_dim,
+         const py::list& q, const py::list& k, const py::list& positions, const std::string& direction) {
+        RotaryLayout layout{Pairing(pairing), head_dim, rotary_start, rotary_dim};
+        ApplyRopeQKBatch(table, layout, q, k, positions, direction);
+      },
+      py::arg("table"), py::arg("pairing"), py::arg("head_dim"), py::arg("rotary_start"), py::arg("rotary_dim"),
+      py::arg("q_views"), py::arg("k_views"), py::arg("positions"), py::arg("direction"));
 
   m.def("apply_query_temperature", &ApplyTemperatureBatch, py::arg("q_views"), py::arg("scales"));
 
   // model files and embeddings
   py::class_<PyModel>(m, "Model")
-      .def_static("open", [](const std::string& path) { return PyModel{std::make_shared<const ModelFile>(Take(OpenModel(path)))}; },
-                  py::arg("path"))
+      .def_static(
+          "open",
+          [](const std::string& path) { return PyModel{std::make_shared<const ModelFile>(Take(OpenModel(path)))}; },
+          py::arg("path"))
       .def_property_readonly("path", [](const PyModel& x) { return x.file->path(); })
       .def_property_readonly("format", [](const PyModel& x) { return std::string(ToString(x.file->format())); })
       .def_property_readonly("architecture", [](const PyModel& x) { return x.file->architecture(); })
@@ -566,76 +595,88 @@ PYBIND11_MODULE(_posenc, m) {
                                  l.append(py::make_tuple(t.name, t.shape, t.type_name));
                                return l;
                              })
-      .def("tensor_array",
-           [](const PyModel& x, const std::string& name) {
-             const ModelTensor* t = x.file->Find(name);
-             if (t == nullptr) Throw(NotFoundError("model " + x.file->path() + ": no tensor named '" + name + "'"));
-             return TensorArray(x, *t);
-           },
-           py::arg("name"))
+      .def(
+          "tensor_array",
+          [](const PyModel& x, const std::string& name) {
+            const ModelTensor* t = x.file->Find(name);
+            if (t == nullptr) Throw(NotFoundError("model " + x.file->path() + ": no tensor named '" + name + "'"));
+            return TensorArray(x, *t);
+          },
+          py::arg("name"))
       .def("token_embedding_name",
-           [](const PyModel& x) { return x.file->token_embedding() ? py::cast(x.file->token_embedding()->name) : py::none(); })
+           [](const PyModel& x) {
+             return x.file->token_embedding() ? py::cast(x.file->token_embedding()->name) : py::none();
+           })
       .def("position_embedding_name",
-           [](const PyModel& x) { return x.file->position_embedding() ? py::cast(x.file->position_embedding()->name) : py::none(); })
+           [](const PyModel& x) {
+             return x.file->position_embedding() ? py::cast(x.file->position_embedding()->name) : py::none();
+           })
       .def("lookup", &Lookup, py::arg("ids"), py::arg("positions"), py::arg("multiplier"), py::arg("out_dtype"));
 
   // absolute and relative schemes
-  m.def("sinusoidal_table",
-        [](const Positions& positions, int64_t d_model, const std::string& layout, double base) {
-          SinusoidalLayout l;
-          if (!ParseSinusoidalLayout(layout, &l)) throw py::value_error("layout '" + layout + "' (expected interleaved or concat)");
-          return ToNumpy(Take(SinusoidalTable(Span(positions), d_model, l, base)));
-        },
-        py::arg("positions"), py::arg("d_model"), py::arg("layout"), py::arg("base"));
-  m.def("alibi_slopes",
-        [](int64_t num_heads, const std::string& variant, double bias_max) {
-          AlibiVariant v;
-          if (!ParseAlibiVariant(variant, &v)) throw py::value_error("variant '" + variant + "' (expected bloom or mpt)");
-          return F64(Take(AlibiSlopes(num_heads, v, bias_max)));
-        },
-        py::arg("num_heads"), py::arg("variant"), py::arg("bias_max"));
-  m.def("alibi_bias",
-        [](const std::vector<double>& slopes, int64_t q_len, int64_t k_len, int64_t q_offset) {
-          return ToNumpy(Take(AlibiBias(slopes, q_len, k_len, q_offset)));
-        },
-        py::arg("slopes"), py::arg("query_length"), py::arg("key_length"), py::arg("query_offset"));
-  m.def("t5_buckets",
-        [](const Positions& rel, bool bidirectional, int64_t num_buckets, int64_t max_distance) {
-          return I64(Take(T5RelativeBuckets(Span(rel), T5BucketParams{bidirectional, num_buckets, max_distance})));
-        },
-        py::arg("relative_positions"), py::arg("bidirectional"), py::arg("num_buckets"), py::arg("max_distance"));
-  m.def("t5_bias",
-        [](py::array_t<float, py::array::c_style> table, int64_t q_len, int64_t k_len, int64_t q_offset, bool bidirectional,
-           int64_t num_buckets, int64_t max_distance) {
-          T5RelativeBias bias;
-          bias.params = {bidirectional, num_buckets, max_distance};
-          if (table.ndim() != 2) throw py::value_error("table: shape is not [num_buckets, heads]");
-          bias.table = Take(Array::Zeros(DType::kF32, {table.shape(0), table.shape(1)}));
-          std::memcpy(bias.table.bytes(), table.data(), bias.table.nbytes());
-          Check(bias.Validate());
-          if (q_len < 0 || k_len < 0) throw py::value_error("query_length and key_length must be >= 0");
-          const int64_t h = bias.num_heads();
-          py::array_t<float> out({h, q_len, k_len});
-          float* o = out.mutable_data();
-          for (int64_t hh = 0; hh < h; ++hh)
-            for (int64_t i = 0; i < q_len; ++i)
-              for (int64_t j = 0; j < k_len; ++j) *o++ = bias.BiasAt(hh, q_offset + i, j);
-          return out;
-        },
-        py::arg("table"), py::arg("query_length"), py::arg("key_length"), py::arg("query_offset"), py::arg("bidirectional"),
-        py::arg("num_buckets"), py::arg("max_distance"));
-  m.def("shaw_indices",
-        [](int64_t q_len, int64_t k_len, int64_t q_offset, int64_t max_relative_position) {
-          if (q_len < 0 || k_len < 0) throw py::value_error("query_length and key_length must be >= 0");
-          if (max_relative_position < 0)
-            throw py::value_error("max_relative_position " + std::to_string(max_relative_position) + " is negative");
-          ShawRelativeEmbeddings s;
-          s.max_relative_position = max_relative_position;
-          py::array_t<int64_t> out({q_len, k_len});
-          int64_t* o = out.mutable_data();
+  m.def(
+      "sinusoidal_table",
+      [](const Positions& positions, int64_t d_model, const std::string& layout, double base) {
+        SinusoidalLayout l;
+        if (!ParseSinusoidalLayout(layout, &l))
+          throw py::value_error("layout '" + layout + "' (expected interleaved or concat)");
+        return ToNumpy(Take(SinusoidalTable(Span(positions), d_model, l, base)));
+      },
+      py::arg("positions"), py::arg("d_model"), py::arg("layout"), py::arg("base"));
+  m.def(
+      "alibi_slopes",
+      [](int64_t num_heads, const std::string& variant, double bias_max) {
+        AlibiVariant v;
+        if (!ParseAlibiVariant(variant, &v)) throw py::value_error("variant '" + variant + "' (expected bloom or mpt)");
+        return F64(Take(AlibiSlopes(num_heads, v, bias_max)));
+      },
+      py::arg("num_heads"), py::arg("variant"), py::arg("bias_max"));
+  m.def(
+      "alibi_bias",
+      [](const std::vector<double>& slopes, int64_t q_len, int64_t k_len, int64_t q_offset) {
+        return ToNumpy(Take(AlibiBias(slopes, q_len, k_len, q_offset)));
+      },
+      py::arg("slopes"), py::arg("query_length"), py::arg("key_length"), py::arg("query_offset"));
+  m.def(
+      "t5_buckets",
+      [](const Positions& rel, bool bidirectional, int64_t num_buckets, int64_t max_distance) {
+        return I64(Take(T5RelativeBuckets(Span(rel), T5BucketParams{bidirectional, num_buckets, max_distance})));
+      },
+      py::arg("relative_positions"), py::arg("bidirectional"), py::arg("num_buckets"), py::arg("max_distance"));
+  m.def(
+      "t5_bias",
+      [](py::array_t<float, py::array::c_style> table, int64_t q_len, int64_t k_len, int64_t q_offset,
+         bool bidirectional, int64_t num_buckets, int64_t max_distance) {
+        T5RelativeBias bias;
+        bias.params = {bidirectional, num_buckets, max_distance};
+        if (table.ndim() != 2) throw py::value_error("table: shape is not [num_buckets, heads]");
+        bias.table = Take(Array::Zeros(DType::kF32, {table.shape(0), table.shape(1)}));
+        std::memcpy(bias.table.bytes(), table.data(), bias.table.nbytes());
+        Check(bias.Validate());
+        if (q_len < 0 || k_len < 0) throw py::value_error("query_length and key_length must be >= 0");
+        const int64_t h = bias.num_heads();
+        py::array_t<float> out({h, q_len, k_len});
+        float* o = out.mutable_data();
+        for (int64_t hh = 0; hh < h; ++hh)
           for (int64_t i = 0; i < q_len; ++i)
-            for (int64_t j = 0; j < k_len; ++j) *o++ = s.Index(q_offset + i, j);
-          return out;
-        },
-        py::arg("query_length"), py::arg("key_length"), py::arg("query_offset"), py::arg("max_relative_position"));
+            for (int64_t j = 0; j < k_len; ++j) *o++ = bias.BiasAt(hh, q_offset + i, j);
+        return out;
+      },
+      py::arg("table"), py::arg("query_length"), py::arg("key_length"), py::arg("query_offset"),
+      py::arg("bidirectional"), py::arg("num_buckets"), py::arg("max_distance"));
+  m.def(
+      "shaw_indices",
+      [](int64_t q_len, int64_t k_len, int64_t q_offset, int64_t max_relative_position) {
+        if (q_len < 0 || k_len < 0) throw py::value_error("query_length and key_length must be >= 0");
+        if (max_relative_position < 0)
+          throw py::value_error("max_relative_position " + std::to_string(max_relative_position) + " is negative");
+        ShawRelativeEmbeddings s;
+        s.max_relative_position = max_relative_position;
+        py::array_t<int64_t> out({q_len, k_len});
+        int64_t* o = out.mutable_data();
+        for (int64_t i = 0; i < q_len; ++i)
+          for (int64_t j = 0; j < k_len; ++j) *o++ = s.Index(q_offset + i, j);
+        return out;
+      },
+      py::arg("query_length"), py::arg("key_length"), py::arg("query_offset"), py::arg("max_relative_position"));
 }

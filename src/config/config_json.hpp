@@ -22,12 +22,14 @@ Result<nlohmann::json> ParseText(std::string_view text, std::string_view what);
 // The file read by ReadFileToString (regular files only, bounded) and parsed by ParseText.
 Result<nlohmann::json> ReadFileJson(const std::string& path, std::string_view what);
 
-Result<PositionScheme> ParseHfConfigJson(const nlohmann::json& j, const std::string& source, const HfConfigOptions& options);
+Result<PositionScheme> ParseHfConfigJson(const nlohmann::json& j, const std::string& source,
+                                         const HfConfigOptions& options);
 Result<RopeConfig> RopeConfigFromGgmlJson(const nlohmann::json& root, int64_t head_dim, const std::string& source);
 
 // One scaling key of `row` from the object `p`, by its kind (no range rule: ValidateRopeConfig's);
 // false when `p` does not have it.
-inline Result<bool> ReadScalingKey(const nlohmann::json& p, const RopeScalingKey& k, const std::string& source, RopeConfig* rc) {
+inline Result<bool> ReadScalingKey(const nlohmann::json& p, const RopeScalingKey& k, const std::string& source,
+                                   RopeConfig* rc) {
   using namespace json_util;  // NOLINT
   if (!Has(p, k.name)) return false;
   const ScalingField f = k.field(*rc);

@@ -36,7 +36,8 @@ Result<json> ReadFileJson(const std::string& path, std::string_view what) {
 }
 
 Result<RopeConfig> RopeConfigFromGgmlJson(const json& root, int64_t head_dim, const std::string& source) {
-  if (!root.is_object()) return InvalidArgumentError(fmt::format("ggml params {}: top level is not a JSON object", source));
+  if (!root.is_object())
+    return InvalidArgumentError(fmt::format("ggml params {}: top level is not a JSON object", source));
   const json& j = Has(root, "config") && root["config"].is_object() ? root["config"] : root;
   RopeConfig rc;
   rc.source = source;
@@ -45,8 +46,10 @@ Result<RopeConfig> RopeConfigFromGgmlJson(const json& root, int64_t head_dim, co
   POSENC_ASSIGN_OR_RETURN(int64_t n_dims, GetInt(j, "n_dims", source));
   POSENC_ASSIGN_OR_RETURN(int64_t mode, GetInt(j, "mode", source));
   POSENC_ASSIGN_OR_RETURN(rc.base, GetNumber(j, "freq_base", source));
-  if (mode == 0) rc.layout.pairing = RopePairing::kInterleaved;
-  else if (mode == 2 || multi_axis_json::IsGgmlMultiAxisMode(mode)) rc.layout.pairing = RopePairing::kHalf;
+  if (mode == 0)
+    rc.layout.pairing = RopePairing::kInterleaved;
+  else if (mode == 2 || multi_axis_json::IsGgmlMultiAxisMode(mode))
+    rc.layout.pairing = RopePairing::kHalf;
   else
     return UnimplementedError(fmt::format(
         "ggml params {}: key 'mode' = {} is not supported (0 = NORMAL, 2 = NEOX, 8 = MROPE, 24 = VISION, 40 = IMROPE)",
@@ -54,7 +57,8 @@ Result<RopeConfig> RopeConfigFromGgmlJson(const json& root, int64_t head_dim, co
   if (n_dims <= 0 || n_dims % 2 != 0)
     return KeyError(source, "n_dims", fmt::format("is {}, must be even and positive", n_dims));
   if (head_dim < n_dims)
-    return InvalidArgumentError(fmt::format("ggml params {}: head_dim {} is smaller than n_dims {}", source, head_dim, n_dims));
+    return InvalidArgumentError(
+        fmt::format("ggml params {}: head_dim {} is smaller than n_dims {}", source, head_dim, n_dims));
   rc.layout.head_dim = head_dim;
   rc.layout.rotary_dim = n_dims;
   rc.layout.rotary_start = 0;
@@ -66,7 +70,8 @@ Result<RopeConfig> RopeConfigFromGgmlJson(const json& root, int64_t head_dim, co
   for (const RopeScalingKey& k : RopeScalingOf(RopeScalingType::kGgml).keys) {
     if (k.read != ScalingKeyRead::kOptional) continue;
     POSENC_ASSIGN_OR_RETURN(bool present, config_json::ReadScalingKey(j, k, source, &rc));
-    if (!present && k.note_default) rc.notes.push_back(fmt::format("no {}: {} assumed (ggml's neutral value)", k.name, k.default_value));
+    if (!present && k.note_default)
+      rc.notes.push_back(fmt::format("no {}: {} assumed (ggml's neutral value)", k.name, k.default_value));
   }
   sc.factor = 1.0 / sc.freq_scale;
   POSENC_RETURN_IF_ERROR(ValidateRopeConfigAndKeep(&rc));
@@ -89,7 +94,8 @@ Result<RopeConfig> ParseRopeConfigJson(std::string_view json_text, int64_t head_
     return config_json::RopeConfigFromGgmlJson(j, head_dim, source);
   POSENC_ASSIGN_OR_RETURN(PositionScheme scheme, config_json::ParseHfConfigJson(j, source, HfConfigOptions{}));
   if (scheme.kind != PositionKind::kRope)
-    return InvalidArgumentError(fmt::format("config {}: the model's scheme is {}, not rope", source, ToString(scheme.kind)));
+    return InvalidArgumentError(
+        fmt::format("config {}: the model's scheme is {}, not rope", source, ToString(scheme.kind)));
   return scheme.rope;
 }
 

@@ -31,26 +31,78 @@ enum class ArchRope { kNorm, kNeox, kNone, kMulti, kUnknown };
 
 ArchRope RopeTypeOf(std::string_view arch) {
   static constexpr std::string_view kNorm[] = {
-      "llama", "llada", "llama4", "deci", "baichuan", "starcoder", "internlm2", "minicpm", "xverse", "command-r",
-      "cohere2", "olmo", "arctic", "deepseek", "deepseek2", "plm", "chatglm", "granite", "granitemoe",
-      "granitehybrid", "chameleon", "bailingmoe", "neo-bert", "smollm3", "arcee", "ernie4_5", "ernie4_5-moe",
-      "mistral3", "llama-embed"};
-  static constexpr std::string_view kNeox[] = {
-      "falcon", "falcon-h1", "grok", "dbrx", "bert", "jina-bert-v3", "modern-bert", "nomic-bert",
-      "nomic-bert-moe", "eurobert", "stablelm", "bitnet", "qwen", "qwen2", "dream", "qwen2moe", "qwen3",
-      "qwen3moe", "llada-moe", "olmo2", "olmoe", "phi2", "phi3", "phimoe", "plamo", "plamo2", "gemma", "gemma2",
-      "gemma3", "gemma3n", "gemma-embedding", "starcoder2", "openelm", "gptneox", "codeshell", "orion",
-      "nemotron", "exaone", "exaone4", "minicpm3", "bailingmoe2", "dots1", "hunyuan-moe", "gpt-oss",
-      "hunyuan-dense", "lfm2", "lfm2moe", "smallthinker", "seed_oss", "grovemoe", "apertus", "minimax-m2",
-      "cogvlm", "pangu-embedded", "afmoe", "qwen3next"};
-  static constexpr std::string_view kNone[] = {"clip", "gpt2", "gptj", "mpt", "refact", "bloom", "mamba", "mamba2",
-                                               "jamba", "jina-bert-v2", "t5", "t5encoder", "jais", "rwkv6",
-                                               "rwkv6qwen2", "rwkv7", "arwkv7", "wavtokenizer-dec"};
+      "llama",   "llada",     "llama4",       "deci",          "baichuan",   "starcoder",  "internlm2", "minicpm",
+      "xverse",  "command-r", "cohere2",      "olmo",          "arctic",     "deepseek",   "deepseek2", "plm",
+      "chatglm", "granite",   "granitemoe",   "granitehybrid", "chameleon",  "bailingmoe", "neo-bert",  "smollm3",
+      "arcee",   "ernie4_5",  "ernie4_5-moe", "mistral3",      "llama-embed"};
+  static constexpr std::string_view kNeox[] = {"falcon",
+                                               "falcon-h1",
+                                               "grok",
+                                               "dbrx",
+                                               "bert",
+                                               "jina-bert-v3",
+                                               "modern-bert",
+                                               "nomic-bert",
+                                               "nomic-bert-moe",
+                                               "eurobert",
+                                               "stablelm",
+                                               "bitnet",
+                                               "qwen",
+                                               "qwen2",
+                                               "dream",
+                                               "qwen2moe",
+                                               "qwen3",
+                                               "qwen3moe",
+                                               "llada-moe",
+                                               "olmo2",
+                                               "olmoe",
+                                               "phi2",
+                                               "phi3",
+                                               "phimoe",
+                                               "plamo",
+                                               "plamo2",
+                                               "gemma",
+                                               "gemma2",
+                                               "gemma3",
+                                               "gemma3n",
+                                               "gemma-embedding",
+                                               "starcoder2",
+                                               "openelm",
+                                               "gptneox",
+                                               "codeshell",
+                                               "orion",
+                                               "nemotron",
+                                               "exaone",
+                                               "exaone4",
+                                               "minicpm3",
+                                               "bailingmoe2",
+                                               "dots1",
+                                               "hunyuan-moe",
+                                               "gpt-oss",
+                                               "hunyuan-dense",
+                                               "lfm2",
+                                               "lfm2moe",
+                                               "smallthinker",
+                                               "seed_oss",
+                                               "grovemoe",
+                                               "apertus",
+                                               "minimax-m2",
+                                               "cogvlm",
+                                               "pangu-embedded",
+                                               "afmoe",
+                                               "qwen3next"};
+  static constexpr std::string_view kNone[] = {
+      "clip",         "gpt2", "gptj",      "mpt",  "refact", "bloom",      "mamba", "mamba2", "jamba",
+      "jina-bert-v2", "t5",   "t5encoder", "jais", "rwkv6",  "rwkv6qwen2", "rwkv7", "arwkv7", "wavtokenizer-dec"};
   static constexpr std::string_view kMulti[] = {"qwen2vl", "qwen3vl", "qwen3vlmoe"};
-  for (auto a : kNorm) if (a == arch) return ArchRope::kNorm;
-  for (auto a : kNeox) if (a == arch) return ArchRope::kNeox;
-  for (auto a : kNone) if (a == arch) return ArchRope::kNone;
-  for (auto a : kMulti) if (a == arch) return ArchRope::kMulti;
+  for (auto a : kNorm)
+    if (a == arch) return ArchRope::kNorm;
+  for (auto a : kNeox)
+    if (a == arch) return ArchRope::kNeox;
+  for (auto a : kNone)
+    if (a == arch) return ArchRope::kNone;
+  for (auto a : kMulti)
+    if (a == arch) return ArchRope::kMulti;
   return ArchRope::kUnknown;
 }
 
@@ -59,8 +111,8 @@ Result<std::vector<double>> F32Tensor(const GgufFile& f, const GgufTensorInfo& t
     return UnimplementedError(fmt::format("gguf {}: tensor '{}' ({}) has type {}, expected F32", f.name(), t.name, role,
                                           GgmlTypeName(t.type)));
   if (t.num_elements != want)
-    return InvalidArgumentError(fmt::format("gguf {}: tensor '{}' has {} values, must have n_rot/2 = {}", f.name(), t.name,
-                                            t.num_elements, want));
+    return InvalidArgumentError(fmt::format("gguf {}: tensor '{}' has {} values, must have n_rot/2 = {}", f.name(),
+                                            t.name, t.num_elements, want));
   POSENC_ASSIGN_OR_RETURN(auto bytes, f.TensorData(t));
   std::vector<double> out(static_cast<size_t>(want));
   for (size_t i = 0; i < out.size(); ++i) {
@@ -105,20 +157,27 @@ Status NonRopeScheme(const ArchKeys& k, ArchRope rope_type, PositionScheme* s) {
   const std::string& path = k.f.name();
   const std::string& arch = k.arch;
   if (rope_type == ArchRope::kNone) {
-    if (arch == "gpt2") s->kind = PositionKind::kLearned;
-    else if (arch == "bloom") { s->kind = PositionKind::kAlibi; s->alibi_variant = "bloom"; }
-    else if (arch == "mpt") { s->kind = PositionKind::kAlibi; s->alibi_variant = "mpt"; }
-    else
-      return UnimplementedError(fmt::format("gguf {}: architecture '{}' uses no RoPE and posenc does not read its scheme from GGUF",
-                                            path, arch));
+    if (arch == "gpt2")
+      s->kind = PositionKind::kLearned;
+    else if (arch == "bloom") {
+      s->kind = PositionKind::kAlibi;
+      s->alibi_variant = "bloom";
+    } else if (arch == "mpt") {
+      s->kind = PositionKind::kAlibi;
+      s->alibi_variant = "mpt";
+    } else
+      return UnimplementedError(fmt::format(
+          "gguf {}: architecture '{}' uses no RoPE and posenc does not read its scheme from GGUF", path, arch));
     return OkStatus();
   }
   if (rope_type == ArchRope::kMulti)
-    return UnimplementedError(fmt::format("gguf {}: architecture '{}' uses M-RoPE (multi-axis positions), not supported", path, arch));
+    return UnimplementedError(
+        fmt::format("gguf {}: architecture '{}' uses M-RoPE (multi-axis positions), not supported", path, arch));
   if (rope_type == ArchRope::kUnknown)
-    return UnimplementedError(fmt::format(
-        "gguf {}: general.architecture = '{}' is not in posenc's copy of llama.cpp's rope type table, so its pairing is unknown",
-        path, arch));
+    return UnimplementedError(
+        fmt::format("gguf {}: general.architecture = '{}' is not in posenc's copy of llama.cpp's rope type table, so "
+                    "its pairing is unknown",
+                    path, arch));
   s->kind = PositionKind::kRope;
   return OkStatus();
 }
@@ -133,17 +192,19 @@ Status ReadLayout(const ArchKeys& k, ArchRope rope_type, const PositionScheme& s
   int64_t head_dim = 0;
   POSENC_RETURN_IF_ERROR(k.OptInt("attention.key_length", &head_dim));
   if (head_dim == 0) {
-    if (s.num_heads <= 0) return NotFoundError(fmt::format("gguf {}: key '{}' is missing or 0", path, k.Key("attention.head_count")));
+    if (s.num_heads <= 0)
+      return NotFoundError(fmt::format("gguf {}: key '{}' is missing or 0", path, k.Key("attention.head_count")));
     if (s.hidden_size <= 0 || s.hidden_size % s.num_heads != 0)
-      return InvalidArgumentError(fmt::format("gguf {}: key '{}' = {} is not a positive multiple of head_count {}", path,
-                                              k.Key("embedding_length"), s.hidden_size, s.num_heads));
+      return InvalidArgumentError(fmt::format("gguf {}: key '{}' = {} is not a positive multiple of head_count {}",
+                                              path, k.Key("embedding_length"), s.hidden_size, s.num_heads));
     head_dim = s.hidden_size / s.num_heads;
   }
   int64_t n_rot = head_dim;
   POSENC_RETURN_IF_ERROR(k.OptInt("rope.dimension_count", &n_rot));
   if (n_rot <= 0 || n_rot % 2 != 0 || n_rot > head_dim)
-    return InvalidArgumentError(fmt::format("gguf {}: key '{}' = {} must be even, positive and at most the head size {}", path,
-                                            k.Key("rope.dimension_count"), n_rot, head_dim));
+    return InvalidArgumentError(
+        fmt::format("gguf {}: key '{}' = {} must be even, positive and at most the head size {}", path,
+                    k.Key("rope.dimension_count"), n_rot, head_dim));
   rc->layout.head_dim = head_dim;
   rc->layout.rotary_dim = n_rot;
   return OkStatus();
@@ -158,11 +219,13 @@ Status ReadBase(const ArchKeys& k, const GgufConfigOptions& options, RopeConfig*
     rc->base = 10000.0;
     rc->notes.push_back(fmt::format("no {}: base 10000 assumed (llama.cpp's default)", k.Key("rope.freq_base")));
   } else {
-    return NotFoundError(fmt::format("gguf {}: key '{}' is missing (llama.cpp would silently use 10000; posenc refuses)", path,
-                                     k.Key("rope.freq_base")));
+    return NotFoundError(
+        fmt::format("gguf {}: key '{}' is missing (llama.cpp would silently use 10000; posenc refuses)", path,
+                    k.Key("rope.freq_base")));
   }
   if (!(rc->base > 0) || !std::isfinite(rc->base))
-    return InvalidArgumentError(fmt::format("gguf {}: key '{}' = {} must be finite and > 0", path, k.Key("rope.freq_base"), rc->base));
+    return InvalidArgumentError(
+        fmt::format("gguf {}: key '{}' = {} must be finite and > 0", path, k.Key("rope.freq_base"), rc->base));
   rc->base = static_cast<float>(rc->base);  // llama.cpp holds it as float
   return OkStatus();
 }
@@ -192,12 +255,11 @@ float GgmlAttnFactor(const std::string& arch, const RopeScaling& sc, double log_
 Status ReadScaling(const ArchKeys& k, int64_t context_length, RopeScaling* sc) {
   const std::string& path = k.f.name();
   std::string type = "linear";
-  if (k.Has("rope.scaling.type")) {
-    POSENC_ASSIGN_OR_RETURN(type, k.f.GetString(k.Key("rope.scaling.type")));
-  }
+  if (k.Has("rope.scaling.type")) { POSENC_ASSIGN_OR_RETURN(type, k.f.GetString(k.Key("rope.scaling.type"))); }
   if (type != "none" && type != "linear" && type != "yarn" && type != "longrope")
-    return UnimplementedError(fmt::format("gguf {}: key '{}' = '{}' is not a scaling posenc knows (none, linear, yarn, longrope)",
-                                          path, k.Key("rope.scaling.type"), type));
+    return UnimplementedError(
+        fmt::format("gguf {}: key '{}' = '{}' is not a scaling posenc knows (none, linear, yarn, longrope)", path,
+                    k.Key("rope.scaling.type"), type));
   float factor = 0.0f;
   for (const char* key : {"rope.scaling.factor", "rope.scale_linear"}) {
     if (!k.Has(key)) continue;
@@ -238,10 +300,12 @@ Status ReadFactorTensors(const GgufFile& f, int64_t pairs, RopeConfig* rc) {
     }
   }
   if (sc.long_factor.empty() != sc.short_factor.empty())
-    return NotFoundError(fmt::format("gguf {}: only one of rope_factors_long / rope_factors_short is present", f.name()));
+    return NotFoundError(
+        fmt::format("gguf {}: only one of rope_factors_long / rope_factors_short is present", f.name()));
   if (!sc.long_factor.empty())
-    rc->notes.push_back("LongRoPE factors: posenc switches to the long list when seq_len > n_ctx_orig; llama.cpp decides by "
-                        "the context size it was started with");
+    rc->notes.push_back(
+        "LongRoPE factors: posenc switches to the long list when seq_len > n_ctx_orig; llama.cpp decides by "
+        "the context size it was started with");
   return OkStatus();
 }
 

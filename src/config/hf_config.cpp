@@ -47,12 +47,16 @@ bool IsOneOf(const std::string& v, std::initializer_list<const char*> set) {
 constexpr HfRopeFamily kRopeFamilies[] = {
     {"gptj", RopePairing::kInterleaved, 1.0, "modeling_gptj.py: rotate_every_two on (2i, 2i+1)"},
     {"codegen", RopePairing::kInterleaved, 1.0, "modeling_codegen.py: rotate_every_two on (2i, 2i+1)"},
-    {"cohere", RopePairing::kInterleaved, 1.0, "modeling_cohere.py: repeat_interleave'd cos/sin, rotate_half on even/odd lanes"},
-    {"cohere2", RopePairing::kInterleaved, 1.0, "modeling_cohere2.py: repeat_interleave'd cos/sin, rotate_half on even/odd lanes"},
+    {"cohere", RopePairing::kInterleaved, 1.0,
+     "modeling_cohere.py: repeat_interleave'd cos/sin, rotate_half on even/odd lanes"},
+    {"cohere2", RopePairing::kInterleaved, 1.0,
+     "modeling_cohere2.py: repeat_interleave'd cos/sin, rotate_half on even/odd lanes"},
     {"glm4", RopePairing::kInterleaved, 0.5,
-     "modeling_glm4.py: first half of cos/sin repeat_interleave'd over the rotary dims; Glm4Config partial_rotary_factor 0.5"},
+     "modeling_glm4.py: first half of cos/sin repeat_interleave'd over the rotary dims; Glm4Config "
+     "partial_rotary_factor 0.5"},
     {"llama4", RopePairing::kInterleaved, 1.0, "modeling_llama4.py: apply_rotary_emb, complex freqs_cis on (2i, 2i+1)"},
-    {"llama4_text", RopePairing::kInterleaved, 1.0, "modeling_llama4.py: apply_rotary_emb, complex freqs_cis on (2i, 2i+1)"},
+    {"llama4_text", RopePairing::kInterleaved, 1.0,
+     "modeling_llama4.py: apply_rotary_emb, complex freqs_cis on (2i, 2i+1)"},
 };
 
 // ---------- per-layer keys: the layer schedule's inputs, Llama 4's temperature ----------
@@ -66,19 +70,25 @@ Status ParseLayerKeys(const json& j, const std::string& source, PositionScheme* 
   }
   if (Has(j, "layer_types")) {
     const json& t = j["layer_types"];
-    if (!t.is_array()) return KeyError(source, "layer_types", fmt::format("is {}, expected a list of strings", JsonForMessage(t)));
+    if (!t.is_array())
+      return KeyError(source, "layer_types", fmt::format("is {}, expected a list of strings", JsonForMessage(t)));
     for (size_t i = 0; i < t.size(); ++i) {
       if (!t[i].is_string())
-        return KeyError(source, fmt::format("layer_types[{}]", i), fmt::format("is {}, expected a string", JsonForMessage(t[i])));
+        return KeyError(source, fmt::format("layer_types[{}]", i),
+                        fmt::format("is {}, expected a string", JsonForMessage(t[i])));
       s->layer_types.push_back(t[i].get<std::string>());
     }
   }
   if (Has(j, "no_rope_layers")) {
     const json& t = j["no_rope_layers"];
-    if (!t.is_array()) return KeyError(source, "no_rope_layers", fmt::format("is {}, expected a list of 0 and 1", JsonForMessage(t)));
+    if (!t.is_array())
+      return KeyError(source, "no_rope_layers", fmt::format("is {}, expected a list of 0 and 1", JsonForMessage(t)));
     for (size_t i = 0; i < t.size(); ++i) {
-      const bool ok = t[i].is_boolean() || (t[i].is_number_integer() && (t[i].get<int64_t>() == 0 || t[i].get<int64_t>() == 1));
-      if (!ok) return KeyError(source, fmt::format("no_rope_layers[{}]", i), fmt::format("is {}, expected 0 or 1", JsonForMessage(t[i])));
+      const bool ok =
+          t[i].is_boolean() || (t[i].is_number_integer() && (t[i].get<int64_t>() == 0 || t[i].get<int64_t>() == 1));
+      if (!ok)
+        return KeyError(source, fmt::format("no_rope_layers[{}]", i),
+                        fmt::format("is {}, expected 0 or 1", JsonForMessage(t[i])));
       s->no_rope_layers.push_back(t[i].is_boolean() ? int64_t{t[i].get<bool>()} : t[i].get<int64_t>());
     }
   }
@@ -95,13 +105,18 @@ Status ParseLayerKeys(const json& j, const std::string& source, PositionScheme* 
   t = AttnTemperature{true, 8192.0, 0.1};
   if (Has(j, "attn_temperature_tuning")) {
     const json& v = j["attn_temperature_tuning"];
-    if (v.is_boolean()) t.tuning = v.get<bool>();
-    else if (v.is_number()) t.tuning = v.get<double>() != 0.0;
-    else return KeyError(source, "attn_temperature_tuning", fmt::format("is {}, expected a boolean or a number", JsonForMessage(v)));
+    if (v.is_boolean())
+      t.tuning = v.get<bool>();
+    else if (v.is_number())
+      t.tuning = v.get<double>() != 0.0;
+    else
+      return KeyError(source, "attn_temperature_tuning",
+                      fmt::format("is {}, expected a boolean or a number", JsonForMessage(v)));
   } else {
     s->notes.push_back("no attn_temperature_tuning: true assumed (Llama4TextConfig's default)");
   }
-  for (auto [key, dst, def] : {std::tuple{"floor_scale", &t.floor_scale, 8192.0}, std::tuple{"attn_scale", &t.attn_scale, 0.1}}) {
+  for (auto [key, dst, def] :
+       {std::tuple{"floor_scale", &t.floor_scale, 8192.0}, std::tuple{"attn_scale", &t.attn_scale, 0.1}}) {
     if (Has(j, key)) {
       POSENC_ASSIGN_OR_RETURN(*dst, GetNumber(j, key, source));
     } else {
@@ -131,9 +146,7 @@ Status ParseFusedQkv(const json& j, const std::string& source, PositionScheme* s
   if (Has(j, "new_decoder_architecture")) {
     POSENC_ASSIGN_OR_RETURN(new_arch, GetBool(j, "new_decoder_architecture", source));
   }
-  if (Has(j, "multi_query")) {
-    POSENC_ASSIGN_OR_RETURN(multi_query, GetBool(j, "multi_query", source));
-  }
+  if (Has(j, "multi_query")) { POSENC_ASSIGN_OR_RETURN(multi_query, GetBool(j, "multi_query", source)); }
   int64_t kv = s->num_heads;
   if (std::string k = FirstKey(j, {"num_kv_heads", "n_head_kv"}); !k.empty()) {
     POSENC_ASSIGN_OR_RETURN(kv, GetInt(j, k, source));
@@ -157,9 +170,7 @@ Status ParseFusedQkv(const json& j, const std::string& source, PositionScheme* s
 Result<bool> ParseNonRope(const json& j, const std::string& source, PositionScheme* s) {
   const std::string& mt = s->model_type;
   std::string hk = FirstKey(j, {"num_attention_heads", "n_head", "n_heads", "num_heads"});
-  if (!hk.empty()) {
-    POSENC_ASSIGN_OR_RETURN(s->num_heads, GetInt(j, hk, source));
-  }
+  if (!hk.empty()) { POSENC_ASSIGN_OR_RETURN(s->num_heads, GetInt(j, hk, source)); }
   // ALiBi.
   const json* attn = Has(j, "attn_config") && j["attn_config"].is_object() ? &j["attn_config"] : nullptr;
   bool mpt_alibi = false;
@@ -170,9 +181,7 @@ Result<bool> ParseNonRope(const json& j, const std::string& source, PositionSche
     s->notes.push_back("mpt config without attn_config.alibi: ALiBi assumed (MptAttentionConfig's default)");
   }
   bool falcon_alibi = false;
-  if (Has(j, "alibi")) {
-    POSENC_ASSIGN_OR_RETURN(falcon_alibi, GetBool(j, "alibi", source));
-  }
+  if (Has(j, "alibi")) { POSENC_ASSIGN_OR_RETURN(falcon_alibi, GetBool(j, "alibi", source)); }
   if (mt == "bloom" || mpt_alibi || falcon_alibi) {
     s->kind = PositionKind::kAlibi;
     s->alibi_variant = mpt_alibi ? "mpt" : "bloom";
@@ -186,7 +195,8 @@ Result<bool> ParseNonRope(const json& j, const std::string& source, PositionSche
       if (!(s->alibi_bias_max > 0))
         return KeyError(source, "attn_config.alibi_bias_max", fmt::format("is {}, must be > 0", s->alibi_bias_max));
     }
-    if (s->num_heads <= 0) return KeyError(source, hk.empty() ? "n_head" : hk, "is missing or not positive (ALiBi needs the head count)");
+    if (s->num_heads <= 0)
+      return KeyError(source, hk.empty() ? "n_head" : hk, "is missing or not positive (ALiBi needs the head count)");
     return true;
   }
   // T5 relative buckets.
@@ -209,9 +219,7 @@ Result<bool> ParseNonRope(const json& j, const std::string& source, PositionSche
     if (s->t5_max_distance <= 0)
       return KeyError(source, "relative_attention_max_distance", fmt::format("is {}, must be > 0", s->t5_max_distance));
     bool is_decoder = false;
-    if (Has(j, "is_decoder")) {
-      POSENC_ASSIGN_OR_RETURN(is_decoder, GetBool(j, "is_decoder", source));
-    }
+    if (Has(j, "is_decoder")) { POSENC_ASSIGN_OR_RETURN(is_decoder, GetBool(j, "is_decoder", source)); }
     // T5's encoder self-attention is bidirectional; its decoder's is causal (unidirectional).
     s->t5_bidirectional = !is_decoder;
     return true;
@@ -228,9 +236,7 @@ Result<bool> ParseNonRope(const json& j, const std::string& source, PositionSche
   s->kind = sinusoidal ? PositionKind::kSinusoidal : PositionKind::kLearned;
   if (sinusoidal) s->sinusoidal_layout = xlm_sin || mt == "xlm" ? "interleaved" : "concat";
   std::string dk = FirstKey(j, {"hidden_size", "n_embd", "d_model", "emb_dim"});
-  if (!dk.empty()) {
-    POSENC_ASSIGN_OR_RETURN(s->hidden_size, GetInt(j, dk, source));
-  }
+  if (!dk.empty()) { POSENC_ASSIGN_OR_RETURN(s->hidden_size, GetInt(j, dk, source)); }
   std::string pk = FirstKey(j, {"n_positions", "max_position_embeddings"});
   if (pk.empty()) return KeyError(source, "n_positions", "is missing (an absolute position table needs its length)");
   POSENC_ASSIGN_OR_RETURN(s->max_position_embeddings, GetInt(j, pk, source));
@@ -253,12 +259,14 @@ Result<RopeSource> SelectRopeParams(const json& j, const std::string& source, co
   RopeSource r;
   if (Has(j, "rope_parameters")) {
     if (!j["rope_parameters"].is_object())
-      return KeyError(source, "rope_parameters", fmt::format("is {}, expected an object", JsonForMessage(j["rope_parameters"])));
+      return KeyError(source, "rope_parameters",
+                      fmt::format("is {}, expected an object", JsonForMessage(j["rope_parameters"])));
     r.params = &j["rope_parameters"];
     r.spelling = "rope_parameters";
   } else if (Has(j, "rope_scaling")) {
     if (!j["rope_scaling"].is_object())
-      return KeyError(source, "rope_scaling", fmt::format("is {}, expected an object or null", JsonForMessage(j["rope_scaling"])));
+      return KeyError(source, "rope_scaling",
+                      fmt::format("is {}, expected an object or null", JsonForMessage(j["rope_scaling"])));
     r.params = &j["rope_scaling"];
     r.spelling = "rope_scaling";
   }
@@ -281,12 +289,14 @@ Result<RopeSource> SelectRopeParams(const json& j, const std::string& source, co
       if (pick.empty()) {
         pick = r.params->contains("full_attention") ? "full_attention" : s->rope_layer_types.front();
         if (s->rope_layer_types.size() > 1)
-          s->notes.push_back(fmt::format("nested rope_parameters: '{}' described (others: choose with the layer type option)", pick));
+          s->notes.push_back(
+              fmt::format("nested rope_parameters: '{}' described (others: choose with the layer type option)", pick));
       }
       if (!r.params->contains(pick)) {
         std::string have;
         for (const auto& t : s->rope_layer_types) have += (have.empty() ? "" : ", ") + t;
-        return NotFoundError(fmt::format("config {}: layer type '{}' is not in {} (it has: {})", source, pick, r.spelling, have));
+        return NotFoundError(
+            fmt::format("config {}: layer type '{}' is not in {} (it has: {})", source, pick, r.spelling, have));
       }
       s->rope_layer_type = pick;
       r.params = &(*r.params)[pick];
@@ -296,8 +306,9 @@ Result<RopeSource> SelectRopeParams(const json& j, const std::string& source, co
     // Gemma 3's legacy spelling: rope_theta + rope_scaling for global layers, rope_local_base_freq for
     // sliding ones.
     if (!(options.layer_type == "sliding_attention" && Has(j, "rope_local_base_freq")))
-      return NotFoundError(fmt::format("config {}: layer type '{}' requested but the config has one RoPE for all layers",
-                                       source, options.layer_type));
+      return NotFoundError(
+          fmt::format("config {}: layer type '{}' requested but the config has one RoPE for all layers", source,
+                      options.layer_type));
   }
   if (Has(j, "rope_local_base_freq") && s->rope_layer_types.empty()) {
     s->rope_layer_types = {"full_attention", "sliding_attention"};
@@ -309,19 +320,24 @@ Result<RopeSource> SelectRopeParams(const json& j, const std::string& source, co
 
 // The scaling's row, from rope_type (or type); the sliding layers of Gemma 3's legacy spelling are
 // plain RoPE.
-Result<const RopeScalingSpec*> ReadScalingType(const json& j, const json& p, const RopeSource& src, const std::string& source,
-                                               PositionScheme* s, std::string* type) {
+Result<const RopeScalingSpec*> ReadScalingType(const json& j, const json& p, const RopeSource& src,
+                                               const std::string& source, PositionScheme* s, std::string* type) {
   *type = "default";
   std::string type_key;
-  if (Has(p, "rope_type")) type_key = "rope_type";
-  else if (Has(p, "type")) type_key = "type";
+  if (Has(p, "rope_type"))
+    type_key = "rope_type";
+  else if (Has(p, "type"))
+    type_key = "type";
   if (!type_key.empty()) {
-    if (!p[type_key].is_string()) return KeyError(source, type_key, fmt::format("is {}, expected a string", JsonForMessage(p[type_key])));
+    if (!p[type_key].is_string())
+      return KeyError(source, type_key, fmt::format("is {}, expected a string", JsonForMessage(p[type_key])));
     *type = p[type_key].get<std::string>();
     if (type_key == "rope_type" && Has(p, "type") && p["type"].is_string() && p["type"].get<std::string>() != *type)
-      Note(s, fmt::format("rope_type '{}' and type '{}' disagree: rope_type used (as Hugging Face)", *type, p["type"].get<std::string>()));
+      Note(s, fmt::format("rope_type '{}' and type '{}' disagree: rope_type used (as Hugging Face)", *type,
+                          p["type"].get<std::string>()));
   }
-  if (s->rope_layer_type == "sliding_attention" && Has(j, "rope_local_base_freq") && src.params == nullptr) *type = "default";
+  if (s->rope_layer_type == "sliding_attention" && Has(j, "rope_local_base_freq") && src.params == nullptr)
+    *type = "default";
   const ScalingSpelling* spelling = nullptr;
   const RopeScalingSpec* row = FindRopeScaling(*type, &spelling);
   if (row == nullptr) {
@@ -347,9 +363,7 @@ struct RopeDims {
 Result<RopeDims> ReadDims(const json& j, const std::string& source, PositionScheme* s) {
   std::string hk = FirstKey(j, {"num_attention_heads", "n_head", "n_heads"});
   int64_t heads = 0;
-  if (!hk.empty()) {
-    POSENC_ASSIGN_OR_RETURN(heads, GetInt(j, hk, source));
-  }
+  if (!hk.empty()) { POSENC_ASSIGN_OR_RETURN(heads, GetInt(j, hk, source)); }
   s->num_heads = heads;
   if (Has(j, "num_key_value_heads")) {
     POSENC_ASSIGN_OR_RETURN(s->num_kv_heads, GetInt(j, "num_key_value_heads", source));
@@ -357,9 +371,7 @@ Result<RopeDims> ReadDims(const json& j, const std::string& source, PositionSche
   POSENC_RETURN_IF_ERROR(ParseFusedQkv(j, source, s));
   std::string dk = FirstKey(j, {"hidden_size", "n_embd", "d_model"});
   int64_t hidden = 0;
-  if (!dk.empty()) {
-    POSENC_ASSIGN_OR_RETURN(hidden, GetInt(j, dk, source));
-  }
+  if (!dk.empty()) { POSENC_ASSIGN_OR_RETURN(hidden, GetInt(j, dk, source)); }
   s->hidden_size = hidden;
   RopeDims d;
   std::string head_key = "head_dim";
@@ -368,9 +380,7 @@ Result<RopeDims> ReadDims(const json& j, const std::string& source, PositionSche
     // DeepSeek MLA: the query/key head is [nope part | rope part]; only the rope part rotates.
     POSENC_ASSIGN_OR_RETURN(d.rotary_dim, GetInt(j, "qk_rope_head_dim", source));
     int64_t nope = 0;
-    if (Has(j, "qk_nope_head_dim")) {
-      POSENC_ASSIGN_OR_RETURN(nope, GetInt(j, "qk_nope_head_dim", source));
-    }
+    if (Has(j, "qk_nope_head_dim")) { POSENC_ASSIGN_OR_RETURN(nope, GetInt(j, "qk_nope_head_dim", source)); }
     if (nope < 0) return KeyError(source, "qk_nope_head_dim", fmt::format("is {}, must be >= 0", nope));
     d.head_dim = nope + d.rotary_dim;
     d.rotary_start = nope;
@@ -378,8 +388,11 @@ Result<RopeDims> ReadDims(const json& j, const std::string& source, PositionSche
     POSENC_ASSIGN_OR_RETURN(d.head_dim, GetInt(j, head_key, source));
     if (d.head_dim <= 0) return KeyError(source, head_key, fmt::format("is {}, must be positive", d.head_dim));
   } else {
-    if (hidden <= 0) return KeyError(source, dk.empty() ? "hidden_size" : dk, "is missing or not positive, and there is no head_dim");
-    if (heads <= 0) return KeyError(source, hk.empty() ? "num_attention_heads" : hk, "is missing or not positive, and there is no head_dim");
+    if (hidden <= 0)
+      return KeyError(source, dk.empty() ? "hidden_size" : dk, "is missing or not positive, and there is no head_dim");
+    if (heads <= 0)
+      return KeyError(source, hk.empty() ? "num_attention_heads" : hk,
+                      "is missing or not positive, and there is no head_dim");
     if (hidden % heads != 0)
       return KeyError(source, hk, fmt::format("= {} does not divide {} = {} evenly", heads, dk, hidden));
     d.head_dim = hidden / heads;
@@ -424,11 +437,13 @@ Status ReadRotaryLayout(const json& j, const json& p, const RopeSource& src, con
     // p-RoPE: the layout spans the whole head; the factor decides how many pairs get a frequency.
     d.rotary_dim = d.head_dim;
     sc.partial_rotary_factor = partial.value_or(1.0);
-    if (!partial.has_value()) Note(s, "proportional rope without partial_rotary_factor: 1.0 assumed (Hugging Face's default)");
+    if (!partial.has_value())
+      Note(s, "proportional rope without partial_rotary_factor: 1.0 assumed (Hugging Face's default)");
   } else if (d.rotary_dim < 0 && Has(j, "rotary_dim")) {
     POSENC_ASSIGN_OR_RETURN(d.rotary_dim, GetInt(j, "rotary_dim", source));
     if (partial.has_value())
-      return KeyError(source, "rotary_dim", fmt::format("= {} and {} = {} both given", d.rotary_dim, partial_key, *partial));
+      return KeyError(source, "rotary_dim",
+                      fmt::format("= {} and {} = {} both given", d.rotary_dim, partial_key, *partial));
   } else if (d.rotary_dim < 0) {
     d.rotary_dim = d.head_dim;
     if (partial.has_value()) {
@@ -441,9 +456,9 @@ Status ReadRotaryLayout(const json& j, const json& p, const RopeSource& src, con
     }
   }
   if (d.rotary_dim <= 0 || d.rotary_dim % 2 != 0 || d.rotary_start + d.rotary_dim > d.head_dim)
-    return InvalidArgumentError(fmt::format(
-        "config {}: rotary dimension {} (of head_dim {}) must be even, positive and at most head_dim", source,
-        d.rotary_dim, d.head_dim));
+    return InvalidArgumentError(
+        fmt::format("config {}: rotary dimension {} (of head_dim {}) must be even, positive and at most head_dim",
+                    source, d.rotary_dim, d.head_dim));
   rc.layout.head_dim = d.head_dim;
   rc.layout.rotary_dim = d.rotary_dim;
   rc.layout.rotary_start = d.rotary_start;
@@ -464,7 +479,8 @@ Status ReadRotaryLayout(const json& j, const json& p, const RopeSource& src, con
 
 // Base: rope_theta (rope_parameters, then top level), rotary_emb_base (GPT-NeoX); Gemma 3's sliding
 // layers use rope_local_base_freq. Then the context length.
-Status ReadBaseAndLength(const json& j, const json& p, const RopeSource& src, const std::string& source, PositionScheme* s) {
+Status ReadBaseAndLength(const json& j, const json& p, const RopeSource& src, const std::string& source,
+                         PositionScheme* s) {
   RopeConfig& rc = s->rope;
   bool have_base = false;
   if (s->rope_layer_type == "sliding_attention" && Has(j, "rope_local_base_freq") && src.params == nullptr) {
@@ -491,9 +507,7 @@ Status ReadBaseAndLength(const json& j, const json& p, const RopeSource& src, co
   if (!(rc.base > 0) || !std::isfinite(rc.base))
     return KeyError(source, "rope_theta", fmt::format("is {}, must be finite and positive", rc.base));
   std::string mk = FirstKey(j, {"max_position_embeddings", "n_positions", "max_sequence_length", "seq_length"});
-  if (!mk.empty()) {
-    POSENC_ASSIGN_OR_RETURN(rc.max_position_embeddings, GetInt(j, mk, source));
-  }
+  if (!mk.empty()) { POSENC_ASSIGN_OR_RETURN(rc.max_position_embeddings, GetInt(j, mk, source)); }
   s->max_position_embeddings = rc.max_position_embeddings;
   return OkStatus();
 }
@@ -539,17 +553,23 @@ Status ReadFactor(const json& p, const RopeScalingSpec& row, const std::string& 
   if (Has(p, "factor")) {
     POSENC_ASSIGN_OR_RETURN(sc.factor, GetNumber(p, "factor", source));
     // A row without a factor (default) still refuses a bad one, by the rule every factor has.
-    POSENC_RETURN_IF_ERROR(CheckRopeScalingKey(rc, key != nullptr ? *key : *FindScalingKey(RopeScalingOf(RopeScalingType::kLinear), "factor")));
+    POSENC_RETURN_IF_ERROR(CheckRopeScalingKey(
+        rc, key != nullptr ? *key : *FindScalingKey(RopeScalingOf(RopeScalingType::kLinear), "factor")));
     if (sc.factor < 1.0 && sc.type != RopeScalingType::kNone)
       Note(s, fmt::format("factor {} < 1 shortens the context (Hugging Face warns)", sc.factor));
   } else if (key != nullptr && key->read == ScalingKeyRead::kRequired) {
     return KeyError(source, "factor", fmt::format("is missing (rope type '{}' requires it)", type));
   } else if (key != nullptr && key->read == ScalingKeyRead::kInferred) {
     if (rc.max_position_embeddings <= 0)
-      return KeyError(source, "factor", fmt::format("is missing for rope type '{}' and there is no max_position_embeddings to infer it", type));
-    sc.factor = static_cast<double>(rc.max_position_embeddings) / static_cast<double>(sc.original_max_position_embeddings);
-    Note(s, fmt::format("no factor: max_position_embeddings / original_max_position_embeddings = {} / {} = {} used (Hugging Face)",
-                        rc.max_position_embeddings, sc.original_max_position_embeddings, sc.factor));
+      return KeyError(
+          source, "factor",
+          fmt::format("is missing for rope type '{}' and there is no max_position_embeddings to infer it", type));
+    sc.factor =
+        static_cast<double>(rc.max_position_embeddings) / static_cast<double>(sc.original_max_position_embeddings);
+    Note(s,
+         fmt::format(
+             "no factor: max_position_embeddings / original_max_position_embeddings = {} / {} = {} used (Hugging Face)",
+             rc.max_position_embeddings, sc.original_max_position_embeddings, sc.factor));
   } else {
     sc.factor = 1.0;
   }
@@ -558,7 +578,8 @@ Status ReadFactor(const json& p, const RopeScalingSpec& row, const std::string& 
 
 // Every other key of the row the rope parameters give (kOptional, kRequired), by its kind; range
 // rules are ValidateRopeConfig's.
-Status ReadRowKeys(const json& p, const RopeScalingSpec& row, const std::string& type, const std::string& source, RopeConfig* rc) {
+Status ReadRowKeys(const json& p, const RopeScalingSpec& row, const std::string& type, const std::string& source,
+                   RopeConfig* rc) {
   for (const RopeScalingKey& k : row.keys) {
     if (k.name == "factor" || (k.read != ScalingKeyRead::kOptional && k.read != ScalingKeyRead::kRequired)) continue;
     POSENC_ASSIGN_OR_RETURN(bool present, config_json::ReadScalingKey(p, k, source, rc));
@@ -573,21 +594,28 @@ void ScalingNotes(const json& p, PositionScheme* s) {
   const RopeConfig& rc = s->rope;
   const RopeScaling& sc = rc.scaling;
   if (sc.type == RopeScalingType::kDynamicNtk && Has(p, "original_max_position_embeddings"))
-    Note(s, "dynamic NTK: Hugging Face ignores original_max_position_embeddings and scales from max_position_embeddings");
+    Note(s,
+         "dynamic NTK: Hugging Face ignores original_max_position_embeddings and scales from max_position_embeddings");
   if (sc.type == RopeScalingType::kYarn) {
     if (sc.beta_fast == sc.beta_slow)
-      Note(s, fmt::format("yarn: beta_fast = beta_slow = {}: a one-pair ramp (Hugging Face computes it)", sc.beta_fast));
+      Note(s,
+           fmt::format("yarn: beta_fast = beta_slow = {}: a one-pair ramp (Hugging Face computes it)", sc.beta_fast));
     if (sc.attention_factor.has_value() && (sc.mscale.has_value() || sc.mscale_all_dim.has_value()))
       Note(s, "yarn: attention_factor given, so mscale / mscale_all_dim are ignored (as Hugging Face)");
     else if (sc.mscale.has_value() != sc.mscale_all_dim.has_value() ||
              (sc.mscale.has_value() && (*sc.mscale == 0 || *sc.mscale_all_dim == 0)))
-      Note(s, "yarn: mscale without a non-zero mscale_all_dim (or the reverse) is ignored: 0.1 ln(factor) + 1 used (Hugging Face)");
+      Note(s,
+           "yarn: mscale without a non-zero mscale_all_dim (or the reverse) is ignored: 0.1 ln(factor) + 1 used "
+           "(Hugging Face)");
     if (rc.max_position_embeddings > 0 && Has(p, "factor") &&
         rc.max_position_embeddings != sc.original_max_position_embeddings) {
-      const double implicit = static_cast<double>(rc.max_position_embeddings) / static_cast<double>(sc.original_max_position_embeddings);
+      const double implicit =
+          static_cast<double>(rc.max_position_embeddings) / static_cast<double>(sc.original_max_position_embeddings);
       if (implicit != sc.factor)
-        Note(s, fmt::format("yarn: factor {} differs from max_position_embeddings / original = {}; factor used (as Hugging Face)",
-                            sc.factor, implicit));
+        Note(s,
+             fmt::format(
+                 "yarn: factor {} differs from max_position_embeddings / original = {}; factor used (as Hugging Face)",
+                 sc.factor, implicit));
     }
   }
   if (sc.type == RopeScalingType::kLlama3 && sc.high_freq_factor == sc.low_freq_factor)
@@ -655,7 +683,9 @@ Result<PositionScheme> ParseHfConfigJsonAt(const json& j, const std::string& sou
   // Multimodal configs keep the language model's keys in text_config.
   if (Has(j, "text_config") && j["text_config"].is_object() && !Has(j, "hidden_size") && !Has(j, "rope_theta")) {
     if (depth >= kMaxTextConfigDepth)
-      return KeyError(source, "text_config", fmt::format("is nested more than {} levels deep (a model's config nests it once)", kMaxTextConfigDepth));
+      return KeyError(
+          source, "text_config",
+          fmt::format("is nested more than {} levels deep (a model's config nests it once)", kMaxTextConfigDepth));
     json text = j["text_config"];
     if (!Has(text, "model_type") && !s.model_type.empty()) text["model_type"] = s.model_type;
     auto inner = ParseHfConfigJsonAt(text, source + " (text_config)", options, depth + 1);

@@ -48,18 +48,21 @@ inline Result<int64_t> GetInt(const json& j, std::string_view key, const std::st
 inline Result<bool> GetBool(const json& j, std::string_view key, const std::string& source) {
   const auto it = j.find(std::string(key));
   if (it == j.end() || it->is_null()) return NotFoundError(fmt::format("config {}: key '{}' is missing", source, key));
-  if (!it->is_boolean()) return KeyError(source, key, fmt::format("is {}, expected true or false", JsonForMessage(*it)));
+  if (!it->is_boolean())
+    return KeyError(source, key, fmt::format("is {}, expected true or false", JsonForMessage(*it)));
   return it->get<bool>();
 }
 
 inline Result<std::vector<double>> GetNumberList(const json& j, std::string_view key, const std::string& source) {
   const auto it = j.find(std::string(key));
   if (it == j.end() || it->is_null()) return NotFoundError(fmt::format("config {}: key '{}' is missing", source, key));
-  if (!it->is_array()) return KeyError(source, key, fmt::format("is {}, expected a list of numbers", JsonForMessage(*it)));
+  if (!it->is_array())
+    return KeyError(source, key, fmt::format("is {}, expected a list of numbers", JsonForMessage(*it)));
   std::vector<double> out;
   for (size_t i = 0; i < it->size(); ++i) {
     if (!(*it)[i].is_number())
-      return KeyError(source, fmt::format("{}[{}]", key, i), fmt::format("is {}, expected a number", JsonForMessage((*it)[i])));
+      return KeyError(source, fmt::format("{}[{}]", key, i),
+                      fmt::format("is {}, expected a number", JsonForMessage((*it)[i])));
     out.push_back((*it)[i].get<double>());
   }
   return out;

@@ -40,7 +40,8 @@ std::string ListString(const std::vector<int64_t>& v) {
 // The model family without a "_text" suffix (Qwen3-VL's text_config says qwen3_vl_text).
 std::string Family(const std::string& model_type) {
   const std::string suffix = "_text";
-  if (model_type.size() > suffix.size() && model_type.compare(model_type.size() - suffix.size(), suffix.size(), suffix) == 0)
+  if (model_type.size() > suffix.size() &&
+      model_type.compare(model_type.size() - suffix.size(), suffix.size(), suffix) == 0)
     return model_type.substr(0, model_type.size() - suffix.size());
   return model_type;
 }
@@ -66,13 +67,14 @@ Status ReadHfMultiAxis(const json& j, const json& params, const std::string& sou
   const bool chunked = IsOneOf(family, {"qwen2_vl", "qwen2_5_vl"});
   const bool interleaved = IsOneOf(family, {"qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe"});
   if (IsOneOf(family, {"qwen3_5", "qwen3_5_moe"}) && rc.layout.rotary_dim == rc.layout.head_dim &&
-      !Has(params, "partial_rotary_factor") &&
-      !Has(j, "partial_rotary_factor") && !Has(j, "rotary_pct") && !Has(j, "rotary_dim")) {
+      !Has(params, "partial_rotary_factor") && !Has(j, "partial_rotary_factor") && !Has(j, "rotary_pct") &&
+      !Has(j, "rotary_dim")) {
     // Qwen3.5's config class defaults partial_rotary_factor to 0.25; Hugging Face truncates int(D * f).
     const int64_t r = static_cast<int64_t>(static_cast<double>(rc.layout.head_dim) * 0.25);
     if (r <= 0 || r % 2 != 0)
-      return KeyError(source, "head_dim", fmt::format("= {} gives rotary dimension int({} * 0.25) = {}, which must be even and positive",
-                                                      rc.layout.head_dim, rc.layout.head_dim, r));
+      return KeyError(source, "head_dim",
+                      fmt::format("= {} gives rotary dimension int({} * 0.25) = {}, which must be even and positive",
+                                  rc.layout.head_dim, rc.layout.head_dim, r));
     rc.layout.rotary_dim = r;
     Note(s, fmt::format("{}: no partial_rotary_factor, 0.25 assumed (its config class's default): rotary_dim {}",
                         s->model_type, r));
@@ -110,7 +112,8 @@ bool IsGgmlMultiAxisMode(int64_t mode) { return mode == 8 || mode == 24 || mode 
 Status ReadGgmlMultiAxis(const json& j, int64_t mode, int64_t n_dims, int64_t head_dim, const std::string& source,
                          RopeConfig* rc) {
   if (!Has(j, "sections"))
-    return NotFoundError(fmt::format("ggml params {}: key 'sections' is missing (mode {} is ggml_rope_multi's)", source, mode));
+    return NotFoundError(
+        fmt::format("ggml params {}: key 'sections' is missing (mode {} is ggml_rope_multi's)", source, mode));
   POSENC_ASSIGN_OR_RETURN(std::vector<int64_t> sections, GetIntList(j, "sections", source));
   if (sections.size() != 4)
     return KeyError(source, "sections", fmt::format("is {}, ggml_rope_multi takes 4 integers", ListString(sections)));
@@ -118,8 +121,9 @@ Status ReadGgmlMultiAxis(const json& j, int64_t mode, int64_t n_dims, int64_t he
   for (int64_t v : sections)
     if (v >= 0) sum += v;
   if (sum > head_dim)
-    return KeyError(source, "sections", fmt::format("= {} sums to {}, beyond head_dim {} (ggml asserts sum <= ne0)",
-                                                    ListString(sections), sum, head_dim));
+    return KeyError(source, "sections",
+                    fmt::format("= {} sums to {}, beyond head_dim {} (ggml asserts sum <= ne0)", ListString(sections),
+                                sum, head_dim));
   rc->layout.pairing = RopePairing::kHalf;  // every ggml_rope_multi mode rotates NEOX pairs
   rc->layout.rotary_start = 0;
   MultiAxisRope m;
@@ -129,24 +133,29 @@ Status ReadGgmlMultiAxis(const json& j, int64_t mode, int64_t n_dims, int64_t he
   if (mode == 24) {
     // VISION: n_dims pairs (j, j + n_dims) over a head of 2 * n_dims.
     if (head_dim != 2 * n_dims)
-      return InvalidArgumentError(fmt::format("ggml params {}: mode 24 (vision) needs head_dim = 2 * n_dims, got head_dim {} and n_dims {}",
-                                              source, head_dim, n_dims));
+      return InvalidArgumentError(
+          fmt::format("ggml params {}: mode 24 (vision) needs head_dim = 2 * n_dims, got head_dim {} and n_dims {}",
+                      source, head_dim, n_dims));
     // Its restarted frequency indices are only computed without YaRN's ramp and per-pair factors.
     if (Has(j, "ext_factor")) {
       POSENC_ASSIGN_OR_RETURN(double ext, GetNumber(j, "ext_factor", source));
       if (ext != 0.0)
-        return UnimplementedError(fmt::format("ggml params {}: key 'ext_factor' = {} with mode 24 (vision) is not supported "
-                                              "(its restarted frequencies take no YaRN ramp here)", source, ext));
+        return UnimplementedError(
+            fmt::format("ggml params {}: key 'ext_factor' = {} with mode 24 (vision) is not supported "
+                        "(its restarted frequencies take no YaRN ramp here)",
+                        source, ext));
     }
     if (Has(j, "freq_factors"))
-      return UnimplementedError(fmt::format("ggml params {}: key 'freq_factors' with mode 24 (vision) is not supported", source));
+      return UnimplementedError(
+          fmt::format("ggml params {}: key 'freq_factors' with mode 24 (vision) is not supported", source));
     rc->layout.rotary_dim = 2 * n_dims;
     m.layout = SectionLayout::kChunkedRestart;
   } else {
     rc->layout.rotary_dim = n_dims;
     m.layout = mode == 40 ? SectionLayout::kInterleaved : SectionLayout::kChunked;
   }
-  POSENC_RETURN_IF_ERROR(ValidateMultiAxisRope(m, rc->layout.num_pairs(), fmt::format("ggml params {}: key 'sections'", source)));
+  POSENC_RETURN_IF_ERROR(
+      ValidateMultiAxisRope(m, rc->layout.num_pairs(), fmt::format("ggml params {}: key 'sections'", source)));
   rc->multi_axis = std::move(m);
   return OkStatus();
 }
@@ -156,12 +165,19 @@ Status ReadGgmlMultiAxis(const json& j, int64_t mode, int64_t n_dims, int64_t he
 std::string_view ToString(Vision2dVariant v) { return v == Vision2dVariant::kQwen2Vl ? "qwen2vl" : "pixtral"; }
 
 bool ParseVision2dVariant(std::string_view s, Vision2dVariant* out) {
-  if (s == "qwen2vl") { *out = Vision2dVariant::kQwen2Vl; return true; }
-  if (s == "pixtral") { *out = Vision2dVariant::kPixtral; return true; }
+  if (s == "qwen2vl") {
+    *out = Vision2dVariant::kQwen2Vl;
+    return true;
+  }
+  if (s == "pixtral") {
+    *out = Vision2dVariant::kPixtral;
+    return true;
+  }
   return false;
 }
 
-Result<RopeConfig> ParseHfVision2dConfig(std::string_view json_text, Vision2dVariant variant, const std::string& source) {
+Result<RopeConfig> ParseHfVision2dConfig(std::string_view json_text, Vision2dVariant variant,
+                                         const std::string& source) {
   POSENC_ASSIGN_OR_RETURN(json root, config_json::ParseText(json_text, fmt::format("config {}", source)));
   if (!root.is_object()) return InvalidArgumentError(fmt::format("config {}: top level is not a JSON object", source));
   const json& j = Has(root, "vision_config") && root["vision_config"].is_object() ? root["vision_config"] : root;
@@ -180,12 +196,15 @@ Result<RopeConfig> ParseHfVision2dConfig(std::string_view json_text, Vision2dVar
     POSENC_ASSIGN_OR_RETURN(int64_t heads, GetInt(j, hk, source));
     if (width <= 0) return KeyError(source, wk, fmt::format("is {}, must be positive", width));
     if (heads <= 0) return KeyError(source, hk, fmt::format("is {}, must be positive", heads));
-    if (width % heads != 0) return KeyError(source, hk, fmt::format("= {} does not divide {} = {} evenly", heads, wk, width));
+    if (width % heads != 0)
+      return KeyError(source, hk, fmt::format("= {} does not divide {} = {} evenly", heads, wk, width));
     head_dim = width / heads;
   }
   if (head_dim % 4 != 0 || head_dim > kMaxRopeHeadDim)
-    return InvalidArgumentError(fmt::format("config {}: vision head_dim {} must be a multiple of 4 (h and w take D/4 pairs "
-                                            "each) and at most {}", source, head_dim, kMaxRopeHeadDim));
+    return InvalidArgumentError(
+        fmt::format("config {}: vision head_dim {} must be a multiple of 4 (h and w take D/4 pairs "
+                    "each) and at most {}",
+                    source, head_dim, kMaxRopeHeadDim));
   rc.layout = RotaryLayout{RopePairing::kHalf, head_dim, 0, head_dim};
   rc.scaling.type = RopeScalingType::kNone;
   if (variant == Vision2dVariant::kQwen2Vl) {

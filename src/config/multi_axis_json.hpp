@@ -20,7 +20,8 @@ namespace posenc::multi_axis_json {
 // key gets partial_rotary_factor 0.25 (its config class's default, noted). mrope_section without one
 // of those model types is kUnimplemented naming the model type; a family config without
 // mrope_section stays 1-D (noted: for text tokens t = h = w it is the same rotation).
-Status ReadHfMultiAxis(const nlohmann::json& j, const nlohmann::json& params, const std::string& source, PositionScheme* s);
+Status ReadHfMultiAxis(const nlohmann::json& j, const nlohmann::json& params, const std::string& source,
+                       PositionScheme* s);
 
 // Whether `mode` is one of ggml_rope_multi's: 8 MROPE, 24 VISION, 40 IMROPE.
 bool IsGgmlMultiAxisMode(int64_t mode);

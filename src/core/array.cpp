@@ -31,20 +31,24 @@ Result<Array> Array::Zeros(DType dtype, std::vector<int64_t> shape) {
   int64_t n = 1;
   const size_t elem = SizeOf(dtype);
   for (int64_t d : shape) {
-    if (d < 0) return InvalidArgumentError(fmt::format("array shape {} has a negative dimension", ShapeToString(shape)));
+    if (d < 0)
+      return InvalidArgumentError(fmt::format("array shape {} has a negative dimension", ShapeToString(shape)));
     if (d != 0 && n > std::numeric_limits<int64_t>::max() / d)
-      return InvalidArgumentError(fmt::format("array shape {} has more elements than int64 holds", ShapeToString(shape)));
+      return InvalidArgumentError(
+          fmt::format("array shape {} has more elements than int64 holds", ShapeToString(shape)));
     n *= d;
   }
   if (static_cast<uint64_t>(n) > std::numeric_limits<size_t>::max() / elem / 2)
-    return InvalidArgumentError(fmt::format("array shape {} needs more bytes than memory can address", ShapeToString(shape)));
+    return InvalidArgumentError(
+        fmt::format("array shape {} needs more bytes than memory can address", ShapeToString(shape)));
   Array a;
   a.dtype_ = dtype;
   a.shape_ = std::move(shape);
   a.size_ = n;
   const size_t bytes = (static_cast<size_t>(n) * elem + 63) / 64 * 64;
   void* p = std::aligned_alloc(64, bytes == 0 ? 64 : bytes);
-  if (p == nullptr) return InvalidArgumentError(fmt::format("cannot allocate {} bytes for array {}", bytes, ShapeToString(a.shape_)));
+  if (p == nullptr)
+    return InvalidArgumentError(fmt::format("cannot allocate {} bytes for array {}", bytes, ShapeToString(a.shape_)));
   std::memset(p, 0, bytes == 0 ? 64 : bytes);
   a.data_.reset(static_cast<std::byte*>(p));
   return a;
@@ -70,8 +74,8 @@ Status Array::Reshape(std::vector<int64_t> shape) {
     n *= d;
   }
   if (n != size_)
-    return InvalidArgumentError(fmt::format("reshape {} to {}: element counts differ ({} vs {})",
-                                            ShapeToString(shape_), ShapeToString(shape), size_, n));
+    return InvalidArgumentError(fmt::format("reshape {} to {}: element counts differ ({} vs {})", ShapeToString(shape_),
+                                            ShapeToString(shape), size_, n));
   shape_ = std::move(shape);
   return OkStatus();
 }
@@ -82,21 +86,49 @@ bool IsFloat(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DTyp
 
 double LoadF64(const std::byte* p, DType t) {
   switch (t) {
-    case DType::kF32: { float v; std::memcpy(&v, p, 4); return v; }
-    case DType::kF16: { f16_t v; std::memcpy(&v, p, 2); return F16ToF32(v); }
-    case DType::kBF16: { bf16_t v; std::memcpy(&v, p, 2); return BF16ToF32(v); }
-    case DType::kF64: { double v; std::memcpy(&v, p, 8); return v; }
-    default: return 0;
+    case DType::kF32: {
+      float v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    case DType::kF16: {
+      f16_t v;
+      std::memcpy(&v, p, 2);
+      return F16ToF32(v);
+    }
+    case DType::kBF16: {
+      bf16_t v;
+      std::memcpy(&v, p, 2);
+      return BF16ToF32(v);
+    }
+    case DType::kF64: {
+      double v;
+      std::memcpy(&v, p, 8);
+      return v;
+    }
+    default:
+      return 0;
   }
 }
 
 int64_t LoadI64(const std::byte* p, DType t) {
   switch (t) {
-    case DType::kI32: { int32_t v; std::memcpy(&v, p, 4); return v; }
-    case DType::kI64: { int64_t v; std::memcpy(&v, p, 8); return v; }
-    case DType::kU8: return static_cast<int64_t>(static_cast<uint8_t>(*p));
-    case DType::kI8: return static_cast<int64_t>(static_cast<int8_t>(*p));
-    default: return 0;
+    case DType::kI32: {
+      int32_t v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    case DType::kI64: {
+      int64_t v;
+      std::memcpy(&v, p, 8);
+      return v;
+    }
+    case DType::kU8:
+      return static_cast<int64_t>(static_cast<uint8_t>(*p));
+    case DType::kI8:
+      return static_cast<int64_t>(static_cast<int8_t>(*p));
+    default:
+      return 0;
   }
 }
 
@@ -118,21 +150,57 @@ Result<Array> Array::AsType(DType to) const {
       // float64 -> float16/bfloat16 goes through float32: double rounding is possible but only for
       // values within 2^-29 relative of a tie; posenc's narrowing of computed values happens from float32.
       switch (to) {
-        case DType::kF32: { float f = static_cast<float>(v); std::memcpy(dst, &f, 4); break; }
-        case DType::kF64: std::memcpy(dst, &v, 8); break;
-        case DType::kF16: { f16_t h = F32ToF16(static_cast<float>(v)); std::memcpy(dst, &h, 2); break; }
-        case DType::kBF16: { bf16_t h = F32ToBF16(static_cast<float>(v)); std::memcpy(dst, &h, 2); break; }
-        default: break;
+        case DType::kF32: {
+          float f = static_cast<float>(v);
+          std::memcpy(dst, &f, 4);
+          break;
+        }
+        case DType::kF64:
+          std::memcpy(dst, &v, 8);
+          break;
+        case DType::kF16: {
+          f16_t h = F32ToF16(static_cast<float>(v));
+          std::memcpy(dst, &h, 2);
+          break;
+        }
+        case DType::kBF16: {
+          bf16_t h = F32ToBF16(static_cast<float>(v));
+          std::memcpy(dst, &h, 2);
+          break;
+        }
+        default:
+          break;
       }
     } else {
       const int64_t v = LoadI64(src, dtype_);
       bool fits = true;
       switch (to) {
-        case DType::kI32: fits = v >= INT32_MIN && v <= INT32_MAX; if (fits) { int32_t x = static_cast<int32_t>(v); std::memcpy(dst, &x, 4); } break;
-        case DType::kI64: std::memcpy(dst, &v, 8); break;
-        case DType::kU8: fits = v >= 0 && v <= 255; if (fits) { uint8_t x = static_cast<uint8_t>(v); std::memcpy(dst, &x, 1); } break;
-        case DType::kI8: fits = v >= -128 && v <= 127; if (fits) { int8_t x = static_cast<int8_t>(v); std::memcpy(dst, &x, 1); } break;
-        default: break;
+        case DType::kI32:
+          fits = v >= INT32_MIN && v <= INT32_MAX;
+          if (fits) {
+            int32_t x = static_cast<int32_t>(v);
+            std::memcpy(dst, &x, 4);
+          }
+          break;
+        case DType::kI64:
+          std::memcpy(dst, &v, 8);
+          break;
+        case DType::kU8:
+          fits = v >= 0 && v <= 255;
+          if (fits) {
+            uint8_t x = static_cast<uint8_t>(v);
+            std::memcpy(dst, &x, 1);
+          }
+          break;
+        case DType::kI8:
+          fits = v >= -128 && v <= 127;
+          if (fits) {
+            int8_t x = static_cast<int8_t>(v);
+            std::memcpy(dst, &x, 1);
+          }
+          break;
+        default:
+          break;
       }
       if (!fits)
         return OutOfRangeError(fmt::format("converting {} array to {}: element {} = {} does not fit",
@@ -144,7 +212,8 @@ Result<Array> Array::AsType(DType to) const {
 
 Result<HeadsView> HeadsView::Of(Array& a, const char* what) {
   if (a.ndim() != 3)
-    return InvalidArgumentError(fmt::format("{}: expected shape [tokens, heads, head_dim], got {}", what, ShapeToString(a.shape())));
+    return InvalidArgumentError(
+        fmt::format("{}: expected shape [tokens, heads, head_dim], got {}", what, ShapeToString(a.shape())));
   HeadsView v = Dense(a.bytes(), a.dtype(), a.dim(0), a.dim(1), a.dim(2));
   POSENC_RETURN_IF_ERROR(v.Validate(what));
   return v;
@@ -152,7 +221,8 @@ Result<HeadsView> HeadsView::Of(Array& a, const char* what) {
 
 Status HeadsView::Validate(const char* what) const {
   if (dtype != DType::kF32 && dtype != DType::kF16 && dtype != DType::kBF16)
-    return InvalidArgumentError(fmt::format("{}: dtype {} is not a float storage type (float32, float16, bfloat16)", what, posenc::ToString(dtype)));
+    return InvalidArgumentError(fmt::format("{}: dtype {} is not a float storage type (float32, float16, bfloat16)",
+                                            what, posenc::ToString(dtype)));
   if (tokens < 0 || heads < 0 || head_dim < 0)
     return InvalidArgumentError(fmt::format("{}: negative shape [{}, {}, {}]", what, tokens, heads, head_dim));
   if (tokens > 0 && heads > 0 && head_dim > 0) {
@@ -166,14 +236,16 @@ Status HeadsView::Validate(const char* what) const {
     const bool head_major = (tokens == 1 || token_stride >= head_dim) &&
                             (heads == 1 || Wide{head_stride} >= Wide{tokens - 1} * token_stride + head_dim);
     if (!token_major && !head_major)
-      return InvalidArgumentError(fmt::format(
-          "{}: strides (token {}, head {}) overlap rows of head_dim {} with {} tokens and {} heads (neither heads inside "
-          "tokens nor tokens inside heads)", what, token_stride, head_stride, head_dim, tokens, heads));
+      return InvalidArgumentError(
+          fmt::format("{}: strides (token {}, head {}) overlap rows of head_dim {} with {} tokens and {} heads "
+                      "(neither heads inside "
+                      "tokens nor tokens inside heads)",
+                      what, token_stride, head_stride, head_dim, tokens, heads));
     // The view's byte extent must be a pointer offset (kernels and overlap checks compute it in int64).
     const Wide last = Wide{tokens - 1} * token_stride + Wide{heads - 1} * head_stride + head_dim;
     if (last * static_cast<Wide>(SizeOf(dtype)) > Wide{INT64_MAX})
-      return InvalidArgumentError(fmt::format("{}: strides (token {}, head {}) span more than 2^63 bytes", what,
-                                              token_stride, head_stride));
+      return InvalidArgumentError(
+          fmt::format("{}: strides (token {}, head {}) span more than 2^63 bytes", what, token_stride, head_stride));
   }
   return OkStatus();
 }

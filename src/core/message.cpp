@@ -11,10 +11,17 @@ size_t Utf8Sequence(std::string_view s, size_t i, uint32_t* cp) {
   const unsigned char c = static_cast<unsigned char>(s[i]);
   size_t len;
   uint32_t v;
-  if ((c & 0xe0) == 0xc0) { len = 2; v = c & 0x1f; }
-  else if ((c & 0xf0) == 0xe0) { len = 3; v = c & 0x0f; }
-  else if ((c & 0xf8) == 0xf0) { len = 4; v = c & 0x07; }
-  else return 0;
+  if ((c & 0xe0) == 0xc0) {
+    len = 2;
+    v = c & 0x1f;
+  } else if ((c & 0xf0) == 0xe0) {
+    len = 3;
+    v = c & 0x0f;
+  } else if ((c & 0xf8) == 0xf0) {
+    len = 4;
+    v = c & 0x07;
+  } else
+    return 0;
   if (s.size() - i < len) return 0;
   for (size_t k = 1; k < len; ++k) {
     const unsigned char cc = static_cast<unsigned char>(s[i + k]);
@@ -45,8 +52,10 @@ std::string EscapeForMessage(std::string_view s, size_t cap) {
     std::string_view piece;
     size_t used = 1;
     if (c >= 0x20 && c < 0x7f) {
-      if (c == '\\') piece = "\\\\";
-      else piece = std::string_view(s.data() + i, 1);
+      if (c == '\\')
+        piece = "\\\\";
+      else
+        piece = std::string_view(s.data() + i, 1);
     } else if (c == '\n') {
       piece = "\\n";
     } else if (c == '\r') {

@@ -69,7 +69,9 @@ struct ThreadPool::Impl {
   void WorkerLoop(int index) {
     uint64_t seen = 0;
     for (;;) {
-      auto ready = [&] { return stop.load(std::memory_order_acquire) || generation.load(std::memory_order_acquire) != seen; };
+      auto ready = [&] {
+        return stop.load(std::memory_order_acquire) || generation.load(std::memory_order_acquire) != seen;
+      };
       if (!SpinUntil(ready)) {
         std::unique_lock<std::mutex> lock(mu);
         wake.wait(lock, ready);

@@ -45,9 +45,7 @@ std::string Folder(const std::string& path) {
 
 Status CheckRegularFile(const std::string& path) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
-    return NotFoundError(fmt::format("reading {}: {}", Q(path), Errno(errno)));
-  }
+  if (::stat(path.c_str(), &st) != 0) { return NotFoundError(fmt::format("reading {}: {}", Q(path), Errno(errno))); }
   if (!S_ISREG(st.st_mode)) return NotRegular("reading", path, st.st_mode);
   return OkStatus();
 }
@@ -109,14 +107,14 @@ Status WriteFileAtomic(const std::string& path_in, std::span<const std::byte> by
   std::string tmp = Folder(path) + "/.posenc-tmp-XXXXXX";
   const int fd = ::mkstemp(tmp.data());
   if (fd < 0) {
-    return InvalidArgumentError(fmt::format("writing {}: cannot create a temporary file in {}: {}", Q(path_in),
-                                            Q(Folder(path)), Errno(errno)));
+    return InvalidArgumentError(
+        fmt::format("writing {}: cannot create a temporary file in {}: {}", Q(path_in), Q(Folder(path)), Errno(errno)));
   }
   auto fail = [&](const std::string& what, int err) {
     ::close(fd);
     ::unlink(tmp.c_str());
-    return DataLossError(fmt::format("writing {}: {}: {} (the old file, if any, is unchanged)", Q(path_in), what,
-                                     Errno(err)));
+    return DataLossError(
+        fmt::format("writing {}: {}: {} (the old file, if any, is unchanged)", Q(path_in), what, Errno(err)));
   };
   mode_t mode;
   if (exists) {
@@ -142,14 +140,16 @@ Status WriteFileAtomic(const std::string& path_in, std::span<const std::byte> by
   if (::close(fd) != 0) {
     const int err = errno;
     ::unlink(tmp.c_str());
-    return DataLossError(fmt::format("writing {}: close: {} (the old file, if any, is unchanged)", Q(path_in),
-                                     Errno(err)));
+    return DataLossError(
+        fmt::format("writing {}: close: {} (the old file, if any, is unchanged)", Q(path_in), Errno(err)));
   }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     const int err = errno;
     ::unlink(tmp.c_str());
-    return DataLossError(fmt::format("writing {}: rename from the temporary file: {} (the old file, if any, is "
-                                     "unchanged)", Q(path_in), Errno(err)));
+    return DataLossError(
+        fmt::format("writing {}: rename from the temporary file: {} (the old file, if any, is "
+                    "unchanged)",
+                    Q(path_in), Errno(err)));
   }
   // Make the rename itself durable (best effort: a folder that cannot be opened is not an error).
   const int dfd = ::open(Folder(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -172,15 +172,19 @@ Status RefuseOutputIsInput(const std::string& out, std::span<const std::string> 
     struct stat si {};
     if (::stat(in.c_str(), &si) != 0) continue;
     if (si.st_dev == so.st_dev && si.st_ino == so.st_ino) {
-      return InvalidArgumentError(fmt::format("output {} is the input {} (the same file): writing it would destroy "
-                                              "the input; choose another output path", Q(out), Q(in)));
+      return InvalidArgumentError(
+          fmt::format("output {} is the input {} (the same file): writing it would destroy "
+                      "the input; choose another output path",
+                      Q(out), Q(in)));
     }
     if (S_ISDIR(si.st_mode)) {
       // A model folder: every file already in it may be read (config.json, shards, the index).
       struct stat sd {};
       if (::stat(Folder(out).c_str(), &sd) == 0 && sd.st_dev == si.st_dev && sd.st_ino == si.st_ino) {
-        return InvalidArgumentError(fmt::format("output {} is a file inside the input folder {}: writing it could "
-                                                "destroy an input; choose another output path", Q(out), Q(in)));
+        return InvalidArgumentError(
+            fmt::format("output {} is a file inside the input folder {}: writing it could "
+                        "destroy an input; choose another output path",
+                        Q(out), Q(in)));
       }
     }
   }

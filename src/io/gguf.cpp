@@ -31,60 +31,106 @@ struct TypeRow {
 
 // Block sizes and bytes per block, from ggml-common.h's block structs.
 constexpr std::array<TypeRow, 33> kTypes = {{
-    {0, {"F32", 1, 4}},        {1, {"F16", 1, 2}},        {2, {"Q4_0", 32, 18}},
-    {3, {"Q4_1", 32, 20}},     {6, {"Q5_0", 32, 22}},     {7, {"Q5_1", 32, 24}},
-    {8, {"Q8_0", 32, 34}},     {9, {"Q8_1", 32, 36}},     {10, {"Q2_K", 256, 84}},
-    {11, {"Q3_K", 256, 110}},  {12, {"Q4_K", 256, 144}},  {13, {"Q5_K", 256, 176}},
-    {14, {"Q6_K", 256, 210}},  {15, {"Q8_K", 256, 292}},  {16, {"IQ2_XXS", 256, 66}},
-    {17, {"IQ2_XS", 256, 74}}, {18, {"IQ3_XXS", 256, 98}}, {19, {"IQ1_S", 256, 50}},
-    {20, {"IQ4_NL", 32, 18}},  {21, {"IQ3_S", 256, 110}}, {22, {"IQ2_S", 256, 82}},
-    {23, {"IQ4_XS", 256, 136}}, {24, {"I8", 1, 1}},       {25, {"I16", 1, 2}},
-    {26, {"I32", 1, 4}},       {27, {"I64", 1, 8}},       {28, {"F64", 1, 8}},
-    {29, {"IQ1_M", 256, 56}},  {30, {"BF16", 1, 2}},      {34, {"TQ1_0", 256, 54}},
-    {35, {"TQ2_0", 256, 66}},  {39, {"MXFP4", 32, 17}},   {0xffffffffu, {"", 0, 0}},
+    {0, {"F32", 1, 4}},         {1, {"F16", 1, 2}},         {2, {"Q4_0", 32, 18}},      {3, {"Q4_1", 32, 20}},
+    {6, {"Q5_0", 32, 22}},      {7, {"Q5_1", 32, 24}},      {8, {"Q8_0", 32, 34}},      {9, {"Q8_1", 32, 36}},
+    {10, {"Q2_K", 256, 84}},    {11, {"Q3_K", 256, 110}},   {12, {"Q4_K", 256, 144}},   {13, {"Q5_K", 256, 176}},
+    {14, {"Q6_K", 256, 210}},   {15, {"Q8_K", 256, 292}},   {16, {"IQ2_XXS", 256, 66}}, {17, {"IQ2_XS", 256, 74}},
+    {18, {"IQ3_XXS", 256, 98}}, {19, {"IQ1_S", 256, 50}},   {20, {"IQ4_NL", 32, 18}},   {21, {"IQ3_S", 256, 110}},
+    {22, {"IQ2_S", 256, 82}},   {23, {"IQ4_XS", 256, 136}}, {24, {"I8", 1, 1}},         {25, {"I16", 1, 2}},
+    {26, {"I32", 1, 4}},        {27, {"I64", 1, 8}},        {28, {"F64", 1, 8}},        {29, {"IQ1_M", 256, 56}},
+    {30, {"BF16", 1, 2}},       {34, {"TQ1_0", 256, 54}},   {35, {"TQ2_0", 256, 66}},   {39, {"MXFP4", 32, 17}},
+    {0xffffffffu, {"", 0, 0}},
 }};
 
 size_t ScalarSize(uint32_t t) {
   switch (static_cast<GgufValueType>(t)) {
-    case GgufValueType::kUint8: case GgufValueType::kInt8: case GgufValueType::kBool: return 1;
-    case GgufValueType::kUint16: case GgufValueType::kInt16: return 2;
-    case GgufValueType::kUint32: case GgufValueType::kInt32: case GgufValueType::kFloat32: return 4;
-    case GgufValueType::kUint64: case GgufValueType::kInt64: case GgufValueType::kFloat64: return 8;
-    default: return 0;  // string, array, unknown
+    case GgufValueType::kUint8:
+    case GgufValueType::kInt8:
+    case GgufValueType::kBool:
+      return 1;
+    case GgufValueType::kUint16:
+    case GgufValueType::kInt16:
+      return 2;
+    case GgufValueType::kUint32:
+    case GgufValueType::kInt32:
+    case GgufValueType::kFloat32:
+      return 4;
+    case GgufValueType::kUint64:
+    case GgufValueType::kInt64:
+    case GgufValueType::kFloat64:
+      return 8;
+    default:
+      return 0;  // string, array, unknown
   }
 }
 
 bool IsInteger(GgufValueType t) {
   switch (t) {
-    case GgufValueType::kUint8: case GgufValueType::kInt8: case GgufValueType::kUint16:
-    case GgufValueType::kInt16: case GgufValueType::kUint32: case GgufValueType::kInt32:
-    case GgufValueType::kUint64: case GgufValueType::kInt64: return true;
-    default: return false;
+    case GgufValueType::kUint8:
+    case GgufValueType::kInt8:
+    case GgufValueType::kUint16:
+    case GgufValueType::kInt16:
+    case GgufValueType::kUint32:
+    case GgufValueType::kInt32:
+    case GgufValueType::kUint64:
+    case GgufValueType::kInt64:
+      return true;
+    default:
+      return false;
   }
 }
 bool IsFloat(GgufValueType t) { return t == GgufValueType::kFloat32 || t == GgufValueType::kFloat64; }
 
 // Decodes one scalar of type `t` at `p` (the caller checked the size).
 void DecodeScalar(GgufValueType t, const std::byte* p, GgufValue* v) {
-  auto set_signed = [v](int64_t x) { v->i = x; v->u = x >= 0 ? static_cast<uint64_t>(x) : 0; v->f = static_cast<double>(x); };
+  auto set_signed = [v](int64_t x) {
+    v->i = x;
+    v->u = x >= 0 ? static_cast<uint64_t>(x) : 0;
+    v->f = static_cast<double>(x);
+  };
   auto set_unsigned = [v](uint64_t x) {
     v->u = x;
     v->i = x <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ? static_cast<int64_t>(x) : 0;
     v->f = static_cast<double>(x);
   };
   switch (t) {
-    case GgufValueType::kUint8: set_unsigned(LoadLE<uint8_t>(p)); break;
-    case GgufValueType::kInt8: set_signed(LoadLE<int8_t>(p)); break;
-    case GgufValueType::kUint16: set_unsigned(LoadLE<uint16_t>(p)); break;
-    case GgufValueType::kInt16: set_signed(LoadLE<int16_t>(p)); break;
-    case GgufValueType::kUint32: set_unsigned(LoadLE<uint32_t>(p)); break;
-    case GgufValueType::kInt32: set_signed(LoadLE<int32_t>(p)); break;
-    case GgufValueType::kUint64: set_unsigned(LoadLE<uint64_t>(p)); break;
-    case GgufValueType::kInt64: set_signed(LoadLE<int64_t>(p)); break;
-    case GgufValueType::kFloat32: v->f = LoadLE<float>(p); break;
-    case GgufValueType::kFloat64: v->f = LoadLE<double>(p); break;
-    case GgufValueType::kBool: v->b = LoadLE<uint8_t>(p) != 0; v->u = v->b; v->i = v->b; break;
-    default: break;
+    case GgufValueType::kUint8:
+      set_unsigned(LoadLE<uint8_t>(p));
+      break;
+    case GgufValueType::kInt8:
+      set_signed(LoadLE<int8_t>(p));
+      break;
+    case GgufValueType::kUint16:
+      set_unsigned(LoadLE<uint16_t>(p));
+      break;
+    case GgufValueType::kInt16:
+      set_signed(LoadLE<int16_t>(p));
+      break;
+    case GgufValueType::kUint32:
+      set_unsigned(LoadLE<uint32_t>(p));
+      break;
+    case GgufValueType::kInt32:
+      set_signed(LoadLE<int32_t>(p));
+      break;
+    case GgufValueType::kUint64:
+      set_unsigned(LoadLE<uint64_t>(p));
+      break;
+    case GgufValueType::kInt64:
+      set_signed(LoadLE<int64_t>(p));
+      break;
+    case GgufValueType::kFloat32:
+      v->f = LoadLE<float>(p);
+      break;
+    case GgufValueType::kFloat64:
+      v->f = LoadLE<double>(p);
+      break;
+    case GgufValueType::kBool:
+      v->b = LoadLE<uint8_t>(p) != 0;
+      v->u = v->b;
+      v->i = v->b;
+      break;
+    default:
+      break;
   }
 }
 
@@ -99,9 +145,10 @@ class Cursor {
 
   Status Need(uint64_t n, std::string_view what) const {
     if (n > remaining()) {
-      return DataLossError(fmt::format("reading GGUF '{}': {} needs {} bytes at byte {} but only {} remain "
-                                       "(file size {}): truncated, or a length past the end",
-                                       file_, what, n, pos_, remaining(), b_.size()));
+      return DataLossError(
+          fmt::format("reading GGUF '{}': {} needs {} bytes at byte {} but only {} remain "
+                      "(file size {}): truncated, or a length past the end",
+                      file_, what, n, pos_, remaining(), b_.size()));
     }
     return OkStatus();
   }
@@ -121,9 +168,10 @@ class Cursor {
     uint64_t len = 0;
     POSENC_RETURN_IF_ERROR(Read(&len, what));
     if (len > remaining()) {
-      return DataLossError(fmt::format("reading GGUF '{}': {} has string length {} at byte {} but only {} bytes "
-                                       "remain (file size {})",
-                                       file_, what, len, pos_ - 8, remaining(), b_.size()));
+      return DataLossError(
+          fmt::format("reading GGUF '{}': {} has string length {} at byte {} but only {} bytes "
+                      "remain (file size {})",
+                      file_, what, len, pos_ - 8, remaining(), b_.size()));
     }
     *out = std::string_view(reinterpret_cast<const char*>(here()), static_cast<size_t>(len));
     pos_ += static_cast<size_t>(len);
@@ -138,8 +186,8 @@ class Cursor {
 
 Status ParseValue(Cursor& c, const std::string& file, const std::string& what, uint32_t type, GgufValue* v) {
   if (type > static_cast<uint32_t>(GgufValueType::kFloat64)) {
-    return DataLossError(fmt::format("reading GGUF '{}': {} has unknown value type {} (0..12 are defined)", file,
-                                     what, type));
+    return DataLossError(
+        fmt::format("reading GGUF '{}': {} has unknown value type {} (0..12 are defined)", file, what, type));
   }
   v->type = static_cast<GgufValueType>(type);
   if (v->type == GgufValueType::kString) return c.ReadString(&v->str, what);
@@ -181,16 +229,19 @@ Status ParseValue(Cursor& c, const std::string& file, const std::string& what, u
   const size_t size = ScalarSize(elem);
   uint64_t total = 0;
   if (io::MulOverflows(v->count, size, &total) || total > c.remaining()) {
-    return DataLossError(fmt::format("reading GGUF '{}': {} claims {} elements of {} ({} bytes each) at byte {} but "
-                                     "only {} bytes remain",
-                                     file, what, v->count, GgufValueTypeName(elem), size, c.pos(), c.remaining()));
+    return DataLossError(
+        fmt::format("reading GGUF '{}': {} claims {} elements of {} ({} bytes each) at byte {} but "
+                    "only {} bytes remain",
+                    file, what, v->count, GgufValueTypeName(elem), size, c.pos(), c.remaining()));
   }
   v->raw = std::span<const std::byte>(c.here(), static_cast<size_t>(total));
   if (v->elem_type == GgufValueType::kBool) {
     for (size_t k = 0; k < v->raw.size(); ++k) {
       if (static_cast<uint8_t>(v->raw[k]) > 1) {
-        return DataLossError(fmt::format("reading GGUF '{}': {} element {} is a bool with byte value {} (only 0 and 1 "
-                                         "are valid)", file, what, k, static_cast<uint8_t>(v->raw[k])));
+        return DataLossError(
+            fmt::format("reading GGUF '{}': {} element {} is a bool with byte value {} (only 0 and 1 "
+                        "are valid)",
+                        file, what, k, static_cast<uint8_t>(v->raw[k])));
       }
     }
   }
@@ -220,8 +271,8 @@ std::string GgmlTypeName(uint32_t type) {
 }
 
 std::string GgufValueTypeName(uint32_t type) {
-  static constexpr std::string_view kNames[] = {"uint8", "int8",   "uint16", "int16", "uint32", "int32", "float32",
-                                                "bool",  "string", "array",  "uint64", "int64", "float64"};
+  static constexpr std::string_view kNames[] = {"uint8", "int8",   "uint16", "int16",  "uint32", "int32",  "float32",
+                                                "bool",  "string", "array",  "uint64", "int64",  "float64"};
   if (type < std::size(kNames)) return std::string(kNames[type]);
   return fmt::format("unknown type {}", type);
 }
@@ -250,8 +301,8 @@ Result<GgufFile> GgufFile::Parse(MappedFile mapped) {
 
   // Magic and version first, with a hint for big-endian or newer files.
   if (bytes.size() < 4) {
-    return DataLossError(fmt::format("reading GGUF '{}': file has {} bytes, too short for the magic 'GGUF'", file,
-                                     bytes.size()));
+    return DataLossError(
+        fmt::format("reading GGUF '{}': file has {} bytes, too short for the magic 'GGUF'", file, bytes.size()));
   }
   if (std::memcmp(bytes.data(), "GGUF", 4) != 0) {
     return DataLossError(fmt::format("reading GGUF '{}': bad magic '{}' (expected 'GGUF'): not a GGUF file", file,
@@ -262,20 +313,25 @@ Result<GgufFile> GgufFile::Parse(MappedFile mapped) {
   if (g.version_ != 2 && g.version_ != 3) {
     const uint32_t swapped = __builtin_bswap32(g.version_);
     if (g.version_ != 0 && (g.version_ & 0xffffu) == 0 && swapped >= 1 && swapped <= 3) {
-      return UnimplementedError(fmt::format("reading GGUF '{}': version field reads {} (0x{:08x}); this looks like a "
-                                            "big-endian GGUF (version {}), which posenc does not read",
-                                            file, g.version_, g.version_, swapped));
+      return UnimplementedError(
+          fmt::format("reading GGUF '{}': version field reads {} (0x{:08x}); this looks like a "
+                      "big-endian GGUF (version {}), which posenc does not read",
+                      file, g.version_, g.version_, swapped));
     }
     if (g.version_ == 1) {
-      return UnimplementedError(fmt::format("reading GGUF '{}': GGUF version 1 is obsolete and not supported "
-                                            "(versions 2 and 3 are)", file));
+      return UnimplementedError(
+          fmt::format("reading GGUF '{}': GGUF version 1 is obsolete and not supported "
+                      "(versions 2 and 3 are)",
+                      file));
     }
     if (g.version_ > 3) {
-      return UnimplementedError(fmt::format("reading GGUF '{}': unknown GGUF version {} (posenc reads 2 and 3; the "
-                                            "file may be newer than this reader)", file, g.version_));
+      return UnimplementedError(
+          fmt::format("reading GGUF '{}': unknown GGUF version {} (posenc reads 2 and 3; the "
+                      "file may be newer than this reader)",
+                      file, g.version_));
     }
-    return DataLossError(fmt::format("reading GGUF '{}': invalid GGUF version {} (2 and 3 are valid)", file,
-                                     g.version_));
+    return DataLossError(
+        fmt::format("reading GGUF '{}': invalid GGUF version {} (2 and 3 are valid)", file, g.version_));
   }
   uint64_t tensor_count = 0, kv_count = 0;
   POSENC_RETURN_IF_ERROR(c.Read(&tensor_count, "header (tensor count)"));
@@ -283,12 +339,16 @@ Result<GgufFile> GgufFile::Parse(MappedFile mapped) {
   // Minimum sizes: a pair is an 8-byte key length, a 4-byte type and at least 1 byte of value; a
   // tensor info is an 8-byte name length, 4-byte n_dims, 8 bytes per dim (>= 1), 4-byte type, 8-byte offset.
   if (kv_count > c.remaining() / 13) {
-    return DataLossError(fmt::format("reading GGUF '{}': header claims {} metadata pairs but only {} bytes remain "
-                                     "(each needs at least 13)", file, kv_count, c.remaining()));
+    return DataLossError(
+        fmt::format("reading GGUF '{}': header claims {} metadata pairs but only {} bytes remain "
+                    "(each needs at least 13)",
+                    file, kv_count, c.remaining()));
   }
   if (tensor_count > c.remaining() / 32) {
-    return DataLossError(fmt::format("reading GGUF '{}': header claims {} tensors but only {} bytes remain (each "
-                                     "tensor info needs at least 32)", file, tensor_count, c.remaining()));
+    return DataLossError(
+        fmt::format("reading GGUF '{}': header claims {} tensors but only {} bytes remain (each "
+                    "tensor info needs at least 32)",
+                    file, tensor_count, c.remaining()));
   }
 
   std::unordered_set<std::string_view> keys;
@@ -320,8 +380,8 @@ Result<GgufFile> GgufFile::Parse(MappedFile mapped) {
                                        GgufValueTypeName(static_cast<uint32_t>(a->type))));
     }
     if (a->u == 0 || !std::has_single_bit(a->u)) {
-      return DataLossError(fmt::format("reading GGUF '{}': general.alignment = {} (must be a power of two)", file,
-                                       a->u));
+      return DataLossError(
+          fmt::format("reading GGUF '{}': general.alignment = {} (must be a power of two)", file, a->u));
     }
     g.alignment_ = a->u;
   }
@@ -343,8 +403,8 @@ Result<GgufFile> GgufFile::Parse(MappedFile mapped) {
     uint32_t n_dims = 0;
     POSENC_RETURN_IF_ERROR(c.Read(&n_dims, label + " (n_dims)"));
     if (n_dims < 1 || n_dims > kMaxDims) {
-      return DataLossError(fmt::format("reading GGUF '{}': {} has {} dims (1 to {} are valid)", file, label, n_dims,
-                                       kMaxDims));
+      return DataLossError(
+          fmt::format("reading GGUF '{}': {} has {} dims (1 to {} are valid)", file, label, n_dims, kMaxDims));
     }
     uint64_t elements = 1;
     for (uint32_t d = 0; d < n_dims; ++d) {
@@ -372,8 +432,8 @@ Result<GgufFile> GgufFile::Parse(MappedFile mapped) {
     }
     const uint64_t blocks = elements / static_cast<uint64_t>(traits.block_size);
     if (io::MulOverflows(blocks, traits.type_size, &info.nbytes)) {
-      return DataLossError(fmt::format("reading GGUF '{}': {} byte size overflows ({} blocks of {} bytes)", file,
-                                       label, blocks, traits.type_size));
+      return DataLossError(fmt::format("reading GGUF '{}': {} byte size overflows ({} blocks of {} bytes)", file, label,
+                                       blocks, traits.type_size));
     }
     POSENC_RETURN_IF_ERROR(c.Read(&info.offset, label + " (offset)"));
     if (info.offset % g.alignment_ != 0) {
@@ -393,18 +453,20 @@ Result<GgufFile> GgufFile::Parse(MappedFile mapped) {
   if (!g.tensors_.empty()) {
     const uint64_t size = bytes.size();
     if (g.data_offset_ > size) {
-      return DataLossError(fmt::format("reading GGUF '{}': data section would start at byte {} past the end of the "
-                                       "file ({} bytes) but there are {} tensors", file, g.data_offset_, size,
-                                       g.tensors_.size()));
+      return DataLossError(
+          fmt::format("reading GGUF '{}': data section would start at byte {} past the end of the "
+                      "file ({} bytes) but there are {} tensors",
+                      file, g.data_offset_, size, g.tensors_.size()));
     }
     const uint64_t data_size = size - g.data_offset_;
     for (const GgufTensorInfo& t : g.tensors_) {
       if (t.offset > data_size || t.nbytes > data_size - t.offset) {
         uint64_t end = 0;
         const std::string end_text = io::AddOverflows(t.offset, t.nbytes, &end) ? "2^64+" : std::to_string(end);
-        return DataLossError(fmt::format("reading GGUF '{}': tensor '{}' data [{}, {}) lies past the end of the data "
-                                         "section ({} bytes, file size {})", file, Printable(t.name),
-                                         t.offset, end_text, data_size, size));
+        return DataLossError(
+            fmt::format("reading GGUF '{}': tensor '{}' data [{}, {}) lies past the end of the data "
+                        "section ({} bytes, file size {})",
+                        file, Printable(t.name), t.offset, end_text, data_size, size));
       }
     }
     std::vector<size_t> order(g.tensors_.size());
@@ -495,8 +557,8 @@ Result<std::vector<int64_t>> GgufFile::GetIntArray(std::string_view key) const {
     GgufValue e;
     DecodeScalar(v->elem_type, v->raw.data() + k * size, &e);
     if (v->elem_type == GgufValueType::kUint64 && e.u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-      return OutOfRangeError(fmt::format("GGUF '{}': metadata key '{}' element {} = {} does not fit int64", name(),
-                                         key, k, e.u));
+      return OutOfRangeError(
+          fmt::format("GGUF '{}': metadata key '{}' element {} = {} does not fit int64", name(), key, k, e.u));
     }
     out[k] = e.i;
   }
@@ -526,8 +588,8 @@ Result<const GgufTensorInfo*> GgufFile::FindTensor(std::string_view tensor) cons
   for (const GgufTensorInfo& t : tensors_) {
     if (t.name == tensor) return &t;
   }
-  return NotFoundError(fmt::format("GGUF '{}': tensor '{}' not found ({} tensors in the file)", name(), tensor,
-                                   tensors_.size()));
+  return NotFoundError(
+      fmt::format("GGUF '{}': tensor '{}' not found ({} tensors in the file)", name(), tensor, tensors_.size()));
 }
 
 Result<std::span<const std::byte>> GgufFile::TensorData(const GgufTensorInfo& info) const {

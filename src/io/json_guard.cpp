@@ -13,16 +13,20 @@ Status CheckJsonNesting(std::string_view text, int max_depth, std::string_view w
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (in_string) {
-      if (c == '\\') ++i;  // skip the escaped character
-      else if (c == '"') in_string = false;
+      if (c == '\\')
+        ++i;  // skip the escaped character
+      else if (c == '"')
+        in_string = false;
       continue;
     }
     if (c == '"') {
       in_string = true;
     } else if (c == '[' || c == '{') {
       if (++depth > max_depth) {
-        return InvalidArgumentError(fmt::format("{}: JSON nested deeper than {} levels at byte {} (refused before "
-                                                "parsing)", what, max_depth, i));
+        return InvalidArgumentError(
+            fmt::format("{}: JSON nested deeper than {} levels at byte {} (refused before "
+                        "parsing)",
+                        what, max_depth, i));
       }
     } else if (c == ']' || c == '}') {
       --depth;

@@ -25,8 +25,10 @@ std::string KeyPathAtDepth(std::string_view text, int max_depth) {
     if (c == '"') {
       last.clear();
       for (++i; i < text.size() && text[i] != '"'; ++i) {
-        if (text[i] == '\\') ++i;
-        else if (last.size() < 64) last.push_back(text[i]);
+        if (text[i] == '\\')
+          ++i;
+        else if (last.size() < 64)
+          last.push_back(text[i]);
       }
       last_is_string = true;
       continue;
@@ -46,7 +48,10 @@ std::string KeyPathAtDepth(std::string_view text, int max_depth) {
   int shown = 0;
   for (int d = 0; d < std::min<int>(depth - 1, static_cast<int>(keys.size())); ++d) {
     if (keys[d].empty()) continue;
-    if (shown == 4) { path.append(".."); break; }
+    if (shown == 4) {
+      path.append("..");
+      break;
+    }
     if (!path.empty()) path.append(".");
     path.append(keys[d]);
     ++shown;

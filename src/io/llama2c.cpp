@@ -23,10 +23,14 @@ Result<Llama2cFile> Llama2cFile::Parse(MappedFile mapped) {
   f.file_ = std::move(mapped);
   const std::string& file = f.file_.name();
   const auto bytes = f.file_.bytes();
-  auto fail = [&](const std::string& what) { return DataLossError(fmt::format("reading llama2.c '{}': {}", file, what)); };
+  auto fail = [&](const std::string& what) {
+    return DataLossError(fmt::format("reading llama2.c '{}': {}", file, what));
+  };
   if (bytes.size() >= 4 && std::memcmp(bytes.data(), "24ka", 4) == 0) {
-    return UnimplementedError(fmt::format("reading llama2.c '{}': magic 'ak42' marks a newer llama2.c export "
-                                          "(version 1/2); posenc reads the legacy format (7 int32 then floats)", file));
+    return UnimplementedError(
+        fmt::format("reading llama2.c '{}': magic 'ak42' marks a newer llama2.c export "
+                    "(version 1/2); posenc reads the legacy format (7 int32 then floats)",
+                    file));
   }
   if (bytes.size() < kHeaderBytes) {
     return fail(fmt::format("file has {} bytes, too short for the 28-byte header (7 int32)", bytes.size()));
@@ -40,7 +44,11 @@ Result<Llama2cFile> Llama2cFile::Parse(MappedFile mapped) {
     }
   }
   Llama2cConfig& c = f.config_;
-  c.dim = h[0]; c.hidden_dim = h[1]; c.n_layers = h[2]; c.n_heads = h[3]; c.n_kv_heads = h[4];
+  c.dim = h[0];
+  c.hidden_dim = h[1];
+  c.n_layers = h[2];
+  c.n_heads = h[3];
+  c.n_kv_heads = h[4];
   c.shared_classifier = h[5] > 0;
   c.vocab_size = h[5] > 0 ? h[5] : -h[5];
   c.seq_len = h[6];
@@ -60,11 +68,22 @@ Result<Llama2cFile> Llama2cFile::Parse(MappedFile mapped) {
     if (io::MulOverflows(a, b, &r) || io::MulOverflows(r, c3, &r)) overflow = true;
     return r;
   };
-  const uint64_t sizes[] = {mul(vocab, dim), mul(layers, dim), mul(layers, dim, dim), mul(layers, kv, dim),
-                            mul(layers, kv, dim), mul(layers, dim, dim), mul(layers, dim), mul(layers, hidden, dim),
-                            mul(layers, dim, hidden), mul(layers, hidden, dim), dim, mul(seq, half), mul(seq, half),
+  const uint64_t sizes[] = {mul(vocab, dim),
+                            mul(layers, dim),
+                            mul(layers, dim, dim),
+                            mul(layers, kv, dim),
+                            mul(layers, kv, dim),
+                            mul(layers, dim, dim),
+                            mul(layers, dim),
+                            mul(layers, hidden, dim),
+                            mul(layers, dim, hidden),
+                            mul(layers, hidden, dim),
+                            dim,
+                            mul(seq, half),
+                            mul(seq, half),
                             c.shared_classifier ? 0 : mul(vocab, dim)};
-  if (overflow) return fail(fmt::format("header sizes (dim {}, hidden_dim {}, n_layers {}) overflow", h[0], h[1], h[2]));
+  if (overflow)
+    return fail(fmt::format("header sizes (dim {}, hidden_dim {}, n_layers {}) overflow", h[0], h[1], h[2]));
   uint64_t total = 0;
   for (uint64_t s : sizes) {
     if (io::AddOverflows(total, s, &total)) return fail("weight sizes overflow");
@@ -74,16 +93,27 @@ Result<Llama2cFile> Llama2cFile::Parse(MappedFile mapped) {
     return fail("weight sizes overflow");
   }
   if (expected != bytes.size()) {
-    return fail(fmt::format("header (dim {}, hidden_dim {}, n_layers {}, n_heads {}, n_kv_heads {}, vocab_size {}, "
-                            "seq_len {}) implies {} bytes but the file has {}{}",
-                            h[0], h[1], h[2], h[3], h[4], h[5], h[6], expected, bytes.size(),
-                            bytes.size() < expected ? " (truncated)" : " (trailing bytes)"));
+    return fail(
+        fmt::format("header (dim {}, hidden_dim {}, n_layers {}, n_heads {}, n_kv_heads {}, vocab_size {}, "
+                    "seq_len {}) implies {} bytes but the file has {}{}",
+                    h[0], h[1], h[2], h[3], h[4], h[5], h[6], expected, bytes.size(),
+                    bytes.size() < expected ? " (truncated)" : " (trailing bytes)"));
   }
   const float* p = reinterpret_cast<const float*>(bytes.data() + kHeaderBytes);
-  std::span<const float>* views[] = {&f.weights_.token_embedding_table, &f.weights_.rms_att_weight, &f.weights_.wq,
-                                     &f.weights_.wk, &f.weights_.wv, &f.weights_.wo, &f.weights_.rms_ffn_weight,
-                                     &f.weights_.w1, &f.weights_.w2, &f.weights_.w3, &f.weights_.rms_final_weight,
-                                     &f.weights_.freq_cis_real, &f.weights_.freq_cis_imag, &f.weights_.wcls};
+  std::span<const float>* views[] = {&f.weights_.token_embedding_table,
+                                     &f.weights_.rms_att_weight,
+                                     &f.weights_.wq,
+                                     &f.weights_.wk,
+                                     &f.weights_.wv,
+                                     &f.weights_.wo,
+                                     &f.weights_.rms_ffn_weight,
+                                     &f.weights_.w1,
+                                     &f.weights_.w2,
+                                     &f.weights_.w3,
+                                     &f.weights_.rms_final_weight,
+                                     &f.weights_.freq_cis_real,
+                                     &f.weights_.freq_cis_imag,
+                                     &f.weights_.wcls};
   for (size_t i = 0; i < std::size(views); ++i) {
     *views[i] = std::span<const float>(p, static_cast<size_t>(sizes[i]));
     p += sizes[i];

@@ -22,8 +22,17 @@ constexpr size_t kMaxNpyDims = 64;  // numpy's NPY_MAXDIMS
 struct Scanner {
   std::string_view s;
   size_t i = 0;
-  void SkipSpace() { while (i < s.size() && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r')) ++i; }
-  bool Eat(char c) { SkipSpace(); if (i < s.size() && s[i] == c) { ++i; return true; } return false; }
+  void SkipSpace() {
+    while (i < s.size() && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r')) ++i;
+  }
+  bool Eat(char c) {
+    SkipSpace();
+    if (i < s.size() && s[i] == c) {
+      ++i;
+      return true;
+    }
+    return false;
+  }
   bool String(std::string* out) {
     SkipSpace();
     if (i >= s.size() || (s[i] != '\'' && s[i] != '"')) return false;
@@ -37,7 +46,10 @@ struct Scanner {
   }
   bool Word(std::string_view w) {
     SkipSpace();
-    if (s.substr(i, w.size()) == w) { i += w.size(); return true; }
+    if (s.substr(i, w.size()) == w) {
+      i += w.size();
+      return true;
+    }
     return false;
   }
   bool Int(int64_t* out) {
@@ -59,36 +71,54 @@ bool DescrToDType(const std::string& d, DType* t) {
   const char order = d[0];
   const std::string_view code = std::string_view(d).substr(1);
   const bool single_byte = code == "u1" || code == "i1";
-  if (!(order == '<' || order == '|' || (order == '=' ))) return false;
+  if (!(order == '<' || order == '|' || (order == '='))) return false;
   if (order == '|' && !single_byte) return false;
-  if (code == "f4") *t = DType::kF32;
-  else if (code == "f2") *t = DType::kF16;
-  else if (code == "f8") *t = DType::kF64;
-  else if (code == "i4") *t = DType::kI32;
-  else if (code == "i8") *t = DType::kI64;
-  else if (code == "u1") *t = DType::kU8;
-  else if (code == "i1") *t = DType::kI8;
-  else return false;
+  if (code == "f4")
+    *t = DType::kF32;
+  else if (code == "f2")
+    *t = DType::kF16;
+  else if (code == "f8")
+    *t = DType::kF64;
+  else if (code == "i4")
+    *t = DType::kI32;
+  else if (code == "i8")
+    *t = DType::kI64;
+  else if (code == "u1")
+    *t = DType::kU8;
+  else if (code == "i1")
+    *t = DType::kI8;
+  else
+    return false;
   return true;
 }
 
 std::string DTypeToDescr(DType t) {
   switch (t) {
-    case DType::kF32: return "<f4";
-    case DType::kF16: return "<f2";
-    case DType::kF64: return "<f8";
-    case DType::kI32: return "<i4";
-    case DType::kI64: return "<i8";
-    case DType::kU8: return "|u1";
-    case DType::kI8: return "|i1";
-    default: return "";
+    case DType::kF32:
+      return "<f4";
+    case DType::kF16:
+      return "<f2";
+    case DType::kF64:
+      return "<f8";
+    case DType::kI32:
+      return "<i4";
+    case DType::kI64:
+      return "<i8";
+    case DType::kU8:
+      return "|u1";
+    case DType::kI8:
+      return "|i1";
+    default:
+      return "";
   }
 }
 
 }  // namespace
 
 Result<Array> ParseNpy(std::span<const std::byte> bytes, const std::string& name) {
-  auto fail = [&](StatusCode c, const std::string& why) { return Status(c, fmt::format("reading {}: {}", io::Printable(name), why)); };
+  auto fail = [&](StatusCode c, const std::string& why) {
+    return Status(c, fmt::format("reading {}: {}", io::Printable(name), why));
+  };
   if (bytes.size() < 10 || std::memcmp(bytes.data(), kMagic, 6) != 0)
     return fail(StatusCode::kDataLoss, "not a .npy file (no \\x93NUMPY magic)");
   const int major = static_cast<int>(bytes[6]);
@@ -104,11 +134,15 @@ Result<Array> ParseNpy(std::span<const std::byte> bytes, const std::string& name
     for (int k = 0; k < 4; ++k) header_len |= static_cast<size_t>(bytes[8 + k]) << (8 * k);
     offset = 12;
   } else {
-    return fail(StatusCode::kUnimplemented, fmt::format("format version {}.{} (supported: 1.0, 2.0, 3.0)", major, minor));
+    return fail(StatusCode::kUnimplemented,
+                fmt::format("format version {}.{} (supported: 1.0, 2.0, 3.0)", major, minor));
   }
-  if (minor != 0) return fail(StatusCode::kUnimplemented, fmt::format("format version {}.{} (supported: 1.0, 2.0, 3.0)", major, minor));
+  if (minor != 0)
+    return fail(StatusCode::kUnimplemented,
+                fmt::format("format version {}.{} (supported: 1.0, 2.0, 3.0)", major, minor));
   if (header_len > bytes.size() - offset)
-    return fail(StatusCode::kDataLoss, fmt::format("header of {} bytes runs past the end of the {}-byte file", header_len, bytes.size()));
+    return fail(StatusCode::kDataLoss,
+                fmt::format("header of {} bytes runs past the end of the {}-byte file", header_len, bytes.size()));
   const std::string_view header(reinterpret_cast<const char*>(bytes.data()) + offset, header_len);
   const size_t data_offset = offset + header_len;
 
@@ -125,12 +159,17 @@ Result<Array> ParseNpy(std::span<const std::byte> bytes, const std::string& name
     if ((key == "descr" && have_descr) || (key == "fortran_order" && have_order) || (key == "shape" && have_shape))
       return fail(StatusCode::kDataLoss, fmt::format("header key '{}' is given twice", key));
     if (key == "descr") {
-      if (!sc.String(&descr)) return fail(StatusCode::kUnimplemented, "'descr' is not a plain dtype string (structured dtypes are not supported)");
+      if (!sc.String(&descr))
+        return fail(StatusCode::kUnimplemented,
+                    "'descr' is not a plain dtype string (structured dtypes are not supported)");
       have_descr = true;
     } else if (key == "fortran_order") {
-      if (sc.Word("True")) fortran = true;
-      else if (sc.Word("False")) fortran = false;
-      else return fail(StatusCode::kDataLoss, "'fortran_order' is not True or False");
+      if (sc.Word("True"))
+        fortran = true;
+      else if (sc.Word("False"))
+        fortran = false;
+      else
+        return fail(StatusCode::kDataLoss, "'fortran_order' is not True or False");
       have_order = true;
     } else if (key == "shape") {
       if (!sc.Eat('(')) return fail(StatusCode::kDataLoss, "'shape' is not a tuple");
@@ -165,10 +204,12 @@ Result<Array> ParseNpy(std::span<const std::byte> bytes, const std::string& name
   if (!have_descr || !have_order || !have_shape)
     return fail(StatusCode::kDataLoss, "header lacks one of 'descr', 'fortran_order', 'shape'");
   if (!descr.empty() && descr[0] == '>')
-    return fail(StatusCode::kUnimplemented, fmt::format("big-endian dtype '{}' (only little-endian is supported)", io::Printable(descr)));
+    return fail(StatusCode::kUnimplemented,
+                fmt::format("big-endian dtype '{}' (only little-endian is supported)", io::Printable(descr)));
   DType dtype;
   if (!DescrToDType(descr, &dtype))
-    return fail(StatusCode::kUnimplemented, fmt::format("dtype '{}' (supported: <f2 <f4 <f8 <i4 <i8 |u1 |i1)", io::Printable(descr)));
+    return fail(StatusCode::kUnimplemented,
+                fmt::format("dtype '{}' (supported: <f2 <f4 <f8 <i4 <i8 |u1 |i1)", io::Printable(descr)));
   if (fortran) {
     int64_t big = 0;
     for (int64_t d : shape) big += d > 1;
@@ -184,11 +225,15 @@ Result<Array> ParseNpy(std::span<const std::byte> bytes, const std::string& name
   const uint64_t available = bytes.size() - data_offset;
   if (n > available / SizeOf(dtype) || n * SizeOf(dtype) != available) {
     if (n <= available / SizeOf(dtype) && n * SizeOf(dtype) < available)
-      return fail(StatusCode::kDataLoss, fmt::format("{} trailing bytes after the {} data of shape {}", available - n * SizeOf(dtype), ToString(dtype), ShapeToString(shape)));
-    return fail(StatusCode::kDataLoss, fmt::format("truncated: shape {} of {} needs {} data bytes, file has {}",
-                                                   ShapeToString(shape), ToString(dtype),
-                                                   n <= std::numeric_limits<uint64_t>::max() / SizeOf(dtype) ? fmt::to_string(n * SizeOf(dtype)) : std::string("more than 2^64"),
-                                                   available));
+      return fail(StatusCode::kDataLoss,
+                  fmt::format("{} trailing bytes after the {} data of shape {}", available - n * SizeOf(dtype),
+                              ToString(dtype), ShapeToString(shape)));
+    return fail(
+        StatusCode::kDataLoss,
+        fmt::format("truncated: shape {} of {} needs {} data bytes, file has {}", ShapeToString(shape), ToString(dtype),
+                    n <= std::numeric_limits<uint64_t>::max() / SizeOf(dtype) ? fmt::to_string(n * SizeOf(dtype))
+                                                                              : std::string("more than 2^64"),
+                    available));
   }
   POSENC_ASSIGN_OR_RETURN(Array a, Array::Zeros(dtype, shape));
   if (a.nbytes()) std::memcpy(a.bytes(), bytes.data() + data_offset, a.nbytes());
@@ -207,7 +252,8 @@ Result<std::string> SerializeNpy(const Array& a) {
   if (descr.empty())
     return InvalidArgumentError(fmt::format("writing .npy: dtype {} has no numpy equivalent", ToString(a.dtype())));
   std::string shape = "(";
-  for (int64_t i = 0; i < a.ndim(); ++i) shape += std::to_string(a.dim(i)) + (a.ndim() == 1 ? "," : (i + 1 < a.ndim() ? ", " : ""));
+  for (int64_t i = 0; i < a.ndim(); ++i)
+    shape += std::to_string(a.dim(i)) + (a.ndim() == 1 ? "," : (i + 1 < a.ndim() ? ", " : ""));
   shape += ")";
   std::string dict = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}", descr, shape);
   const bool v2 = dict.size() + 11 > 65535;

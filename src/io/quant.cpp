@@ -1,10 +1,10 @@
 // Row dequantization of ggml block types. Layouts (ggml-common.h), per block of QK values:
 //   Q8_0  (32, 34 B): f16 d, int8 q[32]                         x = d * q
-//   Q4_0  (32, 18 B): f16 d, u8 qs[16]                          x[j] = d * (lo(qs[j]) - 8), x[j+16] = d * (hi(qs[j]) - 8)
-//   Q4_1  (32, 20 B): f16 d, f16 m, u8 qs[16]                   x = d * q + m (q = nibble as above)
-//   Q5_0  (32, 22 B): f16 d, u32 qh, u8 qs[16]                  q = nibble | (bit j of qh) << 4, x = d * (q - 16)
-//   Q5_1  (32, 24 B): f16 d, f16 m, u32 qh, u8 qs[16]           x = d * q + m
-//   Q4_K (256, 144 B): f16 d, f16 dmin, u8 scales[12], u8 qs[128]: 8 sub-blocks of 32 with 6-bit scale sc
+//   Q4_0  (32, 18 B): f16 d, u8 qs[16]                          x[j] = d * (lo(qs[j]) - 8), x[j+16] = d * (hi(qs[j]) -
+//   8) Q4_1  (32, 20 B): f16 d, f16 m, u8 qs[16]                   x = d * q + m (q = nibble as above) Q5_0  (32, 22
+//   B): f16 d, u32 qh, u8 qs[16]                  q = nibble | (bit j of qh) << 4, x = d * (q - 16) Q5_1  (32, 24 B):
+//   f16 d, f16 m, u32 qh, u8 qs[16]           x = d * q + m Q4_K (256, 144 B): f16 d, f16 dmin, u8 scales[12], u8
+//   qs[128]: 8 sub-blocks of 32 with 6-bit scale sc
 //                      and min mn; x = d*sc*q - dmin*mn
 //   Q5_K (256, 176 B): as Q4_K plus u8 qh[32] (the 5th bit) before qs
 //   Q6_K (256, 210 B): u8 ql[128], u8 qh[64], int8 scales[16], f16 d: 16 sub-blocks of 16,
@@ -168,31 +168,60 @@ constexpr const char* kSupported = "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1
 
 bool IsDequantizable(uint32_t ggml_type) {
   switch (static_cast<GgmlType>(ggml_type)) {
-    case GgmlType::kF32: case GgmlType::kF16: case GgmlType::kBF16: case GgmlType::kQ8_0: case GgmlType::kQ4_0:
-    case GgmlType::kQ4_1: case GgmlType::kQ5_0: case GgmlType::kQ5_1: case GgmlType::kQ4_K: case GgmlType::kQ5_K:
-    case GgmlType::kQ6_K: return true;
-    default: return false;
+    case GgmlType::kF32:
+    case GgmlType::kF16:
+    case GgmlType::kBF16:
+    case GgmlType::kQ8_0:
+    case GgmlType::kQ4_0:
+    case GgmlType::kQ4_1:
+    case GgmlType::kQ5_0:
+    case GgmlType::kQ5_1:
+    case GgmlType::kQ4_K:
+    case GgmlType::kQ5_K:
+    case GgmlType::kQ6_K:
+      return true;
+    default:
+      return false;
   }
 }
 
 void DequantizeRowUnchecked(uint32_t ggml_type, const std::byte* row, int64_t n, float* out) {
   switch (static_cast<GgmlType>(ggml_type)) {
-    case GgmlType::kF32: std::memcpy(out, row, static_cast<size_t>(n) * 4); return;
+    case GgmlType::kF32:
+      std::memcpy(out, row, static_cast<size_t>(n) * 4);
+      return;
     case GgmlType::kF16:
       for (int64_t j = 0; j < n; ++j) out[j] = Half(row + 2 * j);
       return;
     case GgmlType::kBF16:
       for (int64_t j = 0; j < n; ++j) out[j] = BF16ToF32(bf16_t{LoadLE<uint16_t>(row + 2 * j)});
       return;
-    case GgmlType::kQ8_0: RowQ8_0(row, n / 32, out); return;
-    case GgmlType::kQ4_0: RowQ4_0(row, n / 32, out); return;
-    case GgmlType::kQ4_1: RowQ4_1(row, n / 32, out); return;
-    case GgmlType::kQ5_0: RowQ5_0(row, n / 32, out); return;
-    case GgmlType::kQ5_1: RowQ5_1(row, n / 32, out); return;
-    case GgmlType::kQ4_K: RowQ4_K(row, n / 256, out); return;
-    case GgmlType::kQ5_K: RowQ5_K(row, n / 256, out); return;
-    case GgmlType::kQ6_K: RowQ6_K(row, n / 256, out); return;
-    default: return;
+    case GgmlType::kQ8_0:
+      RowQ8_0(row, n / 32, out);
+      return;
+    case GgmlType::kQ4_0:
+      RowQ4_0(row, n / 32, out);
+      return;
+    case GgmlType::kQ4_1:
+      RowQ4_1(row, n / 32, out);
+      return;
+    case GgmlType::kQ5_0:
+      RowQ5_0(row, n / 32, out);
+      return;
+    case GgmlType::kQ5_1:
+      RowQ5_1(row, n / 32, out);
+      return;
+    case GgmlType::kQ4_K:
+      RowQ4_K(row, n / 256, out);
+      return;
+    case GgmlType::kQ5_K:
+      RowQ5_K(row, n / 256, out);
+      return;
+    case GgmlType::kQ6_K:
+      RowQ6_K(row, n / 256, out);
+      return;
+    default:
+      return;
   }
 }
 
@@ -204,8 +233,10 @@ Status QuantizedTable::Validate() const {
   GgmlTypeTraits t;
   GetGgmlTypeTraits(ggml_type, &t);
   if (row_length <= 0 || row_length % t.block_size != 0) {
-    return InvalidArgumentError(fmt::format("dequantizing {} rows: row length {} is not a positive multiple of the "
-                                            "block size {}", t.name, row_length, t.block_size));
+    return InvalidArgumentError(
+        fmt::format("dequantizing {} rows: row length {} is not a positive multiple of the "
+                    "block size {}",
+                    t.name, row_length, t.block_size));
   }
   if (rows < 0) return InvalidArgumentError(fmt::format("dequantizing {} rows: negative row count {}", t.name, rows));
   const uint64_t row_bytes = static_cast<uint64_t>(row_length / t.block_size) * t.type_size;
@@ -222,8 +253,8 @@ Status DequantizeRows(uint32_t ggml_type, std::span<const std::byte> data, int64
   QuantizedTable table{data, ggml_type, 0, row_length};
   POSENC_RETURN_IF_ERROR(table.Validate());
   if (row_begin < 0 || row_count < 0) {
-    return InvalidArgumentError(fmt::format("dequantizing rows [{}, +{}): negative row index or count", row_begin,
-                                            row_count));
+    return InvalidArgumentError(
+        fmt::format("dequantizing rows [{}, +{}): negative row index or count", row_begin, row_count));
   }
   GgmlTypeTraits t;
   GetGgmlTypeTraits(ggml_type, &t);

@@ -22,10 +22,13 @@ using io::Printable;
 
 bool DtypeSize(const std::string& d, size_t* size) {
   static const std::pair<const char*, size_t> kSizes[] = {
-      {"BOOL", 1}, {"U8", 1}, {"I8", 1}, {"F8_E5M2", 1}, {"F8_E4M3", 1}, {"F8_E8M0", 1}, {"I16", 2}, {"U16", 2},
-      {"F16", 2}, {"BF16", 2}, {"I32", 4}, {"U32", 4}, {"F32", 4}, {"F64", 8}, {"I64", 8}, {"U64", 8}};
+      {"BOOL", 1}, {"U8", 1},   {"I8", 1},  {"F8_E5M2", 1}, {"F8_E4M3", 1}, {"F8_E8M0", 1}, {"I16", 2}, {"U16", 2},
+      {"F16", 2},  {"BF16", 2}, {"I32", 4}, {"U32", 4},     {"F32", 4},     {"F64", 8},     {"I64", 8}, {"U64", 8}};
   for (const auto& [name, s] : kSizes) {
-    if (d == name) { *size = s; return true; }
+    if (d == name) {
+      *size = s;
+      return true;
+    }
   }
   return false;
 }
@@ -56,16 +59,18 @@ Result<SafetensorsFile> SafetensorsFile::Parse(MappedFile mapped) {
   s.file_ = std::move(mapped);
   const std::string& file = s.file_.name();
   const auto bytes = s.file_.bytes();
-  if (bytes.size() < 8) return Fail(file, fmt::format("file has {} bytes, too short for the 8-byte header size", bytes.size()));
+  if (bytes.size() < 8)
+    return Fail(file, fmt::format("file has {} bytes, too short for the 8-byte header size", bytes.size()));
   s.header_size_ = io::LoadLE<uint64_t>(bytes.data());
   if (s.header_size_ > bytes.size() - 8) {
     return Fail(file, fmt::format("header size {} runs past the end of the file ({} bytes after the size field)",
                                   s.header_size_, bytes.size() - 8));
   }
-  if (s.header_size_ < 2) return Fail(file, fmt::format("header size {} is too small for a JSON object", s.header_size_));
+  if (s.header_size_ < 2)
+    return Fail(file, fmt::format("header size {} is too small for a JSON object", s.header_size_));
   if (s.header_size_ > kMaxHeaderBytes) {
-    return Fail(file, fmt::format("header size {} is past the format's limit of {} bytes", s.header_size_,
-                                  kMaxHeaderBytes));
+    return Fail(file,
+                fmt::format("header size {} is past the format's limit of {} bytes", s.header_size_, kMaxHeaderBytes));
   }
   const char* text = reinterpret_cast<const char*>(bytes.data() + 8);
   const std::string_view header(text, static_cast<size_t>(s.header_size_));
@@ -91,7 +96,8 @@ Result<SafetensorsFile> SafetensorsFile::Parse(MappedFile mapped) {
   } catch (const std::exception& e) {
     return Fail(file, fmt::format("header ({} bytes) is not valid JSON: {}", s.header_size_, Printable(e.what())));
   }
-  if (!duplicate.empty()) return Fail(file, fmt::format("duplicate tensor name '{}' in the header", Printable(duplicate)));
+  if (!duplicate.empty())
+    return Fail(file, fmt::format("duplicate tensor name '{}' in the header", Printable(duplicate)));
   if (!j.is_object()) return Fail(file, fmt::format("header is a JSON {}, not an object", j.type_name()));
 
   const uint64_t data_size = bytes.size() - 8 - s.header_size_;
@@ -101,7 +107,8 @@ Result<SafetensorsFile> SafetensorsFile::Parse(MappedFile mapped) {
     if (name == "__metadata__") {
       if (!v.is_object()) return Fail(file, "__metadata__ is not an object");
       for (auto m = v.begin(); m != v.end(); ++m) {
-        if (!m.value().is_string()) return Fail(file, fmt::format("__metadata__ value of '{}' is not a string", Printable(m.key())));
+        if (!m.value().is_string())
+          return Fail(file, fmt::format("__metadata__ value of '{}' is not a string", Printable(m.key())));
         s.metadata_[m.key()] = m.value().get<std::string>();
       }
       continue;
@@ -117,16 +124,18 @@ Result<SafetensorsFile> SafetensorsFile::Parse(MappedFile mapped) {
     t.name = name;
     t.dtype = v["dtype"].get<std::string>();
     if (!DtypeSize(t.dtype, &t.element_size)) {
-      return UnimplementedError(fmt::format("reading safetensors '{}': {} has unknown dtype '{}'", file, label,
-                                            Printable(t.dtype)));
+      return UnimplementedError(
+          fmt::format("reading safetensors '{}': {} has unknown dtype '{}'", file, label, Printable(t.dtype)));
     }
     uint64_t elements = 1;
     const std::string shape_text = JsonForMessage(v["shape"]);
     if (v["shape"].size() > kMaxDims) {
-      return Fail(file, fmt::format("{} shape {} has {} dims (at most {})", label, shape_text, v["shape"].size(), kMaxDims));
+      return Fail(file,
+                  fmt::format("{} shape {} has {} dims (at most {})", label, shape_text, v["shape"].size(), kMaxDims));
     }
     for (const auto& d : v["shape"]) {
-      if (!d.is_number_unsigned()) return Fail(file, fmt::format("{} shape {} has a dim that is not a non-negative integer", label, shape_text));
+      if (!d.is_number_unsigned())
+        return Fail(file, fmt::format("{} shape {} has a dim that is not a non-negative integer", label, shape_text));
       const uint64_t n = d.get<uint64_t>();
       if (n > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) || io::MulOverflows(elements, n, &elements) ||
           elements > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
@@ -141,15 +150,18 @@ Result<SafetensorsFile> SafetensorsFile::Parse(MappedFile mapped) {
     }
     t.begin = off[0].get<uint64_t>();
     t.end = off[1].get<uint64_t>();
-    if (t.begin > t.end) return Fail(file, fmt::format("{} data_offsets [{}, {}]: begin after end", label, t.begin, t.end));
+    if (t.begin > t.end)
+      return Fail(file, fmt::format("{} data_offsets [{}, {}]: begin after end", label, t.begin, t.end));
     if (t.end > data_size) {
-      return Fail(file, fmt::format("{} data [{}, {}) runs past the end of the data buffer ({} bytes)", label,
-                                    t.begin, t.end, data_size));
+      return Fail(file, fmt::format("{} data [{}, {}) runs past the end of the data buffer ({} bytes)", label, t.begin,
+                                    t.end, data_size));
     }
     uint64_t want = 0;
     if (io::MulOverflows(elements, t.element_size, &want) || want != t.end - t.begin) {
       return Fail(file, fmt::format("{} shape {} of {} needs {} bytes but data_offsets [{}, {}) hold {}", label,
-                                    shape_text, Printable(t.dtype), io::MulOverflows(elements, t.element_size, &want) ? std::string("too many") : std::to_string(want),
+                                    shape_text, Printable(t.dtype),
+                                    io::MulOverflows(elements, t.element_size, &want) ? std::string("too many")
+                                                                                      : std::to_string(want),
                                     t.begin, t.end, t.end - t.begin));
     }
     s.tensors_.push_back(std::move(t));
@@ -177,7 +189,8 @@ const SafetensorsTensor* SafetensorsFile::Find(const std::string& tensor) const 
 
 Result<const SafetensorsTensor*> SafetensorsFile::FindTensor(const std::string& tensor) const {
   if (const auto* t = Find(tensor)) return t;
-  return NotFoundError(fmt::format("safetensors '{}': tensor '{}' not found ({} tensors)", name(), tensor, tensors_.size()));
+  return NotFoundError(
+      fmt::format("safetensors '{}': tensor '{}' not found ({} tensors)", name(), tensor, tensors_.size()));
 }
 
 std::span<const std::byte> SafetensorsFile::TensorData(const SafetensorsTensor& t) const {

@@ -51,10 +51,17 @@ Status Apply(HeadsView q, std::span<const S> scales) {
   POSENC_RETURN_IF_ERROR(CheckScales(q, scales));
   if (q.tokens == 0 || q.heads == 0 || q.head_dim == 0) return OkStatus();
   switch (q.dtype) {
-    case DType::kF32: Scale<float, S>(q, scales); break;
-    case DType::kF16: Scale<f16_t, S>(q, scales); break;
-    case DType::kBF16: Scale<bf16_t, S>(q, scales); break;
-    default: return InvalidArgumentError("attention temperature: unsupported dtype");
+    case DType::kF32:
+      Scale<float, S>(q, scales);
+      break;
+    case DType::kF16:
+      Scale<f16_t, S>(q, scales);
+      break;
+    case DType::kBF16:
+      Scale<bf16_t, S>(q, scales);
+      break;
+    default:
+      return InvalidArgumentError("attention temperature: unsupported dtype");
   }
   return OkStatus();
 }
@@ -63,9 +70,11 @@ Status Apply(HeadsView q, std::span<const S> scales) {
 
 Status ValidateAttnTemperature(const AttnTemperature& t) {
   if (!std::isfinite(t.floor_scale) || !(t.floor_scale > 0))
-    return InvalidArgumentError(fmt::format("attention temperature: key 'floor_scale' = {} must be finite and > 0", t.floor_scale));
+    return InvalidArgumentError(
+        fmt::format("attention temperature: key 'floor_scale' = {} must be finite and > 0", t.floor_scale));
   if (!std::isfinite(t.attn_scale))
-    return InvalidArgumentError(fmt::format("attention temperature: key 'attn_scale' = {} must be finite", t.attn_scale));
+    return InvalidArgumentError(
+        fmt::format("attention temperature: key 'attn_scale' = {} must be finite", t.attn_scale));
   return OkStatus();
 }
 

@@ -101,8 +101,8 @@ void GatherRowsT(const EmbeddingTable& table, const int64_t* ids, int64_t begin,
 // bfloat16 table to bfloat16 rows (no position add): two values per 32-bit lane, as the RoPE kernels
 // (convert-inl.hpp), so neither widening loads nor narrowing packs are needed.
 template <bool kStream>
-void GatherRowsBF16Packed(const EmbeddingTable& table, const int64_t* ids, int64_t begin, int64_t end,
-                          float multiplier, bool prefetch_dst, bf16_t* out) {
+void GatherRowsBF16Packed(const EmbeddingTable& table, const int64_t* ids, int64_t begin, int64_t end, float multiplier,
+                          bool prefetch_dst, bf16_t* out) {
   const DF df;
   const DU du;
   const size_t N = hn::Lanes(df);  // 32-bit lanes; 2N bfloat16 per vector
@@ -138,26 +138,36 @@ void GatherTarget(const EmbeddingTable& table, const int64_t* ids, int64_t begin
   const size_t out_row_bytes = d * (bf16_out ? 2 : 4);
   const size_t vec_bytes = hn::Lanes(hn::ScalableTag<float>()) * 4;
   // Streaming needs every row start aligned to the vector size, and whole vectors per row.
-  const bool stream = HWY_TARGET != HWY_SCALAR && static_cast<size_t>(total_rows) * out_row_bytes >= kStreamOutputBytes &&
+  const bool stream = HWY_TARGET != HWY_SCALAR &&
+                      static_cast<size_t>(total_rows) * out_row_bytes >= kStreamOutputBytes &&
                       reinterpret_cast<uintptr_t>(out) % vec_bytes == 0 && out_row_bytes % vec_bytes == 0;
   const bool pf = StorePrefetchPolicy().gather_rows;
 #if HWY_TARGET != HWY_SCALAR
   if (bf16_out && table.dtype == DType::kBF16 && o.add_rows == nullptr) {
-    if (stream) GatherRowsBF16Packed<true>(table, ids, begin, end, o.multiplier, false, static_cast<bf16_t*>(out));
-    else GatherRowsBF16Packed<false>(table, ids, begin, end, o.multiplier, pf, static_cast<bf16_t*>(out));
+    if (stream)
+      GatherRowsBF16Packed<true>(table, ids, begin, end, o.multiplier, false, static_cast<bf16_t*>(out));
+    else
+      GatherRowsBF16Packed<false>(table, ids, begin, end, o.multiplier, pf, static_cast<bf16_t*>(out));
     if (stream) hwy::FlushStream();
     return;
   }
 #endif
-#define POSENC_GATHER_CASE(In)                                                                            \
-  if (bf16_out) GatherRowsT<In, bf16_t, false>(table, ids, begin, end, o.multiplier, o.add_rows, pf, static_cast<bf16_t*>(out)); \
-  else if (stream) GatherRowsT<In, float, true>(table, ids, begin, end, o.multiplier, o.add_rows, false, static_cast<float*>(out)); \
-  else GatherRowsT<In, float, false>(table, ids, begin, end, o.multiplier, o.add_rows, pf, static_cast<float*>(out));
+#define POSENC_GATHER_CASE(In)                                                                                       \
+  if (bf16_out)                                                                                                      \
+    GatherRowsT<In, bf16_t, false>(table, ids, begin, end, o.multiplier, o.add_rows, pf, static_cast<bf16_t*>(out)); \
+  else if (stream)                                                                                                   \
+    GatherRowsT<In, float, true>(table, ids, begin, end, o.multiplier, o.add_rows, false, static_cast<float*>(out)); \
+  else                                                                                                               \
+    GatherRowsT<In, float, false>(table, ids, begin, end, o.multiplier, o.add_rows, pf, static_cast<float*>(out));
   switch (table.dtype) {
-    case DType::kF32: POSENC_GATHER_CASE(float) break;
-    case DType::kF16: POSENC_GATHER_CASE(f16_t) break;
-    case DType::kBF16: POSENC_GATHER_CASE(bf16_t) break;
-    default: break;  // validated at the boundary
+    case DType::kF32:
+      POSENC_GATHER_CASE(float) break;
+    case DType::kF16:
+      POSENC_GATHER_CASE(f16_t) break;
+    case DType::kBF16:
+      POSENC_GATHER_CASE(bf16_t) break;
+    default:
+      break;  // validated at the boundary
   }
 #undef POSENC_GATHER_CASE
   if (stream) hwy::FlushStream();
@@ -173,8 +183,7 @@ void ScatterAddTarget(const int64_t* ids, int64_t count, const float* grad_out, 
     const float* g = grad_out + i * d_model;
     float* t = grad_table + ids[i] * d_model;
     int64_t c = c0;
-    for (; c + N <= c1; c += N)
-      hn::StoreU(hn::Add(hn::LoadU(df, t + c), hn::Mul(m, hn::LoadU(df, g + c))), df, t + c);
+    for (; c + N <= c1; c += N) hn::StoreU(hn::Add(hn::LoadU(df, t + c), hn::Mul(m, hn::LoadU(df, g + c))), df, t + c);
     for (; c < c1; ++c) {
       const float v = multiplier * g[c];
       t[c] = t[c] + v;
@@ -224,8 +233,8 @@ void GatherDecoded(const EmbeddingTable& table, std::span<const int64_t> ids, in
     const EmbeddingTable view = EmbeddingTable::View(scratch.data(), DType::kF32, rows, d);
     LookupOptions o = options;
     o.add_rows = options.add_rows != nullptr ? options.add_rows + t0 * d : nullptr;
-    HWY_DYNAMIC_DISPATCH(GatherTarget)(view, local.data(), 0, rows, n, o,
-                                       static_cast<char*>(out) + static_cast<size_t>(t0) * out_row_bytes);
+    HWY_DYNAMIC_DISPATCH(GatherTarget)
+    (view, local.data(), 0, rows, n, o, static_cast<char*>(out) + static_cast<size_t>(t0) * out_row_bytes);
   }
 }
 
@@ -235,8 +244,10 @@ void RunLookup(const EmbeddingTable& table, std::span<const int64_t> ids, const 
   const int64_t in_bytes = static_cast<int64_t>(table.decoded() ? 4 : SizeOf(table.dtype));
   const int64_t bytes = n * table.d_model * (in_bytes + static_cast<int64_t>(SizeOf(options.out_dtype)));
   ParallelFor(options.parallel, n, bytes, [&](int64_t b, int64_t e) {
-    if (table.decoded()) GatherDecoded(table, ids, b, e, options, out);
-    else HWY_DYNAMIC_DISPATCH(GatherTarget)(table, ids.data(), b, e, n, options, out);
+    if (table.decoded())
+      GatherDecoded(table, ids, b, e, options, out);
+    else
+      HWY_DYNAMIC_DISPATCH(GatherTarget)(table, ids.data(), b, e, n, options, out);
   });
 }
 
@@ -251,16 +262,19 @@ Status LookupEmbeddingsInto(const EmbeddingTable& table, std::span<const int64_t
   return OkStatus();
 }
 
-Result<Array> LookupEmbeddings(const EmbeddingTable& table, std::span<const int64_t> ids, const LookupOptions& options) {
+Result<Array> LookupEmbeddings(const EmbeddingTable& table, std::span<const int64_t> ids,
+                               const LookupOptions& options) {
   POSENC_RETURN_IF_ERROR(ValidateLookup(table, ids, options));
-  POSENC_ASSIGN_OR_RETURN(Array out, Array::Zeros(options.out_dtype, {static_cast<int64_t>(ids.size()), table.d_model}));
+  POSENC_ASSIGN_OR_RETURN(Array out,
+                          Array::Zeros(options.out_dtype, {static_cast<int64_t>(ids.size()), table.d_model}));
   if (!ids.empty() && table.d_model > 0) RunLookup(table, ids, options, out.bytes());
   return out;
 }
 
 Status EmbeddingBackward(std::span<const int64_t> ids, const float* grad_out, int64_t d_model, float multiplier,
                          float* grad_table, int64_t vocab, ParallelRunner* parallel) {
-  if (d_model <= 0) return InvalidArgumentError(fmt::format("embedding backward: d_model {} must be positive", d_model));
+  if (d_model <= 0)
+    return InvalidArgumentError(fmt::format("embedding backward: d_model {} must be positive", d_model));
   POSENC_RETURN_IF_ERROR(ValidateTokenIds(ids, vocab));
   if (ids.empty()) return OkStatus();
   if (grad_out == nullptr || grad_table == nullptr)
@@ -271,8 +285,8 @@ Status EmbeddingBackward(std::span<const int64_t> ids, const float* grad_out, in
   const int64_t blocks = (d_model + block - 1) / block;
   const int64_t count = static_cast<int64_t>(ids.size());
   ParallelFor(parallel, blocks, 3 * count * d_model * 4, [&](int64_t b, int64_t e) {
-    HWY_DYNAMIC_DISPATCH(ScatterAddTarget)(ids.data(), count, grad_out, d_model, multiplier, grad_table, b * block,
-                                           std::min(e * block, d_model));
+    HWY_DYNAMIC_DISPATCH(ScatterAddTarget)
+    (ids.data(), count, grad_out, d_model, multiplier, grad_table, b * block, std::min(e * block, d_model));
   });
   return OkStatus();
 }

@@ -18,11 +18,13 @@ Status EmbeddingTable::Validate() const {
     return OkStatus();
   }
   if (dtype != DType::kF32 && dtype != DType::kF16 && dtype != DType::kBF16)
-    return InvalidArgumentError(fmt::format("embedding table: dtype {} is not float32, float16 or bfloat16", ToString(dtype)));
+    return InvalidArgumentError(
+        fmt::format("embedding table: dtype {} is not float32, float16 or bfloat16", ToString(dtype)));
   if (vocab < 0 || d_model < 0)
     return InvalidArgumentError(fmt::format("embedding table: negative shape [{}, {}]", vocab, d_model));
   if (vocab > 1 && row_stride < d_model)
-    return InvalidArgumentError(fmt::format("embedding table: row_stride {} is smaller than d_model {}", row_stride, d_model));
+    return InvalidArgumentError(
+        fmt::format("embedding table: row_stride {} is smaller than d_model {}", row_stride, d_model));
   if (vocab > 0 && d_model > 0 && data == nullptr)
     return InvalidArgumentError("embedding table: null data for a non-empty table");
   return OkStatus();
@@ -30,7 +32,8 @@ Status EmbeddingTable::Validate() const {
 
 Result<EmbeddingTable> EmbeddingTable::Of(const Array& a, const char* what) {
   if (a.ndim() != 2)
-    return InvalidArgumentError(fmt::format("{}: expected shape [vocab, d_model], got {}", what, ShapeToString(a.shape())));
+    return InvalidArgumentError(
+        fmt::format("{}: expected shape [vocab, d_model], got {}", what, ShapeToString(a.shape())));
   EmbeddingTable t = View(a.bytes(), a.dtype(), a.dim(0), a.dim(1));
   POSENC_RETURN_IF_ERROR(t.Validate().WithContext(what));
   return t;
@@ -47,7 +50,8 @@ Status ValidateTokenIds(std::span<const int64_t> ids, int64_t vocab) {
   if (ids.empty() || (lo >= 0 && hi < vocab)) return OkStatus();
   for (size_t i = 0; i < ids.size(); ++i)
     if (ids[i] < 0 || ids[i] >= vocab)
-      return OutOfRangeError(fmt::format("token id {} at index {} is outside the vocabulary [0, {})", ids[i], i, vocab));
+      return OutOfRangeError(
+          fmt::format("token id {} at index {} is outside the vocabulary [0, {})", ids[i], i, vocab));
   return OkStatus();
 }
 
@@ -82,14 +86,16 @@ void GatherRows(const EmbeddingTable& table, std::span<const int64_t> ids, float
 
 template <typename In>
 void GatherTo(const EmbeddingTable& table, std::span<const int64_t> ids, const LookupOptions& o, void* out) {
-  if (o.out_dtype == DType::kBF16) GatherRows<In>(table, ids, o.multiplier, o.add_rows, static_cast<bf16_t*>(out));
-  else GatherRows<In>(table, ids, o.multiplier, o.add_rows, static_cast<float*>(out));
+  if (o.out_dtype == DType::kBF16)
+    GatherRows<In>(table, ids, o.multiplier, o.add_rows, static_cast<bf16_t*>(out));
+  else
+    GatherRows<In>(table, ids, o.multiplier, o.add_rows, static_cast<float*>(out));
 }
 
 }  // namespace
 
-void LookupEmbeddingsReference(const EmbeddingTable& table, std::span<const int64_t> ids,
-                               const LookupOptions& options, void* out) {
+void LookupEmbeddingsReference(const EmbeddingTable& table, std::span<const int64_t> ids, const LookupOptions& options,
+                               void* out) {
   if (table.decoded()) {
     // Each row decoded to float32, then the float32 table's code on that one row.
     std::vector<float> row(static_cast<size_t>(table.d_model));
@@ -105,15 +111,22 @@ void LookupEmbeddingsReference(const EmbeddingTable& table, std::span<const int6
     return;
   }
   switch (table.dtype) {
-    case DType::kF32: GatherTo<float>(table, ids, options, out); break;
-    case DType::kF16: GatherTo<f16_t>(table, ids, options, out); break;
-    case DType::kBF16: GatherTo<bf16_t>(table, ids, options, out); break;
-    default: break;
+    case DType::kF32:
+      GatherTo<float>(table, ids, options, out);
+      break;
+    case DType::kF16:
+      GatherTo<f16_t>(table, ids, options, out);
+      break;
+    case DType::kBF16:
+      GatherTo<bf16_t>(table, ids, options, out);
+      break;
+    default:
+      break;
   }
 }
 
-void EmbeddingBackwardReference(std::span<const int64_t> ids, const float* grad_out, int64_t d_model,
-                                float multiplier, float* grad_table) {
+void EmbeddingBackwardReference(std::span<const int64_t> ids, const float* grad_out, int64_t d_model, float multiplier,
+                                float* grad_table) {
   for (size_t i = 0; i < ids.size(); ++i)
     for (int64_t c = 0; c < d_model; ++c) {
       const float v = multiplier * grad_out[static_cast<int64_t>(i) * d_model + c];
@@ -126,8 +139,9 @@ Result<Array> LookupLearnedPositions(const EmbeddingTable& wpe, std::span<const 
   POSENC_RETURN_IF_ERROR(wpe.Validate().WithContext("learned positions"));
   for (size_t i = 0; i < positions.size(); ++i)
     if (positions[i] < 0 || positions[i] >= wpe.vocab)
-      return OutOfRangeError(fmt::format("learned positions: position {} at index {} is outside the table's {} positions [0, {})",
-                                         positions[i], i, wpe.vocab, wpe.vocab));
+      return OutOfRangeError(
+          fmt::format("learned positions: position {} at index {} is outside the table's {} positions [0, {})",
+                      positions[i], i, wpe.vocab, wpe.vocab));
   POSENC_ASSIGN_OR_RETURN(Array out, Array::Zeros(DType::kF32, {static_cast<int64_t>(positions.size()), wpe.d_model}));
   LookupEmbeddingsReference(wpe, positions, LookupOptions{}, out.bytes());
   return out;
@@ -135,9 +149,9 @@ Result<Array> LookupLearnedPositions(const EmbeddingTable& wpe, std::span<const 
 
 Status AddPositions(const Array& p, Array& x) {
   if (p.dtype() != DType::kF32 || x.dtype() != DType::kF32 || p.shape() != x.shape() || x.ndim() != 2)
-    return InvalidArgumentError(fmt::format("add positions: p {} {} and x {} {} must be float32 [T, d_model] of one shape",
-                                            ShapeToString(p.shape()), ToString(p.dtype()), ShapeToString(x.shape()),
-                                            ToString(x.dtype())));
+    return InvalidArgumentError(
+        fmt::format("add positions: p {} {} and x {} {} must be float32 [T, d_model] of one shape",
+                    ShapeToString(p.shape()), ToString(p.dtype()), ShapeToString(x.shape()), ToString(x.dtype())));
   const float* ps = p.data<float>();
   float* xs = x.data<float>();
   for (int64_t i = 0; i < x.size(); ++i) xs[i] += ps[i];

@@ -32,12 +32,12 @@ Status ValidateMultiAxisRopeArgs(const MultiAxisRopeArgs& args, const HeadsView&
   for (int64_t j = 0; j < n; ++j) {
     const int64_t c = args.pair_component[static_cast<size_t>(j)];
     if (c < 0 || c >= args.num_components)
-      return InvalidArgumentError(fmt::format("multi-axis rope: pair {} takes component {}, outside [0, {})", j, c,
-                                              args.num_components));
+      return InvalidArgumentError(
+          fmt::format("multi-axis rope: pair {} takes component {}, outside [0, {})", j, c, args.num_components));
   }
   if (x.head_dim != args.layout.head_dim)
-    return InvalidArgumentError(fmt::format("multi-axis rope: {} has head_dim {}, layout says {}", what, x.head_dim,
-                                            args.layout.head_dim));
+    return InvalidArgumentError(
+        fmt::format("multi-axis rope: {} has head_dim {}, layout says {}", what, x.head_dim, args.layout.head_dim));
   const int64_t shape[2] = {args.num_components, x.tokens};
   if (static_cast<int64_t>(args.positions.size()) != args.num_components * x.tokens)
     return InvalidArgumentError(fmt::format("multi-axis rope: {} positions for {} components x {} tokens of {}",
@@ -110,10 +110,17 @@ Status ApplyMultiAxisRopeReference(const MultiAxisRopeArgs& args, HeadsView in, 
   POSENC_RETURN_IF_ERROR(detail::ValidateRopeOutput(in, out));
   if (in.tokens == 0 || in.heads == 0) return OkStatus();
   switch (in.dtype) {
-    case DType::kF32: RotateReference<float>(args, in, out); break;
-    case DType::kF16: RotateReference<f16_t>(args, in, out); break;
-    case DType::kBF16: RotateReference<bf16_t>(args, in, out); break;
-    default: return InvalidArgumentError("multi-axis rope: unsupported dtype");
+    case DType::kF32:
+      RotateReference<float>(args, in, out);
+      break;
+    case DType::kF16:
+      RotateReference<f16_t>(args, in, out);
+      break;
+    case DType::kBF16:
+      RotateReference<bf16_t>(args, in, out);
+      break;
+    default:
+      return InvalidArgumentError("multi-axis rope: unsupported dtype");
   }
   return OkStatus();
 }

@@ -13,10 +13,11 @@ Result<RopeFrequencies> RerotationFrequencies(const RopeFrequencies& old_f, cons
     return InvalidArgumentError(fmt::format("rerotate: old frequencies have {} pairs, new ones {}; they must match",
                                             old_f.inv_freq.size(), new_f.inv_freq.size()));
   if (!std::isfinite(old_f.attention_scaling) || old_f.attention_scaling == 0.0)
-    return InvalidArgumentError(fmt::format("rerotate: old attention_scaling {} must be finite and non-zero",
-                                            old_f.attention_scaling));
+    return InvalidArgumentError(
+        fmt::format("rerotate: old attention_scaling {} must be finite and non-zero", old_f.attention_scaling));
   if (!std::isfinite(new_f.attention_scaling))
-    return InvalidArgumentError(fmt::format("rerotate: new attention_scaling {} is not finite", new_f.attention_scaling));
+    return InvalidArgumentError(
+        fmt::format("rerotate: new attention_scaling {} is not finite", new_f.attention_scaling));
   RopeFrequencies d;
   d.inv_freq.resize(old_f.inv_freq.size());
   for (size_t i = 0; i < d.inv_freq.size(); ++i) {

@@ -27,7 +27,6 @@ namespace posenc {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-
 template <bool kBackward, class V>
 HWY_INLINE void RotatePair(V a, V b, V c, V s, V& out_a, V& out_b) {
   if constexpr (!kBackward) {
@@ -190,8 +189,8 @@ HWY_INLINE void RotateHalfRowBF16(const bf16_t* in, bf16_t* out, const float* c,
 // Interleaved layout, bfloat16: a pair is one lane (a in the lower half, b in the upper half), so cos
 // and sin come straight from the table row, N pairs per step.
 template <bool kBackward>
-HWY_INLINE void RotateInterleavedRowBF16(const bf16_t* in, bf16_t* out, const float* c, const float* s,
-                                         const float* cc, const float* ss, size_t n) {
+HWY_INLINE void RotateInterleavedRowBF16(const bf16_t* in, bf16_t* out, const float* c, const float* s, const float* cc,
+                                         const float* ss, size_t n) {
   const DF df;
   const DU du;
   const size_t N = hn::Lanes(df);
@@ -356,11 +355,11 @@ void RopeTokensT(const detail::RopeJob& job, int64_t begin, int64_t end) {
         } else
 #endif
 #ifdef POSENC_ROPE_BLOCKS
-        if constexpr (kBlocks) {
+            if constexpr (kBlocks) {
           RotateInterleavedRowBlocks<kBackward>(in, out, dc, ds, cc, ss, n);
         } else
 #endif
-        if constexpr (kInterleaved) {
+            if constexpr (kInterleaved) {
           RotateInterleavedRow(in, out, cc, ss, 2 * n);
         } else {
           RotateHalfRow<kBackward>(in, out, c, s, n);
@@ -374,9 +373,11 @@ template <typename T, size_t kPairs>
 void RopeTokensPairs(const detail::RopeJob& job, int64_t begin, int64_t end) {
   const bool inter = job.layout.pairing == RopePairing::kInterleaved;
   if (inter) {
-    job.backward ? RopeTokensT<T, true, true, kPairs>(job, begin, end) : RopeTokensT<T, true, false, kPairs>(job, begin, end);
+    job.backward ? RopeTokensT<T, true, true, kPairs>(job, begin, end)
+                 : RopeTokensT<T, true, false, kPairs>(job, begin, end);
   } else {
-    job.backward ? RopeTokensT<T, false, true, kPairs>(job, begin, end) : RopeTokensT<T, false, false, kPairs>(job, begin, end);
+    job.backward ? RopeTokensT<T, false, true, kPairs>(job, begin, end)
+                 : RopeTokensT<T, false, false, kPairs>(job, begin, end);
   }
 }
 
@@ -387,19 +388,32 @@ void RopeTokensDtype(const detail::RopeJob& job, int64_t begin, int64_t end) {
   // paired runs whose noise is of the same order): 64 pairs (head_dim 128: Llama, Mistral, Qwen) and
   // 32 pairs (head_dim 64, or GPT-J's 64-dim rotary window).
   switch (job.layout.num_pairs()) {
-    case 64: RopeTokensPairs<T, 64>(job, begin, end); break;
-    case 32: RopeTokensPairs<T, 32>(job, begin, end); break;
-    default: RopeTokensPairs<T, 0>(job, begin, end); break;
+    case 64:
+      RopeTokensPairs<T, 64>(job, begin, end);
+      break;
+    case 32:
+      RopeTokensPairs<T, 32>(job, begin, end);
+      break;
+    default:
+      RopeTokensPairs<T, 0>(job, begin, end);
+      break;
   }
 }
 
 // The exported per-target entry point.
 void RopeTokensTarget(const detail::RopeJob& job, int64_t begin, int64_t end) {
   switch (job.dtype) {
-    case DType::kF32: RopeTokensDtype<float>(job, begin, end); break;
-    case DType::kF16: RopeTokensDtype<f16_t>(job, begin, end); break;
-    case DType::kBF16: RopeTokensDtype<bf16_t>(job, begin, end); break;
-    default: break;  // validated at the boundary
+    case DType::kF32:
+      RopeTokensDtype<float>(job, begin, end);
+      break;
+    case DType::kF16:
+      RopeTokensDtype<f16_t>(job, begin, end);
+      break;
+    case DType::kBF16:
+      RopeTokensDtype<bf16_t>(job, begin, end);
+      break;
+    default:
+      break;  // validated at the boundary
   }
 }
 

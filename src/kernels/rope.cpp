@@ -20,7 +20,9 @@ HWY_EXPORT(RopeTokensTarget);
 
 namespace detail {
 
-void RopeTokens(const RopeJob& job, int64_t begin, int64_t end) { HWY_DYNAMIC_DISPATCH(RopeTokensTarget)(job, begin, end); }
+void RopeTokens(const RopeJob& job, int64_t begin, int64_t end) {
+  HWY_DYNAMIC_DISPATCH(RopeTokensTarget)(job, begin, end);
+}
 
 }  // namespace detail
 
@@ -81,7 +83,8 @@ Status ApplyRopeQK(const RopeArgs& args, HeadsView q, HeadsView k) {
   if (has_k) {
     POSENC_RETURN_IF_ERROR(ValidateRope(args, k, "keys"));
     if (k.heads > q.heads || (k.heads > 0 && q.heads % k.heads != 0))
-      return InvalidArgumentError(fmt::format("rope: {} query heads are not a multiple of {} key heads", q.heads, k.heads));
+      return InvalidArgumentError(
+          fmt::format("rope: {} query heads are not a multiple of {} key heads", q.heads, k.heads));
     if (k.dtype != q.dtype)
       return InvalidArgumentError(fmt::format("rope: keys are {}, queries {}; both must share one dtype",
                                               ToString(k.dtype), ToString(q.dtype)));

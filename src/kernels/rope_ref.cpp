@@ -19,9 +19,11 @@ Status ValidateRope(const RopeArgs& args, const HeadsView& x, const char* what) 
     return InvalidArgumentError(fmt::format("rope: table has {} frequency pairs, layout rotary_dim {} needs {}",
                                             args.table->num_pairs(), args.layout.rotary_dim, args.layout.num_pairs()));
   if (x.head_dim != args.layout.head_dim)
-    return InvalidArgumentError(fmt::format("rope: {} has head_dim {}, layout says {}", what, x.head_dim, args.layout.head_dim));
+    return InvalidArgumentError(
+        fmt::format("rope: {} has head_dim {}, layout says {}", what, x.head_dim, args.layout.head_dim));
   if (static_cast<int64_t>(args.positions.size()) != x.tokens)
-    return InvalidArgumentError(fmt::format("rope: {} positions for {} tokens of {}", args.positions.size(), x.tokens, what));
+    return InvalidArgumentError(
+        fmt::format("rope: {} positions for {} tokens of {}", args.positions.size(), x.tokens, what));
   for (size_t i = 0; i < args.positions.size(); ++i) {
     const int64_t p = args.positions[i];
     if (p < 0 || p >= kMaxRopePosition)
@@ -78,10 +80,17 @@ Status ApplyRopeReference(const RopeArgs& args, HeadsView in, HeadsView out) {
   POSENC_RETURN_IF_ERROR(detail::ValidateRopeOutput(in, out));
   if (in.tokens == 0 || in.heads == 0) return OkStatus();
   switch (in.dtype) {
-    case DType::kF32: RotateReference<float>(args, in, out); break;
-    case DType::kF16: RotateReference<f16_t>(args, in, out); break;
-    case DType::kBF16: RotateReference<bf16_t>(args, in, out); break;
-    default: return InvalidArgumentError("rope: unsupported dtype");
+    case DType::kF32:
+      RotateReference<float>(args, in, out);
+      break;
+    case DType::kF16:
+      RotateReference<f16_t>(args, in, out);
+      break;
+    case DType::kBF16:
+      RotateReference<bf16_t>(args, in, out);
+      break;
+    default:
+      return InvalidArgumentError("rope: unsupported dtype");
   }
   return OkStatus();
 }

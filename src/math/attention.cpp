@@ -22,7 +22,8 @@ Status Validate(const Array& q, const Array& k, const Array& v, const AttentionO
   POSENC_RETURN_IF_ERROR(CheckHeads(q, "q"));
   POSENC_RETURN_IF_ERROR(CheckHeads(k, "k"));
   POSENC_RETURN_IF_ERROR(CheckHeads(v, "v"));
-  const std::string shapes = fmt::format("q {} k {} v {}", ShapeToString(q.shape()), ShapeToString(k.shape()), ShapeToString(v.shape()));
+  const std::string shapes =
+      fmt::format("q {} k {} v {}", ShapeToString(q.shape()), ShapeToString(k.shape()), ShapeToString(v.shape()));
   if (k.shape() != v.shape()) return InvalidArgumentError("attention: k and v shapes differ: " + shapes);
   if (q.dim(2) != k.dim(2)) return InvalidArgumentError("attention: q and k head_dim differ: " + shapes);
   if (q.dim(2) < 1) return InvalidArgumentError("attention: head_dim must be >= 1: " + shapes);
@@ -30,28 +31,34 @@ Status Validate(const Array& q, const Array& k, const Array& v, const AttentionO
     return InvalidArgumentError(fmt::format("attention: {} query heads are not a multiple of {} key/value heads: {}",
                                             q.dim(1), k.dim(1), shapes));
   if (q.dim(0) > 0 && k.dim(0) == 0) return InvalidArgumentError("attention: no keys for the queries: " + shapes);
-  if (o.query_offset < 0) return InvalidArgumentError(fmt::format("attention: query_offset {} must be >= 0", o.query_offset));
+  if (o.query_offset < 0)
+    return InvalidArgumentError(fmt::format("attention: query_offset {} must be >= 0", o.query_offset));
   if (!std::isfinite(o.scale) || o.scale < 0.0)
-    return InvalidArgumentError(fmt::format("attention: scale {} must be finite and >= 0 (0 = 1/sqrt(head_dim))", o.scale));
+    return InvalidArgumentError(
+        fmt::format("attention: scale {} must be finite and >= 0 (0 = 1/sqrt(head_dim))", o.scale));
   if (o.key_tile < 1) return InvalidArgumentError(fmt::format("attention: key_tile {} must be >= 1", o.key_tile));
   const AttentionBias& b = o.bias;
   switch (b.kind) {
-    case AttentionBiasKind::kNone: break;
+    case AttentionBiasKind::kNone:
+      break;
     case AttentionBiasKind::kAlibi:
       if (static_cast<int64_t>(b.alibi_slopes.size()) != q.dim(1))
-        return InvalidArgumentError(fmt::format("attention: {} alibi slopes for {} query heads", b.alibi_slopes.size(), q.dim(1)));
+        return InvalidArgumentError(
+            fmt::format("attention: {} alibi slopes for {} query heads", b.alibi_slopes.size(), q.dim(1)));
       break;
     case AttentionBiasKind::kT5:
       if (b.t5 == nullptr) return InvalidArgumentError("attention: t5 bias without a table");
       POSENC_RETURN_IF_ERROR(b.t5->Validate());
       if (b.t5->num_heads() != q.dim(1))
-        return InvalidArgumentError(fmt::format("attention: t5 table has {} heads, q has {}", b.t5->num_heads(), q.dim(1)));
+        return InvalidArgumentError(
+            fmt::format("attention: t5 table has {} heads, q has {}", b.t5->num_heads(), q.dim(1)));
       break;
     case AttentionBiasKind::kShaw:
       if (b.shaw == nullptr) return InvalidArgumentError("attention: shaw bias without tables");
       POSENC_RETURN_IF_ERROR(b.shaw->Validate());
       if (b.shaw->head_dim() != q.dim(2))
-        return InvalidArgumentError(fmt::format("attention: shaw tables have head_dim {}, q has {}", b.shaw->head_dim(), q.dim(2)));
+        return InvalidArgumentError(
+            fmt::format("attention: shaw tables have head_dim {}, q has {}", b.shaw->head_dim(), q.dim(2)));
       break;
   }
   return OkStatus();
@@ -67,10 +74,14 @@ double Dot(const float* a, const float* b, int64_t n) {
 
 std::string_view ToString(AttentionBiasKind k) {
   switch (k) {
-    case AttentionBiasKind::kNone: return "none";
-    case AttentionBiasKind::kAlibi: return "alibi";
-    case AttentionBiasKind::kT5: return "t5";
-    case AttentionBiasKind::kShaw: return "shaw";
+    case AttentionBiasKind::kNone:
+      return "none";
+    case AttentionBiasKind::kAlibi:
+      return "alibi";
+    case AttentionBiasKind::kT5:
+      return "t5";
+    case AttentionBiasKind::kShaw:
+      return "shaw";
   }
   return "?";
 }
@@ -111,7 +122,8 @@ Result<Array> AttentionReference(const Array& q, const Array& k, const Array& v,
           double s = Dot(qv, kv, d);
           if (shaw != nullptr) s += Dot(qv, shaw->key_table.data<float>() + shaw->Index(qpos, j) * d, d);
           s *= scale;
-          if (bias.kind == AttentionBiasKind::kAlibi) s += AlibiBiasAt(bias.alibi_slopes[static_cast<size_t>(h)], qpos, j);
+          if (bias.kind == AttentionBiasKind::kAlibi)
+            s += AlibiBiasAt(bias.alibi_slopes[static_cast<size_t>(h)], qpos, j);
           if (bias.kind == AttentionBiasKind::kT5) s += bias.t5->BiasAt(h, qpos, j);
           scores[static_cast<size_t>(j - j0)] = s;
           tile_max = std::max(tile_max, s);

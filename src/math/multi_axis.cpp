@@ -12,10 +12,14 @@ namespace posenc {
 
 std::string_view ToString(SectionLayout l) {
   switch (l) {
-    case SectionLayout::kChunked: return "chunked";
-    case SectionLayout::kInterleaved: return "interleaved";
-    case SectionLayout::kChunkedRestart: return "chunked_restart";
-    case SectionLayout::kChunkedStrided: return "chunked_strided";
+    case SectionLayout::kChunked:
+      return "chunked";
+    case SectionLayout::kInterleaved:
+      return "interleaved";
+    case SectionLayout::kChunkedRestart:
+      return "chunked_restart";
+    case SectionLayout::kChunkedStrided:
+      return "chunked_strided";
   }
   return "?";
 }
@@ -64,14 +68,21 @@ void PairOf(const MultiAxisRope& m, int64_t j, int64_t* component, int64_t* freq
   if (m.layout == SectionLayout::kInterleaved) {
     const auto& s = m.sections;
     if (ggml) {
-      if (sector % 3 == 1 && sector < 3 * s[1]) *component = 1;
-      else if (sector % 3 == 2 && sector < 3 * s[2]) *component = 2;
-      else if (sector % 3 == 0 && sector < 3 * s[0]) *component = 0;
-      else *component = 3;
+      if (sector % 3 == 1 && sector < 3 * s[1])
+        *component = 1;
+      else if (sector % 3 == 2 && sector < 3 * s[2])
+        *component = 2;
+      else if (sector % 3 == 0 && sector < 3 * s[0])
+        *component = 0;
+      else
+        *component = 3;
     } else {
-      if (j % 3 == 1 && j < 3 * s[1]) *component = 1;
-      else if (j % 3 == 2 && j < 3 * s[2]) *component = 2;
-      else *component = 0;
+      if (j % 3 == 1 && j < 3 * s[1])
+        *component = 1;
+      else if (j % 3 == 2 && j < 3 * s[2])
+        *component = 2;
+      else
+        *component = 0;
     }
     *freq_index = j;
     return;
@@ -79,9 +90,15 @@ void PairOf(const MultiAxisRope& m, int64_t j, int64_t* component, int64_t* freq
   int64_t start = 0;
   *component = ChunkOf(m.sections, sector, &start);
   switch (m.layout) {
-    case SectionLayout::kChunkedRestart: *freq_index = sector - start; break;
-    case SectionLayout::kChunkedStrided: *freq_index = (sector - start) * m.num_components + *component; break;
-    default: *freq_index = j; break;
+    case SectionLayout::kChunkedRestart:
+      *freq_index = sector - start;
+      break;
+    case SectionLayout::kChunkedStrided:
+      *freq_index = (sector - start) * m.num_components + *component;
+      break;
+    default:
+      *freq_index = j;
+      break;
   }
 }
 
@@ -89,15 +106,16 @@ void PairOf(const MultiAxisRope& m, int64_t j, int64_t* component, int64_t* freq
 
 Status ValidateMultiAxisRope(const MultiAxisRope& m, int64_t num_pairs, std::string_view what) {
   if (num_pairs <= 0 || num_pairs > kMaxRopeHeadDim / 2)
-    return InvalidArgumentError(fmt::format("{}: multi-axis rope over {} pairs (must be in [1, {}])", what, num_pairs,
-                                            kMaxRopeHeadDim / 2));
+    return InvalidArgumentError(
+        fmt::format("{}: multi-axis rope over {} pairs (must be in [1, {}])", what, num_pairs, kMaxRopeHeadDim / 2));
   if (m.num_components < 1 || m.num_components > kMaxRopeComponents)
-    return InvalidArgumentError(fmt::format("{}: {} position components (must be in [1, {}])", what, m.num_components,
-                                            kMaxRopeComponents));
+    return InvalidArgumentError(
+        fmt::format("{}: {} position components (must be in [1, {}])", what, m.num_components, kMaxRopeComponents));
   const std::string secs = SectionsString(m.sections);
   for (size_t i = 0; i < m.sections.size(); ++i) {
     if (m.sections[i] < 0)
-      return InvalidArgumentError(fmt::format("{}: sections {}: section {} is {}, must be >= 0", what, secs, i, m.sections[i]));
+      return InvalidArgumentError(
+          fmt::format("{}: sections {}: section {} is {}, must be >= 0", what, secs, i, m.sections[i]));
     if (m.sections[i] > kMaxRopeHeadDim)
       return InvalidArgumentError(fmt::format("{}: sections {}: section {} is {}, beyond {} pairs", what, secs, i,
                                               m.sections[i], kMaxRopeHeadDim));
@@ -107,7 +125,8 @@ Status ValidateMultiAxisRope(const MultiAxisRope& m, int64_t num_pairs, std::str
     if (m.sections.size() != 4)
       return InvalidArgumentError(fmt::format("{}: ggml sections {} must have 4 entries", what, secs));
     if (m.num_components != 4)
-      return InvalidArgumentError(fmt::format("{}: ggml multi-axis rope takes 4 position rows, not {}", what, m.num_components));
+      return InvalidArgumentError(
+          fmt::format("{}: ggml multi-axis rope takes 4 position rows, not {}", what, m.num_components));
     if (sum <= 0) return InvalidArgumentError(fmt::format("{}: ggml sections {} sum to 0", what, secs));
     if (m.layout == SectionLayout::kChunkedStrided)
       return InvalidArgumentError(fmt::format("{}: section layout chunked_strided is not a ggml mode", what));
@@ -115,14 +134,16 @@ Status ValidateMultiAxisRope(const MultiAxisRope& m, int64_t num_pairs, std::str
   }
   // Hugging Face.
   if (m.layout == SectionLayout::kInterleaved && m.num_components != 3)
-    return InvalidArgumentError(fmt::format("{}: interleaved sections take 3 components (t, h, w), not {}", what,
-                                            m.num_components));
+    return InvalidArgumentError(
+        fmt::format("{}: interleaved sections take 3 components (t, h, w), not {}", what, m.num_components));
   if (static_cast<int64_t>(m.sections.size()) != m.num_components)
-    return InvalidArgumentError(fmt::format("{}: sections {} name {} components, positions have {} (component index {} "
-                                            "out of range)", what, secs, m.sections.size(), m.num_components,
-                                            static_cast<int64_t>(m.sections.size()) - 1));
+    return InvalidArgumentError(
+        fmt::format("{}: sections {} name {} components, positions have {} (component index {} "
+                    "out of range)",
+                    what, secs, m.sections.size(), m.num_components, static_cast<int64_t>(m.sections.size()) - 1));
   if (sum != num_pairs)
-    return InvalidArgumentError(fmt::format("{}: sections {} sum to {}, the rotary pair count is {}", what, secs, sum, num_pairs));
+    return InvalidArgumentError(
+        fmt::format("{}: sections {} sum to {}, the rotary pair count is {}", what, secs, sum, num_pairs));
   return OkStatus();
 }
 
@@ -165,9 +186,10 @@ Result<MultiAxisPlan> ComputeMultiAxisRope(const RopeConfig& config, int64_t seq
   plan.freqs.attention_scaling = 1.0;
   if (sc.type == RopeScalingType::kGgml) {
     if (sc.ext_factor != 0.0 || !sc.freq_factors.empty())
-      return UnimplementedError(fmt::format("{}: section layout {} with ggml ext_factor {} / {} freq_factors is not "
-                                            "supported (only freq_scale and attn_factor)",
-                                            what, ToString(m.layout), sc.ext_factor, sc.freq_factors.size()));
+      return UnimplementedError(
+          fmt::format("{}: section layout {} with ggml ext_factor {} / {} freq_factors is not "
+                      "supported (only freq_scale and attn_factor)",
+                      what, ToString(m.layout), sc.ext_factor, sc.freq_factors.size()));
     freq_scale = sc.freq_scale;
     plan.freqs.attention_scaling = sc.attn_factor;
   } else if (sc.type != RopeScalingType::kNone) {
@@ -182,7 +204,8 @@ Result<MultiAxisPlan> ComputeMultiAxisRope(const RopeConfig& config, int64_t seq
   plan.freqs.inv_freq.resize(static_cast<size_t>(n));
   for (int64_t j = 0; j < n; ++j)
     plan.freqs.inv_freq[static_cast<size_t>(j)] =
-        std::pow(config.base, -step * static_cast<double>(index[static_cast<size_t>(j)]) / static_cast<double>(n)) * freq_scale;
+        std::pow(config.base, -step * static_cast<double>(index[static_cast<size_t>(j)]) / static_cast<double>(n)) *
+        freq_scale;
   POSENC_RETURN_IF_ERROR(ValidateRopeFrequencies(plan.freqs, what));
   return plan;
 }
@@ -193,8 +216,8 @@ Status ValidateMultiAxisPositions(std::span<const int64_t> shape, std::span<cons
   for (size_t i = 0; i < shape.size(); ++i) sh += (i ? ", " : "") + std::to_string(shape[i]);
   sh += "]";
   if (shape.size() != 2 || shape[0] != num_components || shape[1] < 0)
-    return InvalidArgumentError(fmt::format("{}: positions have shape {}, expected [{}, tokens] (one row per component)",
-                                            what, sh, num_components));
+    return InvalidArgumentError(fmt::format(
+        "{}: positions have shape {}, expected [{}, tokens] (one row per component)", what, sh, num_components));
   if (static_cast<int64_t>(values.size()) != shape[0] * shape[1])
     return InvalidArgumentError(fmt::format("{}: positions of shape {} hold {} values", what, sh, values.size()));
   const int64_t t_count = shape[1];

@@ -43,15 +43,23 @@ Status CheckTable(const Array& t, int64_t rows, const char* what) {
 
 std::string_view ToString(AlibiVariant v) {
   switch (v) {
-    case AlibiVariant::kBloom: return "bloom";
-    case AlibiVariant::kMpt: return "mpt";
+    case AlibiVariant::kBloom:
+      return "bloom";
+    case AlibiVariant::kMpt:
+      return "mpt";
   }
   return "?";
 }
 
 bool ParseAlibiVariant(std::string_view s, AlibiVariant* out) {
-  if (s == "bloom" || s == "press") { *out = AlibiVariant::kBloom; return true; }
-  if (s == "mpt") { *out = AlibiVariant::kMpt; return true; }
+  if (s == "bloom" || s == "press") {
+    *out = AlibiVariant::kBloom;
+    return true;
+  }
+  if (s == "mpt") {
+    *out = AlibiVariant::kMpt;
+    return true;
+  }
   return false;
 }
 
@@ -63,7 +71,8 @@ Result<std::vector<double>> AlibiSlopes(int64_t num_heads, AlibiVariant variant,
   if (variant == AlibiVariant::kBloom) {
     // Press et al.: the geometric sequence starting at 2^(-8/P) with that ratio, for P a power of two.
     const int64_t p = int64_t{1} << FloorLog2(num_heads);
-    for (int64_t k = 1; k <= p; ++k) slopes.push_back(std::exp2(-8.0 * static_cast<double>(k) / static_cast<double>(p)));
+    for (int64_t k = 1; k <= p; ++k)
+      slopes.push_back(std::exp2(-8.0 * static_cast<double>(k) / static_cast<double>(p)));
     // The remaining heads take every other slope of the 2P sequence (ratio 2^(-4/P), odd powers).
     for (int64_t m = 0; m < num_heads - p; ++m)
       slopes.push_back(std::exp2(-4.0 * static_cast<double>(2 * m + 1) / static_cast<double>(p)));
@@ -90,7 +99,8 @@ Result<Array> AlibiBias(std::span<const double> slopes, int64_t query_length, in
                         int64_t query_offset) {
   if (slopes.empty()) return InvalidArgumentError("alibi bias: no slopes (num_heads 0)");
   if (query_length < 0 || key_length < 0)
-    return InvalidArgumentError(fmt::format("alibi bias: negative size query_length {} key_length {}", query_length, key_length));
+    return InvalidArgumentError(
+        fmt::format("alibi bias: negative size query_length {} key_length {}", query_length, key_length));
   const int64_t h_count = static_cast<int64_t>(slopes.size());
   POSENC_ASSIGN_OR_RETURN(Array bias, Array::Zeros(DType::kF32, {h_count, query_length, key_length}));
   float* out = bias.data<float>();
@@ -164,10 +174,11 @@ Status ShawRelativeEmbeddings::Validate() const {
   return OkStatus();
 }
 
-Result<ShawRelativeEmbeddings> RandomShawEmbeddings(int64_t max_relative_position, int64_t head_dim,
-                                                    uint64_t seed, double stddev) {
+Result<ShawRelativeEmbeddings> RandomShawEmbeddings(int64_t max_relative_position, int64_t head_dim, uint64_t seed,
+                                                    double stddev) {
   if (max_relative_position < 0 || max_relative_position > (int64_t{1} << 24))
-    return InvalidArgumentError(fmt::format("shaw: max_relative_position {} must be in [0, 2^24]", max_relative_position));
+    return InvalidArgumentError(
+        fmt::format("shaw: max_relative_position {} must be in [0, 2^24]", max_relative_position));
   if (head_dim < 1) return InvalidArgumentError(fmt::format("shaw: head_dim {} must be >= 1", head_dim));
   ShawRelativeEmbeddings e;
   e.max_relative_position = max_relative_position;

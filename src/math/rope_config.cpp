@@ -26,11 +26,16 @@ std::string_view ToString(RopeScalingType t) {
 
 std::string_view ToString(PairRegime r) {
   switch (r) {
-    case PairRegime::kExtrapolated: return "extrapolated";
-    case PairRegime::kInterpolated: return "interpolated";
-    case PairRegime::kBlended: return "blended";
-    case PairRegime::kScaled: return "scaled";
-    case PairRegime::kUnrotated: return "unrotated";
+    case PairRegime::kExtrapolated:
+      return "extrapolated";
+    case PairRegime::kInterpolated:
+      return "interpolated";
+    case PairRegime::kBlended:
+      return "blended";
+    case PairRegime::kScaled:
+      return "scaled";
+    case PairRegime::kUnrotated:
+      return "unrotated";
   }
   return "unknown";
 }
@@ -45,7 +50,8 @@ std::string ConfigWhat(const RopeConfig& c) {
 }
 
 Status FieldError(const RopeConfig& c, std::string_view key, const std::string& value, std::string_view rule) {
-  return InvalidArgumentError(fmt::format("{}: {} '{}' = {} {}", ConfigWhat(c), ToString(c.scaling.type), key, value, rule));
+  return InvalidArgumentError(
+      fmt::format("{}: {} '{}' = {} {}", ConfigWhat(c), ToString(c.scaling.type), key, value, rule));
 }
 
 bool Positive(double x) { return std::isfinite(x) && x > 0; }
@@ -117,7 +123,8 @@ Result<RopeFrequencies> Llama3(const RopeConfig& c) {
       if (wavelen == low_wavelen)
         return FieldError(c, "low_freq_factor", fmt::format("{} (= high_freq_factor)", s.low_freq_factor),
                           fmt::format("puts pair {}'s wavelength exactly on the band edge {}, where Hugging Face's "
-                                      "smooth factor is 0/0", i, low_wavelen));
+                                      "smooth factor is 0/0",
+                                      i, low_wavelen));
     } else if (wavelen >= high_wavelen) {
       // the middle band: mix of w/factor and w by how many turns fit in the original length
       const double smooth = (old_len / wavelen - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
@@ -148,7 +155,8 @@ Result<RopeFrequencies> LongRope(const RopeConfig& c, int64_t seq_len) {
 Result<RopeFrequencies> Proportional(const RopeConfig& c) {
   const RopeScaling& s = c.scaling;
   const int64_t head_dim = c.layout.head_dim;
-  const int64_t rotated = static_cast<int64_t>(std::floor(s.partial_rotary_factor * static_cast<double>(head_dim) / 2.0));
+  const int64_t rotated =
+      static_cast<int64_t>(std::floor(s.partial_rotary_factor * static_cast<double>(head_dim) / 2.0));
   RopeFrequencies f;
   f.inv_freq.assign(static_cast<size_t>(head_dim / 2), 0.0);
   for (int64_t i = 0; i < rotated; ++i)
@@ -159,8 +167,8 @@ Result<RopeFrequencies> Proportional(const RopeConfig& c) {
 
 // ggml_rope_yarn_corr_dims, in float32 as ggml computes it: these floor/ceil decisions are what a
 // GGUF model runs with.
-void GgmlCorrDims(int64_t n_dims, int64_t n_ctx_orig, double freq_base, double beta_fast, double beta_slow,
-                  double* low, double* high) {
+void GgmlCorrDims(int64_t n_dims, int64_t n_ctx_orig, double freq_base, double beta_fast, double beta_slow, double* low,
+                  double* high) {
   const float nd = static_cast<float>(n_dims);
   const float ctx = static_cast<float>(n_ctx_orig);
   const float base = static_cast<float>(freq_base);
@@ -213,7 +221,9 @@ Status CheckFactorList(const RopeConfig& c, std::string_view key, const std::vec
 
 // ---------- the frequency functions of the rows that need no helper above ----------
 
-Result<RopeFrequencies> Default(const RopeConfig& c, int64_t) { return DefaultRopeFrequencies(c.layout.rotary_dim, c.base); }
+Result<RopeFrequencies> Default(const RopeConfig& c, int64_t) {
+  return DefaultRopeFrequencies(c.layout.rotary_dim, c.base);
+}
 
 Result<RopeFrequencies> Linear(const RopeConfig& c, int64_t) {
   POSENC_ASSIGN_OR_RETURN(RopeFrequencies f, DefaultRopeFrequencies(c.layout.rotary_dim, c.base));
@@ -232,8 +242,8 @@ Result<RopeFrequencies> DynamicNtk(const RopeConfig& c, int64_t seq_len) {
   const double factor = c.scaling.factor;
   const double max_len = static_cast<double>(c.max_position_embeddings);
   const double len = std::max(static_cast<double>(seq_len), max_len);
-  const double base =
-      c.base * std::pow(factor * len / max_len - (factor - 1.0), static_cast<double>(dim) / static_cast<double>(dim - 2));
+  const double base = c.base * std::pow(factor * len / max_len - (factor - 1.0),
+                                        static_cast<double>(dim) / static_cast<double>(dim - 2));
   return DefaultRopeFrequencies(dim, base);
 }
 
@@ -252,7 +262,9 @@ int64_t GgmlRegime(const RopeConfig& c, int64_t seq_len) {
   return c.scaling.freq_factors.empty() && !c.scaling.long_factor.empty() ? SwitchAtOriginal(c, seq_len) : 1;
 }
 // Dynamic NTK: the unscaled frequencies up to max_position_embeddings, a new base at every length past it.
-int64_t DynamicRegime(const RopeConfig& c, int64_t seq_len) { return seq_len <= c.max_position_embeddings ? 1 : seq_len; }
+int64_t DynamicRegime(const RopeConfig& c, int64_t seq_len) {
+  return seq_len <= c.max_position_embeddings ? 1 : seq_len;
+}
 
 // ---------- where each key lives ----------
 
@@ -299,7 +311,8 @@ Status CheckOrder(const RopeConfig& c, const ScalingOrderRule& o) {
   // ramp that Hugging Face and ggml both compute (their 0.001 guard); equal llama3 band factors
   // (Llama 4) leave the smooth band empty, which Hugging Face warns about and computes.
   if (gv < lv)
-    return FieldError(c, o.greater, fmt::format("{} ({} {})", gv, o.lesser, lv), fmt::format("must be at least {}", o.lesser));
+    return FieldError(c, o.greater, fmt::format("{} ({} {})", gv, o.lesser, lv),
+                      fmt::format("must be at least {}", o.lesser));
   return OkStatus();
 }
 
@@ -354,7 +367,8 @@ constexpr ScalingSpelling kNtkNames[] = {{"ntk", ""}};
 constexpr ScalingSpelling kDynamicNames[] = {{"dynamic", ""}};
 constexpr ScalingSpelling kYarnNames[] = {{"yarn", ""}};
 constexpr ScalingSpelling kLlama3Names[] = {{"llama3", ""}};
-constexpr ScalingSpelling kLongRopeNames[] = {{"longrope", ""}, {"su", "rope type 'su' is LongRoPE's old name (read as longrope)"}};
+constexpr ScalingSpelling kLongRopeNames[] = {{"longrope", ""},
+                                              {"su", "rope type 'su' is LongRoPE's old name (read as longrope)"}};
 constexpr ScalingSpelling kProportionalNames[] = {{"proportional", ""}};
 
 constexpr RopeScalingKey kLinearKeys[] = {{"factor", K::kNumber, R::kPositive, Rd::kRequired, 1.0, false, Factor}};
@@ -416,13 +430,37 @@ constexpr RopeScalingSpec kScalings[] = {
     {RopeScalingType::kNone, "default", kDefaultNames, {}, {}, nullptr, OneRegime, Default, NoFactor},
     {RopeScalingType::kLinear, "linear", kLinearNames, kLinearKeys, {}, nullptr, OneRegime, Linear, ByFactor},
     {RopeScalingType::kNtk, "ntk", kNtkNames, kLinearKeys, {}, NtkRules, OneRegime, Ntk, ByFactor},
-    {RopeScalingType::kDynamicNtk, "dynamic", kDynamicNames, kDynamicKeys, {}, NtkRules, DynamicRegime, DynamicNtk, ByFactor},
-    {RopeScalingType::kYarn, "yarn", kYarnNames, kYarnKeys, kYarnOrders, nullptr, OneRegime, YarnRow, ByFactor},
-    {RopeScalingType::kLlama3, "llama3", kLlama3Names, kLlama3Keys, kLlama3Orders, nullptr, OneRegime, Llama3Row, ByFactor},
-    {RopeScalingType::kLongRope, "longrope", kLongRopeNames, kLongRopeKeys, {}, LongRopeRules, SwitchAtOriginal, LongRope,
+    {RopeScalingType::kDynamicNtk,
+     "dynamic",
+     kDynamicNames,
+     kDynamicKeys,
+     {},
+     NtkRules,
+     DynamicRegime,
+     DynamicNtk,
      ByFactor},
-    {RopeScalingType::kProportional, "proportional", kProportionalNames, kProportionalKeys, {}, ProportionalRules, OneRegime,
-     ProportionalRow, ByFactor, /*unscaled_over_head_dim=*/true},
+    {RopeScalingType::kYarn, "yarn", kYarnNames, kYarnKeys, kYarnOrders, nullptr, OneRegime, YarnRow, ByFactor},
+    {RopeScalingType::kLlama3, "llama3", kLlama3Names, kLlama3Keys, kLlama3Orders, nullptr, OneRegime, Llama3Row,
+     ByFactor},
+    {RopeScalingType::kLongRope,
+     "longrope",
+     kLongRopeNames,
+     kLongRopeKeys,
+     {},
+     LongRopeRules,
+     SwitchAtOriginal,
+     LongRope,
+     ByFactor},
+    {RopeScalingType::kProportional,
+     "proportional",
+     kProportionalNames,
+     kProportionalKeys,
+     {},
+     ProportionalRules,
+     OneRegime,
+     ProportionalRow,
+     ByFactor,
+     /*unscaled_over_head_dim=*/true},
     {RopeScalingType::kGgml, "ggml", {}, kGgmlKeys, {}, GgmlRules, GgmlRegime, Ggml, ByFreqScale},
 };
 
@@ -434,7 +472,8 @@ Status ValidateKeys(const RopeConfig& c) {
     return InvalidArgumentError(fmt::format("{}: {}", ConfigWhat(c), s.message()));
   if (!Positive(c.base)) return FieldError(c, "rope_theta", fmt::format("{}", c.base), "must be finite and > 0");
   const size_t index = static_cast<size_t>(c.scaling.type);
-  if (index >= std::size(kScalings)) return InvalidArgumentError(fmt::format("{}: unknown scaling type", ConfigWhat(c)));
+  if (index >= std::size(kScalings))
+    return InvalidArgumentError(fmt::format("{}: unknown scaling type", ConfigWhat(c)));
   const RopeScalingSpec& row = kScalings[index];
   for (const RopeScalingKey& k : row.keys) POSENC_RETURN_IF_ERROR(CheckRopeScalingKey(c, k));
   for (const ScalingOrderRule& o : row.orders) POSENC_RETURN_IF_ERROR(CheckOrder(c, o));
@@ -447,7 +486,9 @@ Result<RopeFrequencies> ComputeUnchecked(const RopeConfig& config, int64_t seq_l
   return RopeScalingOf(config.scaling.type).compute(config, seq_len);
 }
 
-std::string FrequenciesWhat(const RopeConfig& c) { return fmt::format("{}: {} scaling", ConfigWhat(c), ToString(c.scaling.type)); }
+std::string FrequenciesWhat(const RopeConfig& c) {
+  return fmt::format("{}: {} scaling", ConfigWhat(c), ToString(c.scaling.type));
+}
 
 }  // namespace
 
@@ -461,7 +502,8 @@ struct RopeConfigCheck {
     bool operator==(const Inputs&) const = default;
   };
   static Inputs Of(const RopeConfig& c) {
-    return {c.layout.head_dim, c.layout.rotary_dim, c.layout.rotary_start, c.base, c.max_position_embeddings, c.scaling};
+    return {c.layout.head_dim, c.layout.rotary_dim, c.layout.rotary_start, c.base, c.max_position_embeddings,
+            c.scaling};
   }
   Inputs inputs;
   std::vector<std::pair<int64_t, RopeFrequencies>> regimes;  // (regime length, its frequencies)
@@ -520,12 +562,13 @@ Status CheckRopeScalingKey(const RopeConfig& c, const RopeScalingKey& key) {
   // flushes to 0 (or a denormal) there is refused, whatever the key's rule. (The frequency keys are
   // combined in float64 and checked against the float32 angle bound afterwards.)
   const bool attention_key = key.kind == ScalingKeyKind::kOptionalNumber || key.name == "attn_factor";
-  const double* number = !attention_key                                                   ? nullptr
-                         : key.kind == ScalingKeyKind::kNumber                            ? f.number
-                         : f.optional != nullptr && f.optional->has_value()               ? &**f.optional
-                                                                                          : nullptr;
+  const double* number = !attention_key                                     ? nullptr
+                         : key.kind == ScalingKeyKind::kNumber              ? f.number
+                         : f.optional != nullptr && f.optional->has_value() ? &**f.optional
+                                                                            : nullptr;
   if (number != nullptr && std::isfinite(*number) && *number != 0.0 &&
-      !(std::abs(*number) <= std::numeric_limits<float>::max() && std::abs(*number) >= std::numeric_limits<float>::min()))
+      !(std::abs(*number) <= std::numeric_limits<float>::max() &&
+        std::abs(*number) >= std::numeric_limits<float>::min()))
     return FieldError(c, key.name, fmt::format("{}", *number),
                       fmt::format("is outside float32, the type it is used in (magnitude {} to {}, or 0)",
                                   std::numeric_limits<float>::min(), std::numeric_limits<float>::max()));
@@ -534,7 +577,9 @@ Status CheckRopeScalingKey(const RopeConfig& c, const RopeScalingKey& key) {
       return OkStatus();
     case ScalingKeyRule::kPositive: {
       if (f.optional != nullptr && !f.optional->has_value()) return OkStatus();
-      const double v = f.optional != nullptr ? **f.optional : f.number != nullptr ? *f.number : static_cast<double>(*f.integer);
+      const double v = f.optional != nullptr ? **f.optional
+                       : f.number != nullptr ? *f.number
+                                             : static_cast<double>(*f.integer);
       if (!Positive(v)) return FieldError(c, key.name, fmt::format("{}", v), "must be finite and > 0");
       return OkStatus();
     }
@@ -546,7 +591,8 @@ Status CheckRopeScalingKey(const RopeConfig& c, const RopeScalingKey& key) {
       if (*f.integer <= 0) return FieldError(c, key.name, fmt::format("{}", *f.integer), "must be given and > 0");
       return OkStatus();
     case ScalingKeyRule::kUnitInterval:
-      if (!(*f.number > 0 && *f.number <= 1)) return FieldError(c, key.name, fmt::format("{}", *f.number), "must be in (0, 1]");
+      if (!(*f.number > 0 && *f.number <= 1))
+        return FieldError(c, key.name, fmt::format("{}", *f.number), "must be in (0, 1]");
       return OkStatus();
     case ScalingKeyRule::kPairListIfGiven:
       if (f.list->empty()) return OkStatus();
@@ -583,7 +629,9 @@ Result<RopeFrequencies> ComputeRopeFrequencies(const RopeConfig& config, int64_t
   return f;
 }
 
-double NominalScalingFactor(const RopeConfig& config) { return RopeScalingOf(config.scaling.type).nominal_factor(config); }
+double NominalScalingFactor(const RopeConfig& config) {
+  return RopeScalingOf(config.scaling.type).nominal_factor(config);
+}
 
 std::vector<double> UnscaledFrequencies(const RopeConfig& config) {
   if (RopeScalingOf(config.scaling.type).unscaled_over_head_dim)
@@ -604,10 +652,14 @@ std::vector<PairRegime> ClassifyPairs(const RopeConfig& config, const RopeFreque
       continue;
     }
     const double divisor = plain[i] / w;  // how much slower the pair turns than unscaled
-    if (std::abs(divisor - 1.0) <= kRel) out[i] = PairRegime::kExtrapolated;
-    else if (std::abs(divisor - factor) <= kRel * factor) out[i] = PairRegime::kInterpolated;
-    else if (divisor > lo && divisor < hi) out[i] = PairRegime::kBlended;
-    else out[i] = PairRegime::kScaled;
+    if (std::abs(divisor - 1.0) <= kRel)
+      out[i] = PairRegime::kExtrapolated;
+    else if (std::abs(divisor - factor) <= kRel * factor)
+      out[i] = PairRegime::kInterpolated;
+    else if (divisor > lo && divisor < hi)
+      out[i] = PairRegime::kBlended;
+    else
+      out[i] = PairRegime::kScaled;
   }
   return out;
 }

@@ -105,10 +105,11 @@ Result<RopeTable> RopeTable::BuildPerToken(RopeFrequencies freqs, std::span<cons
   POSENC_RETURN_IF_ERROR(ValidateRopeFrequencies(freqs, "multi-axis rope table"));
   const size_t n = freqs.inv_freq.size();
   if (pair_component.size() != n)
-    return InvalidArgumentError(fmt::format("multi-axis rope table: {} pair components for {} frequency pairs",
-                                            pair_component.size(), n));
+    return InvalidArgumentError(
+        fmt::format("multi-axis rope table: {} pair components for {} frequency pairs", pair_component.size(), n));
   if (num_components < 1)
-    return InvalidArgumentError(fmt::format("multi-axis rope table: {} position components, must be >= 1", num_components));
+    return InvalidArgumentError(
+        fmt::format("multi-axis rope table: {} position components, must be >= 1", num_components));
   for (size_t j = 0; j < n; ++j)
     if (pair_component[j] < 0 || pair_component[j] >= num_components)
       return InvalidArgumentError(fmt::format("multi-axis rope table: pair {} takes component {}, outside [0, {})", j,
@@ -122,7 +123,8 @@ Result<RopeTable> RopeTable::BuildPerToken(RopeFrequencies freqs, std::span<cons
   for (size_t i = 0; i < positions.size(); ++i)
     if (positions[i] < 0 || positions[i] >= kMaxRopePosition)
       return OutOfRangeError(fmt::format("multi-axis rope table: position [{}, {}] = {} is outside [0, 2^31)",
-                                         static_cast<int64_t>(i) / tokens, static_cast<int64_t>(i) % tokens, positions[i]));
+                                         static_cast<int64_t>(i) / tokens, static_cast<int64_t>(i) % tokens,
+                                         positions[i]));
   // Per component, the frequencies of its pairs and where they go in a row: each row is then one
   // ComputeCosSin per component, scattered, so every entry is ComputeCosSin's own value.
   std::vector<RopeFrequencies> sub(static_cast<size_t>(num_components));

@@ -12,24 +12,36 @@ namespace posenc {
 std::string_view ToString(RopePairing p) { return p == RopePairing::kHalf ? "half" : "interleaved"; }
 
 bool ParseRopePairing(std::string_view s, RopePairing* out) {
-  if (s == "half" || s == "neox") { *out = RopePairing::kHalf; return true; }
-  if (s == "interleaved" || s == "normal" || s == "gptj") { *out = RopePairing::kInterleaved; return true; }
+  if (s == "half" || s == "neox") {
+    *out = RopePairing::kHalf;
+    return true;
+  }
+  if (s == "interleaved" || s == "normal" || s == "gptj") {
+    *out = RopePairing::kInterleaved;
+    return true;
+  }
   return false;
 }
 
 std::string_view ToString(RopePrecision p) { return p == RopePrecision::kReference ? "reference" : "exact"; }
 
 bool ParseRopePrecision(std::string_view s, RopePrecision* out) {
-  if (s == "reference") { *out = RopePrecision::kReference; return true; }
-  if (s == "exact") { *out = RopePrecision::kExact; return true; }
+  if (s == "reference") {
+    *out = RopePrecision::kReference;
+    return true;
+  }
+  if (s == "exact") {
+    *out = RopePrecision::kExact;
+    return true;
+  }
   return false;
 }
 
 Status RotaryLayout::Validate() const {
   if (head_dim <= 0) return InvalidArgumentError(fmt::format("rope layout: head_dim {} must be positive", head_dim));
   if (head_dim > kMaxRopeHeadDim)
-    return InvalidArgumentError(fmt::format("rope layout: head_dim {} is beyond {} (a model's is at most a few hundred)",
-                                            head_dim, kMaxRopeHeadDim));
+    return InvalidArgumentError(fmt::format(
+        "rope layout: head_dim {} is beyond {} (a model's is at most a few hundred)", head_dim, kMaxRopeHeadDim));
   if (rotary_dim <= 0 || rotary_dim % 2 != 0)
     return InvalidArgumentError(fmt::format("rope layout: rotary_dim {} must be even and positive", rotary_dim));
   if (rotary_start < 0 || rotary_start > head_dim - rotary_dim)
@@ -42,7 +54,8 @@ Result<RopeFrequencies> DefaultRopeFrequencies(int64_t rotary_dim, double base) 
   if (rotary_dim <= 0 || rotary_dim % 2 != 0)
     return InvalidArgumentError(fmt::format("rope frequencies: rotary_dim {} must be even and positive", rotary_dim));
   if (!(base > 0) || !std::isfinite(base))
-    return InvalidArgumentError(fmt::format("rope frequencies: base (rope_theta) {} must be finite and positive", base));
+    return InvalidArgumentError(
+        fmt::format("rope frequencies: base (rope_theta) {} must be finite and positive", base));
   RopeFrequencies f;
   f.inv_freq.resize(static_cast<size_t>(rotary_dim / 2));
   for (int64_t i = 0; i < rotary_dim / 2; ++i)
@@ -76,8 +89,10 @@ Status ValidateRopeFrequencies(const RopeFrequencies& freqs, std::string_view wh
     const double w = freqs.inv_freq[i];
     if (!std::isfinite(w)) return InvalidArgumentError(fmt::format("{}: inv_freq[{}] = {} must be finite", what, i, w));
     if (std::fabs(w) > kMaxRopeInvFreq)
-      return InvalidArgumentError(fmt::format("{}: inv_freq[{}] = {:g} rad/token is beyond {:g}: float32 angles of "
-                                              "positions up to 2^31 would overflow", what, i, w, kMaxRopeInvFreq));
+      return InvalidArgumentError(
+          fmt::format("{}: inv_freq[{}] = {:g} rad/token is beyond {:g}: float32 angles of "
+                      "positions up to 2^31 would overflow",
+                      what, i, w, kMaxRopeInvFreq));
   }
   if (!std::isfinite(freqs.attention_scaling))
     return InvalidArgumentError(fmt::format("{}: attention_scaling {} is not finite", what, freqs.attention_scaling));

@@ -10,12 +10,19 @@ namespace posenc {
 std::string_view ToString(SinusoidalLayout l) { return l == SinusoidalLayout::kInterleaved ? "interleaved" : "concat"; }
 
 bool ParseSinusoidalLayout(std::string_view s, SinusoidalLayout* out) {
-  if (s == "interleaved") { *out = SinusoidalLayout::kInterleaved; return true; }
-  if (s == "concat") { *out = SinusoidalLayout::kConcat; return true; }
+  if (s == "interleaved") {
+    *out = SinusoidalLayout::kInterleaved;
+    return true;
+  }
+  if (s == "concat") {
+    *out = SinusoidalLayout::kConcat;
+    return true;
+  }
   return false;
 }
 
-Result<Array> SinusoidalTable(std::span<const int64_t> positions, int64_t d_model, SinusoidalLayout layout, double base) {
+Result<Array> SinusoidalTable(std::span<const int64_t> positions, int64_t d_model, SinusoidalLayout layout,
+                              double base) {
   if (d_model <= 0 || d_model % 2 != 0)
     return InvalidArgumentError(fmt::format("sinusoidal positions: d_model {} must be even and positive", d_model));
   if (!(base > 0) || !std::isfinite(base))
@@ -30,7 +37,8 @@ Result<Array> SinusoidalTable(std::span<const int64_t> positions, int64_t d_mode
     float* row = o + static_cast<int64_t>(t) * d_model;
     for (int64_t i = 0; i < half; ++i) {
       // angle = p / base^(2i/d): the division form, as Vaswani et al. write it.
-      const double angle = static_cast<double>(positions[t]) / std::pow(base, static_cast<double>(2 * i) / static_cast<double>(d_model));
+      const double angle =
+          static_cast<double>(positions[t]) / std::pow(base, static_cast<double>(2 * i) / static_cast<double>(d_model));
       const float s = static_cast<float>(std::sin(angle));
       const float c = static_cast<float>(std::cos(angle));
       if (layout == SinusoidalLayout::kInterleaved) {

@@ -18,10 +18,14 @@ namespace posenc {
 
 std::string_view ToString(ModelFileFormat f) {
   switch (f) {
-    case ModelFileFormat::kAuto: return "auto";
-    case ModelFileFormat::kLlama2c: return "llama2c";
-    case ModelFileFormat::kSafetensors: return "safetensors";
-    case ModelFileFormat::kGguf: return "gguf";
+    case ModelFileFormat::kAuto:
+      return "auto";
+    case ModelFileFormat::kLlama2c:
+      return "llama2c";
+    case ModelFileFormat::kSafetensors:
+      return "safetensors";
+    case ModelFileFormat::kGguf:
+      return "gguf";
   }
   return "?";
 }
@@ -62,7 +66,7 @@ namespace {
 // What a converter knows about the model's attention heads.
 struct Heads {
   int64_t q = 0, kv = 0;
-  RotaryLayout layout;  // with the source pairing
+  RotaryLayout layout;                           // with the source pairing
   FusedQkvLayout fused = FusedQkvLayout::kNone;  // safetensors query_key_value (from config.json)
 };
 
@@ -133,7 +137,8 @@ Status FinishHeads(const LayoutConvertOptions& o, const std::string& name, int64
   if (h->q <= 0) return InvalidArgumentError(fmt::format("{}: number of attention heads unknown (give --heads)", name));
   if (h->layout.head_dim <= 0) return InvalidArgumentError(fmt::format("{}: head_dim unknown (give --head-dim)", name));
   if (h->q % h->kv != 0)
-    return InvalidArgumentError(fmt::format("{}: {} query heads are not a multiple of {} key heads", name, h->q, h->kv));
+    return InvalidArgumentError(
+        fmt::format("{}: {} query heads are not a multiple of {} key heads", name, h->q, h->kv));
   Status s = h->layout.Validate();
   if (!s.ok()) return InvalidArgumentError(fmt::format("{}: {}", name, s.message()));
   return OkStatus();
@@ -154,8 +159,10 @@ Result<Job> FusedQkvJob(std::string_view tensor, const Heads& h, const std::stri
   switch (h.fused) {
     case FusedQkvLayout::kPerHead:
       if (h.kv != h.q)
-        return InvalidArgumentError(fmt::format("{}: tensor '{}' holds [q, k, v] per head, which needs as many key "
-                                                "heads as query heads ({} and {})", name, tensor, h.q, h.kv));
+        return InvalidArgumentError(
+            fmt::format("{}: tensor '{}' holds [q, k, v] per head, which needs as many key "
+                        "heads as query heads ({} and {})",
+                        name, tensor, h.q, h.kv));
       for (int64_t i = 0; i < h.q; ++i) j.segments.insert(j.segments.end(), {{1, true}, {1, true}, {1, false}});
       j.what = fmt::format("{} x [q, k, v] heads", h.q);
       return j;
@@ -168,11 +175,13 @@ Result<Job> FusedQkvJob(std::string_view tensor, const Heads& h, const std::stri
       j.segments = {{h.q, true}, {h.kv, true}, {h.kv, false}};
       j.what = fmt::format("{}+{}+{} heads", h.q, h.kv, h.kv);
       return j;
-    case FusedQkvLayout::kNone: break;
+    case FusedQkvLayout::kNone:
+      break;
   }
   return InvalidArgumentError(fmt::format(
       "{}: tensor '{}' is a fused query_key_value, whose row order depends on the architecture; give the model's "
-      "config.json (model_type gpt_neox, persimmon or falcon)", name, tensor));
+      "config.json (model_type gpt_neox, persimmon or falcon)",
+      name, tensor));
 }
 
 // The job for a q/k tensor, by its name; nullopt = not a q/k tensor.
@@ -211,16 +220,18 @@ Result<LayoutConvertReport> ConvertLlama2c(std::span<const std::byte> in, const 
   Heads h;
   POSENC_RETURN_IF_ERROR(FinishHeads(o, name, c.n_heads, c.n_kv_heads, c.head_size(), 0, 0, &h));
   if (h.q != c.n_heads || h.kv != c.n_kv_heads || h.layout.head_dim != c.head_size())
-    return InvalidArgumentError(fmt::format("{}: llama2.c heads come from the header ({} heads, {} kv heads, head_size {})",
-                                            name, c.n_heads, c.n_kv_heads, c.head_size()));
+    return InvalidArgumentError(
+        fmt::format("{}: llama2.c heads come from the header ({} heads, {} kv heads, head_size {})", name, c.n_heads,
+                    c.n_kv_heads, c.head_size()));
   // Offsets of wq / wk relative to the file start: the spans point into the reader's copy.
-  const auto* base = reinterpret_cast<const std::byte*>(f.weights().token_embedding_table.data()) -
-                     Llama2cFile::kHeaderBytes;
+  const auto* base =
+      reinterpret_cast<const std::byte*>(f.weights().token_embedding_table.data()) - Llama2cFile::kHeaderBytes;
   const size_t row = static_cast<size_t>(c.dim) * sizeof(float);
   std::vector<Job> jobs;
   for (int32_t l = 0; l < c.n_layers; ++l) {
     const auto* wq = reinterpret_cast<const std::byte*>(f.weights().wq.data()) + static_cast<size_t>(l) * c.dim * row;
-    const auto* wk = reinterpret_cast<const std::byte*>(f.weights().wk.data()) + static_cast<size_t>(l) * c.kv_dim() * row;
+    const auto* wk =
+        reinterpret_cast<const std::byte*>(f.weights().wk.data()) + static_cast<size_t>(l) * c.kv_dim() * row;
     Job q = HeadsJob(fmt::format("wq[{}]", l), h.q), k = HeadsJob(fmt::format("wk[{}]", l), h.kv);
     q.offset = static_cast<uint64_t>(wq - base);
     q.rows = c.dim;
@@ -237,7 +248,8 @@ Result<LayoutConvertReport> ConvertLlama2c(std::span<const std::byte> in, const 
   r.num_kv_heads = h.kv;
   r.from_layout = h.layout;
   r.permuted = {fmt::format("wq ({} layers)", c.n_layers), fmt::format("wk ({} layers)", c.n_layers)};
-  r.notes.push_back("llama2.c's run.c always rotates interleaved pairs; run the converted file with an engine told its layout");
+  r.notes.push_back(
+      "llama2.c's run.c always rotates interleaved pairs; run the converted file with an engine told its layout");
   return r;
 }
 
@@ -276,11 +288,11 @@ Result<LayoutConvertReport> ConvertSafetensors(std::span<const std::byte> in, co
     POSENC_ASSIGN_OR_RETURN(std::optional<Job> job, JobFor(t.name, h, false, name));
     if (!job) continue;
     if (t.dtype != "F32" && t.dtype != "F16" && t.dtype != "BF16")
-      return UnimplementedError(fmt::format("{}: tensor '{}' has dtype {}; convert-layout handles F32, F16, BF16", name,
-                                            t.name, t.dtype));
+      return UnimplementedError(
+          fmt::format("{}: tensor '{}' has dtype {}; convert-layout handles F32, F16, BF16", name, t.name, t.dtype));
     if (t.shape.empty() || t.shape.size() > 2)
-      return InvalidArgumentError(fmt::format("{}: tensor '{}' has {} dims; expected a [out, in] weight or an [out] bias",
-                                              name, t.name, t.shape.size()));
+      return InvalidArgumentError(fmt::format(
+          "{}: tensor '{}' has {} dims; expected a [out, in] weight or an [out] bias", name, t.name, t.shape.size()));
     job->offset = data_start + t.begin;
     job->rows = t.shape[0];
     job->row_bytes = t.element_size * static_cast<size_t>(t.shape.size() == 2 ? t.shape[1] : 1);
@@ -324,9 +336,10 @@ Result<LayoutConvertReport> ConvertGguf(std::span<const std::byte> in, const std
     j.offset = f.data_offset() + t.offset;
     if (t.dims.size() == 1) {  // a bias: one element per row, so a block type would be split
       if (tr.block_size != 1)
-        return UnimplementedError(fmt::format(
-            "{}: tensor '{}' is a 1-D {} tensor; permuting its elements would split its {}-element blocks "
-            "(requantize it to F32/F16/BF16 first)", name, t.name, tr.name, tr.block_size));
+        return UnimplementedError(
+            fmt::format("{}: tensor '{}' is a 1-D {} tensor; permuting its elements would split its {}-element blocks "
+                        "(requantize it to F32/F16/BF16 first)",
+                        name, t.name, tr.name, tr.block_size));
       j.rows = t.dims[0];
       j.row_bytes = tr.type_size;
     } else {  // rows of ne0 elements are whole blocks for every type
@@ -336,7 +349,8 @@ Result<LayoutConvertReport> ConvertGguf(std::span<const std::byte> in, const std
     jobs.push_back(std::move(j));
     r.permuted.push_back(fmt::format("{} ({})", t.name, tr.name));
   }
-  if (jobs.empty()) return NotFoundError(fmt::format("{}: no blk.N.attn_q / attn_k / attn_qkv tensor to permute", name));
+  if (jobs.empty())
+    return NotFoundError(fmt::format("{}: no blk.N.attn_q / attn_k / attn_qkv tensor to permute", name));
   POSENC_RETURN_IF_ERROR(RunJobs(jobs, h, in, out, name, o.to));
   r.format = ModelFileFormat::kGguf;
   r.num_heads = h.q;
@@ -344,7 +358,8 @@ Result<LayoutConvertReport> ConvertGguf(std::span<const std::byte> in, const std
   r.from_layout = h.layout;
   r.notes.push_back(fmt::format(
       "metadata unchanged: llama.cpp picks the pairing from general.architecture ('{}'), not from the file, so it "
-      "will still rotate with its own layout", arch));
+      "will still rotate with its own layout",
+      arch));
   return r;
 }
 
@@ -365,10 +380,14 @@ Result<LayoutConvertReport> ConvertLayoutBytes(std::span<const std::byte> in, co
   out->assign(in.begin(), in.end());
   const ModelFileFormat fmt_ = options.format == ModelFileFormat::kAuto ? Sniff(in) : options.format;
   switch (fmt_) {
-    case ModelFileFormat::kLlama2c: return ConvertLlama2c(in, name, options, out);
-    case ModelFileFormat::kSafetensors: return ConvertSafetensors(in, name, options, out);
-    case ModelFileFormat::kGguf: return ConvertGguf(in, name, options, out);
-    case ModelFileFormat::kAuto: break;
+    case ModelFileFormat::kLlama2c:
+      return ConvertLlama2c(in, name, options, out);
+    case ModelFileFormat::kSafetensors:
+      return ConvertSafetensors(in, name, options, out);
+    case ModelFileFormat::kGguf:
+      return ConvertGguf(in, name, options, out);
+    case ModelFileFormat::kAuto:
+      break;
   }
   return InternalError("convert-layout: format not resolved");
 }

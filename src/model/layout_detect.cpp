@@ -89,8 +89,9 @@ Result<Weight> CheckedWeight(const ModelTensor& t, int64_t want_elems, int64_t c
   int64_t elems = 1;
   for (int64_t d : t.shape) elems *= d;
   if (elems != want_elems || q.row_length != cols || cols <= 0)
-    return InvalidArgumentError(fmt::format("detect-layout: {}: tensor '{}' has shape [{}], expected {} elements in rows of {}",
-                                            path, t.name, fmt::join(t.shape, ", "), want_elems, cols));
+    return InvalidArgumentError(
+        fmt::format("detect-layout: {}: tensor '{}' has shape [{}], expected {} elements in rows of {}", path, t.name,
+                    fmt::join(t.shape, ", "), want_elems, cols));
   POSENC_RETURN_IF_ERROR(q.Validate());
   return Weight{&t, row_begin, rows, cols};
 }
@@ -110,11 +111,11 @@ enum class Naming { kLlama2c, kGguf, kHf };
 Result<Naming> CheckLlamaFile(const ModelFile& m, const std::string& path) {
   const bool hf = m.format() == ModelFormat::kSafetensors || m.format() == ModelFormat::kHuggingFaceFolder;
   if (m.format() != ModelFormat::kLlama2c && m.format() != ModelFormat::kGguf && !hf)
-    return UnimplementedError(fmt::format("detect-layout: {} is {}; it runs llama2.c, GGUF and safetensors Llama models",
-                                          path, ToString(m.format())));
+    return UnimplementedError(fmt::format(
+        "detect-layout: {} is {}; it runs llama2.c, GGUF and safetensors Llama models", path, ToString(m.format())));
   if (m.architecture() != "llama" && !(hf && m.architecture().empty()))
-    return UnimplementedError(fmt::format("detect-layout: {} is a '{}' model; it runs the Llama architecture only", path,
-                                          m.architecture()));
+    return UnimplementedError(
+        fmt::format("detect-layout: {} is a '{}' model; it runs the Llama architecture only", path, m.architecture()));
   if (hf && m.config_path().empty())
     return NotFoundError(fmt::format("detect-layout: {}: no config.json beside it (heads, RoPE, rms_norm_eps)", path));
   return hf ? Naming::kHf : m.format() == ModelFormat::kGguf ? Naming::kGguf : Naming::kLlama2c;
@@ -146,16 +147,18 @@ Status ReadRopeAndNorm(const ModelFile& m, Naming naming, const std::string& pat
   options.allow_default_freq_base = true;
   POSENC_ASSIGN_OR_RETURN(PositionScheme scheme, ModelScheme(m, options));
   if (scheme.kind != PositionKind::kRope)
-    return InvalidArgumentError(fmt::format("detect-layout: {}: {} describes no RoPE", path,
-                                            m.config_path().empty() ? path : m.config_path()));
+    return InvalidArgumentError(
+        fmt::format("detect-layout: {}: {} describes no RoPE", path, m.config_path().empty() ? path : m.config_path()));
   r->rope = scheme.rope;
   r->declared = std::string(ToString(scheme.rope.layout.pairing));
   r->hs = r->rope.layout.head_dim;
   if (r->hs <= 0)
-    return InvalidArgumentError(fmt::format("detect-layout: {}: the RoPE config's head_dim {} is not positive", path, r->hs));
+    return InvalidArgumentError(
+        fmt::format("detect-layout: {}: the RoPE config's head_dim {} is not positive", path, r->hs));
   r->rms_eps = m.rms_norm_eps().value_or(naming == Naming::kHf ? 1e-6 : 1e-5);
   if (!(r->rms_eps >= 0) || !std::isfinite(r->rms_eps))
-    return InvalidArgumentError(fmt::format("detect-layout: {}: rms_norm_eps {} is not a finite number >= 0", path, r->rms_eps));
+    return InvalidArgumentError(
+        fmt::format("detect-layout: {}: rms_norm_eps {} is not a finite number >= 0", path, r->rms_eps));
   return OkStatus();
 }
 
@@ -176,7 +179,8 @@ Status ReadWeights(const ModelFile& m, Naming naming, const std::string& path, L
   auto weight = [&](const char* a, const char* b, const char* c, int64_t l, int64_t rows, int64_t cols,
                     Weight* out) -> Status {
     POSENC_ASSIGN_OR_RETURN(const ModelTensor* t, find(layer_name(a, b, c, l)));
-    POSENC_ASSIGN_OR_RETURN(*out, CheckedWeight(*t, (l2c ? r->L : 1) * rows * cols, cols, l2c ? l * rows : 0, rows, path));
+    POSENC_ASSIGN_OR_RETURN(*out,
+                            CheckedWeight(*t, (l2c ? r->L : 1) * rows * cols, cols, l2c ? l * rows : 0, rows, path));
     return OkStatus();
   };
   auto norm = [&](const char* a, const char* b, const char* c, int64_t l, std::vector<float>* out) -> Status {
@@ -204,7 +208,9 @@ Status ReadWeights(const ModelFile& m, Naming naming, const std::string& path, L
     POSENC_RETURN_IF_ERROR(weight("w2", "ffn_down", "mlp.down_proj", l, D, r->F, &y.w2));
     POSENC_RETURN_IF_ERROR(weight("w3", "ffn_up", "mlp.up_proj", l, r->F, D, &y.w3));
   }
-  POSENC_ASSIGN_OR_RETURN(const ModelTensor* fin, find(l2c ? "rms_final_weight" : gguf ? "output_norm.weight" : "model.norm.weight"));
+  POSENC_ASSIGN_OR_RETURN(const ModelTensor* fin, find(l2c    ? "rms_final_weight"
+                                                       : gguf ? "output_norm.weight"
+                                                              : "model.norm.weight"));
   POSENC_ASSIGN_OR_RETURN(r->final_norm, ReadVector(*fin, D, 0, D, path));
   const ModelTensor* cls = m.Find(l2c ? "wcls" : gguf ? "output.weight" : "lm_head.weight");
   if (cls == nullptr) {
@@ -246,8 +252,8 @@ Result<std::vector<double>> TokenLosses(const LlamaModel& w, std::span<const int
   std::vector<float> x(static_cast<size_t>(T * D)), xn(static_cast<size_t>(T * D)), tmp(static_cast<size_t>(T * D)),
       hb(static_cast<size_t>(T * F)), hb2(static_cast<size_t>(T * F));
   for (int64_t t = 0; t < T; ++t)
-    POSENC_RETURN_IF_ERROR(DequantizeRows(w.emb.t->ggml_type, w.emb.t->data, D, tokens[static_cast<size_t>(t)], 1,
-                                          at(x, t * D)));
+    POSENC_RETURN_IF_ERROR(
+        DequantizeRows(w.emb.t->ggml_type, w.emb.t->data, D, tokens[static_cast<size_t>(t)], 1, at(x, t * D)));
   for (const LlamaModel::Layer& y : w.layers) {
     POSENC_ASSIGN_OR_RETURN(Array q, Array::Zeros(DType::kF32, {T, H, hs}));
     POSENC_ASSIGN_OR_RETURN(Array k, Array::Zeros(DType::kF32, {T, Hkv, hs}));
@@ -330,14 +336,14 @@ Result<LayoutDetection> DetectLayout(const std::string& model_path, std::span<co
   d.declared = w.declared;
   d.declared_disagrees = d.verdict.has_value() && ToString(*d.verdict) != d.declared;
   if (d.verdict)
-    d.summary = fmt::format("{}: layout {} (loss {:.3f} vs {:.3f} nats/token over {} predictions; margin {:.3f} +- {:.3f})",
-                            model_path, ToString(*d.verdict), best.mean_loss, other.mean_loss, n, d.margin,
-                            d.margin_stderr);
+    d.summary =
+        fmt::format("{}: layout {} (loss {:.3f} vs {:.3f} nats/token over {} predictions; margin {:.3f} +- {:.3f})",
+                    model_path, ToString(*d.verdict), best.mean_loss, other.mean_loss, n, d.margin, d.margin_stderr);
   else
-    d.summary = fmt::format("{}: evidence too weak (half {:.3f}, interleaved {:.3f} nats/token over {} predictions; "
-                            "margin {:.3f} +- {:.3f} needs >= {} and >= {} stderr); give more tokens",
-                            model_path, h.mean_loss, i.mean_loss, n, d.margin, d.margin_stderr, options.min_margin,
-                            options.z);
+    d.summary = fmt::format(
+        "{}: evidence too weak (half {:.3f}, interleaved {:.3f} nats/token over {} predictions; "
+        "margin {:.3f} +- {:.3f} needs >= {} and >= {} stderr); give more tokens",
+        model_path, h.mean_loss, i.mean_loss, n, d.margin, d.margin_stderr, options.min_margin, options.z);
   return d;
 }
 

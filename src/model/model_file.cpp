@@ -24,11 +24,18 @@ namespace {
 
 constexpr const char* kGgufTokenNames[] = {"token_embd.weight"};
 constexpr const char* kGgufPositionNames[] = {"position_embd.weight"};
-constexpr const char* kHfTokenNames[] = {
-    "model.embed_tokens.weight", "embed_tokens.weight", "transformer.wte.weight", "wte.weight",
-    "transformer.word_embeddings.weight", "word_embeddings.weight", "gpt_neox.embed_in.weight",
-    "model.decoder.embed_tokens.weight", "tok_embeddings.weight", "transformer.embd.wte.weight",
-    "model.language_model.embed_tokens.weight", "language_model.model.embed_tokens.weight"};
+constexpr const char* kHfTokenNames[] = {"model.embed_tokens.weight",
+                                         "embed_tokens.weight",
+                                         "transformer.wte.weight",
+                                         "wte.weight",
+                                         "transformer.word_embeddings.weight",
+                                         "word_embeddings.weight",
+                                         "gpt_neox.embed_in.weight",
+                                         "model.decoder.embed_tokens.weight",
+                                         "tok_embeddings.weight",
+                                         "transformer.embd.wte.weight",
+                                         "model.language_model.embed_tokens.weight",
+                                         "language_model.model.embed_tokens.weight"};
 constexpr const char* kHfPositionNames[] = {"transformer.wpe.weight", "wpe.weight",
                                             "model.decoder.embed_positions.weight",
                                             "transformer.position_embeddings.weight"};
@@ -69,11 +76,16 @@ int64_t JsonInt(const nlohmann::json& j, std::initializer_list<const char*> keys
 
 std::string_view ToString(ModelFormat f) {
   switch (f) {
-    case ModelFormat::kGguf: return "gguf";
-    case ModelFormat::kSafetensors: return "safetensors";
-    case ModelFormat::kHuggingFaceFolder: return "hf-folder";
-    case ModelFormat::kLlama2c: return "llama2c";
-    case ModelFormat::kNpy: return "npy";
+    case ModelFormat::kGguf:
+      return "gguf";
+    case ModelFormat::kSafetensors:
+      return "safetensors";
+    case ModelFormat::kHuggingFaceFolder:
+      return "hf-folder";
+    case ModelFormat::kLlama2c:
+      return "llama2c";
+    case ModelFormat::kNpy:
+      return "npy";
   }
   return "unknown";
 }
@@ -97,16 +109,16 @@ const ModelTensor* ModelFile::Find(const std::string& name) const {
 
 namespace {
 Result<QuantizedTable> TableOf(const ModelTensor* t, const std::string& path, const char* what, const char* names) {
-  if (t == nullptr) {
-    return NotFoundError(fmt::format("model '{}': no {} table (looked for {})", path, what, names));
-  }
+  if (t == nullptr) { return NotFoundError(fmt::format("model '{}': no {} table (looked for {})", path, what, names)); }
   if (t->ggml_type == kUnreadableType) {
-    return UnimplementedError(fmt::format("model '{}': {} table '{}' is stored as {} (posenc reads F32, F16, BF16 and "
-                                          "ggml block types)", path, what, t->name, t->type_name));
+    return UnimplementedError(
+        fmt::format("model '{}': {} table '{}' is stored as {} (posenc reads F32, F16, BF16 and "
+                    "ggml block types)",
+                    path, what, t->name, t->type_name));
   }
   if (t->shape.size() != 2) {
-    return InvalidArgumentError(fmt::format("model '{}': {} table '{}' has {} dims (2 expected)", path, what, t->name,
-                                            t->shape.size()));
+    return InvalidArgumentError(
+        fmt::format("model '{}': {} table '{}' has {} dims (2 expected)", path, what, t->name, t->shape.size()));
   }
   QuantizedTable q = t->AsTable();
   Status s = q.Validate();
@@ -152,7 +164,8 @@ struct ModelFileBuilder {
   // config.json: its text (kept for the scheme reader), architecture, sizes and norm epsilon.
   static Status ReadConfig(ModelFile& m, const std::string& config) {
     m.config_path_ = config;
-    POSENC_ASSIGN_OR_RETURN(nlohmann::json j, ReadJsonFile(config, fmt::format("reading '{}'", config), &m.config_text_));
+    POSENC_ASSIGN_OR_RETURN(nlohmann::json j,
+                            ReadJsonFile(config, fmt::format("reading '{}'", config), &m.config_text_));
     if (!j.is_object()) return DataLossError(fmt::format("reading '{}': not a JSON object", config));
     if (j.contains("model_type") && j["model_type"].is_string()) m.architecture_ = j["model_type"].get<std::string>();
     m.vocab_size_ = JsonInt(j, {"vocab_size"});
@@ -189,8 +202,10 @@ struct ModelFileBuilder {
       return shards;
     }
     if (!Exists(index)) {
-      return NotFoundError(fmt::format("opening model folder '{}': neither model.safetensors nor "
-                                       "model.safetensors.index.json is there", path));
+      return NotFoundError(
+          fmt::format("opening model folder '{}': neither model.safetensors nor "
+                      "model.safetensors.index.json is there",
+                      path));
     }
     POSENC_ASSIGN_OR_RETURN(nlohmann::json j, ReadJson(index));
     if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object()) {
@@ -221,8 +236,10 @@ struct ModelFileBuilder {
       POSENC_ASSIGN_OR_RETURN(SafetensorsFile st, SafetensorsFile::Open(shard));
       for (const auto& t : st.tensors()) {
         if (!names.insert(t.name).second) {
-          return DataLossError(fmt::format("opening model folder '{}': tensor '{}' appears in more than one shard "
-                                           "(again in '{}')", path, t.name, shard));
+          return DataLossError(
+              fmt::format("opening model folder '{}': tensor '{}' appears in more than one shard "
+                          "(again in '{}')",
+                          path, t.name, shard));
         }
       }
       auto keep = std::make_shared<SafetensorsFile>(std::move(st));
@@ -267,7 +284,8 @@ struct ModelFileBuilder {
     m.context_length_ = get("context_length");
     m.vocab_size_ = get("vocab_size");
     if (m.vocab_size_ == 0) {
-      if (auto toks = keep->GetArray("tokenizer.ggml.tokens"); toks.ok()) m.vocab_size_ = static_cast<int64_t>((*toks)->count);
+      if (auto toks = keep->GetArray("tokenizer.ggml.tokens"); toks.ok())
+        m.vocab_size_ = static_cast<int64_t>((*toks)->count);
     }
     if (m.vocab_size_ == 0 && m.token_embedding_ >= 0) m.vocab_size_ = m.tensors_[m.token_embedding_].shape[0];
     if (auto eps = keep->GetFloat(arch + ".attention.layer_norm_rms_epsilon"); eps.ok()) m.rms_norm_eps_ = *eps;
@@ -314,8 +332,10 @@ struct ModelFileBuilder {
     auto l = Llama2cFile::Parse(std::move(file));
     if (!l.ok()) {
       if (l.status().code() == StatusCode::kUnimplemented) return l.status();
-      return InvalidArgumentError(fmt::format("opening model '{}': not GGUF, safetensors or .npy, and not a "
-                                              "llama2.c checkpoint either ({})", path, l.status().message()));
+      return InvalidArgumentError(
+          fmt::format("opening model '{}': not GGUF, safetensors or .npy, and not a "
+                      "llama2.c checkpoint either ({})",
+                      path, l.status().message()));
     }
     m.format_ = ModelFormat::kLlama2c;
     auto keep = std::make_shared<Llama2cFile>(std::move(*l));
@@ -376,10 +396,18 @@ struct ModelFileBuilder {
     } else {
       POSENC_ASSIGN_OR_RETURN(MappedFile file, MappedFile::Open(path));
       switch (Sniff(file.bytes(), path)) {
-        case Sniffed::kGguf: POSENC_RETURN_IF_ERROR(OpenGguf(m, std::move(file))); break;
-        case Sniffed::kNpy: POSENC_RETURN_IF_ERROR(OpenNpy(m, file.bytes())); break;
-        case Sniffed::kSafetensors: POSENC_RETURN_IF_ERROR(OpenSafetensors(m, std::move(file))); break;
-        case Sniffed::kOther: POSENC_RETURN_IF_ERROR(OpenLlama2c(m, std::move(file))); break;
+        case Sniffed::kGguf:
+          POSENC_RETURN_IF_ERROR(OpenGguf(m, std::move(file)));
+          break;
+        case Sniffed::kNpy:
+          POSENC_RETURN_IF_ERROR(OpenNpy(m, file.bytes()));
+          break;
+        case Sniffed::kSafetensors:
+          POSENC_RETURN_IF_ERROR(OpenSafetensors(m, std::move(file)));
+          break;
+        case Sniffed::kOther:
+          POSENC_RETURN_IF_ERROR(OpenLlama2c(m, std::move(file)));
+          break;
       }
     }
     SizesFromEmbedding(m);

@@ -50,7 +50,8 @@ Result<PositionScheme> ModelScheme(const ModelFile& model, const ModelSchemeOpti
 }
 
 Result<PositionScheme> ConfigFileScheme(const std::string& config_path, const ModelSchemeOptions& options) {
-  POSENC_ASSIGN_OR_RETURN(PositionScheme s, LoadHfConfig(config_path, HfConfigOptions{.layer_type = options.layer_type}));
+  POSENC_ASSIGN_OR_RETURN(PositionScheme s,
+                          LoadHfConfig(config_path, HfConfigOptions{.layer_type = options.layer_type}));
   return WithCallerOptions(std::move(s), options);
 }
 

@@ -58,16 +58,17 @@ TEST(InfoCli, TargetsNestAndStorePrefetchFollowsTheEnvironment) {
 // The smallest case (a decode step, 1 MiB), both cache modes and thread counts, one repetition.
 TEST(BenchCli, JsonRowsCarryTheFieldsAndTheirRelations) {
   std::string out;
-  const int rc = RunCommand(CliPath() + " bench --json --filter 'rope_decode/float32/half' --threads 1,2 --cache both --reps 1", &out);
+  const int rc = RunCommand(
+      CliPath() + " bench --json --filter 'rope_decode/float32/half' --threads 1,2 --cache both --reps 1", &out);
   ASSERT_EQ(rc, 0) << out;
   const std::vector<json> rows = JsonLines(out);
   ASSERT_EQ(rows.size(), 4u) << out;
   std::set<std::pair<std::string, int>> seen;
   for (const json& r : rows) {
     SCOPED_TRACE(r.dump());
-    for (const char* key : {"op", "shape", "dtype", "layout", "threads", "inplace", "cache", "simd", "median_ms", "gbps",
-                            "roofline", "roofline_median_ms", "roofline_gbps", "fraction", "core_gbps", "attainable",
-                            "bytes", "reps"})
+    for (const char* key :
+         {"op", "shape", "dtype", "layout", "threads", "inplace", "cache", "simd", "median_ms", "gbps", "roofline",
+          "roofline_median_ms", "roofline_gbps", "fraction", "core_gbps", "attainable", "bytes", "reps"})
       ASSERT_TRUE(r.contains(key)) << key;
     EXPECT_EQ(r["op"], "rope_decode");
     EXPECT_EQ(r["dtype"], "float32");
@@ -90,7 +91,8 @@ TEST(BenchCli, JsonRowsCarryTheFieldsAndTheirRelations) {
     // roofline pass slowed to 0.065 GB/s on a loaded host makes that 0.8%).
     EXPECT_NEAR(fraction, gbps / roof, fraction * (0.5e-3 / gbps + 0.5e-3 / roof + 1e-3) + 2e-3);
     const int threads = r["threads"];
-    EXPECT_NEAR(attainable, std::min(1.0, threads * core / roof), attainable * (0.5e-3 / core + 0.5e-3 / roof + 1e-3) + 2e-3);
+    EXPECT_NEAR(attainable, std::min(1.0, threads * core / roof),
+                attainable * (0.5e-3 / core + 0.5e-3 / roof + 1e-3) + 2e-3);
     EXPECT_LE(attainable, 1.0);
     seen.insert({r["cache"].get<std::string>(), threads});
   }
@@ -103,7 +105,8 @@ TEST(BenchCli, ListsEveryCaseOfTheIssue) {
   for (const char* dtype : {"float32", "bfloat16", "float16"}) {
     for (const char* layout : {"half", "interleaved"}) {
       for (const char* op : {"rope_prefill_q", "rope_prefill_k", "rope_prefill_qk", "rope_decode"})
-        EXPECT_NE(out.find(std::string(op) + "/" + dtype + "/" + layout + "\n"), std::string::npos) << op << dtype << layout;
+        EXPECT_NE(out.find(std::string(op) + "/" + dtype + "/" + layout + "\n"), std::string::npos)
+            << op << dtype << layout;
       EXPECT_NE(out.find(std::string("rope_prefill_q_oop/") + dtype + "/" + layout + "/oop"), std::string::npos);
     }
     EXPECT_NE(out.find(std::string("gather/") + dtype + "/rows/oop"), std::string::npos) << dtype;

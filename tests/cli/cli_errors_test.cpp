@@ -31,7 +31,9 @@ class CliErrors : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
   std::string P(const std::string& name) const { return (dir_ / name).string(); }
-  void Write(const std::string& name, const std::string& text) const { std::ofstream(P(name), std::ios::binary) << text; }
+  void Write(const std::string& name, const std::string& text) const {
+    std::ofstream(P(name), std::ios::binary) << text;
+  }
   // Runs `posenc rope` with the given overrides; returns the exit status, fills `out`.
   int Rope(const std::string& config, const std::string& pos, const std::string& input, std::string* out,
            const std::string& extra = "") const {
@@ -44,7 +46,8 @@ class CliErrors : public ::testing::Test {
     EXPECT_EQ(rc, 2) << out;
     EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << "expected one line: " << out;
     EXPECT_NE(out.find("error"), std::string::npos) << out;
-    for (const std::string& n : needles) EXPECT_NE(out.find(n), std::string::npos) << "missing '" << n << "' in: " << out;
+    for (const std::string& n : needles)
+      EXPECT_NE(out.find(n), std::string::npos) << "missing '" << n << "' in: " << out;
   }
 
   fs::path dir_;
@@ -63,7 +66,8 @@ TEST_F(CliErrors, HeadsFirstOrderMatchesTokensFirst) {
   for (int64_t t = 0; t < T; ++t)
     for (int64_t h = 0; h < H; ++h)
       for (int64_t d = 0; d < D; ++d)
-        x.data<float>()[(t * H + h) * D + d] = xt.data<float>()[(h * T + t) * D + d] = 0.1f * static_cast<float>(t * 31 + h * 7 + d) - 1.0f;
+        x.data<float>()[(t * H + h) * D + d] = xt.data<float>()[(h * T + t) * D + d] =
+            0.1f * static_cast<float>(t * 31 + h * 7 + d) - 1.0f;
   ASSERT_TRUE(WriteNpy(P("x.npy"), x).ok());
   ASSERT_TRUE(WriteNpy(P("xt.npy"), xt).ok());
   Array pos = Array::Zeros(DType::kI64, {T}).value();
@@ -87,8 +91,11 @@ TEST_F(CliErrors, HeadsFirstOrderMatchesTokensFirst) {
   // 3 heads-first "heads" of 2 tokens: 2 tokens against 3 positions, named.
   ExpectError(Rope(P("config.json"), P("pos.npy"), P("x.npy"), &out, "--order heads-first"), out,
               {"has 2 tokens", "has 3"});
-  EXPECT_EQ(testing::RunCommand(testing::CliPath() + " rope --config " + P("config.json") + " --positions " + P("pos.npy") +
-                                    " --input " + P("x.npy") + " --output " + P("y.npy") + " --order sideways", &out), 2);
+  EXPECT_EQ(
+      testing::RunCommand(testing::CliPath() + " rope --config " + P("config.json") + " --positions " + P("pos.npy") +
+                              " --input " + P("x.npy") + " --output " + P("y.npy") + " --order sideways",
+                          &out),
+      2);
   EXPECT_NE(out.find("sideways"), std::string::npos) << out;
 }
 
@@ -181,8 +188,8 @@ TEST_F(CliErrors, BadOptionValues) {
   ExpectError(testing::RunCommand(testing::CliPath() + " inspect " + P("config.json") + " --seq-len 1.5", &out), out,
               {"--seq-len: '1.5' is not a whole number"});
   // Converting a model to the layout it already has is a mistake, not a copy.
-  int rc = testing::RunCommand(testing::CliPath() + " convert-layout --from half --to half " + P("x.npy") + " " +
-                                   P("out.bin"), &out);
+  int rc = testing::RunCommand(
+      testing::CliPath() + " convert-layout --from half --to half " + P("x.npy") + " " + P("out.bin"), &out);
   ExpectError(rc, out, {"--from and --to are both 'half'"});
   EXPECT_FALSE(fs::exists(P("out.bin")));
 }
@@ -192,8 +199,8 @@ TEST_F(CliErrors, BadOptionValues) {
 // 99999999999999999999 saturated, "010" was read as octal 8.
 TEST_F(CliErrors, IntegerFlagsAreParsedStrictly) {
   std::string out;
-  const std::string convert = testing::CliPath() + " convert-layout --from interleaved --to half " + P("x.npy") + " " +
-                              P("out.bin");
+  const std::string convert =
+      testing::CliPath() + " convert-layout --from interleaved --to half " + P("x.npy") + " " + P("out.bin");
   ExpectError(testing::RunCommand(convert + " --heads -3", &out), out, {"--heads: '-3' is negative"});
   ExpectError(testing::RunCommand(convert + " --kv-heads 99999999999999999999", &out), out,
               {"--kv-heads: '99999999999999999999' is past the largest accepted value 1048576"});
@@ -242,9 +249,10 @@ TEST_F(CliErrors, AnEscapedExceptionIsOneLineAndExit2) {
 #else
   std::string out;
   // 2^21 x 1 x 128 = 2^28 elements is within the bound: three 1 GiB buffers, more than 1 GiB of space.
-  const int rc = testing::RunCommand("ulimit -v 1048576; " + testing::CliPath() +
-                                         " bench rerotate --reps 1 --threads 1 --tokens 2097152 --heads 1 --head-dim 128",
-                                     &out);
+  const int rc =
+      testing::RunCommand("ulimit -v 1048576; " + testing::CliPath() +
+                              " bench rerotate --reps 1 --threads 1 --tokens 2097152 --heads 1 --head-dim 128",
+                          &out);
   ExpectError(rc, out, {"posenc bench rerotate: error: out of memory", "std::bad_alloc"});
 #endif
   // nlohmann's type_error from a path that is not UTF-8 in `inspect --json` aborted the process.

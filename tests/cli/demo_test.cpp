@@ -37,7 +37,8 @@ TEST(Demo, TellsTheStoryAndEveryCheckHolds) {
   EXPECT_TRUE(Has(eq, "< 1e-6")) << eq;
   EXPECT_TRUE(Has(eq, "[ok]")) << eq;
   // The printed "dog" rows of A (position 1) and B (position 4) are the same numbers.
-  const std::string dog_a = LineWith(out, "A, \"dog\" at position 1: "), dog_b = LineWith(out, "B, \"dog\" at position 4: ");
+  const std::string dog_a = LineWith(out, "A, \"dog\" at position 1: "),
+                    dog_b = LineWith(out, "B, \"dog\" at position 4: ");
   ASSERT_FALSE(dog_a.empty());
   EXPECT_EQ(dog_a.substr(dog_a.find('[')), dog_b.substr(dog_b.find('['))) << out;
   // 2. Every scheme is order-aware, "none" is not.

@@ -36,7 +36,8 @@ TEST(EmbedCli, TinyLlamaGgufReturnsF16RowsWidenedExactly) {
   const std::string out = (dir / "x.npy").string();
   const std::vector<int64_t> ids = {1, 0, 31999, 15043, 1};
   std::string output;
-  const int rc = RunCommand(Cmd({CliPath(), "embed", path, "--ids 1,0,31999,15043,1 --output", out, "--rope-check"}), &output);
+  const int rc =
+      RunCommand(Cmd({CliPath(), "embed", path, "--ids 1,0,31999,15043,1 --output", out, "--rope-check"}), &output);
   ASSERT_EQ(rc, 0) << output;
   EXPECT_NE(output.find("pairing interleaved"), std::string::npos) << output;
   auto x = ReadNpy(out);
@@ -65,10 +66,13 @@ TEST(EmbedCli, LearnedPositionsAreAdded) {
   b.Tensor("transformer.wpe.weight", "F32", {4, 2}, FloatBytes(wpe));
   b.Finish();
   const std::string bytes = b.Build();
-  std::ofstream(dir / "model.safetensors", std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  std::ofstream(dir / "model.safetensors", std::ios::binary)
+      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   const std::string out = (dir / "x.npy").string();
   std::string output;
-  ASSERT_EQ(RunCommand(Cmd({CliPath(), "embed", (dir / "model.safetensors").string(), "--ids 5,0 --output", out}), &output), 0)
+  ASSERT_EQ(
+      RunCommand(Cmd({CliPath(), "embed", (dir / "model.safetensors").string(), "--ids 5,0 --output", out}), &output),
+      0)
       << output;
   auto x = ReadNpy(out);
   ASSERT_TRUE(x.ok());
@@ -83,7 +87,8 @@ TEST(EmbedCli, LearnedPositionsAreAdded) {
   pos.data<int64_t>()[1] = 4;
   ASSERT_TRUE(WriteNpy((dir / "p.npy").string(), pos).ok());
   const int rc = RunCommand(Cmd({CliPath(), "embed", (dir / "model.safetensors").string(), "--ids 5,0 --positions",
-                                     (dir / "p.npy").string(), "--output", out}), &output);
+                                 (dir / "p.npy").string(), "--output", out}),
+                            &output);
   EXPECT_EQ(rc, 2) << output;
   EXPECT_NE(output.find("position 4 at index 1"), std::string::npos) << output;
 }
@@ -97,7 +102,8 @@ TEST(EmbedCli, BadInputsExitTwoNamingTheFault) {
   EXPECT_NE(output.find("token id 512 at index 1"), std::string::npos) << output;
   EXPECT_EQ(RunCommand(Cmd({CliPath(), "embed", path, "--ids 1,x --output", out}), &output), 2);
   EXPECT_NE(output.find("'x'"), std::string::npos) << output;
-  EXPECT_EQ(RunCommand(Cmd({CliPath(), "embed", (dir / "missing.gguf").string(), "--ids 1 --output", out}), &output), 2);
+  EXPECT_EQ(RunCommand(Cmd({CliPath(), "embed", (dir / "missing.gguf").string(), "--ids 1 --output", out}), &output),
+            2);
   EXPECT_NE(output.find("missing.gguf"), std::string::npos) << output;
   EXPECT_EQ(RunCommand(Cmd({CliPath(), "embed --help"}), &output), 0);
   EXPECT_NE(output.find("--ids-file"), std::string::npos);

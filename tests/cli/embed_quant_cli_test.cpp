@@ -54,12 +54,14 @@ TEST(EmbedQuantCli, MultiplierScalesQ8_0RowsAndNonFiniteIsRefused) {
   const int rows[3] = {2, 0, 2};
   for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 32; ++j)
-      ASSERT_EQ(x->data<float>()[i * 32 + j], 0.25f * static_cast<float>(rows[i] + 1) * static_cast<float>(j - 16) * 3.0f)
+      ASSERT_EQ(x->data<float>()[i * 32 + j],
+                0.25f * static_cast<float>(rows[i] + 1) * static_cast<float>(j - 16) * 3.0f)
           << "row " << i << " element " << j;
 
   for (const char* bad : {"nan", "inf"}) {
     fs::remove(out);
-    const int rc = RunCommand(CliPath() + " embed " + model + " --ids 1 --multiplier " + bad + " --output " + out, &output);
+    const int rc =
+        RunCommand(CliPath() + " embed " + model + " --ids 1 --multiplier " + bad + " --output " + out, &output);
     EXPECT_EQ(rc, 2) << output;
     EXPECT_NE(output.find(std::string("multiplier ") + bad + " is not finite"), std::string::npos) << output;
     EXPECT_FALSE(fs::exists(out));

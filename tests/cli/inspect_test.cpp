@@ -42,9 +42,12 @@ TEST(Inspect, EveryHfGoldenConfig) {
     // tests/golden/multi_axis_golden_test.cpp checks those cases).
     if (scheme == "rope_vision_2d") continue;
     if (!config.contains("model_type")) {
-      if (c.contains("hf_model_type")) config["model_type"] = c["hf_model_type"];
-      else if (scheme == "alibi" && c.value("variant", "") == "bloom") config["model_type"] = "bloom";
-      else if (scheme == "sinusoidal" && c.value("layout", "") == "concat") config["model_type"] = "marian";
+      if (c.contains("hf_model_type"))
+        config["model_type"] = c["hf_model_type"];
+      else if (scheme == "alibi" && c.value("variant", "") == "bloom")
+        config["model_type"] = "bloom";
+      else if (scheme == "sinusoidal" && c.value("layout", "") == "concat")
+        config["model_type"] = "marian";
     }
     const std::string path = tmp + "/" + e.path().filename().string() + ".json";
     std::ofstream(path) << config.dump();
@@ -148,7 +151,8 @@ TEST(Inspect, GgufTinyLlama) {
   std::string out;
   EXPECT_EQ(testing::RunCommand(testing::CliPath() + " inspect " + path, &out), 2) << out;
   EXPECT_NE(out.find("llama.rope.freq_base"), std::string::npos) << out;
-  ASSERT_EQ(testing::RunCommand(testing::CliPath() + " inspect " + path + " --allow-default-base --json", &out), 0) << out;
+  ASSERT_EQ(testing::RunCommand(testing::CliPath() + " inspect " + path + " --allow-default-base --json", &out), 0)
+      << out;
   const json d = json::parse(out);
   EXPECT_EQ(d["layout"], "interleaved");
   EXPECT_EQ(d["scaling"], "ggml");
@@ -159,7 +163,8 @@ TEST(Inspect, GgufTinyLlama) {
 TEST(Inspect, BadInputExitsTwoNamingTheFault) {
   const std::string tmp = TempDir();
   const std::string path = tmp + "/bad.json";
-  std::ofstream(path) << R"({"hidden_size": 64, "num_attention_heads": 4, "rope_scaling": {"rope_type": "warp", "factor": 2}})";
+  std::ofstream(path)
+      << R"({"hidden_size": 64, "num_attention_heads": 4, "rope_scaling": {"rope_type": "warp", "factor": 2}})";
   std::string out;
   EXPECT_EQ(testing::RunCommand(testing::CliPath() + " inspect " + path, &out), 2) << out;
   EXPECT_NE(out.find("warp"), std::string::npos) << out;
@@ -209,7 +214,8 @@ TEST(InspectModelFiles, HuggingFaceFolderWithLearnedPositions) {
   // A GPT-2-shaped folder: config.json beside model.safetensors with wte and wpe.
   const fs::path dir = fs::path(TempDir()) / "gpt2";
   fs::create_directories(dir);
-  std::ofstream(dir / "config.json") << R"({"model_type": "gpt2", "n_embd": 4, "n_head": 2, "n_positions": 8, "vocab_size": 3})";
+  std::ofstream(dir / "config.json")
+      << R"({"model_type": "gpt2", "n_embd": 4, "n_head": 2, "n_positions": 8, "vocab_size": 3})";
   testing::SafetensorsBuilder b;
   b.Tensor("wte.weight", "F32", {3, 4}, testing::FloatBytes(std::vector<float>(12, 0.5f)))
       .Tensor("wpe.weight", "F16", {8, 4}, std::string(8 * 4 * 2, '\0'))

@@ -25,7 +25,8 @@ std::string RopeCheck(const fs::path& model, const fs::path& dir, int expect_rc 
   std::string out;
   // The output goes beside the model folder: a file inside an input folder is refused as an output.
   EXPECT_EQ(RunCommand(CliPath() + " embed " + model.string() + " --ids 0,1 --rope-check --output " +
-                           (dir.parent_path() / (dir.filename().string() + "_x.npy")).string(), &out),
+                           (dir.parent_path() / (dir.filename().string() + "_x.npy")).string(),
+                       &out),
             expect_rc)
       << out;
   return out;
@@ -43,8 +44,10 @@ TEST(ModelSchemeCli, RopeCheckHeadDimFromTheConfig) {
                     "rope_theta": 10000.0, "vocab_size": 3})");
   const std::string out = RopeCheck(dir, dir);
   EXPECT_NE(out.find("layer 0 applies RoPE: theta 10000, rotary_dim whole head of head_dim 256, pairing not fixed"),
-            std::string::npos) << out;  // not 64 / 2 = 32
-  EXPECT_NE(out.find("config reader: base 10000, head_dim 256, rotary_dim 256, pairing half"), std::string::npos) << out;
+            std::string::npos)
+      << out;  // not 64 / 2 = 32
+  EXPECT_NE(out.find("config reader: base 10000, head_dim 256, rotary_dim 256, pairing half"), std::string::npos)
+      << out;
   fs::remove_all(dir);
 }
 
@@ -53,7 +56,8 @@ TEST(ModelSchemeCli, RopeCheckOfALlamaConfigWithoutRopeTheta) {
   HfFolder(dir, R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "vocab_size": 3})");
   const std::string out = RopeCheck(dir, dir);
   EXPECT_EQ(out.find("states no RoPE"), std::string::npos) << out;
-  EXPECT_NE(out.find("layer 0 applies RoPE: theta 10000, rotary_dim whole head of head_dim 16"), std::string::npos) << out;
+  EXPECT_NE(out.find("layer 0 applies RoPE: theta 10000, rotary_dim whole head of head_dim 16"), std::string::npos)
+      << out;
   EXPECT_NE(out.find("note: no rope_theta in the config"), std::string::npos) << out;
   // A GPT-2 config still has no RoPE.
   HfFolder(dir, R"({"model_type": "gpt2", "n_embd": 64, "n_head": 4, "n_positions": 8, "vocab_size": 3})");
@@ -76,7 +80,8 @@ TEST(ModelSchemeCli, RopeCheckPairingOfANeoxGgufArchitecture) {
   const std::string out = RopeCheck(dir / "q.gguf", dir);
   EXPECT_NE(out.find("theta 1000000, rotary_dim whole head of head_dim 48, pairing half"), std::string::npos) << out;
   EXPECT_NE(out.find("from GGUF metadata; llama.cpp rotates halves (LLAMA_ROPE_TYPE_NEOX) for 'qwen2'"),
-            std::string::npos) << out;
+            std::string::npos)
+      << out;
   fs::remove_all(dir);
 }
 
@@ -93,9 +98,11 @@ TEST(ModelSchemeCli, RopeModelRotatesAsTheEquivalentConfig) {
   WriteFile(dir / "config.json", R"({"hidden_size": 64, "num_attention_heads": 8, "rope_theta": 10000.0})");
   const std::string io = " --positions " + (dir / "pos.npy").string() + " --input " + (dir / "x.npy").string();
   std::string out;
-  ASSERT_EQ(RunCommand(CliPath() + " rope --model " + model + io + " --output " + (dir / "a.npy").string(), &out), 0) << out;
+  ASSERT_EQ(RunCommand(CliPath() + " rope --model " + model + io + " --output " + (dir / "a.npy").string(), &out), 0)
+      << out;
   ASSERT_EQ(RunCommand(CliPath() + " rope --config " + (dir / "config.json").string() + " --layout interleaved" + io +
-                           " --output " + (dir / "b.npy").string(), &out),
+                           " --output " + (dir / "b.npy").string(),
+                       &out),
             0)
       << out;
   const std::string a = ReadFile(dir / "a.npy");
@@ -105,16 +112,18 @@ TEST(ModelSchemeCli, RopeModelRotatesAsTheEquivalentConfig) {
   EXPECT_EQ(RunCommand(CliPath() + " rope" + io + " --output " + (dir / "c.npy").string(), &out), 2) << out;
   EXPECT_NE(out.find("give exactly one of --config and --model"), std::string::npos) << out;
   EXPECT_EQ(RunCommand(CliPath() + " rope --model " + model + " --config " + (dir / "config.json").string() + io +
-                           " --output " + (dir / "c.npy").string(), &out),
+                           " --output " + (dir / "c.npy").string(),
+                       &out),
             2)
       << out;
   EXPECT_NE(out.find("excludes"), std::string::npos) << out;
   // A model without RoPE is refused by name.
   fs::create_directories(dir / "gpt2");
   HfFolder(dir / "gpt2", R"({"model_type": "gpt2", "n_embd": 64, "n_head": 8, "n_positions": 8, "vocab_size": 3})");
-  EXPECT_EQ(RunCommand(CliPath() + " rope --model " + (dir / "gpt2").string() + io + " --output " + (dir / "c.npy").string(),
-                       &out),
-            2)
+  EXPECT_EQ(
+      RunCommand(CliPath() + " rope --model " + (dir / "gpt2").string() + io + " --output " + (dir / "c.npy").string(),
+                 &out),
+      2)
       << out;
   EXPECT_NE(out.find("the model's scheme is learned, not rope"), std::string::npos) << out;
   fs::remove_all(dir);

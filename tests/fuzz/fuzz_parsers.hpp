@@ -57,7 +57,9 @@ inline Status FuzzGguf(std::span<const std::byte> bytes) {
   for (const GgufKeyValue& kv : g->metadata()) {
     sink = sink + kv.key.size();
     switch (kv.value.type) {
-      case GgufValueType::kString: sink = sink + g->GetString(kv.key).value().size(); break;
+      case GgufValueType::kString:
+        sink = sink + g->GetString(kv.key).value().size();
+        break;
       case GgufValueType::kArray:
         if (auto i = g->GetIntArray(kv.key); i.ok()) sink = sink + i->size();
         if (auto f = g->GetFloatArray(kv.key); f.ok()) sink = sink + f->size();
@@ -65,8 +67,12 @@ inline Status FuzzGguf(std::span<const std::byte> bytes) {
           for (std::string_view v : *s) sink = sink + v.size();
         }
         break;
-      case GgufValueType::kBool: sink = sink + (g->GetBool(kv.key).value() ? 1 : 0); break;
-      default: sink = sink + (g->GetFloat(kv.key).value() > 0.0 ? 1 : 0); break;
+      case GgufValueType::kBool:
+        sink = sink + (g->GetBool(kv.key).value() ? 1 : 0);
+        break;
+      default:
+        sink = sink + (g->GetFloat(kv.key).value() > 0.0 ? 1 : 0);
+        break;
     }
   }
   // The scheme reader over the same metadata (and rope_freqs tensors): any error is fine, a crash is not.
@@ -99,8 +105,8 @@ inline Status FuzzLlama2c(std::span<const std::byte> bytes) {
   if (!f.ok()) return f.status();
   const Llama2cWeights& w = f->weights();
   volatile uint64_t sink = 0;
-  for (auto v : {w.token_embedding_table, w.rms_att_weight, w.wq, w.wk, w.wv, w.wo, w.rms_ffn_weight, w.w1, w.w2,
-                 w.w3, w.rms_final_weight, w.freq_cis_real, w.freq_cis_imag, w.wcls}) {
+  for (auto v : {w.token_embedding_table, w.rms_att_weight, w.wq, w.wk, w.wv, w.wo, w.rms_ffn_weight, w.w1, w.w2, w.w3,
+                 w.rms_final_weight, w.freq_cis_real, w.freq_cis_imag, w.wcls}) {
     sink = sink + Touch(std::as_bytes(v));
   }
   return OkStatus();
@@ -115,17 +121,23 @@ inline Status ExerciseRope(const RopeConfig& rc, const char* which) {
   const int64_t max_pos = rc.max_position_embeddings > 0 ? rc.max_position_embeddings : 2048;
   for (int64_t seq_len : {int64_t{1}, max_pos, max_pos * 4}) {
     auto f = ComputeRopeFrequencies(rc, seq_len);
-    if (!f.ok()) return InternalError(std::string(which) + " config parsed, but its frequencies fail: " + f.status().message());
+    if (!f.ok())
+      return InternalError(std::string(which) + " config parsed, but its frequencies fail: " + f.status().message());
     for (double w : f->inv_freq)
-      if (!std::isfinite(w)) return InternalError(std::string(which) + " config gives a frequency of " + std::to_string(w));
+      if (!std::isfinite(w))
+        return InternalError(std::string(which) + " config gives a frequency of " + std::to_string(w));
     if (!std::isfinite(f->attention_scaling))
-      return InternalError(std::string(which) + " config gives attention_scaling " + std::to_string(f->attention_scaling));
+      return InternalError(std::string(which) + " config gives attention_scaling " +
+                           std::to_string(f->attention_scaling));
     if (rc.multi_axis.has_value()) {
       // A multi-axis config that parsed has a plan: components in range, finite frequencies.
       auto plan = ComputeMultiAxisRope(rc, seq_len);
-      if (!plan.ok()) return InternalError(std::string(which) + " multi-axis config parsed, but its plan fails: " + plan.status().message());
+      if (!plan.ok())
+        return InternalError(std::string(which) +
+                             " multi-axis config parsed, but its plan fails: " + plan.status().message());
       for (size_t j = 0; j < plan->pair_component.size(); ++j)
-        if (plan->pair_component[j] < 0 || plan->pair_component[j] >= plan->num_components || !std::isfinite(plan->freqs.inv_freq[j]))
+        if (plan->pair_component[j] < 0 || plan->pair_component[j] >= plan->num_components ||
+            !std::isfinite(plan->freqs.inv_freq[j]))
           return InternalError(std::string(which) + " multi-axis plan has a bad pair " + std::to_string(j));
     }
     if (f->inv_freq.size() > 4096) continue;  // a table of every pair of a huge head is not the point here
@@ -174,10 +186,17 @@ inline Status FuzzConvert(std::span<const std::byte> bytes) {
   o.from = (mode & 1) != 0 ? RopePairing::kHalf : RopePairing::kInterleaved;
   o.to = (mode & 1) != 0 ? RopePairing::kInterleaved : RopePairing::kHalf;
   switch ((mode >> 1) & 3) {
-    case 1: o.num_heads = 2, o.head_dim = 8; break;
-    case 2: o.num_heads = 4, o.num_kv_heads = 2, o.head_dim = 8, o.rotary_dim = 4, o.rotary_start = 2; break;
-    case 3: o.num_heads = 3, o.head_dim = 6; break;
-    default: break;
+    case 1:
+      o.num_heads = 2, o.head_dim = 8;
+      break;
+    case 2:
+      o.num_heads = 4, o.num_kv_heads = 2, o.head_dim = 8, o.rotary_dim = 4, o.rotary_start = 2;
+      break;
+    case 3:
+      o.num_heads = 3, o.head_dim = 6;
+      break;
+    default:
+      break;
   }
   std::vector<std::byte> out;
   auto r = ConvertLayoutBytes(file, name, o, &out);

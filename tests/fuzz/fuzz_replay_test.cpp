@@ -77,8 +77,8 @@ std::string Mutate(const std::string& in, const std::vector<std::string>& corpus
         break;
       }
       case 2: {
-        static const uint64_t kValues[] = {0, 1, 0xffffffffffffffffull, 0x7fffffffffffffffull, 1ull << 32,
-                                           1ull << 62, 0x80000000ull, 31, 33};
+        static const uint64_t kValues[] = {
+            0, 1, 0xffffffffffffffffull, 0x7fffffffffffffffull, 1ull << 32, 1ull << 62, 0x80000000ull, 31, 33};
         if (s.size() >= 8) {
           const size_t p = std::uniform_int_distribution<size_t>(0, s.size() - 8)(rng);
           const uint64_t v = kValues[std::uniform_int_distribution<int>(0, 8)(rng)];
@@ -86,8 +86,12 @@ std::string Mutate(const std::string& in, const std::vector<std::string>& corpus
         }
         break;
       }
-      case 3: s.resize(pos()); break;
-      case 4: s.insert(pos(), std::string(std::uniform_int_distribution<size_t>(1, 16)(rng), '\0')); break;
+      case 3:
+        s.resize(pos());
+        break;
+      case 4:
+        s.insert(pos(), std::string(std::uniform_int_distribution<size_t>(1, 16)(rng), '\0'));
+        break;
       case 5:
         if (!s.empty()) {
           const size_t p = pos();
@@ -96,7 +100,8 @@ std::string Mutate(const std::string& in, const std::vector<std::string>& corpus
         break;
       case 6: {
         const std::string& other = corpus[std::uniform_int_distribution<size_t>(0, corpus.size() - 1)(rng)];
-        const size_t cut = pos(), from = other.empty() ? 0 : std::uniform_int_distribution<size_t>(0, other.size() - 1)(rng);
+        const size_t cut = pos(),
+                     from = other.empty() ? 0 : std::uniform_int_distribution<size_t>(0, other.size() - 1)(rng);
         s = s.substr(0, cut) + other.substr(from);
         break;
       }
@@ -108,7 +113,9 @@ std::string Mutate(const std::string& in, const std::vector<std::string>& corpus
   return s;
 }
 
-std::span<const std::byte> Bytes(const std::string& s) { return {reinterpret_cast<const std::byte*>(s.data()), s.size()}; }
+std::span<const std::byte> Bytes(const std::string& s) {
+  return {reinterpret_cast<const std::byte*>(s.data()), s.size()};
+}
 
 class FuzzReplay : public ::testing::TestWithParam<Reader> {};
 
@@ -157,9 +164,7 @@ TEST_P(FuzzReplay, RegressionsFailCleanly) {
   for (const fs::path& p : files) {
     const Status s = r.parse(Bytes(ReadBytes(p)));
     EXPECT_NE(s.code(), StatusCode::kInternal) << p.filename() << ": " << s.message();
-    if (!s.ok()) {
-      EXPECT_NE(s.message().find(r.file_name), std::string::npos) << p.filename() << ": " << s.message();
-    }
+    if (!s.ok()) { EXPECT_NE(s.message().find(r.file_name), std::string::npos) << p.filename() << ": " << s.message(); }
   }
 }
 

@@ -42,7 +42,9 @@ class FamilyGoldenRunner : public ::testing::Test {
     std::ifstream f(fs::path(dir) / "case.json");
     return json::parse(f);
   }
-  static void WriteCase(const std::string& dir, const json& j) { std::ofstream(fs::path(dir) / "case.json") << j.dump(1); }
+  static void WriteCase(const std::string& dir, const json& j) {
+    std::ofstream(fs::path(dir) / "case.json") << j.dump(1);
+  }
   // Runs `posenc golden dir`; returns the exit status.
   static int Golden(const std::string& dir, std::string* out) {
     return testing::RunCommand(testing::CliPath() + " golden " + dir, out);
@@ -67,19 +69,15 @@ class FamilyGoldenRunner : public ::testing::Test {
   int copies_ = 0;
 };
 
-#define COPY_OR_SKIP(var, name)                                                          \
-  const std::string var = Copy(name);                                                    \
-  if (var.empty()) {                                                                     \
-    POSENC_REQUIRE_DATA(golden_hf_, "golden/hf/" name);                                  \
-  }
+#define COPY_OR_SKIP(var, name)       \
+  const std::string var = Copy(name); \
+  if (var.empty()) { POSENC_REQUIRE_DATA(golden_hf_, "golden/hf/" name); }
 
 TEST_F(FamilyGoldenRunner, UntouchedCasesPass) {
   for (const char* name : {"rope_llama4_scout_llama3", "rope_cohere2_r7b_schedule", "rope_cohere_commandr_interleaved",
                            "rope_glm4_9b_partial_interleaved", "attn_temp_llama4_scout"}) {
     const std::string dir = Copy(name);
-    if (dir.empty()) {
-      POSENC_REQUIRE_DATA(golden, std::string("golden/hf/") + name);
-    }
+    if (dir.empty()) { POSENC_REQUIRE_DATA(golden, std::string("golden/hf/") + name); }
     std::string out;
     EXPECT_EQ(Golden(dir, &out), 0) << out;
     EXPECT_NE(out.find("1 passed, 0 failed"), std::string::npos) << out;

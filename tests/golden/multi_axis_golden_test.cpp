@@ -67,9 +67,7 @@ TEST_P(MultiAxisGolden, ComponentsFrequenciesAndRotation) {
   if (c.contains("section_layout")) {
     EXPECT_EQ(ToString(rc->multi_axis->layout), c["section_layout"].get<std::string>());
   }
-  if (c.contains("sections")) {
-    EXPECT_EQ(rc->multi_axis->sections, c["sections"].get<std::vector<int64_t>>());
-  }
+  if (c.contains("sections")) { EXPECT_EQ(rc->multi_axis->sections, c["sections"].get<std::vector<int64_t>>()); }
   ASSERT_TRUE(ValidateMultiAxisPositions(pos.shape(), positions, rc->multi_axis->num_components, "positions").ok());
 
   const int64_t seq_len = *std::max_element(positions.begin(), positions.end()) + 1;
@@ -77,16 +75,17 @@ TEST_P(MultiAxisGolden, ComponentsFrequenciesAndRotation) {
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   const Array pc = ReadNpy(file("pair_component")).value().AsType(DType::kI64).value();
   EXPECT_EQ(plan->pair_component, std::vector<int64_t>(pc.span<int64_t>().begin(), pc.span<int64_t>().end()));
-  EXPECT_TRUE(testing::GoldenClose("inv_freq", plan->freqs.inv_freq, ReadNpy(file("inv_freq")).value(),
-                                    gc->Tol("inv_freq")));
+  EXPECT_TRUE(
+      testing::GoldenClose("inv_freq", plan->freqs.inv_freq, ReadNpy(file("inv_freq")).value(), gc->Tol("inv_freq")));
   EXPECT_DOUBLE_EQ(plan->freqs.attention_scaling, c.value("attention_scaling", 1.0));
 
-  for (const auto& [role, precision] : {std::pair{"expected", RopePrecision::kReference},
-                                        std::pair{"expected_exact", RopePrecision::kExact}}) {
+  for (const auto& [role, precision] :
+       {std::pair{"expected", RopePrecision::kReference}, std::pair{"expected_exact", RopePrecision::kExact}}) {
     SCOPED_TRACE(role);
     const Array want = ReadNpy(file(role)).value();
     const golden::Tolerance tol = gc->Tol(role, {0.0, 0.0});
-    const MultiAxisRopeArgs args{rc->layout, &plan->freqs, plan->pair_component, plan->num_components, positions, precision};
+    const MultiAxisRopeArgs args{rc->layout,           &plan->freqs, plan->pair_component,
+                                 plan->num_components, positions,    precision};
     Array x = input, y = input, z = input;
     ASSERT_TRUE(ApplyMultiAxisRope(args, HeadsView::Of(x, "x").value(), HeadsView::Of(y, "y").value()).ok());
     ASSERT_TRUE(ApplyMultiAxisRopeReference(args, HeadsView::Of(x, "x").value(), HeadsView::Of(z, "z").value()).ok());
@@ -95,7 +94,8 @@ TEST_P(MultiAxisGolden, ComponentsFrequenciesAndRotation) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, MultiAxisGolden, ::testing::ValuesIn(testing::GoldenCaseDirs({"mrope", "rope_vision_2d"})),
+INSTANTIATE_TEST_SUITE_P(Cases, MultiAxisGolden,
+                         ::testing::ValuesIn(testing::GoldenCaseDirs({"mrope", "rope_vision_2d"})),
                          testing::GoldenCaseName);
 
 }  // namespace

@@ -49,9 +49,8 @@ void CheckCase(const fs::path& dir, const json& c, const json& config, const std
     const std::string out = (tmp / "out.npy").string();
     std::string log;
     const int rc = testing::RunCommand(testing::CliPath() + " rope --config " + cfg + " --positions " +
-                                           (dir / c["files"]["positions"].get<std::string>()).string() +
-                                           " --input " + input + " --output " + out + " --precision " + precision +
-                                           layout + seq,
+                                           (dir / c["files"]["positions"].get<std::string>()).string() + " --input " +
+                                           input + " --output " + out + " --precision " + precision + layout + seq,
                                        &log);
     ASSERT_EQ(rc, 0) << log;
     Result<Array> got = ReadNpy(out);
@@ -79,7 +78,8 @@ TEST(RopeCli, EveryGoldenRopeConfigInEverySpelling) {
       const bool ggml_params = c["config"].contains("n_dims");
       if (scheme != "rope" && scheme != "mrope" && !(scheme == "rope_vision_2d" && ggml_params)) continue;
       json config = c["config"];
-      if (scheme == "mrope" && !ggml_params && !config.contains("model_type")) config["model_type"] = c["hf_model_type"];
+      if (scheme == "mrope" && !ggml_params && !config.contains("model_type"))
+        config["model_type"] = c["hf_model_type"];
       ++cases;
       CheckCase(entry.path(), c, config, "config");
       ++spellings;

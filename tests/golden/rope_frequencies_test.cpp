@@ -71,14 +71,14 @@ TEST_P(RopeGolden, FrequenciesAndRotation) {
   // The pairing: llama.cpp and GPT-J fix it outside the config; the case states it.
   RopePairing pairing;
   ASSERT_TRUE(ParseRopePairing(c["layout"].get<std::string>(), &pairing));
-  if (!is_ggml) {
-    EXPECT_EQ(config.layout.pairing, pairing) << "pairing implied by the config";
-  }
+  if (!is_ggml) { EXPECT_EQ(config.layout.pairing, pairing) << "pairing implied by the config"; }
   config.layout.pairing = pairing;
 
   int64_t seq_len = 0;
-  if (c.contains("seq_len")) seq_len = c["seq_len"].get<int64_t>();
-  else seq_len = *std::max_element(positions.begin(), positions.end()) + 1;
+  if (c.contains("seq_len"))
+    seq_len = c["seq_len"].get<int64_t>();
+  else
+    seq_len = *std::max_element(positions.begin(), positions.end()) + 1;
   Result<RopeFrequencies> freqs = ComputeRopeFrequencies(config, seq_len);
   ASSERT_TRUE(freqs.ok()) << freqs.status().ToString();
 
@@ -91,8 +91,8 @@ TEST_P(RopeGolden, FrequenciesAndRotation) {
 
   // Rotation in both precisions.
   const bool f16 = c.value("dtype", "float32") == "float16";
-  for (const auto& [role, precision] : {std::pair{"expected", RopePrecision::kReference},
-                                        std::pair{"expected_exact", RopePrecision::kExact}}) {
+  for (const auto& [role, precision] :
+       {std::pair{"expected", RopePrecision::kReference}, std::pair{"expected_exact", RopePrecision::kExact}}) {
     if (!c["files"].contains(role)) continue;
     SCOPED_TRACE(role);
     Result<Array> want = ReadNpy(file(role));
@@ -110,7 +110,8 @@ TEST_P(RopeGolden, FrequenciesAndRotation) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, RopeGolden, ::testing::ValuesIn(testing::GoldenCaseDirs({"rope"})), testing::GoldenCaseName);
+INSTANTIATE_TEST_SUITE_P(Cases, RopeGolden, ::testing::ValuesIn(testing::GoldenCaseDirs({"rope"})),
+                         testing::GoldenCaseName);
 
 }  // namespace
 }  // namespace posenc

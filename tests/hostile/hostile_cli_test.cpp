@@ -64,14 +64,20 @@ Outcome RunCapped(const std::vector<std::string>& args, rlim_t file_size_cap = 0
       if (const char* old = std::getenv("ASAN_OPTIONS"); old != nullptr && *old) opts = std::string(old) + ":" + opts;
       ::setenv("ASAN_OPTIONS", opts.c_str(), 1);
     } else {
-      struct rlimit as {kMemoryCap, kMemoryCap};
+      struct rlimit as {
+        kMemoryCap, kMemoryCap
+      };
       ::setrlimit(RLIMIT_AS, &as);
     }
-    struct rlimit cpu {kTimeoutSeconds, kTimeoutSeconds + 5};
+    struct rlimit cpu {
+      kTimeoutSeconds, kTimeoutSeconds + 5
+    };
     ::setrlimit(RLIMIT_CPU, &cpu);
     if (file_size_cap > 0) {
       ::signal(SIGXFSZ, SIG_IGN);
-      struct rlimit fsz {file_size_cap, file_size_cap};
+      struct rlimit fsz {
+        file_size_cap, file_size_cap
+      };
       ::setrlimit(RLIMIT_FSIZE, &fsz);
     }
     std::vector<char*> argv;
@@ -88,13 +94,16 @@ Outcome RunCapped(const std::vector<std::string>& args, rlim_t file_size_cap = 0
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kTimeoutSeconds);
   char buf[4096];
   for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       o.timed_out = true;
       ::kill(pid, SIGKILL);
       break;
     }
-    struct pollfd p {pipefd[0], POLLIN, 0};
+    struct pollfd p {
+      pipefd[0], POLLIN, 0
+    };
     const int r = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count(), 1000)));
     if (r < 0 && errno != EINTR) break;
     if (r <= 0) continue;
@@ -153,7 +162,8 @@ class Hostile : public ::testing::Test {
 };
 
 std::string Replace(std::string s, const std::string& from, const std::string& to) {
-  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
+  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+    s.replace(at, from.size(), to);
   return s;
 }
 
@@ -226,7 +236,8 @@ TEST_F(Hostile, DeepAndSpecialConfigs) {
   ASSERT_EQ(::mkfifo(P("fifo.json").c_str(), 0600), 0);
   const std::string head = R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, )";
   constexpr int kDepth = 100000;
-  std::ofstream(P("deep_theta.json")) << head << R"("rope_theta": )" << std::string(kDepth, '[') << std::string(kDepth, ']') << "}";
+  std::ofstream(P("deep_theta.json")) << head << R"("rope_theta": )" << std::string(kDepth, '[')
+                                      << std::string(kDepth, ']') << "}";
   {
     std::ofstream tc(P("deep_text_config.json"));
     for (int i = 0; i < kDepth; ++i) tc << R"({"text_config": )";
@@ -236,7 +247,8 @@ TEST_F(Hostile, DeepAndSpecialConfigs) {
       {P("zero.json"), {P("zero.json"), "not a regular file (a character device)"}},
       {P("fifo.json"), {P("fifo.json"), "not a regular file (a FIFO)"}},
       {P("deep_theta.json"), {P("deep_theta.json"), "nested deeper than 32 levels", "'rope_theta'"}},
-      {P("deep_text_config.json"), {P("deep_text_config.json"), "nested deeper than 32 levels", "'text_config.text_config"}},
+      {P("deep_text_config.json"),
+       {P("deep_text_config.json"), "nested deeper than 32 levels", "'text_config.text_config"}},
   };
   for (const auto& [path, needles] : configs) {
     ExpectOneLineExit2(RunCapped({"inspect", path}), needles, "inspect " + path);

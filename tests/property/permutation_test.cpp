@@ -21,21 +21,41 @@
 namespace posenc {
 namespace {
 
-enum class Scheme { kNone, kSinusoidalInterleaved, kSinusoidalConcat, kLearned, kRopeHalf, kRopeInterleaved,
-                    kRopePartial, kAlibi, kT5, kShaw };
+enum class Scheme {
+  kNone,
+  kSinusoidalInterleaved,
+  kSinusoidalConcat,
+  kLearned,
+  kRopeHalf,
+  kRopeInterleaved,
+  kRopePartial,
+  kAlibi,
+  kT5,
+  kShaw
+};
 
 const char* Name(Scheme s) {
   switch (s) {
-    case Scheme::kNone: return "none";
-    case Scheme::kSinusoidalInterleaved: return "sinusoidal-interleaved";
-    case Scheme::kSinusoidalConcat: return "sinusoidal-concat";
-    case Scheme::kLearned: return "learned";
-    case Scheme::kRopeHalf: return "rope-half";
-    case Scheme::kRopeInterleaved: return "rope-interleaved";
-    case Scheme::kRopePartial: return "rope-partial";
-    case Scheme::kAlibi: return "alibi";
-    case Scheme::kT5: return "t5";
-    case Scheme::kShaw: return "shaw";
+    case Scheme::kNone:
+      return "none";
+    case Scheme::kSinusoidalInterleaved:
+      return "sinusoidal-interleaved";
+    case Scheme::kSinusoidalConcat:
+      return "sinusoidal-concat";
+    case Scheme::kLearned:
+      return "learned";
+    case Scheme::kRopeHalf:
+      return "rope-half";
+    case Scheme::kRopeInterleaved:
+      return "rope-interleaved";
+    case Scheme::kRopePartial:
+      return "rope-partial";
+    case Scheme::kAlibi:
+      return "alibi";
+    case Scheme::kT5:
+      return "t5";
+    case Scheme::kShaw:
+      return "shaw";
   }
   return "?";
 }
@@ -67,7 +87,8 @@ struct Toy {
     for (int64_t t = 0; t < t_count; ++t)
       for (int64_t c = 0; c < cols; ++c) {
         double s = 0;
-        for (int64_t i = 0; i < dm; ++i) s += double{x.data<float>()[t * dm + i]} * w[static_cast<size_t>(i * cols + c)];
+        for (int64_t i = 0; i < dm; ++i)
+          s += double{x.data<float>()[t * dm + i]} * w[static_cast<size_t>(i * cols + c)];
         out.data<float>()[t * cols + c] = static_cast<float>(s);
       }
     return out;
@@ -78,20 +99,25 @@ struct Toy {
     std::vector<int64_t> pos(static_cast<size_t>(t_count));
     std::iota(pos.begin(), pos.end(), 0);
     if (scheme == Scheme::kSinusoidalInterleaved || scheme == Scheme::kSinusoidalConcat) {
-      const auto layout = scheme == Scheme::kSinusoidalConcat ? SinusoidalLayout::kConcat : SinusoidalLayout::kInterleaved;
+      const auto layout =
+          scheme == Scheme::kSinusoidalConcat ? SinusoidalLayout::kConcat : SinusoidalLayout::kInterleaved;
       Array p = SinusoidalTable(pos, d_model, layout).value();
       EXPECT_TRUE(AddPositions(p, x).ok());
     }
     if (scheme == Scheme::kLearned) {
-      Array p = LookupLearnedPositions(EmbeddingTable::View(wpe.data(), DType::kF32, max_positions, d_model), pos).value();
+      Array p =
+          LookupLearnedPositions(EmbeddingTable::View(wpe.data(), DType::kF32, max_positions, d_model), pos).value();
       EXPECT_TRUE(AddPositions(p, x).ok());
     }
-    Array q = Project(x, wq, heads, head_dim), k = Project(x, wk, kv_heads, head_dim), v = Project(x, wv, kv_heads, head_dim);
+    Array q = Project(x, wq, heads, head_dim), k = Project(x, wk, kv_heads, head_dim),
+          v = Project(x, wv, kv_heads, head_dim);
     if (scheme == Scheme::kRopeHalf || scheme == Scheme::kRopeInterleaved || scheme == Scheme::kRopePartial) {
-      RotaryLayout layout{scheme == Scheme::kRopeHalf ? RopePairing::kHalf : RopePairing::kInterleaved, head_dim, 0, head_dim};
+      RotaryLayout layout{scheme == Scheme::kRopeHalf ? RopePairing::kHalf : RopePairing::kInterleaved, head_dim, 0,
+                          head_dim};
       if (scheme == Scheme::kRopePartial) layout.rotary_dim = 2 * std::max<int64_t>(1, head_dim / 4);
-      const RopeTable table = RopeTable::Build(DefaultRopeFrequencies(layout.rotary_dim, 10000.0).value(), 64,
-                                               RopePrecision::kReference).value();
+      const RopeTable table =
+          RopeTable::Build(DefaultRopeFrequencies(layout.rotary_dim, 10000.0).value(), 64, RopePrecision::kReference)
+              .value();
       const RopeArgs args{layout, &table, pos};
       EXPECT_TRUE(ApplyRopeQK(args, HeadsView::Of(q, "q").value(), HeadsView::Of(k, "k").value()).ok());
     }
@@ -143,9 +169,9 @@ TEST_P(Permutation, EquivariantOnlyWithoutPositions) {
     const double gap = EquivarianceGap(toy.Forward(x, scheme), toy.Forward(x_perm, scheme), perm);
     min_gap = std::min(min_gap, gap);
     max_gap = std::max(max_gap, gap);
-    SCOPED_TRACE(::testing::Message() << "scheme " << Name(scheme) << " seed " << seed << " trial " << trial << " tokens "
-                                      << tokens << " d_model " << d_model << " heads " << heads << "/" << kv_heads
-                                      << " head_dim " << head_dim << " relative gap " << gap);
+    SCOPED_TRACE(::testing::Message() << "scheme " << Name(scheme) << " seed " << seed << " trial " << trial
+                                      << " tokens " << tokens << " d_model " << d_model << " heads " << heads << "/"
+                                      << kv_heads << " head_dim " << head_dim << " relative gap " << gap);
     if (scheme == Scheme::kNone) {
       // Same sums in another order: float64 accumulation, float32 inputs and outputs.
       EXPECT_LT(gap, 1e-6);

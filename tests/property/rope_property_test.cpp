@@ -38,7 +38,8 @@ std::vector<float> Rotate(const Case& c, RopePrecision precision, const std::vec
   const int64_t d = c.layout.head_dim, t_count = static_cast<int64_t>(positions.size());
   std::vector<float> buf(static_cast<size_t>(t_count * d));
   for (int64_t t = 0; t < t_count; ++t) std::copy(vec.begin(), vec.end(), buf.begin() + t * d);
-  const RopeTable table = RopeTable::Build(DefaultRopeFrequencies(c.layout.rotary_dim, c.base).value(), 16, precision).value();
+  const RopeTable table =
+      RopeTable::Build(DefaultRopeFrequencies(c.layout.rotary_dim, c.base).value(), 16, precision).value();
   Status s = ApplyRope({c.layout, &table, positions}, HeadsView::Dense(buf.data(), DType::kF32, t_count, 1, d));
   EXPECT_TRUE(s.ok()) << s.ToString();
   return buf;
@@ -59,7 +60,11 @@ TEST_P(RopeProperty, EveryPairKeepsItsNorm) {
   for (int trial = 0; trial < 60; ++trial) {
     const Case c = RandomCase(rng);
     const std::vector<float> x = testing::RandomNormal(rng, static_cast<size_t>(c.layout.head_dim), 3.0f);
-    std::vector<int64_t> pos = {0, 1, 2, static_cast<int64_t>(rng() % 100000), static_cast<int64_t>(rng() % kMaxRopePosition),
+    std::vector<int64_t> pos = {0,
+                                1,
+                                2,
+                                static_cast<int64_t>(rng() % 100000),
+                                static_cast<int64_t>(rng() % kMaxRopePosition),
                                 kMaxRopePosition - 1};
     SCOPED_TRACE(::testing::Message() << "seed " << seed << " trial " << trial << " " << ToString(precision) << " "
                                       << ToString(c.layout.pairing) << " head_dim " << c.layout.head_dim << " rotary ["
@@ -86,8 +91,11 @@ TEST_P(RopeProperty, EveryPairKeepsItsNorm) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(BothPrecisions, RopeProperty, ::testing::Values(RopePrecision::kReference, RopePrecision::kExact),
-                         [](const ::testing::TestParamInfo<RopePrecision>& p) { return std::string(ToString(p.param)); });
+INSTANTIATE_TEST_SUITE_P(BothPrecisions, RopeProperty,
+                         ::testing::Values(RopePrecision::kReference, RopePrecision::kExact),
+                         [](const ::testing::TestParamInfo<RopePrecision>& p) {
+                           return std::string(ToString(p.param));
+                         });
 
 // q_m . k_n and q_{m+s} . k_{n+s}, for random q, k, m, n and the given shift; returns the largest
 // |difference| / (|q| |k|) over `trials` random cases.
@@ -113,8 +121,8 @@ double WorstShiftError(RopePrecision precision, int64_t shift, uint64_t seed, in
 }
 
 TEST(RopeRelativeProperty, ScoreDependsOnlyOnDistanceInExactPrecision) {
-  for (int64_t shift : {int64_t{1}, int64_t{7}, int64_t{1000}, int64_t{65536}, int64_t{123457}, int64_t{999999},
-                        int64_t{1000000}}) {
+  for (int64_t shift :
+       {int64_t{1}, int64_t{7}, int64_t{1000}, int64_t{65536}, int64_t{123457}, int64_t{999999}, int64_t{1000000}}) {
     const uint64_t seed = 4242 + static_cast<uint64_t>(shift);
     const double worst = WorstShiftError(RopePrecision::kExact, shift, seed, 80);
     std::printf("exact precision, shift %lld: worst |q_m.k_n - q_(m+s).k_(n+s)| / (|q||k|) = %.3g (seed %llu)\n",

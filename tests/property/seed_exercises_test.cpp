@@ -15,7 +15,8 @@ namespace posenc {
 namespace {
 
 // Rotates the 2-vector `v` at `position` with frequency `theta`, in the given pairing and precision.
-std::vector<float> Rotate2(std::vector<float> v, int64_t position, double theta, RopePairing pairing, RopePrecision precision) {
+std::vector<float> Rotate2(std::vector<float> v, int64_t position, double theta, RopePairing pairing,
+                           RopePrecision precision) {
   const RopeTable table = RopeTable::Build(RopeFrequencies{{theta}, 1.0}, 4, precision).value();
   const RotaryLayout layout{pairing, 2, 0, 2};
   const std::vector<int64_t> pos = {position};
@@ -75,15 +76,15 @@ TEST_P(SeedExercises, Exercise3HalfTurnFlipsTheVectorKeepsTheNorm) {
   EXPECT_NEAR(w[1], -4.0, 2e-6);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    LayoutsAndPrecisions, SeedExercises,
-    ::testing::Values(Setting{RopePairing::kInterleaved, RopePrecision::kExact},
-                      Setting{RopePairing::kInterleaved, RopePrecision::kReference},
-                      Setting{RopePairing::kHalf, RopePrecision::kExact},
-                      Setting{RopePairing::kHalf, RopePrecision::kReference}),
-    [](const ::testing::TestParamInfo<Setting>& p) {
-      return std::string(ToString(p.param.pairing)) + "_" + std::string(ToString(p.param.precision));
-    });
+INSTANTIATE_TEST_SUITE_P(LayoutsAndPrecisions, SeedExercises,
+                         ::testing::Values(Setting{RopePairing::kInterleaved, RopePrecision::kExact},
+                                           Setting{RopePairing::kInterleaved, RopePrecision::kReference},
+                                           Setting{RopePairing::kHalf, RopePrecision::kExact},
+                                           Setting{RopePairing::kHalf, RopePrecision::kReference}),
+                         [](const ::testing::TestParamInfo<Setting>& p) {
+                           return std::string(ToString(p.param.pairing)) + "_" +
+                                  std::string(ToString(p.param.precision));
+                         });
 
 }  // namespace
 }  // namespace posenc

@@ -21,14 +21,22 @@ inline std::span<const std::byte> AsBytes(const std::string& s) {
 // Appends little-endian values to a byte string.
 struct ByteWriter {
   std::string out;
-  template <typename T> ByteWriter& Put(T v) {
+  template <typename T>
+  ByteWriter& Put(T v) {
     char buf[sizeof(T)];
     std::memcpy(buf, &v, sizeof(T));
     out.append(buf, sizeof(T));
     return *this;
   }
-  ByteWriter& Str(std::string_view s) { Put<uint64_t>(s.size()); out.append(s); return *this; }
-  ByteWriter& Raw(std::string_view s) { out.append(s); return *this; }
+  ByteWriter& Str(std::string_view s) {
+    Put<uint64_t>(s.size());
+    out.append(s);
+    return *this;
+  }
+  ByteWriter& Raw(std::string_view s) {
+    out.append(s);
+    return *this;
+  }
 };
 
 class GgufBuilder {
@@ -44,23 +52,31 @@ class GgufBuilder {
     ++n_kv_;
     return *this;
   }
-  template <typename T> GgufBuilder& Kv(std::string_view key, uint32_t type, T v) {
-    ByteWriter w; w.Put<T>(v); return KvRaw(key, type, w.out);
+  template <typename T>
+  GgufBuilder& Kv(std::string_view key, uint32_t type, T v) {
+    ByteWriter w;
+    w.Put<T>(v);
+    return KvRaw(key, type, w.out);
   }
   GgufBuilder& KvU32(std::string_view key, uint32_t v) { return Kv<uint32_t>(key, 4, v); }
   GgufBuilder& KvI32(std::string_view key, int32_t v) { return Kv<int32_t>(key, 5, v); }
   GgufBuilder& KvF32(std::string_view key, float v) { return Kv<float>(key, 6, v); }
   GgufBuilder& KvBool(std::string_view key, bool v) { return Kv<uint8_t>(key, 7, v ? 1 : 0); }
   GgufBuilder& KvString(std::string_view key, std::string_view v) {
-    ByteWriter w; w.Str(v); return KvRaw(key, 8, w.out);
+    ByteWriter w;
+    w.Str(v);
+    return KvRaw(key, 8, w.out);
   }
   GgufBuilder& KvStringArray(std::string_view key, const std::vector<std::string>& v) {
-    ByteWriter w; w.Put<uint32_t>(8).Put<uint64_t>(v.size());
+    ByteWriter w;
+    w.Put<uint32_t>(8).Put<uint64_t>(v.size());
     for (const auto& s : v) w.Str(s);
     return KvRaw(key, 9, w.out);
   }
-  template <typename T> GgufBuilder& KvArray(std::string_view key, uint32_t elem_type, const std::vector<T>& v) {
-    ByteWriter w; w.Put<uint32_t>(elem_type).Put<uint64_t>(v.size());
+  template <typename T>
+  GgufBuilder& KvArray(std::string_view key, uint32_t elem_type, const std::vector<T>& v) {
+    ByteWriter w;
+    w.Put<uint32_t>(elem_type).Put<uint64_t>(v.size());
     for (const T& x : v) w.Put<T>(x);
     return KvRaw(key, 9, w.out);
   }

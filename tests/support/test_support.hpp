@@ -51,11 +51,11 @@ std::string GoldenCaseName(const ::testing::TestParamInfo<std::string>& info);
 
 // Skips the current test, naming what is missing, when the shared data is absent. CI sets
 // POSENC_REQUIRE_DATA=1, which turns the skip into a failure.
-#define POSENC_REQUIRE_DATA(path_var, relative)                                                         \
-  const std::string path_var = ::posenc::testing::DataPath(relative);                                   \
-  if (path_var.empty()) {                                                                               \
-    if (std::getenv("POSENC_REQUIRE_DATA") != nullptr)                                                  \
-      FAIL() << "shared data missing: " << ::posenc::testing::DataDir() << "/" << (relative);          \
-    GTEST_SKIP() << "shared data missing: " << ::posenc::testing::DataDir() << "/" << (relative)        \
-                 << " (set POSENC_DATA_DIR to the folder holding golden/ and models/)";                 \
+#define POSENC_REQUIRE_DATA(path_var, relative)                                                  \
+  const std::string path_var = ::posenc::testing::DataPath(relative);                            \
+  if (path_var.empty()) {                                                                        \
+    if (std::getenv("POSENC_REQUIRE_DATA") != nullptr)                                           \
+      FAIL() << "shared data missing: " << ::posenc::testing::DataDir() << "/" << (relative);    \
+    GTEST_SKIP() << "shared data missing: " << ::posenc::testing::DataDir() << "/" << (relative) \
+                 << " (set POSENC_DATA_DIR to the folder holding golden/ and models/)";          \
   }

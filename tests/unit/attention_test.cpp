@@ -36,7 +36,8 @@ std::vector<double> NaiveAttention(const Array& q, const Array& k, const Array& 
         double dot = 0;
         for (int64_t c = 0; c < d; ++c) {
           double key = kv[c];
-          if (o.bias.kind == AttentionBiasKind::kShaw) key += o.bias.shaw->key_table.data<float>()[o.bias.shaw->Index(qpos, j) * d + c];
+          if (o.bias.kind == AttentionBiasKind::kShaw)
+            key += o.bias.shaw->key_table.data<float>()[o.bias.shaw->Index(qpos, j) * d + c];
           dot += static_cast<double>(qv[c]) * key;
         }
         double b = 0;
@@ -46,12 +47,16 @@ std::vector<double> NaiveAttention(const Array& q, const Array& k, const Array& 
       }
       const double m = *std::max_element(s.begin(), s.end());
       double sum = 0;
-      for (double& x : s) { x = std::exp(x - m); sum += x; }
+      for (double& x : s) {
+        x = std::exp(x - m);
+        sum += x;
+      }
       for (int64_t j = 0; j < tk; ++j) {
         const double p = s[j] / sum;
         for (int64_t c = 0; c < d; ++c) {
           double val = v.data<float>()[(j * hkv + g) * d + c];
-          if (o.bias.kind == AttentionBiasKind::kShaw) val += o.bias.shaw->value_table.data<float>()[o.bias.shaw->Index(qpos, j) * d + c];
+          if (o.bias.kind == AttentionBiasKind::kShaw)
+            val += o.bias.shaw->value_table.data<float>()[o.bias.shaw->Index(qpos, j) * d + c];
           out[(i * hq + h) * d + c] += p * val;
         }
       }
@@ -73,8 +78,8 @@ TEST(AttentionReference, MatchesFullSoftmaxForEveryBiasAndTile) {
     const bool causal = (trial / 4) % 2 == 1;
     const int64_t offset = causal ? tk - tq : static_cast<int64_t>(rng() % 5);
     SCOPED_TRACE(::testing::Message() << "seed " << seed << " trial " << trial << " q [" << tq << "," << hq << "," << d
-                                    << "] kv [" << tk << "," << hkv << "] bias " << ToString(kind) << " causal " << causal
-                                    << " offset " << offset);
+                                      << "] kv [" << tk << "," << hkv << "] bias " << ToString(kind) << " causal "
+                                      << causal << " offset " << offset);
     const Array q = RandomHeads(rng, tq, hq, d), k = RandomHeads(rng, tk, hkv, d), v = RandomHeads(rng, tk, hkv, d);
     const std::vector<double> slopes = AlibiSlopes(hq, AlibiVariant::kBloom).value();
     const T5RelativeBias t5 = RandomT5Bias({!causal, 16, 20}, hq, seed + trial).value();
@@ -117,7 +122,10 @@ TEST(AttentionReference, HugeScoresDoNotOverflow) {
   Array q = Array::Zeros(DType::kF32, {1, 1, 1}).value(), k = Array::Zeros(DType::kF32, {3, 1, 1}).value();
   Array v = Array::Zeros(DType::kF32, {3, 1, 1}).value();
   q.data<float>()[0] = 100.0f;
-  for (int j = 0; j < 3; ++j) { k.data<float>()[j] = 100.0f + j; v.data<float>()[j] = static_cast<float>(j); }
+  for (int j = 0; j < 3; ++j) {
+    k.data<float>()[j] = 100.0f + j;
+    v.data<float>()[j] = static_cast<float>(j);
+  }
   AttentionOptions o;
   o.key_tile = 1;
   Result<Array> out = AttentionReference(q, k, v, o);

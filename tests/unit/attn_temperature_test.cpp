@@ -25,15 +25,14 @@ TEST(AttnTemperatureScales, OneBelowTheFirstStepThenLogSteps) {
   }
   // p + 1 = 8192: the first step, ln 2.
   EXPECT_DOUBLE_EQ((*exact)[3], 1.0 + 0.1 * std::log(2.0));
-  EXPECT_DOUBLE_EQ((*exact)[4], 1.0 + 0.1 * std::log(2.0));  // 8193 / 8192 still floors to 1
-  EXPECT_DOUBLE_EQ((*exact)[5], 1.0 + 0.1 * std::log(2.0));  // 16383 / 8192 = 1.99.. -> 1
-  EXPECT_DOUBLE_EQ((*exact)[6], 1.0 + 0.1 * std::log(3.0));  // 16384 / 8192 = 2
-  EXPECT_DOUBLE_EQ((*exact)[7], 1.0 + 0.1 * std::log(13.0));  // 98304 / 8192 = 12
-  EXPECT_DOUBLE_EQ((*exact)[8], 1.0 + 0.1 * std::log(17.0));  // 131072 / 8192 = 16
+  EXPECT_DOUBLE_EQ((*exact)[4], 1.0 + 0.1 * std::log(2.0));       // 8193 / 8192 still floors to 1
+  EXPECT_DOUBLE_EQ((*exact)[5], 1.0 + 0.1 * std::log(2.0));       // 16383 / 8192 = 1.99.. -> 1
+  EXPECT_DOUBLE_EQ((*exact)[6], 1.0 + 0.1 * std::log(3.0));       // 16384 / 8192 = 2
+  EXPECT_DOUBLE_EQ((*exact)[7], 1.0 + 0.1 * std::log(13.0));      // 98304 / 8192 = 12
+  EXPECT_DOUBLE_EQ((*exact)[8], 1.0 + 0.1 * std::log(17.0));      // 131072 / 8192 = 16
   EXPECT_DOUBLE_EQ((*exact)[9], 1.0 + 0.1 * std::log(262145.0));  // 2^31 / 8192 = 2^18
   // float32 as Hugging Face forms it: within a few float32 ulps of the float64 value.
-  for (size_t i = 0; i < p.size(); ++i)
-    EXPECT_NEAR((*f32)[i], (*exact)[i], 4 * std::ldexp((*exact)[i], -24)) << p[i];
+  for (size_t i = 0; i < p.size(); ++i) EXPECT_NEAR((*f32)[i], (*exact)[i], 4 * std::ldexp((*exact)[i], -24)) << p[i];
   // The float32 steps, one by one.
   for (size_t i = 0; i < p.size(); ++i) {
     const float steps = std::floor((static_cast<float>(p[i]) + 1.0f) / 8192.0f);
@@ -67,7 +66,8 @@ TEST(AttnTemperatureScales, Errors) {
     Result<std::vector<double>> e = AttnTemperatureScalesExact(t, ok);
     ASSERT_FALSE(e.ok());
     EXPECT_TRUE(e.status().message().find("floor_scale") != std::string::npos ||
-                e.status().message().find("attn_scale") != std::string::npos) << e.status().message();
+                e.status().message().find("attn_scale") != std::string::npos)
+        << e.status().message();
   }
 }
 
@@ -77,35 +77,50 @@ struct Buffer {
   int64_t T, H, D, token_stride, head_stride;
   DType dtype;
   std::vector<uint8_t> bytes;
-  Buffer(DType dt, int64_t t, int64_t h, int64_t d) : T(t), H(h), D(d), token_stride(h * (d + 3) + 5), head_stride(d + 3), dtype(dt) {
+  Buffer(DType dt, int64_t t, int64_t h, int64_t d)
+      : T(t), H(h), D(d), token_stride(h * (d + 3) + 5), head_stride(d + 3), dtype(dt) {
     bytes.assign(static_cast<size_t>(T * token_stride) * SizeOf(dt), 0xAB);
     for (int64_t i = 0; i < T; ++i)
       for (int64_t j = 0; j < H; ++j)
         for (int64_t k = 0; k < D; ++k) Set(i, j, k, static_cast<float>((i * 7 + j * 3 + k) % 23 - 11) * 0.375f);
   }
   HeadsView View() { return {bytes.data(), dtype, T, H, D, token_stride, head_stride}; }
-  size_t Index(int64_t t, int64_t h, int64_t d) const { return static_cast<size_t>(t * token_stride + h * head_stride + d); }
+  size_t Index(int64_t t, int64_t h, int64_t d) const {
+    return static_cast<size_t>(t * token_stride + h * head_stride + d);
+  }
   float Get(int64_t t, int64_t h, int64_t d) const {
     const size_t i = Index(t, h, d);
     switch (dtype) {
-      case DType::kF32: return reinterpret_cast<const float*>(bytes.data())[i];
-      case DType::kF16: return F16ToF32(reinterpret_cast<const f16_t*>(bytes.data())[i]);
-      default: return BF16ToF32(reinterpret_cast<const bf16_t*>(bytes.data())[i]);
+      case DType::kF32:
+        return reinterpret_cast<const float*>(bytes.data())[i];
+      case DType::kF16:
+        return F16ToF32(reinterpret_cast<const f16_t*>(bytes.data())[i]);
+      default:
+        return BF16ToF32(reinterpret_cast<const bf16_t*>(bytes.data())[i]);
     }
   }
   void Set(int64_t t, int64_t h, int64_t d, float v) {
     const size_t i = Index(t, h, d);
     switch (dtype) {
-      case DType::kF32: reinterpret_cast<float*>(bytes.data())[i] = v; break;
-      case DType::kF16: reinterpret_cast<f16_t*>(bytes.data())[i] = F32ToF16(v); break;
-      default: reinterpret_cast<bf16_t*>(bytes.data())[i] = F32ToBF16(v); break;
+      case DType::kF32:
+        reinterpret_cast<float*>(bytes.data())[i] = v;
+        break;
+      case DType::kF16:
+        reinterpret_cast<f16_t*>(bytes.data())[i] = F32ToF16(v);
+        break;
+      default:
+        reinterpret_cast<bf16_t*>(bytes.data())[i] = F32ToBF16(v);
+        break;
     }
   }
   float Round(float v) const {
     switch (dtype) {
-      case DType::kF32: return v;
-      case DType::kF16: return F16ToF32(F32ToF16(v));
-      default: return BF16ToF32(F32ToBF16(v));
+      case DType::kF32:
+        return v;
+      case DType::kF16:
+        return F16ToF32(F32ToF16(v));
+      default:
+        return BF16ToF32(F32ToBF16(v));
     }
   }
 };
@@ -124,8 +139,10 @@ TEST(ApplyQueryTemperature, EveryStorageTypeOddSizesStrided) {
         for (int64_t h = 0; h < b.H; ++h)
           for (int64_t d = 0; d < b.D; ++d) {
             const float x = before.Get(t, h, d);
-            const float want = exact ? b.Round(static_cast<float>(static_cast<double>(x) * s64[t])) : b.Round(x * s32[t]);
-            ASSERT_EQ(b.Get(t, h, d), want) << ToString(dt) << (exact ? " f64" : " f32") << " t " << t << " h " << h << " d " << d;
+            const float want =
+                exact ? b.Round(static_cast<float>(static_cast<double>(x) * s64[t])) : b.Round(x * s32[t]);
+            ASSERT_EQ(b.Get(t, h, d), want)
+                << ToString(dt) << (exact ? " f64" : " f32") << " t " << t << " h " << h << " d " << d;
           }
       // Tokens 0 (p = 0) keep their values; the padding between rows is untouched.
       for (int64_t d = 0; d < b.D; ++d) EXPECT_EQ(b.Get(0, 1, d), before.Get(0, 1, d));

@@ -48,24 +48,57 @@ std::vector<CorruptCase> Cases() {
   return {
       // ---------------------------------------------------------------- GGUF
       {"gguf_empty", Format::kGguf, [] { return std::string(); }, StatusCode::kDataLoss, "too short for the magic"},
-      {"gguf_bad_magic", Format::kGguf, [] { auto b = ValidGguf(); b.magic = "GGML"; return b.Build(); },
+      {"gguf_bad_magic", Format::kGguf,
+       [] {
+         auto b = ValidGguf();
+         b.magic = "GGML";
+         return b.Build();
+       },
        StatusCode::kDataLoss, "bad magic 'GGML'"},
-      {"gguf_unknown_version", Format::kGguf, [] { auto b = ValidGguf(); b.version = 7; return b.Build(); },
+      {"gguf_unknown_version", Format::kGguf,
+       [] {
+         auto b = ValidGguf();
+         b.version = 7;
+         return b.Build();
+       },
        StatusCode::kUnimplemented, "unknown GGUF version 7"},
-      {"gguf_version_1", Format::kGguf, [] { auto b = ValidGguf(); b.version = 1; return b.Build(); },
+      {"gguf_version_1", Format::kGguf,
+       [] {
+         auto b = ValidGguf();
+         b.version = 1;
+         return b.Build();
+       },
        StatusCode::kUnimplemented, "version 1 is obsolete"},
-      {"gguf_version_0", Format::kGguf, [] { auto b = ValidGguf(); b.version = 0; return b.Build(); },
+      {"gguf_version_0", Format::kGguf,
+       [] {
+         auto b = ValidGguf();
+         b.version = 0;
+         return b.Build();
+       },
        StatusCode::kDataLoss, "invalid GGUF version 0"},
-      {"gguf_big_endian", Format::kGguf, [] { auto b = ValidGguf(); b.version = 0x03000000u; return b.Build(); },
+      {"gguf_big_endian", Format::kGguf,
+       [] {
+         auto b = ValidGguf();
+         b.version = 0x03000000u;
+         return b.Build();
+       },
        StatusCode::kUnimplemented, "big-endian"},
-      {"gguf_truncated_header", Format::kGguf, [] { return ValidGguf().Build().substr(0, 14); },
-       StatusCode::kDataLoss, "header (tensor count) needs 8 bytes"},
+      {"gguf_truncated_header", Format::kGguf, [] { return ValidGguf().Build().substr(0, 14); }, StatusCode::kDataLoss,
+       "header (tensor count) needs 8 bytes"},
       {"gguf_kv_count_past_end", Format::kGguf,
-       [] { auto b = ValidGguf(); b.kv_count_override = 1ull << 40; return b.Build(); }, StatusCode::kDataLoss,
-       "claims 1099511627776 metadata pairs"},
+       [] {
+         auto b = ValidGguf();
+         b.kv_count_override = 1ull << 40;
+         return b.Build();
+       },
+       StatusCode::kDataLoss, "claims 1099511627776 metadata pairs"},
       {"gguf_tensor_count_past_end", Format::kGguf,
-       [] { auto b = ValidGguf(); b.tensor_count_override = 1ull << 40; return b.Build(); }, StatusCode::kDataLoss,
-       "claims 1099511627776 tensors"},
+       [] {
+         auto b = ValidGguf();
+         b.tensor_count_override = 1ull << 40;
+         return b.Build();
+       },
+       StatusCode::kDataLoss, "claims 1099511627776 tensors"},
       {"gguf_string_length_past_end", Format::kGguf,
        [] {
          GgufBuilder b;
@@ -102,7 +135,12 @@ std::vector<CorruptCase> Cases() {
          return b.Build();
        },
        StatusCode::kDataLoss, "claims 1000000 strings"},
-      {"gguf_unknown_value_type", Format::kGguf, [] { GgufBuilder b; b.KvRaw("k", 13, "\0\0\0\0"); return b.Build(); },
+      {"gguf_unknown_value_type", Format::kGguf,
+       [] {
+         GgufBuilder b;
+         b.KvRaw("k", 13, "\0\0\0\0");
+         return b.Build();
+       },
        StatusCode::kDataLoss, "unknown value type 13"},
       {"gguf_nested_array", Format::kGguf,
        [] {
@@ -113,10 +151,19 @@ std::vector<CorruptCase> Cases() {
          return b.Build();
        },
        StatusCode::kUnimplemented, "array of arrays"},
-      {"gguf_bad_bool", Format::kGguf, [] { GgufBuilder b; b.Kv<uint8_t>("flag", 7, 2); return b.Build(); },
+      {"gguf_bad_bool", Format::kGguf,
+       [] {
+         GgufBuilder b;
+         b.Kv<uint8_t>("flag", 7, 2);
+         return b.Build();
+       },
        StatusCode::kDataLoss, "bool with byte value 2"},
       {"gguf_duplicate_key", Format::kGguf,
-       [] { GgufBuilder b; b.KvU32("general.alignment", 32).KvU32("general.alignment", 32); return b.Build(); },
+       [] {
+         GgufBuilder b;
+         b.KvU32("general.alignment", 32).KvU32("general.alignment", 32);
+         return b.Build();
+       },
        StatusCode::kDataLoss, "duplicate metadata key #1 'general.alignment'"},
       {"gguf_key_with_control_bytes", Format::kGguf,
        [] {
@@ -127,12 +174,25 @@ std::vector<CorruptCase> Cases() {
        },
        StatusCode::kDataLoss, "duplicate metadata key #1 'k\\n\\x1b[31m\\0z'"},
       {"gguf_long_key", Format::kGguf,
-       [] { GgufBuilder b; b.KvU32(std::string(100000, 'k'), 1).KvU32(std::string(100000, 'k'), 1); return b.Build(); },
+       [] {
+         GgufBuilder b;
+         b.KvU32(std::string(100000, 'k'), 1).KvU32(std::string(100000, 'k'), 1);
+         return b.Build();
+       },
        StatusCode::kDataLoss, "kkkk... (100000 bytes in all)'"},
-      {"gguf_key_bad_utf8", Format::kGguf, [] { GgufBuilder b; b.KvU32("bad\xc3\x28key", 1); return b.Build(); },
+      {"gguf_key_bad_utf8", Format::kGguf,
+       [] {
+         GgufBuilder b;
+         b.KvU32("bad\xc3\x28key", 1);
+         return b.Build();
+       },
        StatusCode::kDataLoss, "'bad\\xc3(key' is not valid UTF-8"},
       {"gguf_tensor_name_bad_utf8", Format::kGguf,
-       [] { GgufBuilder b; b.Tensor("t\xff", {4}, 0, std::string(16, '\0')); return b.Build(); },
+       [] {
+         GgufBuilder b;
+         b.Tensor("t\xff", {4}, 0, std::string(16, '\0'));
+         return b.Build();
+       },
        StatusCode::kDataLoss, "name is not valid UTF-8"},
       {"gguf_duplicate_tensor", Format::kGguf,
        [] {
@@ -142,40 +202,88 @@ std::vector<CorruptCase> Cases() {
        },
        StatusCode::kDataLoss, "duplicate tensor #1 'w'"},
       {"gguf_alignment_not_power_of_two", Format::kGguf,
-       [] { auto b = ValidGguf(); b.KvU32("general.alignment", 48); return b.Build(); }, StatusCode::kDataLoss,
-       "general.alignment = 48 (must be a power of two)"},
+       [] {
+         auto b = ValidGguf();
+         b.KvU32("general.alignment", 48);
+         return b.Build();
+       },
+       StatusCode::kDataLoss, "general.alignment = 48 (must be a power of two)"},
       {"gguf_alignment_wrong_type", Format::kGguf,
-       [] { auto b = ValidGguf(); b.KvString("general.alignment", "32"); return b.Build(); }, StatusCode::kDataLoss,
-       "general.alignment is string"},
+       [] {
+         auto b = ValidGguf();
+         b.KvString("general.alignment", "32");
+         return b.Build();
+       },
+       StatusCode::kDataLoss, "general.alignment is string"},
       {"gguf_too_many_dims", Format::kGguf,
-       [] { GgufBuilder b; b.TensorInfo("t", {1, 1, 1, 1, 1}, 0, 0); return b.Build() + std::string(64, '\0'); },
+       [] {
+         GgufBuilder b;
+         b.TensorInfo("t", {1, 1, 1, 1, 1}, 0, 0);
+         return b.Build() + std::string(64, '\0');
+       },
        StatusCode::kDataLoss, "has 5 dims"},
       {"gguf_dims_product_overflow", Format::kGguf,
-       [] { GgufBuilder b; b.TensorInfo("t", {1ull << 32, 1ull << 32}, 0, 0); return b.Build() + std::string(64, '\0'); },
+       [] {
+         GgufBuilder b;
+         b.TensorInfo("t", {1ull << 32, 1ull << 32}, 0, 0);
+         return b.Build() + std::string(64, '\0');
+       },
        StatusCode::kDataLoss, "have a product past INT64_MAX"},
       {"gguf_dim_past_int64", Format::kGguf,
-       [] { GgufBuilder b; b.TensorInfo("t", {1ull << 63}, 0, 0); return b.Build() + std::string(64, '\0'); },
+       [] {
+         GgufBuilder b;
+         b.TensorInfo("t", {1ull << 63}, 0, 0);
+         return b.Build() + std::string(64, '\0');
+       },
        StatusCode::kDataLoss, "is past INT64_MAX"},
       {"gguf_unknown_tensor_type", Format::kGguf,
-       [] { GgufBuilder b; b.Tensor("t", {4}, 99, std::string(16, '\0')); return b.Build(); },
+       [] {
+         GgufBuilder b;
+         b.Tensor("t", {4}, 99, std::string(16, '\0'));
+         return b.Build();
+       },
        StatusCode::kUnimplemented, "unknown ggml type 99"},
       {"gguf_removed_tensor_type", Format::kGguf,
-       [] { GgufBuilder b; b.Tensor("t", {32}, 4, std::string(20, '\0')); return b.Build(); },
+       [] {
+         GgufBuilder b;
+         b.Tensor("t", {32}, 4, std::string(20, '\0'));
+         return b.Build();
+       },
        StatusCode::kUnimplemented, "unknown ggml type 4"},
       {"gguf_row_not_whole_blocks", Format::kGguf,
-       [] { GgufBuilder b; b.Tensor("t", {33}, 2, std::string(36, '\0')); return b.Build(); }, StatusCode::kDataLoss,
-       "row length 33 is not a multiple of the Q4_0 block size 32"},
+       [] {
+         GgufBuilder b;
+         b.Tensor("t", {33}, 2, std::string(36, '\0'));
+         return b.Build();
+       },
+       StatusCode::kDataLoss, "row length 33 is not a multiple of the Q4_0 block size 32"},
       {"gguf_misaligned_offset", Format::kGguf,
-       [] { GgufBuilder b; b.TensorInfo("t", {2}, 0, 8); return b.Build() + std::string(64, '\0'); },
+       [] {
+         GgufBuilder b;
+         b.TensorInfo("t", {2}, 0, 8);
+         return b.Build() + std::string(64, '\0');
+       },
        StatusCode::kDataLoss, "offset 8 is not a multiple of the alignment 32"},
       {"gguf_tensor_data_past_end", Format::kGguf,
-       [] { std::string s = ValidGguf().Build(); return s.substr(0, s.size() - 4); }, StatusCode::kDataLoss,
-       "tensor 't' data [0, 16) lies past the end of the data section (12 bytes"},
+       [] {
+         std::string s = ValidGguf().Build();
+         return s.substr(0, s.size() - 4);
+       },
+       StatusCode::kDataLoss, "tensor 't' data [0, 16) lies past the end of the data section (12 bytes"},
       {"gguf_tensor_offset_past_end", Format::kGguf,
-       [] { GgufBuilder b; b.TensorInfo("t", {4}, 0, 1ull << 60); return b.Build() + std::string(64, '\0'); },
+       [] {
+         GgufBuilder b;
+         b.TensorInfo("t", {4}, 0, 1ull << 60);
+         return b.Build() + std::string(64, '\0');
+       },
        StatusCode::kDataLoss, "lies past the end of the data section"},
       {"gguf_data_section_missing", Format::kGguf,
-       [] { GgufBuilder b; b.TensorInfo("t", {1}, 0, 0); std::string s = b.Build(); return s.substr(0, s.size() - 1); },
+       [] {
+         GgufBuilder b;
+         b.TensorInfo("t", {1}, 0, 0);
+         std::string s = b.Build();
+         return s.substr(0, s.size() - 1);
+       },
        StatusCode::kDataLoss, "past the end of the file"},
       {"gguf_overlapping_tensors", Format::kGguf,
        [] {
@@ -188,8 +296,12 @@ std::vector<CorruptCase> Cases() {
       {"st_too_short", Format::kSafetensors, [] { return Str("\x10\0\0"); }, StatusCode::kDataLoss,
        "too short for the 8-byte header size"},
       {"st_header_size_past_end", Format::kSafetensors,
-       [] { ByteWriter w; w.Put<uint64_t>(1ull << 40).Raw("{}"); return w.out; }, StatusCode::kDataLoss,
-       "header size 1099511627776 runs past the end of the file"},
+       [] {
+         ByteWriter w;
+         w.Put<uint64_t>(1ull << 40).Raw("{}");
+         return w.out;
+       },
+       StatusCode::kDataLoss, "header size 1099511627776 runs past the end of the file"},
       {"st_header_not_json", Format::kSafetensors, [] { return Header("{\"a\": [1, 2", ""); }, StatusCode::kDataLoss,
        "is not valid JSON"},
       {"st_header_not_object", Format::kSafetensors, [] { return Header("[1, 2, 3]", ""); }, StatusCode::kDataLoss,
@@ -199,8 +311,10 @@ std::vector<CorruptCase> Cases() {
        StatusCode::kDataLoss, "not valid UTF-8"},
       {"st_duplicate_name", Format::kSafetensors,
        [] {
-         return Header("{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
-                       "\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}", std::string(8, '\0'));
+         return Header(
+             "{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+             "\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}",
+             std::string(8, '\0'));
        },
        StatusCode::kDataLoss, "duplicate tensor name 'w'"},
       // Hostile headers (issue 15): a shape nested 140 000 deep crashed the message's dump(); a shape of
@@ -216,34 +330,49 @@ std::vector<CorruptCase> Cases() {
        [] {
          std::string shape = "[1";
          for (int i = 0; i < 100000; ++i) shape += ",1";
-         return Header("{\"w\":{\"dtype\":\"F32\",\"shape\":" + shape + "],\"data_offsets\":[0,4]}}", std::string(4, '\0'));
+         return Header("{\"w\":{\"dtype\":\"F32\",\"shape\":" + shape + "],\"data_offsets\":[0,4]}}",
+                       std::string(4, '\0'));
        },
        StatusCode::kDataLoss, "has 100001 dims (at most 64)"},
       {"st_shape_of_long_strings", Format::kSafetensors,
        [] {
-         return Header("{\"w\":{\"dtype\":\"F32\",\"shape\":[\"" + std::string(10000, 'x') + "\",[[1]]],\"data_offsets\":[0,4]}}",
-                       std::string(4, '\0'));
+         return Header(
+             "{\"w\":{\"dtype\":\"F32\",\"shape\":[\"" + std::string(10000, 'x') + "\",[[1]]],\"data_offsets\":[0,4]}}",
+             std::string(4, '\0'));
        },
        StatusCode::kDataLoss, "shape [\"xxxxxxxx"},
       {"st_dtype_with_escapes", Format::kSafetensors,
-       [] { return Header("{\"w\":{\"dtype\":\"F\\u001b[2J\\n\\u0000" + std::string(10000, 'y') + "\",\"shape\":[1],\"data_offsets\":[0,4]}}", std::string(4, '\0')); },
+       [] {
+         return Header("{\"w\":{\"dtype\":\"F\\u001b[2J\\n\\u0000" + std::string(10000, 'y') +
+                           "\",\"shape\":[1],\"data_offsets\":[0,4]}}",
+                       std::string(4, '\0'));
+       },
        StatusCode::kUnimplemented, "unknown dtype 'F\\x1b[2J\\n\\0yyyy"},
       {"st_offsets_nested", Format::kSafetensors,
-       [] { return Header("{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[[[[0]]],{\"a\":1}]}}", std::string(4, '\0')); },
+       [] {
+         return Header("{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[[[[0]]],{\"a\":1}]}}",
+                       std::string(4, '\0'));
+       },
        StatusCode::kDataLoss, "data_offsets [[...1],{...1}] are not"},
       {"st_lying_size", Format::kSafetensors,
-       [] { return Header("{\"w\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,12]}}", std::string(12, '\0')); },
+       [] {
+         return Header("{\"w\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,12]}}", std::string(12, '\0'));
+       },
        StatusCode::kDataLoss, "tensor 'w' shape [2,2] of F32 needs 16 bytes but data_offsets [0, 12) hold 12"},
       {"st_data_past_end", Format::kSafetensors,
-       [] { return Header("{\"w\":{\"dtype\":\"F16\",\"shape\":[500],\"data_offsets\":[0,1000]}}", std::string(10, '\0')); },
+       [] {
+         return Header("{\"w\":{\"dtype\":\"F16\",\"shape\":[500],\"data_offsets\":[0,1000]}}", std::string(10, '\0'));
+       },
        StatusCode::kDataLoss, "tensor 'w' data [0, 1000) runs past the end of the data buffer (10 bytes)"},
       {"st_offsets_reversed", Format::kSafetensors,
        [] { return Header("{\"w\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[8,4]}}", std::string(10, '\0')); },
        StatusCode::kDataLoss, "begin after end"},
       {"st_overlap", Format::kSafetensors,
        [] {
-         return Header("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
-                       "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}", std::string(12, '\0'));
+         return Header(
+             "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+             "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}",
+             std::string(12, '\0'));
        },
        StatusCode::kDataLoss, "tensor 'a' [0, 8) overlaps tensor 'b' [4, 12)"},
       {"st_shape_overflow", Format::kSafetensors,
@@ -264,19 +393,30 @@ std::vector<CorruptCase> Cases() {
       {"l2c_too_short", Format::kLlama2c, [] { return std::string(20, '\0'); }, StatusCode::kDataLoss,
        "too short for the 28-byte header"},
       {"l2c_truncated", Format::kLlama2c,
-       [] { std::string s = BuildLlama2c(8, 16, 1, 2, 1, 10, 4); return s.substr(0, s.size() - 4); },
+       [] {
+         std::string s = BuildLlama2c(8, 16, 1, 2, 1, 10, 4);
+         return s.substr(0, s.size() - 4);
+       },
        StatusCode::kDataLoss, "(truncated)"},
       {"l2c_trailing", Format::kLlama2c, [] { return BuildLlama2c(8, 16, 1, 2, 1, 10, 4, 1); }, StatusCode::kDataLoss,
        "(trailing bytes)"},
-      {"l2c_negative_dim", Format::kLlama2c, [] { return BuildLlama2c(-8, 16, 1, 2, 1, 10, 4); },
-       StatusCode::kDataLoss, "dim = -8 (must be positive)"},
+      {"l2c_negative_dim", Format::kLlama2c, [] { return BuildLlama2c(-8, 16, 1, 2, 1, 10, 4); }, StatusCode::kDataLoss,
+       "dim = -8 (must be positive)"},
       {"l2c_zero_vocab", Format::kLlama2c, [] { return BuildLlama2c(8, 16, 1, 2, 1, 0, 4); }, StatusCode::kDataLoss,
        "vocab_size = 0 (must be non-zero)"},
       {"l2c_heads_do_not_divide", Format::kLlama2c,
-       [] { ByteWriter w; for (int32_t v : {10, 16, 1, 3, 1, 10, 4}) w.Put<int32_t>(v); return w.out; },
+       [] {
+         ByteWriter w;
+         for (int32_t v : {10, 16, 1, 3, 1, 10, 4}) w.Put<int32_t>(v);
+         return w.out;
+       },
        StatusCode::kDataLoss, "dim 10 is not divisible by n_heads 3"},
       {"l2c_kv_heads_do_not_divide", Format::kLlama2c,
-       [] { ByteWriter w; for (int32_t v : {12, 16, 1, 3, 2, 10, 4}) w.Put<int32_t>(v); return w.out; },
+       [] {
+         ByteWriter w;
+         for (int32_t v : {12, 16, 1, 3, 2, 10, 4}) w.Put<int32_t>(v);
+         return w.out;
+       },
        StatusCode::kDataLoss, "n_heads 3 is not divisible by n_kv_heads 2"},
       {"l2c_size_overflow", Format::kLlama2c,
        [] {
@@ -286,7 +426,11 @@ std::vector<CorruptCase> Cases() {
        },
        StatusCode::kDataLoss, "overflow"},
       {"l2c_newer_export", Format::kLlama2c,
-       [] { ByteWriter w; w.Put<uint32_t>(0x616b3432).Put<int32_t>(1).Raw(std::string(248, '\0')); return w.out; },
+       [] {
+         ByteWriter w;
+         w.Put<uint32_t>(0x616b3432).Put<int32_t>(1).Raw(std::string(248, '\0'));
+         return w.out;
+       },
        StatusCode::kUnimplemented, "'ak42'"},
   };
 }
@@ -300,9 +444,15 @@ TEST_P(CorruptFile, RejectedNamingFileAndFault) {
   const std::string bytes = c.build();
   Status s;
   switch (c.format) {
-    case Format::kGguf: s = GgufFile::FromBytes(AsBytes(bytes), c.name).status(); break;
-    case Format::kSafetensors: s = SafetensorsFile::FromBytes(AsBytes(bytes), c.name).status(); break;
-    case Format::kLlama2c: s = Llama2cFile::FromBytes(AsBytes(bytes), c.name).status(); break;
+    case Format::kGguf:
+      s = GgufFile::FromBytes(AsBytes(bytes), c.name).status();
+      break;
+    case Format::kSafetensors:
+      s = SafetensorsFile::FromBytes(AsBytes(bytes), c.name).status();
+      break;
+    case Format::kLlama2c:
+      s = Llama2cFile::FromBytes(AsBytes(bytes), c.name).status();
+      break;
   }
   ASSERT_FALSE(s.ok()) << c.name << " was accepted";
   EXPECT_EQ(s.code(), c.code) << s.ToString();
@@ -322,7 +472,8 @@ INSTANTIATE_TEST_SUITE_P(All, CorruptFile, ::testing::ValuesIn(Cases()),
 TEST(CorruptFileBaselines, ValidFilesParse) {
   const std::string g = ValidGguf().Build();
   EXPECT_TRUE(GgufFile::FromBytes(AsBytes(g), "ok.gguf").ok());
-  const std::string st = Header("{\"w\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,16]}}", std::string(16, '\0'));
+  const std::string st =
+      Header("{\"w\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,16]}}", std::string(16, '\0'));
   EXPECT_TRUE(SafetensorsFile::FromBytes(AsBytes(st), "ok.safetensors").ok());
   const std::string l = BuildLlama2c(8, 16, 1, 2, 1, 10, 4);
   EXPECT_TRUE(Llama2cFile::FromBytes(AsBytes(l), "ok.bin").ok());

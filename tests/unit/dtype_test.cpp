@@ -40,8 +40,8 @@ TEST(DType, BF16RoundTripsEveryPattern) {
 // on a tie the one with an even last bit.
 TEST(DType, F16RoundsToNearestEven) {
   EXPECT_EQ(F32ToF16(1.0f).bits, 0x3c00);
-  EXPECT_EQ(F32ToF16(1.0f + 1.0f / 2048).bits, 0x3c00);               // tie, even stays
-  EXPECT_EQ(F32ToF16(1.0f + 3.0f / 2048).bits, 0x3c02);               // tie, odd rounds up
+  EXPECT_EQ(F32ToF16(1.0f + 1.0f / 2048).bits, 0x3c00);                 // tie, even stays
+  EXPECT_EQ(F32ToF16(1.0f + 3.0f / 2048).bits, 0x3c02);                 // tie, odd rounds up
   EXPECT_EQ(F32ToF16(1.0f + 1.0f / 2048 + 1.0f / 65536).bits, 0x3c01);  // past the tie
   EXPECT_EQ(F32ToF16(65504.0f).bits, 0x7bff);
   EXPECT_EQ(F32ToF16(65519.99f).bits, 0x7bff);
@@ -49,7 +49,7 @@ TEST(DType, F16RoundsToNearestEven) {
   EXPECT_EQ(F32ToF16(std::numeric_limits<float>::infinity()).bits, 0x7c00);
   EXPECT_EQ(F32ToF16(-std::numeric_limits<float>::infinity()).bits, 0xfc00);
   EXPECT_TRUE(std::isnan(F16ToF32(F32ToF16(std::nanf("")))));
-  EXPECT_EQ(F32ToF16(5.9604644775390625e-8f).bits, 0x0001);  // smallest subnormal
+  EXPECT_EQ(F32ToF16(5.9604644775390625e-8f).bits, 0x0001);   // smallest subnormal
   EXPECT_EQ(F32ToF16(2.98023223876953125e-8f).bits, 0x0000);  // half of it: tie to even (0)
   EXPECT_EQ(F32ToF16(8.94069671630859375e-8f).bits, 0x0002);  // 1.5 ulp: tie to even (2)
   EXPECT_EQ(F32ToF16(-0.0f).bits, 0x8000);
@@ -92,7 +92,8 @@ TEST(DType, BF16RoundsToNearestEven) {
 }
 
 TEST(DType, NamesRoundTrip) {
-  for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kF64, DType::kI32, DType::kI64, DType::kU8, DType::kI8}) {
+  for (DType t :
+       {DType::kF32, DType::kF16, DType::kBF16, DType::kF64, DType::kI32, DType::kI64, DType::kU8, DType::kI8}) {
     DType back;
     ASSERT_TRUE(ParseDType(ToString(t), &back));
     EXPECT_EQ(back, t);

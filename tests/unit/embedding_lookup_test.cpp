@@ -99,8 +99,10 @@ std::vector<std::byte> FloatRows(GgmlType type, const std::vector<float>& x) {
   const size_t elem = type == GgmlType::kF32 ? 4 : 2;
   std::vector<std::byte> out(x.size() * elem);
   for (size_t i = 0; i < x.size(); ++i) {
-    if (type == GgmlType::kF32) std::memcpy(out.data() + 4 * i, &x[i], 4);
-    else if (type == GgmlType::kF16) PutF16(out.data() + 2 * i, x[i]);
+    if (type == GgmlType::kF32)
+      std::memcpy(out.data() + 4 * i, &x[i], 4);
+    else if (type == GgmlType::kF16)
+      PutF16(out.data() + 2 * i, x[i]);
     else {
       const uint16_t h = F32ToBF16(x[i]).bits;
       std::memcpy(out.data() + 2 * i, &h, 2);
@@ -118,10 +120,19 @@ TestTable MakeTable(GgmlType type, int64_t rows, int64_t d, bool unaligned, std:
   const std::vector<float> x = testing::RandomNormal(rng, static_cast<size_t>(rows * d));
   std::vector<std::byte> bytes;
   switch (type) {
-    case GgmlType::kQ8_0: bytes = QuantizeQ8_0(x); break;
-    case GgmlType::kQ4_0: bytes = QuantizeQ4_0(x); break;
-    case GgmlType::kQ4_K: case GgmlType::kQ6_K: bytes = RandomKBlocks(type, rows * d, rng); break;
-    default: bytes = FloatRows(type, x); break;
+    case GgmlType::kQ8_0:
+      bytes = QuantizeQ8_0(x);
+      break;
+    case GgmlType::kQ4_0:
+      bytes = QuantizeQ4_0(x);
+      break;
+    case GgmlType::kQ4_K:
+    case GgmlType::kQ6_K:
+      bytes = RandomKBlocks(type, rows * d, rng);
+      break;
+    default:
+      bytes = FloatRows(type, x);
+      break;
   }
   TestTable t;
   t.storage.resize(bytes.size() + 64);
@@ -152,11 +163,11 @@ struct TypeCase {
 
 std::vector<TypeCase> AllTypeCases() {
   return {
-      {GgmlType::kF32, false, {1, 7, 13, 64, 100}},   {GgmlType::kF16, false, {1, 7, 13, 64, 100}},
-      {GgmlType::kBF16, false, {1, 7, 13, 64, 100}},  {GgmlType::kF32, true, {1, 7, 13, 64}},
-      {GgmlType::kF16, true, {1, 7, 13, 64}},         {GgmlType::kBF16, true, {1, 7, 100}},
-      {GgmlType::kQ8_0, false, {32, 96, 160}},        {GgmlType::kQ4_0, false, {32, 96}},
-      {GgmlType::kQ4_K, false, {256, 512}},           {GgmlType::kQ6_K, false, {256}},
+      {GgmlType::kF32, false, {1, 7, 13, 64, 100}},  {GgmlType::kF16, false, {1, 7, 13, 64, 100}},
+      {GgmlType::kBF16, false, {1, 7, 13, 64, 100}}, {GgmlType::kF32, true, {1, 7, 13, 64}},
+      {GgmlType::kF16, true, {1, 7, 13, 64}},        {GgmlType::kBF16, true, {1, 7, 100}},
+      {GgmlType::kQ8_0, false, {32, 96, 160}},       {GgmlType::kQ4_0, false, {32, 96}},
+      {GgmlType::kQ4_K, false, {256, 512}},          {GgmlType::kQ6_K, false, {256}},
   };
 }
 
@@ -185,8 +196,8 @@ TEST_F(LookupPerTarget, EveryTableTypeMatchesReferenceForEveryOptionAndRunner) {
         TestTable t = MakeTable(tc.type, vocab, d, tc.unaligned, rng);
         auto e = t.q.AsEmbeddingTable();
         ASSERT_TRUE(e.ok()) << e.status().ToString();
-        const bool float_in_place = !tc.unaligned && (tc.type == GgmlType::kF32 || tc.type == GgmlType::kF16 ||
-                                                      tc.type == GgmlType::kBF16);
+        const bool float_in_place =
+            !tc.unaligned && (tc.type == GgmlType::kF32 || tc.type == GgmlType::kF16 || tc.type == GgmlType::kBF16);
         ASSERT_EQ(e->decoded(), !float_in_place) << Name(tc);
         for (const auto& ids : id_sets)
           for (DType odtype : {DType::kF32, DType::kBF16})
@@ -243,8 +254,10 @@ TEST(Lookup, RowsAreDequantizedTimesMultiplierPlusPositions) {
             float want = deq[static_cast<size_t>(ids[i] * d + j)] * 3.5f;
             if (fused_add) want += add[i * static_cast<size_t>(d) + static_cast<size_t>(j)];
             const size_t k = i * static_cast<size_t>(d) + static_cast<size_t>(j);
-            if (odtype == DType::kF32) ASSERT_EQ(x->data<float>()[k], want) << "row " << i << " col " << j;
-            else ASSERT_EQ(x->data<bf16_t>()[k].bits, F32ToBF16(want).bits) << "row " << i << " col " << j;
+            if (odtype == DType::kF32)
+              ASSERT_EQ(x->data<float>()[k], want) << "row " << i << " col " << j;
+            else
+              ASSERT_EQ(x->data<bf16_t>()[k].bits, F32ToBF16(want).bits) << "row " << i << " col " << j;
           }
       }
   }
@@ -349,7 +362,8 @@ TEST(Lookup, Float16AndQ8_0TablesWithPositionsAndMultiplier) {
       ASSERT_EQ(x8->data<float>()[k], deq * m + p[k]) << "row " << i << " col " << j;
       // And Q8_0 is near the float16 row: half a step d / 2 from the rounding of x / d, plus up to
       // 127 * |d - float16(d)| <= 127 * 2^-11 d from storing d in float16 (times m).
-      ASSERT_NEAR(x8->data<float>()[k], x16->data<float>()[k], (0.5 + 127.0 / 2048) * F16ToF32(f16_t{dh}) * m * 1.01 + 1e-5);
+      ASSERT_NEAR(x8->data<float>()[k], x16->data<float>()[k],
+                  (0.5 + 127.0 / 2048) * F16ToF32(f16_t{dh}) * m * 1.01 + 1e-5);
     }
 
   o.multiplier = std::nanf("");

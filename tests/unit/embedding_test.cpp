@@ -24,7 +24,8 @@ TEST(Embedding, LooksUpRowsInEveryStorageType) {
   for (float mult : {1.0f, std::sqrt(13.0f)}) {
     Array a = LookupEmbeddings(EmbeddingTable::View(w.data(), DType::kF32, vocab, d), ids, {mult}).value();
     Array b = LookupEmbeddings(EmbeddingTable::View(w16.data(), DType::kF16, vocab, d), ids, {mult}).value();
-    Array c = LookupEmbeddings(EmbeddingTable::View(wb.data(), DType::kBF16, vocab, d), ids, {mult, DType::kBF16}).value();
+    Array c =
+        LookupEmbeddings(EmbeddingTable::View(wb.data(), DType::kBF16, vocab, d), ids, {mult, DType::kBF16}).value();
     ASSERT_EQ(a.shape(), (std::vector<int64_t>{5, 13}));
     for (size_t t = 0; t < ids.size(); ++t)
       for (int64_t k = 0; k < d; ++k) {
@@ -117,8 +118,7 @@ TEST(LearnedPositions, AddsRowsAndRefusesToWrap) {
   Array p = LookupLearnedPositions(P, pos).value();
   ASSERT_TRUE(AddPositions(p, x).ok());
   for (size_t t = 0; t < 3; ++t)
-    for (int64_t k = 0; k < d; ++k)
-      EXPECT_EQ(x.data<float>()[t * d + k], wte[ids[t] * d + k] + wpe[pos[t] * d + k]);
+    for (int64_t k = 0; k < d; ++k) EXPECT_EQ(x.data<float>()[t * d + k], wte[ids[t] * d + k] + wpe[pos[t] * d + k]);
   const std::vector<int64_t> past = {0, 6};
   Result<Array> r = LookupLearnedPositions(P, past);
   ASSERT_FALSE(r.ok());

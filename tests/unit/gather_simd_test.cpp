@@ -20,9 +20,15 @@ namespace {
 std::vector<uint8_t> MakeTable(DType dtype, const std::vector<float>& v) {
   std::vector<uint8_t> b(v.size() * SizeOf(dtype));
   for (size_t i = 0; i < v.size(); ++i) {
-    if (dtype == DType::kF32) std::memcpy(&b[i * 4], &v[i], 4);
-    else if (dtype == DType::kF16) { f16_t h = F32ToF16(v[i]); std::memcpy(&b[i * 2], &h, 2); }
-    else { bf16_t h = F32ToBF16(v[i]); std::memcpy(&b[i * 2], &h, 2); }
+    if (dtype == DType::kF32)
+      std::memcpy(&b[i * 4], &v[i], 4);
+    else if (dtype == DType::kF16) {
+      f16_t h = F32ToF16(v[i]);
+      std::memcpy(&b[i * 2], &h, 2);
+    } else {
+      bf16_t h = F32ToBF16(v[i]);
+      std::memcpy(&b[i * 2], &h, 2);
+    }
   }
   return b;
 }
@@ -110,7 +116,8 @@ TEST_F(GatherPerTarget, LargeOutputsAndEveryBitPatternMatchReference) {
         LookupEmbeddingsReference(table, ids, o, want.data());
         o.parallel = &two;
         for (const auto& target : AvailableSimdTargets()) {
-          SCOPED_TRACE(fmt::format("target {} table {} out {} add {}", target, ToString(tdtype), ToString(odtype), fused_add));
+          SCOPED_TRACE(
+              fmt::format("target {} table {} out {} add {}", target, ToString(tdtype), ToString(odtype), fused_add));
           ASSERT_TRUE(ForceSimdTarget(target).ok());
           std::memset(got.get(), 0xee, out_bytes);
           ASSERT_TRUE(LookupEmbeddingsInto(table, ids, o, got.get()).ok());

@@ -91,7 +91,9 @@ TEST(GgufConfig, HeadSizeFromKeyLengthAndRotaryDims) {
   EXPECT_EQ(s->rope.scaling.original_max_position_embeddings, 4096);
   // Without key_length the head size is embedding_length / head_count.
   GgufBuilder b;
-  b.KvString("general.architecture", "qwen2").KvU32("qwen2.embedding_length", 64).KvU32("qwen2.attention.head_count", 2)
+  b.KvString("general.architecture", "qwen2")
+      .KvU32("qwen2.embedding_length", 64)
+      .KvU32("qwen2.attention.head_count", 2)
       .KvF32("qwen2.rope.freq_base", 10000.0f);
   s = FromBuilt(b);
   ASSERT_TRUE(s.ok()) << s.status().ToString();
@@ -124,10 +126,14 @@ TEST(GgufConfig, YarnAttnFactorAndRopeFreqs) {
   EXPECT_EQ(sc.freq_factors[15], 8.0);
   // DeepSeek 2's yarn_log_multiplier 0.1: mscale(4, 0.1) / mscale(4, 0.1) = 1, times 1 / (1 + 0.1 ln 4).
   GgufBuilder d;
-  d.KvString("general.architecture", "deepseek2").KvU32("deepseek2.embedding_length", 64)
-      .KvU32("deepseek2.attention.head_count", 2).KvF32("deepseek2.rope.freq_base", 10000.0f)
-      .KvString("deepseek2.rope.scaling.type", "yarn").KvF32("deepseek2.rope.scaling.factor", 4.0f)
-      .KvF32("deepseek2.rope.scaling.yarn_log_multiplier", 0.1f).KvU32("deepseek2.context_length", 4096);
+  d.KvString("general.architecture", "deepseek2")
+      .KvU32("deepseek2.embedding_length", 64)
+      .KvU32("deepseek2.attention.head_count", 2)
+      .KvF32("deepseek2.rope.freq_base", 10000.0f)
+      .KvString("deepseek2.rope.scaling.type", "yarn")
+      .KvF32("deepseek2.rope.scaling.factor", 4.0f)
+      .KvF32("deepseek2.rope.scaling.yarn_log_multiplier", 0.1f)
+      .KvU32("deepseek2.context_length", 4096);
   s = FromBuilt(d);
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_EQ(s->rope.layout.pairing, RopePairing::kInterleaved);  // deepseek2: NORM
@@ -157,7 +163,8 @@ TEST(GgufConfig, EachRuleRefusedNamingTheKeyAndValue) {
   Result<PositionScheme> s = FromBuilt(Qwen2(5), "odd.gguf");
   EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.status().message().find("gguf odd.gguf: key 'qwen2.rope.dimension_count' = 5 must be even"),
-            std::string::npos) << s.status().message();
+            std::string::npos)
+      << s.status().message();
   s = FromBuilt(Qwen2(64));
   EXPECT_NE(s.status().message().find("= 64 must be even, positive and at most the head size 48"), std::string::npos)
       << s.status().message();
@@ -165,12 +172,14 @@ TEST(GgufConfig, EachRuleRefusedNamingTheKeyAndValue) {
   warp.KvString("qwen2.rope.scaling.type", "warp");
   s = FromBuilt(warp);
   EXPECT_EQ(s.status().code(), StatusCode::kUnimplemented);
-  EXPECT_NE(s.status().message().find("key 'qwen2.rope.scaling.type' = 'warp'"), std::string::npos) << s.status().message();
+  EXPECT_NE(s.status().message().find("key 'qwen2.rope.scaling.type' = 'warp'"), std::string::npos)
+      << s.status().message();
   GgufBuilder neg = Qwen2();
   neg.KvF32("qwen2.rope.scaling.factor", -2.0f);
   s = FromBuilt(neg);
   EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(s.status().message().find("key 'qwen2.rope.scaling.factor' = -2 must be finite and >= 0"), std::string::npos)
+  EXPECT_NE(s.status().message().find("key 'qwen2.rope.scaling.factor' = -2 must be finite and >= 0"),
+            std::string::npos)
       << s.status().message();
   GgufBuilder short_freqs = Qwen2();
   short_freqs.Tensor("rope_freqs.weight", {15}, 0, FloatBytes(std::vector<float>(15, 1.0f)));

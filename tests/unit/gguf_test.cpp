@@ -18,7 +18,8 @@ namespace {
 using ::posenc::testing::AsBytes;
 using ::posenc::testing::GgufBuilder;
 
-const std::vector<std::string_view> kFirstTokens = {"<unk>", "<s>", "</s>", "<0x00>", "<0x01>", "<0x02>", "<0x03>", "<0x04>"};
+const std::vector<std::string_view> kFirstTokens = {"<unk>",  "<s>",    "</s>",   "<0x00>",
+                                                    "<0x01>", "<0x02>", "<0x03>", "<0x04>"};
 
 TEST(GgufRealFile, TinyRandomLlamaMatchesReadmeDump) {
   POSENC_REQUIRE_DATA(path, "models/llama-2-tiny-random/llama-2-tiny-random.gguf");
@@ -61,7 +62,12 @@ TEST(GgufRealFile, TinyRandomLlamaMatchesReadmeDump) {
   EXPECT_EQ(f->GetInt("tokenizer.ggml.unknown_token_id").value(), 0);
   EXPECT_EQ(f->Find("llama.rope.freq_base"), nullptr);
 
-  struct Want { const char* name; std::vector<int64_t> dims; GgmlType type; uint64_t offset, nbytes; };
+  struct Want {
+    const char* name;
+    std::vector<int64_t> dims;
+    GgmlType type;
+    uint64_t offset, nbytes;
+  };
   const std::vector<Want> want = {
       {"token_embd.weight", {8, 32000}, GgmlType::kF16, 0, 512000},
       {"blk.0.attn_q.weight", {8, 8}, GgmlType::kF16, 512000, 128},
@@ -171,7 +177,9 @@ TEST(GgufInMemory, EveryValueTypeAndGetters) {
   b.version = 2;
   b.Kv<uint8_t>("u8", 0, 200).Kv<int8_t>("i8", 1, -5).Kv<uint16_t>("u16", 2, 60000).Kv<int16_t>("i16", 3, -30000);
   b.KvU32("u32", 4000000000u).KvI32("i32", -7).KvF32("f32", 0.25f).KvBool("b", true).KvString("s", "h\xc3\xa9llo");
-  b.Kv<uint64_t>("u64", 10, 18446744073709551615ull).Kv<int64_t>("i64", 11, -9000000000ll).Kv<double>("f64", 12, 1e-300);
+  b.Kv<uint64_t>("u64", 10, 18446744073709551615ull)
+      .Kv<int64_t>("i64", 11, -9000000000ll)
+      .Kv<double>("f64", 12, 1e-300);
   b.KvArray<int16_t>("ai16", 3, {-1, 2, -3}).KvArray<double>("af64", 12, {1.5, -2.5});
   b.KvArray<uint8_t>("abool", 7, {1, 0, 1}).KvStringArray("astr", {"a", "", "ccc"});
   b.KvArray<uint64_t>("au64", 10, {});

@@ -55,7 +55,8 @@ TEST(HfConfig, FalconKeyValueHeadsAndFusedQkvLayouts) {
   s = Parse(R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4})");
   EXPECT_EQ(s.fused_qkv, FusedQkvLayout::kNone);
   ExpectError(R"({"model_type": "falcon", "hidden_size": 64, "num_attention_heads": 4, "multi_query": "yes",
-    "alibi": false})", "multi_query", "yes");
+    "alibi": false})",
+              "multi_query", "yes");
 }
 
 TEST(HfConfig, LegacyAndNewSpellingsAgree) {
@@ -100,8 +101,11 @@ TEST(HfConfig, NestedPerLayerType) {
 
 TEST(HfConfig, DimensionKeys) {
   EXPECT_EQ(Parse(R"({"hidden_size": 6144, "num_attention_heads": 64, "rotary_pct": 0.25, "rotary_emb_base": 10000})")
-                .rope.layout.rotary_dim, 24);
-  EXPECT_EQ(Parse(R"({"hidden_size": 2560, "num_attention_heads": 32, "partial_rotary_factor": 0.4})").rope.layout.rotary_dim, 32);
+                .rope.layout.rotary_dim,
+            24);
+  EXPECT_EQ(
+      Parse(R"({"hidden_size": 2560, "num_attention_heads": 32, "partial_rotary_factor": 0.4})").rope.layout.rotary_dim,
+      32);
   const PositionScheme gptj = Parse(R"({"model_type": "gptj", "n_embd": 4096, "n_head": 16, "rotary_dim": 64})");
   EXPECT_EQ(gptj.rope.layout.head_dim, 256);
   EXPECT_EQ(gptj.rope.layout.rotary_dim, 64);
@@ -154,7 +158,8 @@ TEST(HfConfig, NonRopeFamilies) {
   const PositionScheme falcon_rope = Parse(R"({"model_type": "falcon", "hidden_size": 512, "num_attention_heads": 8,
     "alibi": false, "rope_theta": 10000})");
   EXPECT_EQ(falcon_rope.kind, PositionKind::kRope);
-  const PositionScheme t5 = Parse(R"({"relative_attention_num_buckets": 32, "relative_attention_max_distance": 128, "is_decoder": true})");
+  const PositionScheme t5 =
+      Parse(R"({"relative_attention_num_buckets": 32, "relative_attention_max_distance": 128, "is_decoder": true})");
   EXPECT_EQ(t5.kind, PositionKind::kT5Bucket);
   EXPECT_FALSE(t5.t5_bidirectional);
   const PositionScheme xlm = Parse(R"({"emb_dim": 16, "max_position_embeddings": 64, "sinusoidal_embeddings": true})");
@@ -167,50 +172,63 @@ TEST(HfConfig, NonRopeFamilies) {
 TEST(HfConfigValidation, UnknownRopeType) {
   ExpectError(R"({"hidden_size": 64, "num_attention_heads": 4, "rope_scaling": {"rope_type": "warp", "factor": 2}})",
               "rope_type", "warp");
-  Result<PositionScheme> s = ParseHfConfig(R"({"hidden_size": 64, "num_attention_heads": 4, "rope_scaling": {"type": "warp"}})", "t");
+  Result<PositionScheme> s =
+      ParseHfConfig(R"({"hidden_size": 64, "num_attention_heads": 4, "rope_scaling": {"type": "warp"}})", "t");
   EXPECT_EQ(s.status().code(), StatusCode::kUnimplemented);
 }
 
 // A range rule broken in a config.json is refused in the validator's one message shape, naming the
 // file, the scaling, the key and the value; the whole message is pinned for each scaling's rules.
 TEST(HfConfigValidation, RangeRulesInOneMessageShape) {
-  const std::string head = R"({"hidden_size": 256, "num_attention_heads": 4, "max_position_embeddings": 8192, "rope_scaling": )";
-  struct Case { std::string scaling, message; };
-  for (const Case& c : std::initializer_list<Case>{
-           {R"({"rope_type": "default", "factor": -1})", "rope config test.json: default 'factor' = -1 must be finite and > 0"},
-           {R"({"rope_type": "linear", "factor": 0})", "rope config test.json: linear 'factor' = 0 must be finite and > 0"},
-           {R"({"rope_type": "yarn", "factor": 4, "original_max_position_embeddings": 2048, "beta_fast": 1, "beta_slow": 2})",
-            "rope config test.json: yarn 'beta_fast' = 1 (beta_slow 2) must be at least beta_slow"},
-           {R"({"rope_type": "yarn", "factor": 4, "original_max_position_embeddings": 0})",
-            "rope config test.json: yarn 'original_max_position_embeddings' = 0 must be given and > 0"},
-           {R"({"rope_type": "yarn", "factor": 4, "original_max_position_embeddings": 2048, "attention_factor": -1})",
-            "rope config test.json: yarn 'attention_factor' = -1 must be finite and > 0"},
-           {R"({"rope_type": "llama3", "factor": 8, "original_max_position_embeddings": 8192, "low_freq_factor": 4, "high_freq_factor": 2})",
-            "rope config test.json: llama3 'high_freq_factor' = 2 (low_freq_factor 4) must be at least low_freq_factor"},
-           {R"({"rope_type": "llama3", "factor": 8, "original_max_position_embeddings": 8192, "low_freq_factor": -1, "high_freq_factor": 2})",
-            "rope config test.json: llama3 'low_freq_factor' = -1 must be finite and > 0"},
-           {R"({"rope_type": "longrope", "factor": 4, "original_max_position_embeddings": 2048, "short_factor": [1, 1], "long_factor": [1]})",
-            "rope config test.json: longrope 'short_factor' = a list of 2 values must have rotary_dim/2 = 32 values"},
-       }) {
+  const std::string head =
+      R"({"hidden_size": 256, "num_attention_heads": 4, "max_position_embeddings": 8192, "rope_scaling": )";
+  struct Case {
+    std::string scaling, message;
+  };
+  for (
+      const Case& c : std::initializer_list<Case>{
+          {R"({"rope_type": "default", "factor": -1})",
+           "rope config test.json: default 'factor' = -1 must be finite and > 0"},
+          {R"({"rope_type": "linear", "factor": 0})",
+           "rope config test.json: linear 'factor' = 0 must be finite and > 0"},
+          {R"({"rope_type": "yarn", "factor": 4, "original_max_position_embeddings": 2048, "beta_fast": 1, "beta_slow": 2})",
+           "rope config test.json: yarn 'beta_fast' = 1 (beta_slow 2) must be at least beta_slow"},
+          {R"({"rope_type": "yarn", "factor": 4, "original_max_position_embeddings": 0})",
+           "rope config test.json: yarn 'original_max_position_embeddings' = 0 must be given and > 0"},
+          {R"({"rope_type": "yarn", "factor": 4, "original_max_position_embeddings": 2048, "attention_factor": -1})",
+           "rope config test.json: yarn 'attention_factor' = -1 must be finite and > 0"},
+          {R"({"rope_type": "llama3", "factor": 8, "original_max_position_embeddings": 8192, "low_freq_factor": 4, "high_freq_factor": 2})",
+           "rope config test.json: llama3 'high_freq_factor' = 2 (low_freq_factor 4) must be at least low_freq_factor"},
+          {R"({"rope_type": "llama3", "factor": 8, "original_max_position_embeddings": 8192, "low_freq_factor": -1, "high_freq_factor": 2})",
+           "rope config test.json: llama3 'low_freq_factor' = -1 must be finite and > 0"},
+          {R"({"rope_type": "longrope", "factor": 4, "original_max_position_embeddings": 2048, "short_factor": [1, 1], "long_factor": [1]})",
+           "rope config test.json: longrope 'short_factor' = a list of 2 values must have rotary_dim/2 = 32 values"},
+      }) {
     Result<PositionScheme> s = ParseHfConfig(head + c.scaling + "}", "test.json");
     ASSERT_FALSE(s.ok()) << c.scaling;
     EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
     EXPECT_EQ(s.status().message(), c.message);
   }
   // Equal betas (Kimi K2) and equal llama3 band factors (Llama 4) are accepted, noted.
-  for (const std::string& ok : {std::string(R"({"rope_type": "yarn", "factor": 4, "original_max_position_embeddings": 2048, "beta_fast": 1, "beta_slow": 1})"),
-                                std::string(R"({"rope_type": "llama3", "factor": 8, "original_max_position_embeddings": 8192, "low_freq_factor": 1, "high_freq_factor": 1})")}) {
+  for (
+      const std::string& ok :
+      {std::string(
+           R"({"rope_type": "yarn", "factor": 4, "original_max_position_embeddings": 2048, "beta_fast": 1, "beta_slow": 1})"),
+       std::string(
+           R"({"rope_type": "llama3", "factor": 8, "original_max_position_embeddings": 8192, "low_freq_factor": 1, "high_freq_factor": 1})")}) {
     const PositionScheme p = Parse(head + ok + "}");
     ASSERT_FALSE(p.rope.notes.empty()) << ok;
   }
 }
 
 TEST(HfConfigValidation, MissingFactor) {
-  ExpectError(R"({"hidden_size": 64, "num_attention_heads": 4, "rope_scaling": {"type": "linear"}})", "factor", "missing");
+  ExpectError(R"({"hidden_size": 64, "num_attention_heads": 4, "rope_scaling": {"type": "linear"}})", "factor",
+              "missing");
 }
 
 TEST(HfConfigValidation, NonPositiveFactor) {
-  ExpectError(R"({"hidden_size": 64, "num_attention_heads": 4, "rope_scaling": {"type": "linear", "factor": 0}})", "factor", "0");
+  ExpectError(R"({"hidden_size": 64, "num_attention_heads": 4, "rope_scaling": {"type": "linear", "factor": 0}})",
+              "factor", "0");
   ExpectError(R"({"hidden_size": 64, "num_attention_heads": 4, "rope_scaling": {"type": "dynamic", "factor": -2.5}})",
               "factor", "-2.5");
 }
@@ -244,7 +262,8 @@ TEST(HfConfigValidation, BetaFastNotAboveBetaSlow) {
 
 TEST(HfConfigValidation, Llama3MissingBandFactor) {
   ExpectError(R"({"hidden_size": 512, "num_attention_heads": 8, "rope_scaling": {"type": "llama3", "factor": 8,
-    "high_freq_factor": 4, "original_max_position_embeddings": 8192}})", "low_freq_factor", "missing");
+    "high_freq_factor": 4, "original_max_position_embeddings": 8192}})",
+              "low_freq_factor", "missing");
 }
 
 TEST(HfConfigValidation, NonPositiveBase) {
@@ -264,7 +283,8 @@ TEST(HfConfigValidation, ConflictingPartialKeys) {
 TEST(GgmlParams, ModesAndErrors) {
   Result<RopeConfig> c = RopeConfigFromGgmlParams(
       R"({"n_dims": 64, "mode": 2, "n_ctx_orig": 4096, "freq_base": 10000.0, "freq_scale": 0.25, "ext_factor": 0.0,
-          "attn_factor": 1.0, "beta_fast": 32.0, "beta_slow": 1.0})", 96, "case");
+          "attn_factor": 1.0, "beta_fast": 32.0, "beta_slow": 1.0})",
+      96, "case");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->layout.pairing, RopePairing::kHalf);
   EXPECT_EQ(c->layout.rotary_dim, 64);
@@ -289,7 +309,8 @@ TEST(GgmlParams, ModesAndErrors) {
 namespace posenc {
 namespace {
 
-const std::string kHead = R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "max_position_embeddings": 4096, )";
+const std::string kHead =
+    R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "max_position_embeddings": 4096, )";
 
 // Issue 15 item 1: a value nested 100,000 deep is refused before parsing, naming the file and the key
 // (it crashed in the message's recursive dump()); a nested value shown shallowly and bounded.
@@ -345,14 +366,15 @@ TEST(HfConfigHostile, SyntaxErrorsGiveOffsetAndNameNonJsonLiterals) {
 
 // Issue 15 item 5: attention-scale values valid in float64 but not in float32 are refused, quoting the value.
 TEST(HfConfigHostile, AttentionScaleOutsideFloat32IsRefused) {
-  const std::string yarn = R"("rope_scaling": {"rope_type": "yarn", "factor": 4, "original_max_position_embeddings": 1024, )";
+  const std::string yarn =
+      R"("rope_scaling": {"rope_type": "yarn", "factor": 4, "original_max_position_embeddings": 1024, )";
   ExpectError(kHead + yarn + R"("attention_factor": 1e300}})", "'attention_factor' = 1e+300", "outside float32");
   ExpectError(kHead + yarn + R"("attention_factor": 1e-300}})", "'attention_factor' = 1e-300", "outside float32");
   ExpectError(kHead + yarn + R"("mscale": -1e308, "mscale_all_dim": 1}})", "'mscale' = -1e+308", "outside float32");
   ExpectError(kHead + yarn + R"("mscale": 1, "mscale_all_dim": 1e39}})", "'mscale_all_dim' = 1e+39", "outside float32");
   EXPECT_TRUE(ParseHfConfig(kHead + yarn + R"("attention_factor": 1e30}})", "test.json").ok());
-  Result<RopeConfig> ggml = RopeConfigFromGgmlParams(
-      R"({"n_dims": 16, "mode": 0, "freq_base": 10000, "attn_factor": 1e300})", 16, "p.json");
+  Result<RopeConfig> ggml =
+      RopeConfigFromGgmlParams(R"({"n_dims": 16, "mode": 0, "freq_base": 10000, "attn_factor": 1e300})", 16, "p.json");
   ASSERT_FALSE(ggml.ok());
   EXPECT_NE(ggml.status().message().find("'attn_factor' = 1e+300 is outside float32"), std::string::npos)
       << ggml.status().message();
@@ -362,7 +384,8 @@ TEST(HfConfigHostile, AttentionScaleOutsideFloat32IsRefused) {
 TEST(HfConfigHostile, LoadHfConfigRefusesSpecialFiles) {
   Result<PositionScheme> missing = LoadHfConfig("/nonexistent/config.json");
   ASSERT_FALSE(missing.ok());
-  EXPECT_NE(missing.status().message().find("'/nonexistent/config.json'"), std::string::npos) << missing.status().message();
+  EXPECT_NE(missing.status().message().find("'/nonexistent/config.json'"), std::string::npos)
+      << missing.status().message();
   Result<PositionScheme> zero = LoadHfConfig("/dev/zero");
   ASSERT_FALSE(zero.ok());
   EXPECT_NE(zero.status().message().find("'/dev/zero': not a regular file (a character device)"), std::string::npos)

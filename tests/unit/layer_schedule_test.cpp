@@ -59,7 +59,8 @@ TEST(HfRopeFamily, CohereInterleavedWholeHead) {
 }
 
 TEST(HfRopeFamily, Glm4PartialDefaultAndExplicit) {
-  PositionScheme s = Parse(R"({"model_type": "glm4", "hidden_size": 4096, "num_attention_heads": 32, "head_dim": 128})");
+  PositionScheme s =
+      Parse(R"({"model_type": "glm4", "hidden_size": 4096, "num_attention_heads": 32, "head_dim": 128})");
   EXPECT_EQ(s.rope.layout.pairing, RopePairing::kInterleaved);
   EXPECT_EQ(s.rope.layout.rotary_dim, 64);  // Glm4Config's default 0.5
   bool noted = false;
@@ -94,7 +95,8 @@ TEST(HfRopeFamily, Llama4NestedInTextConfig) {
   ASSERT_TRUE(l.ok()) << l.status().ToString();
   EXPECT_EQ(Ints(*l), (std::vector<int>{1, 1, 1, 0, 1, 1, 1, 0}));
   // Without its own model_type the text config takes the outer one (also in the table).
-  s = Parse(R"({"model_type": "llama4", "text_config": {"hidden_size": 5120, "num_attention_heads": 40, "head_dim": 128}})");
+  s = Parse(
+      R"({"model_type": "llama4", "text_config": {"hidden_size": 5120, "num_attention_heads": 40, "head_dim": 128}})");
   EXPECT_EQ(s.rope.layout.pairing, RopePairing::kInterleaved);
 }
 
@@ -109,19 +111,23 @@ TEST(HfRopeFamily, Llama3EqualBandFactorsParsedAndNoted) {
   // high below low stays refused, naming the key.
   Result<PositionScheme> bad = ParseHfConfig(R"({"head_dim": 128, "num_attention_heads": 4, "rope_scaling":
       {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 4.0, "high_freq_factor": 1.0,
-       "original_max_position_embeddings": 8192}})", "test.json");
+       "original_max_position_embeddings": 8192}})",
+                                             "test.json");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("high_freq_factor"), std::string::npos);
   // YaRN with equal betas parses (Kimi K2); beta_fast below beta_slow does not.
   EXPECT_TRUE(ParseHfConfig(R"({"head_dim": 64, "num_attention_heads": 4, "max_position_embeddings": 131072,
       "rope_scaling": {"rope_type": "yarn", "factor": 32.0, "original_max_position_embeddings": 4096,
-                       "beta_fast": 1.0, "beta_slow": 1.0}})", "test.json").ok());
+                       "beta_fast": 1.0, "beta_slow": 1.0}})",
+                            "test.json")
+                  .ok());
 }
 
 // ---------- layer schedules ----------
 
 TEST(LayerSchedule, PlainModelEveryLayerRope) {
-  PositionScheme s = Parse(R"({"model_type": "llama", "hidden_size": 512, "num_attention_heads": 8, "num_hidden_layers": 5})");
+  PositionScheme s =
+      Parse(R"({"model_type": "llama", "hidden_size": 512, "num_attention_heads": 8, "num_hidden_layers": 5})");
   Result<LayerSchedule> l = LayerRopeSchedule(s);
   ASSERT_TRUE(l.ok()) << l.status().ToString();
   EXPECT_EQ(Ints(*l), (std::vector<int>{1, 1, 1, 1, 1}));
@@ -178,26 +184,31 @@ TEST(LayerSchedule, Cohere2SlidingLayersRotate) {
 }
 
 TEST(LayerScheduleErrors, BadKeysAreNamed) {
-  ExpectScheduleError(R"({"model_type": "llama4_text", "head_dim": 128, "num_attention_heads": 4, "num_hidden_layers": 4,
-                          "no_rope_layers": [1, 1, 0]})", "no_rope_layers", "3 entries");
+  ExpectScheduleError(
+      R"({"model_type": "llama4_text", "head_dim": 128, "num_attention_heads": 4, "num_hidden_layers": 4,
+                          "no_rope_layers": [1, 1, 0]})",
+      "no_rope_layers", "3 entries");
   ExpectScheduleError(R"({"model_type": "cohere2", "head_dim": 128, "num_attention_heads": 4, "num_hidden_layers": 2,
-                          "layer_types": ["sliding_attention", "chunked_attention"]})", "layer_types[1]", "chunked_attention");
+                          "layer_types": ["sliding_attention", "chunked_attention"]})",
+                      "layer_types[1]", "chunked_attention");
   ExpectScheduleError(R"({"model_type": "cohere2", "head_dim": 128, "num_attention_heads": 4, "num_hidden_layers": 3,
-                          "layer_types": ["sliding_attention"]})", "layer_types", "1 entries");
-  ExpectScheduleError(R"({"model_type": "llama", "head_dim": 128, "num_attention_heads": 4})", "num_hidden_layers", "missing");
+                          "layer_types": ["sliding_attention"]})",
+                      "layer_types", "1 entries");
+  ExpectScheduleError(R"({"model_type": "llama", "head_dim": 128, "num_attention_heads": 4})", "num_hidden_layers",
+                      "missing");
   // Values the parser refuses outright.
-  for (const char* text : {R"({"head_dim": 64, "num_attention_heads": 4, "no_rope_layers": [1, 2]})",
-                           R"({"head_dim": 64, "num_attention_heads": 4, "no_rope_layer_interval": 0})",
-                           R"({"head_dim": 64, "num_attention_heads": 4, "sliding_window_pattern": -1})",
-                           R"({"head_dim": 64, "num_attention_heads": 4, "layer_types": ["full_attention", 3]})",
-                           R"({"head_dim": 64, "num_attention_heads": 4, "num_hidden_layers": 0})",
-                           R"({"model_type": "llama4_text", "head_dim": 64, "num_attention_heads": 4, "floor_scale": 0})",
-                           R"({"model_type": "llama4_text", "head_dim": 64, "num_attention_heads": 4, "attn_temperature_tuning": "yes"})"}) {
+  for (
+      const char* text :
+      {R"({"head_dim": 64, "num_attention_heads": 4, "no_rope_layers": [1, 2]})",
+       R"({"head_dim": 64, "num_attention_heads": 4, "no_rope_layer_interval": 0})",
+       R"({"head_dim": 64, "num_attention_heads": 4, "sliding_window_pattern": -1})",
+       R"({"head_dim": 64, "num_attention_heads": 4, "layer_types": ["full_attention", 3]})",
+       R"({"head_dim": 64, "num_attention_heads": 4, "num_hidden_layers": 0})",
+       R"({"model_type": "llama4_text", "head_dim": 64, "num_attention_heads": 4, "floor_scale": 0})",
+       R"({"model_type": "llama4_text", "head_dim": 64, "num_attention_heads": 4, "attn_temperature_tuning": "yes"})"}) {
     Result<PositionScheme> s = ParseHfConfig(text, "test.json");
     EXPECT_FALSE(s.ok()) << text;
-    if (!s.ok()) {
-      EXPECT_NE(s.status().message().find("test.json"), std::string::npos) << s.status().message();
-    }
+    if (!s.ok()) { EXPECT_NE(s.status().message().find("test.json"), std::string::npos) << s.status().message(); }
   }
   // A scheme that is not RoPE has no RoPE schedule.
   Result<PositionScheme> alibi = ParseHfConfig(R"({"model_type": "bloom", "n_head": 8, "n_layer": 2})", "test.json");

@@ -39,7 +39,9 @@ std::vector<std::byte> Convert(const std::string& bytes, const std::string& name
   EXPECT_TRUE(r.ok()) << r.status().message();
   return out;
 }
-std::string Str(const std::vector<std::byte>& b) { return std::string(reinterpret_cast<const char*>(b.data()), b.size()); }
+std::string Str(const std::vector<std::byte>& b) {
+  return std::string(reinterpret_cast<const char*>(b.data()), b.size());
+}
 
 // Interleaved -> half is HF's permute: w.view(H, D/2, 2, C).transpose(1, 2): new row c*D/2 + i = old
 // row 2i + c. Half -> interleaved is llama.cpp's: reshape(H, 2, D/2, C).swapaxes(1, 2): new row
@@ -66,7 +68,9 @@ TEST(LayoutConvert, PermutationIsHuggingFaceAndLlamaCppPermute) {
 TEST(LayoutConvert, AttentionScoresUnchangedForWindowsGqaAndBiases) {
   auto rng = testing::MakeRng(42);
   const int64_t C = 24, H = 4, Hkv = 2, T = 6;
-  struct W { int64_t D, start, R; };
+  struct W {
+    int64_t D, start, R;
+  };
   for (const W w : {W{16, 0, 16}, W{16, 0, 8}, W{20, 8, 12}, W{10, 2, 4}}) {
     for (RopePairing from : {RopePairing::kInterleaved, RopePairing::kHalf}) {
       const RopePairing to = from == RopePairing::kHalf ? RopePairing::kInterleaved : RopePairing::kHalf;
@@ -94,7 +98,8 @@ TEST(LayoutConvert, AttentionScoresUnchangedForWindowsGqaAndBiases) {
         for (int64_t t = 0; t < T; ++t)
           for (int64_t r = 0; r < heads * w.D; ++r) {
             double s = b[static_cast<size_t>(r)];
-            for (int64_t c = 0; c < C; ++c) s += static_cast<double>(m[static_cast<size_t>(r * C + c)]) * x[static_cast<size_t>(t * C + c)];
+            for (int64_t c = 0; c < C; ++c)
+              s += static_cast<double>(m[static_cast<size_t>(r * C + c)]) * x[static_cast<size_t>(t * C + c)];
             out[static_cast<size_t>(t * heads * w.D + r)] = static_cast<float>(s);
           }
         return out;
@@ -115,7 +120,8 @@ TEST(LayoutConvert, AttentionScoresUnchangedForWindowsGqaAndBiases) {
           for (int64_t s = 0; s < T; ++s) {
             double a = 0, b = 0;
             for (int64_t d = 0; d < w.D; ++d) {
-              const size_t qi = static_cast<size_t>((t * H + h) * w.D + d), ki = static_cast<size_t>((s * Hkv + h / 2) * w.D + d);
+              const size_t qi = static_cast<size_t>((t * H + h) * w.D + d),
+                           ki = static_cast<size_t>((s * Hkv + h / 2) * w.D + d);
               a += static_cast<double>(q1[qi]) * k1[ki];
               b += static_cast<double>(q2[qi]) * k2[ki];
             }
@@ -219,8 +225,8 @@ TEST(LayoutConvert, SafetensorsFusedQueryKeyValueOfNeoxPersimmonAndFalcon) {
     std::function<bool(int64_t block)> rotated;
   };
   const std::vector<Case> cases = {
-      {R"({"model_type": "gpt_neox", "hidden_size": 32, "num_attention_heads": 2, "rotary_pct": 0.25})", 2, 2, 16, 4,
-       6, [](int64_t b) { return b % 3 != 2; }},
+      {R"({"model_type": "gpt_neox", "hidden_size": 32, "num_attention_heads": 2, "rotary_pct": 0.25})", 2, 2, 16, 4, 6,
+       [](int64_t b) { return b % 3 != 2; }},
       {R"({"model_type": "persimmon", "hidden_size": 24, "num_attention_heads": 3, "partial_rotary_factor": 0.5})", 3,
        3, 8, 4, 9, [](int64_t b) { return b % 3 != 2; }},
       {R"({"model_type": "falcon", "hidden_size": 32, "num_attention_heads": 4, "num_kv_heads": 2,
@@ -399,8 +405,12 @@ TEST(LayoutConvert, Stories260KConvertedToHalfRunsAndRoundTrips) {
   std::filesystem::create_directories(dir);
   const std::string half = (dir / "half.bin").string(), back = (dir / "back.bin").string();
   std::string out;
-  ASSERT_EQ(0, testing::RunCommand(testing::CliPath() + " convert-layout --from interleaved --to half " + model + " " + half, &out)) << out;
-  ASSERT_EQ(0, testing::RunCommand(testing::CliPath() + " convert-layout --from half --to interleaved " + half + " " + back, &out)) << out;
+  ASSERT_EQ(0, testing::RunCommand(
+                   testing::CliPath() + " convert-layout --from interleaved --to half " + model + " " + half, &out))
+      << out;
+  ASSERT_EQ(0, testing::RunCommand(
+                   testing::CliPath() + " convert-layout --from half --to interleaved " + half + " " + back, &out))
+      << out;
   std::ifstream a(model, std::ios::binary), b(back, std::ios::binary), h(half, std::ios::binary);
   const std::string sa((std::istreambuf_iterator<char>(a)), {}), sb((std::istreambuf_iterator<char>(b)), {}),
       sh((std::istreambuf_iterator<char>(h)), {});
@@ -411,11 +421,14 @@ TEST(LayoutConvert, Stories260KConvertedToHalfRunsAndRoundTrips) {
     GTEST_SKIP() << "tiny_llama not built at " << tiny << " (build the target tiny_llama)";
   }
   // Converted + half layout: every check passes (logits within the case tolerance, 40/40 greedy tokens).
-  EXPECT_EQ(0, testing::RunCommand(tiny.string() + " --check " + ref + " --model " + half + " --layout half", &out)) << out;
+  EXPECT_EQ(0, testing::RunCommand(tiny.string() + " --check " + ref + " --model " + half + " --layout half", &out))
+      << out;
   EXPECT_NE(out.find("5 passed, 0 failed"), std::string::npos) << out;
   EXPECT_NE(out.find("40 of 40 new tokens match"), std::string::npos) << out;
   // Converted but run with the old layout: it talks nonsense (the check fails).
-  EXPECT_EQ(1, testing::RunCommand(tiny.string() + " --check " + ref + " --model " + half + " --layout interleaved", &out)) << out;
+  EXPECT_EQ(1,
+            testing::RunCommand(tiny.string() + " --check " + ref + " --model " + half + " --layout interleaved", &out))
+      << out;
   std::filesystem::remove_all(dir);
 }
 
@@ -457,7 +470,8 @@ TEST(LayoutDetect, Stories260KShippedAndConverted) {
   std::string out;
   std::string list;
   for (int64_t t : ids) list += (list.empty() ? "" : ",") + std::to_string(t);
-  EXPECT_EQ(0, testing::RunCommand(testing::CliPath() + " detect-layout " + half + " --quiet --tokens " + list, &out)) << out;
+  EXPECT_EQ(0, testing::RunCommand(testing::CliPath() + " detect-layout " + half + " --quiet --tokens " + list, &out))
+      << out;
   EXPECT_NE(out.find("layout half"), std::string::npos) << out;
   EXPECT_NE(out.find("warning: the file's format declares interleaved"), std::string::npos) << out;
 
@@ -493,7 +507,8 @@ TEST(LayoutDetect, Stories260KAsGgufAndHuggingFaceSafetensors) {
     return std::string(reinterpret_cast<const char*>(all.data() + l * n), static_cast<size_t>(n) * sizeof(float));
   };
   // Interleaved -> half rows of every q/k head, for the Hugging Face file.
-  const auto perm = RotaryRowPermutation(RotaryLayout{RopePairing::kInterleaved, hs, 0, hs}, RopePairing::kHalf).value();
+  const auto perm =
+      RotaryRowPermutation(RotaryLayout{RopePairing::kInterleaved, hs, 0, hs}, RopePairing::kHalf).value();
   auto to_half = [&](const std::string& rows, int64_t heads) {
     std::string out(rows.size(), '\0');
     EXPECT_TRUE(PermuteHeadRows(AsBytes(rows), std::as_writable_bytes(std::span<char>(out.data(), out.size())), heads,
@@ -585,10 +600,18 @@ TEST(LayoutDetect, Stories260KAsGgufAndHuggingFaceSafetensors) {
   std::ofstream(gguf_q8, std::ios::binary) << build_gguf(true);
   std::ofstream(hf, std::ios::binary) << st.Build();
   std::ofstream(dir / "config.json") << nlohmann::json{
-      {"model_type", "llama"},      {"hidden_size", D},          {"intermediate_size", F},
-      {"num_hidden_layers", L},     {"num_attention_heads", cfg.n_heads}, {"num_key_value_heads", cfg.n_kv_heads},
-      {"vocab_size", V},            {"rope_theta", 10000.0},     {"rms_norm_eps", 1e-5},
-      {"max_position_embeddings", cfg.seq_len}, {"tie_word_embeddings", bool(cfg.shared_classifier)}}.dump();
+      {"model_type", "llama"},
+      {"hidden_size", D},
+      {"intermediate_size", F},
+      {"num_hidden_layers", L},
+      {"num_attention_heads", cfg.n_heads},
+      {"num_key_value_heads", cfg.n_kv_heads},
+      {"vocab_size", V},
+      {"rope_theta", 10000.0},
+      {"rms_norm_eps", 1e-5},
+      {"max_position_embeddings", cfg.seq_len},
+      {"tie_word_embeddings",
+       bool(cfg.shared_classifier)}}.dump();
 
   // Runs the detector on `path`; expects a verdict of `layout`, which is also what the format declares.
   auto detect = [&](const std::string& path, RopePairing layout) {
@@ -619,7 +642,7 @@ TEST(LayoutDetect, Stories260KAsGgufAndHuggingFaceSafetensors) {
   ASSERT_EQ(from_q8.candidates.size(), 2u);
   std::printf("stories260K as Q8_0 GGUF: %s\n", from_q8.summary.c_str());
   EXPECT_NEAR(from_q8.candidates[1].mean_loss, shipped->candidates[1].mean_loss, 0.01);  // measured 0.001
-  EXPECT_NE(from_q8.candidates[1].mean_loss, shipped->candidates[1].mean_loss);  // it did dequantize
+  EXPECT_NE(from_q8.candidates[1].mean_loss, shipped->candidates[1].mean_loss);          // it did dequantize
 
   // A missing weight is named.
   std::filesystem::remove(dir / "config.json");

@@ -65,13 +65,15 @@ void WriteFolder(const fs::path& dir, const std::string& config, const LlamaWeig
   add("model.layers.0.mlp.up_proj.weight", w.w3);
   b.Finish();
   const std::string bytes = b.Build();
-  std::ofstream(dir / "model.safetensors", std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  std::ofstream(dir / "model.safetensors", std::ios::binary)
+      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
 std::string Config(double theta, int64_t head_dim) {
   std::string c = R"({"model_type": "llama", "hidden_size": 16, "num_attention_heads": 2, "num_key_value_heads": 1,
       "num_hidden_layers": 1, "intermediate_size": 24, "vocab_size": 32, "max_position_embeddings": 64,
-      "rms_norm_eps": 1e-5, "rope_theta": )" + std::to_string(theta);
+      "rms_norm_eps": 1e-5, "rope_theta": )" +
+                  std::to_string(theta);
   if (head_dim > 0) c += ", \"head_dim\": " + std::to_string(head_dim);
   return c + "}";
 }
@@ -89,7 +91,8 @@ LlamaWeights Padded(const LlamaWeights& a, RopePairing p) {
   const float sqrt2 = std::sqrt(2.0f);
   for (int64_t h = 0; h < kH; ++h)
     for (int64_t j = 0; j < kHs; ++j)
-      for (int64_t c = 0; c < kD; ++c) b.wq.at(h * hs + PaddedDim(j, p), c) = sqrt2 * a.wq.v[static_cast<size_t>((h * kHs + j) * kD + c)];
+      for (int64_t c = 0; c < kD; ++c)
+        b.wq.at(h * hs + PaddedDim(j, p), c) = sqrt2 * a.wq.v[static_cast<size_t>((h * kHs + j) * kD + c)];
   for (int64_t h = 0; h < kHkv; ++h)
     for (int64_t j = 0; j < kHs; ++j)
       for (int64_t c = 0; c < kD; ++c) {
@@ -98,7 +101,8 @@ LlamaWeights Padded(const LlamaWeights& a, RopePairing p) {
       }
   for (int64_t r = 0; r < kD; ++r)
     for (int64_t h = 0; h < kH; ++h)
-      for (int64_t j = 0; j < kHs; ++j) b.wo.at(r, h * hs + PaddedDim(j, p)) = a.wo.v[static_cast<size_t>(r * kH * kHs + h * kHs + j)];
+      for (int64_t j = 0; j < kHs; ++j)
+        b.wo.at(r, h * hs + PaddedDim(j, p)) = a.wo.v[static_cast<size_t>(r * kH * kHs + h * kHs + j)];
   return b;
 }
 
@@ -106,9 +110,9 @@ TEST(LayoutDetect, HeadDimFromTheConfigNotDModelOverHeads) {
   const fs::path dir = fs::temp_directory_path() / ("posenc_layout_detect_test_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   uint32_t seed = 7;
-  const LlamaWeights a{Random(kV, kD, &seed), Random(kH * kHs, kD, &seed), Random(kHkv * kHs, kD, &seed),
+  const LlamaWeights a{Random(kV, kD, &seed),         Random(kH * kHs, kD, &seed), Random(kHkv * kHs, kD, &seed),
                        Random(kHkv * kHs, kD, &seed), Random(kD, kH * kHs, &seed), Random(kF, kD, &seed),
-                       Random(kD, kF, &seed), Random(kF, kD, &seed)};
+                       Random(kD, kF, &seed),         Random(kF, kD, &seed)};
   WriteFolder(dir / "a", Config(10000.0, 0), a);
   const std::vector<int64_t> tokens = {1, 5, 9, 3, 2, 7, 11, 4, 30, 17, 8, 8, 21};
   for (RopePairing p : {RopePairing::kInterleaved, RopePairing::kHalf}) {

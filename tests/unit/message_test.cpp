@@ -22,17 +22,21 @@ TEST(Message, ControlBytesEscapesAndNulAreShown) {
   EXPECT_EQ(EscapeForMessage("\x7f\x01"), "\\x7f\\x01");
   EXPECT_EQ(EscapeForMessage("back\\slash"), "back\\\\slash");
   // C1 controls, line separators and bidi overrides are valid UTF-8 but move text: escaped.
-  EXPECT_EQ(EscapeForMessage("\xc2\x9b" "2J"), "\\u{009b}2J");
-  EXPECT_EQ(EscapeForMessage("\xe2\x80\xae" "abc"), "\\u{202e}abc");
+  EXPECT_EQ(EscapeForMessage("\xc2\x9b"
+                             "2J"),
+            "\\u{009b}2J");
+  EXPECT_EQ(EscapeForMessage("\xe2\x80\xae"
+                             "abc"),
+            "\\u{202e}abc");
   EXPECT_EQ(EscapeForMessage("\xe2\x80\xa8"), "\\u{2028}");
 }
 
 TEST(Message, InvalidUtf8IsShownAsHex) {
   EXPECT_EQ(EscapeForMessage("bad\xc3(key"), "bad\\xc3(key");
   EXPECT_EQ(EscapeForMessage("\xff\xfe"), "\\xff\\xfe");
-  EXPECT_EQ(EscapeForMessage("\xc0\x80"), "\\xc0\\x80");            // overlong NUL
-  EXPECT_EQ(EscapeForMessage("\xed\xa0\x80"), "\\xed\\xa0\\x80");    // surrogate
-  EXPECT_EQ(EscapeForMessage("\xe4\xb8"), "\\xe4\\xb8");             // cut sequence
+  EXPECT_EQ(EscapeForMessage("\xc0\x80"), "\\xc0\\x80");           // overlong NUL
+  EXPECT_EQ(EscapeForMessage("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // surrogate
+  EXPECT_EQ(EscapeForMessage("\xe4\xb8"), "\\xe4\\xb8");           // cut sequence
 }
 
 TEST(Message, LongValuesAreCappedWithTheFullLength) {

@@ -130,7 +130,8 @@ TEST(OpenModel, SafetensorsFileWithGpt2Tables) {
   b.Tensor("h.0.attn.bias", "I64", {2}, std::string(16, '\0'));
   b.Finish("{\"format\":\"pt\"}");
   WriteFile(dir / "model.safetensors", b.Build());
-  WriteFile(dir / "config.json", R"({"model_type": "gpt2", "vocab_size": 5, "n_embd": 4, "n_layer": 1, "n_head": 2, "n_positions": 3})");
+  WriteFile(dir / "config.json",
+            R"({"model_type": "gpt2", "vocab_size": 5, "n_embd": 4, "n_layer": 1, "n_head": 2, "n_positions": 3})");
 
   auto st = SafetensorsFile::Open((dir / "model.safetensors").string());
   ASSERT_TRUE(st.ok()) << st.status().ToString();
@@ -153,7 +154,7 @@ TEST(OpenModel, SafetensorsFileWithGpt2Tables) {
     const std::vector<int64_t> ids = {4, 0};
     auto x = LookupRows(*e, ids);
     ASSERT_TRUE(x.ok());
-    EXPECT_EQ(x->data<float>()[0], 8.0f);   // row 4 element 0 = 16 * 0.5
+    EXPECT_EQ(x->data<float>()[0], 8.0f);  // row 4 element 0 = 16 * 0.5
     EXPECT_EQ(x->data<float>()[3], 9.5f);
     EXPECT_EQ(x->data<float>()[4], 0.0f);
     auto p = m->PositionTable();
@@ -174,14 +175,18 @@ TEST(OpenModel, SafetensorsFileWithGpt2Tables) {
 TEST(OpenModel, ShardedHuggingFaceFolder) {
   const fs::path dir = TempDir("sharded");
   SafetensorsBuilder a, b;
-  a.Tensor("model.embed_tokens.weight", "BF16", {3, 2}, std::string("\x80\x3f\x00\x40\x40\x40\x80\x40\xa0\x40\xc0\x40", 12)).Finish();
+  a.Tensor("model.embed_tokens.weight", "BF16", {3, 2},
+           std::string("\x80\x3f\x00\x40\x40\x40\x80\x40\xa0\x40\xc0\x40", 12))
+      .Finish();
   b.Tensor("model.norm.weight", "F32", {2}, FloatBytes({1.0f, 1.0f})).Finish();
   WriteFile(dir / "model-00001-of-00002.safetensors", a.Build());
   WriteFile(dir / "model-00002-of-00002.safetensors", b.Build());
   WriteFile(dir / "model.safetensors.index.json",
             R"({"metadata": {}, "weight_map": {"model.embed_tokens.weight": "model-00001-of-00002.safetensors",
                 "model.norm.weight": "model-00002-of-00002.safetensors"}})");
-  WriteFile(dir / "config.json", R"({"model_type": "llama", "hidden_size": 2, "num_attention_heads": 1, "rope_theta": 500000.0, "vocab_size": 3})");
+  WriteFile(
+      dir / "config.json",
+      R"({"model_type": "llama", "hidden_size": 2, "num_attention_heads": 1, "rope_theta": 500000.0, "vocab_size": 3})");
   auto m = OpenModel(dir.string());
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   EXPECT_EQ(m->format(), ModelFormat::kHuggingFaceFolder);
@@ -236,7 +241,8 @@ TEST(OpenModel, Llama2cSeparateClassifier) {
   EXPECT_EQ(f->weights().wcls.size(), 80u);
   EXPECT_NE(f->weights().wcls.data(), f->weights().token_embedding_table.data());
   // wcls is the last thing in the file.
-  EXPECT_EQ(reinterpret_cast<const char*>(f->weights().wcls.data() + 80) - reinterpret_cast<const char*>(f->weights().token_embedding_table.data()) + 28,
+  EXPECT_EQ(reinterpret_cast<const char*>(f->weights().wcls.data() + 80) -
+                reinterpret_cast<const char*>(f->weights().token_embedding_table.data()) + 28,
             static_cast<std::ptrdiff_t>(bytes.size()));
 }
 

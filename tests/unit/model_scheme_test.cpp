@@ -92,7 +92,8 @@ TEST(ModelScheme, GgufHeadSizeFromKeyLengthAndNeoxPairing) {
   ASSERT_TRUE(r.pairing.has_value());
   EXPECT_EQ(*r.pairing, RopePairing::kHalf);  // fixed by llama.cpp's table for every architecture, not only llama
   EXPECT_NE(r.note.find("from GGUF metadata; llama.cpp rotates halves (LLAMA_ROPE_TYPE_NEOX) for 'qwen2'"),
-            std::string::npos) << r.note;
+            std::string::npos)
+      << r.note;
 
   // The caller may state the pairing; the scheme notes the change.
   ModelSchemeOptions o;
@@ -100,7 +101,8 @@ TEST(ModelScheme, GgufHeadSizeFromKeyLengthAndNeoxPairing) {
   auto stated = ModelScheme(*m, o);
   ASSERT_TRUE(stated.ok()) << stated.status().ToString();
   EXPECT_EQ(stated->rope.layout.pairing, RopePairing::kInterleaved);
-  EXPECT_TRUE(AnyContains(stated->rope.notes, "pairing interleaved stated by the caller (the file's format gives half)"))
+  EXPECT_TRUE(
+      AnyContains(stated->rope.notes, "pairing interleaved stated by the caller (the file's format gives half)"))
       << ::testing::PrintToString(stated->rope.notes);
   fs::remove_all(dir);
 }
@@ -156,7 +158,7 @@ TEST(ModelScheme, HuggingFaceFolderHeadDimFromTheConfig) {
     const ModelRopeInfo r = RopeInfoOf(*m, *s);
     EXPECT_EQ(r.head_dim, 256);
     EXPECT_EQ(r.theta, 10000.0);
-    EXPECT_EQ(r.rotary_dim, 0);            // the whole head
+    EXPECT_EQ(r.rotary_dim, 0);           // the whole head
     EXPECT_FALSE(r.pairing.has_value());  // a config.json states none
   }
   // The scheme is read from the text OpenModel kept: the file is not read again.

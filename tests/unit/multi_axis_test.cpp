@@ -221,7 +221,8 @@ TEST(MultiAxisConfig, HfQwen25VlLegacyMrope) {
   Result<MultiAxisPlan> plan = ComputeMultiAxisRope(rc, 100);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   for (int64_t j = 0; j < 64; ++j)
-    EXPECT_DOUBLE_EQ(plan->freqs.inv_freq[static_cast<size_t>(j)], std::pow(1e6, -2.0 * static_cast<double>(j) / 128.0));
+    EXPECT_DOUBLE_EQ(plan->freqs.inv_freq[static_cast<size_t>(j)],
+                     std::pow(1e6, -2.0 * static_cast<double>(j) / 128.0));
   EXPECT_EQ(plan->pair_component[15], 0);
   EXPECT_EQ(plan->pair_component[16], 1);
   EXPECT_EQ(plan->pair_component[40], 2);
@@ -267,22 +268,26 @@ TEST(MultiAxisConfig, HfQwen35DefaultsToQuarterRotary) {
 TEST(MultiAxisConfig, HfErrors) {
   Result<PositionScheme> s = ParseHfConfig(
       R"({"model_type": "qwen2_vl", "hidden_size": 3584, "num_attention_heads": 28, "rope_theta": 1e6,
-          "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 23]}})", "q.json");
+          "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 23]}})",
+      "q.json");
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.status().message().find("q.json"), std::string::npos) << s.status().message();
   EXPECT_NE(s.status().message().find("'mrope_section'"), std::string::npos) << s.status().message();
   EXPECT_NE(s.status().message().find("sum to 63"), std::string::npos) << s.status().message();
   s = ParseHfConfig(R"({"model_type": "qwen2_vl", "hidden_size": 3584, "num_attention_heads": 28,
-          "rope_scaling": {"type": "mrope", "mrope_section": [16, 24.5, 24]}})", "q.json");
+          "rope_scaling": {"type": "mrope", "mrope_section": [16, 24.5, 24]}})",
+                    "q.json");
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.status().message().find("mrope_section[1]"), std::string::npos) << s.status().message();
   s = ParseHfConfig(R"({"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32,
-          "rope_scaling": {"rope_type": "default", "mrope_section": [16, 24, 24]}})", "q.json");
+          "rope_scaling": {"rope_type": "default", "mrope_section": [16, 24, 24]}})",
+                    "q.json");
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), StatusCode::kUnimplemented);
   EXPECT_NE(s.status().message().find("'llama'"), std::string::npos) << s.status().message();
   // A family config without mrope_section stays 1-D.
-  s = ParseHfConfig(R"({"model_type": "qwen2_vl", "hidden_size": 3584, "num_attention_heads": 28, "rope_theta": 1e6})", "q.json");
+  s = ParseHfConfig(R"({"model_type": "qwen2_vl", "hidden_size": 3584, "num_attention_heads": 28, "rope_theta": 1e6})",
+                    "q.json");
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_FALSE(s->rope.multi_axis.has_value());
 }
@@ -290,16 +295,19 @@ TEST(MultiAxisConfig, HfErrors) {
 TEST(MultiAxisConfig, GgmlModes) {
   const std::string base = R"("n_ctx_orig": 32768, "freq_base": 10000.0, "freq_scale": 1.0, "ext_factor": 0.0,
                               "attn_factor": 1.0, "beta_fast": 32.0, "beta_slow": 1.0)";
-  Result<RopeConfig> m = RopeConfigFromGgmlParams(R"({"n_dims": 64, "mode": 8, "sections": [8, 12, 12, 0], )" + base + "}", 128, "g");
+  Result<RopeConfig> m =
+      RopeConfigFromGgmlParams(R"({"n_dims": 64, "mode": 8, "sections": [8, 12, 12, 0], )" + base + "}", 128, "g");
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   EXPECT_EQ(m->layout.rotary_dim, 64);
   EXPECT_EQ(m->layout.pairing, RopePairing::kHalf);
   EXPECT_EQ(m->multi_axis->layout, SectionLayout::kChunked);
   EXPECT_EQ(m->multi_axis->rules, SectionRules::kGgml);
-  Result<RopeConfig> im = RopeConfigFromGgmlParams(R"({"n_dims": 128, "mode": 40, "sections": [24, 20, 20, 0], )" + base + "}", 128, "g");
+  Result<RopeConfig> im =
+      RopeConfigFromGgmlParams(R"({"n_dims": 128, "mode": 40, "sections": [24, 20, 20, 0], )" + base + "}", 128, "g");
   ASSERT_TRUE(im.ok()) << im.status().ToString();
   EXPECT_EQ(im->multi_axis->layout, SectionLayout::kInterleaved);
-  Result<RopeConfig> v = RopeConfigFromGgmlParams(R"({"n_dims": 40, "mode": 24, "sections": [20, 20, 20, 20], )" + base + "}", 80, "g");
+  Result<RopeConfig> v =
+      RopeConfigFromGgmlParams(R"({"n_dims": 40, "mode": 24, "sections": [20, 20, 20, 20], )" + base + "}", 80, "g");
   ASSERT_TRUE(v.ok()) << v.status().ToString();
   EXPECT_EQ(v->layout.rotary_dim, 80);
   EXPECT_EQ(v->multi_axis->layout, SectionLayout::kChunkedRestart);
@@ -307,7 +315,9 @@ TEST(MultiAxisConfig, GgmlModes) {
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   ASSERT_EQ(plan->freqs.inv_freq.size(), 40u);
   for (int64_t j = 0; j < 40; ++j)
-    EXPECT_DOUBLE_EQ(plan->freqs.inv_freq[static_cast<size_t>(j)], std::pow(1e4, -2.0 * static_cast<double>(j % 20) / 40.0)) << j;
+    EXPECT_DOUBLE_EQ(plan->freqs.inv_freq[static_cast<size_t>(j)],
+                     std::pow(1e4, -2.0 * static_cast<double>(j % 20) / 40.0))
+        << j;
   // MROPE keeps ggml's 1-D frequencies (freq_scale applies).
   Result<RopeConfig> fs = RopeConfigFromGgmlParams(
       R"({"n_dims": 64, "mode": 8, "sections": [8, 12, 12, 0], "freq_base": 10000.0, "freq_scale": 0.5})", 64, "g");
@@ -332,7 +342,8 @@ TEST(MultiAxisConfig, GgmlModes) {
   // ComputeMultiAxisRope for a config built by hand.
   Result<RopeConfig> y = RopeConfigFromGgmlParams(
       R"({"n_dims": 40, "mode": 24, "freq_base": 1e4, "sections": [20, 20, 20, 20], "ext_factor": 1.0, "freq_scale": 0.5,
-          "n_ctx_orig": 4096})", 80, "g");
+          "n_ctx_orig": 4096})",
+      80, "g");
   ASSERT_FALSE(y.ok());
   EXPECT_EQ(y.status().code(), StatusCode::kUnimplemented);
   EXPECT_NE(y.status().message().find("'ext_factor' = 1"), std::string::npos) << y.status().message();
@@ -358,7 +369,8 @@ TEST(MultiAxisConfig, HfVision) {
   ASSERT_TRUE(qp.ok()) << qp.status().ToString();
   for (int64_t j = 0; j < 40; ++j) {
     EXPECT_EQ(qp->pair_component[static_cast<size_t>(j)], j < 20 ? 0 : 1);
-    EXPECT_DOUBLE_EQ(qp->freqs.inv_freq[static_cast<size_t>(j)], std::pow(1e4, -2.0 * static_cast<double>(j % 20) / 40.0));
+    EXPECT_DOUBLE_EQ(qp->freqs.inv_freq[static_cast<size_t>(j)],
+                     std::pow(1e4, -2.0 * static_cast<double>(j % 20) / 40.0));
   }
   // Pixtral, as a whole model config with vision_config.
   Result<RopeConfig> p = ParseHfVision2dConfig(
@@ -370,12 +382,15 @@ TEST(MultiAxisConfig, HfVision) {
   ASSERT_TRUE(pp.ok()) << pp.status().ToString();
   for (int64_t j = 0; j < 32; ++j) {
     const int64_t i = j < 16 ? 2 * j : 2 * (j - 16) + 1;
-    EXPECT_DOUBLE_EQ(pp->freqs.inv_freq[static_cast<size_t>(j)], std::pow(1e4, -2.0 * static_cast<double>(i) / 64.0)) << j;
+    EXPECT_DOUBLE_EQ(pp->freqs.inv_freq[static_cast<size_t>(j)], std::pow(1e4, -2.0 * static_cast<double>(i) / 64.0))
+        << j;
   }
-  Result<RopeConfig> bad = ParseHfVision2dConfig(R"({"embed_dim": 1280, "num_heads": 12})", Vision2dVariant::kQwen2Vl, "qv.json");
+  Result<RopeConfig> bad =
+      ParseHfVision2dConfig(R"({"embed_dim": 1280, "num_heads": 12})", Vision2dVariant::kQwen2Vl, "qv.json");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("'num_heads' = 12"), std::string::npos) << bad.status().message();
-  bad = ParseHfVision2dConfig(R"({"hidden_size": 1080, "num_attention_heads": 16})", Vision2dVariant::kPixtral, "px.json");
+  bad = ParseHfVision2dConfig(R"({"hidden_size": 1080, "num_attention_heads": 16})", Vision2dVariant::kPixtral,
+                              "px.json");
   ASSERT_FALSE(bad.ok());
   bad = ParseHfVision2dConfig(R"({"head_dim": 6})", Vision2dVariant::kPixtral, "px.json");
   ASSERT_FALSE(bad.ok());
@@ -451,8 +466,11 @@ TEST(MultiAxisApply, FastMatchesReference) {
           const MultiAxisRopeArgs args{layout, &freqs, comp, ac.m.num_components, positions, precision};
           Array in = x32.AsType(storage).value();
           Array fast = in, ref = in, inplace = in;
-          ASSERT_TRUE(ApplyMultiAxisRope(args, HeadsView::Of(in, "in").value(), HeadsView::Of(fast, "fast").value()).ok());
-          ASSERT_TRUE(ApplyMultiAxisRopeReference(args, HeadsView::Of(in, "in").value(), HeadsView::Of(ref, "ref").value()).ok());
+          ASSERT_TRUE(
+              ApplyMultiAxisRope(args, HeadsView::Of(in, "in").value(), HeadsView::Of(fast, "fast").value()).ok());
+          ASSERT_TRUE(
+              ApplyMultiAxisRopeReference(args, HeadsView::Of(in, "in").value(), HeadsView::Of(ref, "ref").value())
+                  .ok());
           ASSERT_TRUE(ApplyMultiAxisRope(args, HeadsView::Of(inplace, "x").value()).ok());
           const std::vector<double> xin = Values(in), f = Values(fast), r = Values(ref), ip = Values(inplace);
           ASSERT_EQ(f, ip) << "in place differs from out of place";
@@ -462,19 +480,23 @@ TEST(MultiAxisApply, FastMatchesReference) {
               const size_t row = static_cast<size_t>((t * heads + h) * ac.head_dim);
               std::vector<bool> rotated(static_cast<size_t>(ac.head_dim), false);
               for (int64_t i = 0; i < pairs; ++i) {
-                const size_t a = row + static_cast<size_t>(layout.first(i)), b = row + static_cast<size_t>(layout.second(i));
+                const size_t a = row + static_cast<size_t>(layout.first(i)),
+                             b = row + static_cast<size_t>(layout.second(i));
                 rotated[static_cast<size_t>(layout.first(i))] = rotated[static_cast<size_t>(layout.second(i))] = true;
                 const double m = 2 * 1.25 * std::max(std::fabs(xin[a]), std::fabs(xin[b]));
                 for (size_t k : {a, b}) {
-                  const double allowed = 2 * Ulp32(m) + (storage == DType::kF32 ? 0.0 : UlpStorage(std::fabs(r[k]), storage));
+                  const double allowed =
+                      2 * Ulp32(m) + (storage == DType::kF32 ? 0.0 : UlpStorage(std::fabs(r[k]), storage));
                   if (!(std::fabs(f[k] - r[k]) <= allowed) && ++bad <= 5)
                     ADD_FAILURE() << fmt::format("token {} head {} pair {}: fast {} ref {}", t, h, i, f[k], r[k]);
                 }
               }
               for (int64_t d = 0; d < ac.head_dim; ++d)
                 if (!rotated[static_cast<size_t>(d)]) {
-                  ASSERT_EQ(f[row + static_cast<size_t>(d)], xin[row + static_cast<size_t>(d)]) << "pass-through dim " << d;
-                  ASSERT_EQ(r[row + static_cast<size_t>(d)], xin[row + static_cast<size_t>(d)]) << "pass-through dim " << d;
+                  ASSERT_EQ(f[row + static_cast<size_t>(d)], xin[row + static_cast<size_t>(d)])
+                      << "pass-through dim " << d;
+                  ASSERT_EQ(r[row + static_cast<size_t>(d)], xin[row + static_cast<size_t>(d)])
+                      << "pass-through dim " << d;
                 }
             }
           EXPECT_EQ(bad, 0);
@@ -513,14 +535,18 @@ TEST(MultiAxisApply, ExactWithinBoundOfFloat64Formula) {
     for (int64_t h = 0; h < heads; ++h)
       for (int64_t j = 0; j < 64; ++j) {
         const size_t base = static_cast<size_t>((t * heads + h) * 128);
-        const double angle = static_cast<double>(positions[static_cast<size_t>(comp[static_cast<size_t>(j)] * tokens + t)]) *
-                             freqs.inv_freq[static_cast<size_t>(j)];
+        const double angle =
+            static_cast<double>(positions[static_cast<size_t>(comp[static_cast<size_t>(j)] * tokens + t)]) *
+            freqs.inv_freq[static_cast<size_t>(j)];
         const double a = xin[base + static_cast<size_t>(j)], b = xin[base + static_cast<size_t>(j + 64)];
-        worst = std::max(worst, std::fabs(got[base + static_cast<size_t>(j)] - (a * std::cos(angle) - b * std::sin(angle))));
-        worst = std::max(worst, std::fabs(got[base + static_cast<size_t>(j + 64)] - (b * std::cos(angle) + a * std::sin(angle))));
+        worst = std::max(worst,
+                         std::fabs(got[base + static_cast<size_t>(j)] - (a * std::cos(angle) - b * std::sin(angle))));
+        worst = std::max(
+            worst, std::fabs(got[base + static_cast<size_t>(j + 64)] - (b * std::cos(angle) + a * std::sin(angle))));
       }
   EXPECT_LE(worst, 2e-6 * max_abs);
-  std::printf("exact multi-axis rope vs float64 formula, positions < 2^30: max |err| %.3g (bound %.3g)\n", worst, 2e-6 * max_abs);
+  std::printf("exact multi-axis rope vs float64 formula, positions < 2^30: max |err| %.3g (bound %.3g)\n", worst,
+              2e-6 * max_abs);
 }
 
 // Text tokens (t = h = w) under M-RoPE, and one component everywhere, are 1-D RoPE, bit for bit.
@@ -620,10 +646,12 @@ TEST(MultiAxisCli, RopeTakesComponentRows) {
   ASSERT_EQ(testing::RunCommand(base + (dir / "p4.npy").string() + " --precision exact", &log), 0) << log;
   const Array got = ReadNpy((dir / "y.npy").string()).value();
 
-  const RopeConfig rc = RopeConfigFromGgmlParams(R"({"n_dims": 64, "mode": 40, "sections": [11, 11, 10, 0], "freq_base": 1e6})",
-                                                 96, "g").value();
+  const RopeConfig rc =
+      RopeConfigFromGgmlParams(R"({"n_dims": 64, "mode": 40, "sections": [11, 11, 10, 0], "freq_base": 1e6})", 96, "g")
+          .value();
   const MultiAxisPlan plan = ComputeMultiAxisRope(rc, 101).value();
-  const MultiAxisRopeArgs args{rc.layout, &plan.freqs, plan.pair_component, 4, p4.span<int64_t>(), RopePrecision::kExact};
+  const MultiAxisRopeArgs args{rc.layout, &plan.freqs,        plan.pair_component,
+                               4,         p4.span<int64_t>(), RopePrecision::kExact};
   ASSERT_TRUE(ApplyMultiAxisRope(args, HeadsView::Of(x, "x").value()).ok());
   EXPECT_EQ(Values(got), Values(x));
   fs::remove_all(dir);

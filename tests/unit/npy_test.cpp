@@ -18,7 +18,9 @@
 namespace posenc {
 namespace {
 
-std::span<const std::byte> Bytes(const std::string& s) { return std::as_bytes(std::span<const char>(s.data(), s.size())); }
+std::span<const std::byte> Bytes(const std::string& s) {
+  return std::as_bytes(std::span<const char>(s.data(), s.size()));
+}
 
 std::string Header(int major, const std::string& dict) {
   std::string h("\x93NUMPY", 6);
@@ -86,18 +88,32 @@ TEST(Npy, RejectsEachMalformedKind) {
       {"header past end", std::string("\x93NUMPY\x01\x00\xff\x00{", 11), StatusCode::kDataLoss, "past the end"},
       {"truncated data", Header(1, ok_dict) + std::string(15, '\0'), StatusCode::kDataLoss, "truncated"},
       {"trailing data", Header(1, ok_dict) + std::string(17, '\0'), StatusCode::kDataLoss, "trailing"},
-      {"big endian", Header(1, "{'descr': '>f4', 'fortran_order': False, 'shape': (2, 2), }\n") + data16, StatusCode::kUnimplemented, "big-endian"},
-      {"fortran order", Header(1, "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }\n") + data16, StatusCode::kUnimplemented, "Fortran"},
-      {"complex dtype", Header(1, "{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }\n") + data16, StatusCode::kUnimplemented, "<c8"},
-      {"object dtype", Header(1, "{'descr': '|O', 'fortran_order': False, 'shape': (2,), }\n") + data16, StatusCode::kUnimplemented, "|O"},
-      {"structured dtype", Header(1, "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2,), }\n") + data16, StatusCode::kUnimplemented, "structured"},
-      {"missing shape", Header(1, "{'descr': '<f4', 'fortran_order': False, }\n") + data16, StatusCode::kDataLoss, "lacks"},
+      {"big endian", Header(1, "{'descr': '>f4', 'fortran_order': False, 'shape': (2, 2), }\n") + data16,
+       StatusCode::kUnimplemented, "big-endian"},
+      {"fortran order", Header(1, "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }\n") + data16,
+       StatusCode::kUnimplemented, "Fortran"},
+      {"complex dtype", Header(1, "{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }\n") + data16,
+       StatusCode::kUnimplemented, "<c8"},
+      {"object dtype", Header(1, "{'descr': '|O', 'fortran_order': False, 'shape': (2,), }\n") + data16,
+       StatusCode::kUnimplemented, "|O"},
+      {"structured dtype", Header(1, "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2,), }\n") + data16,
+       StatusCode::kUnimplemented, "structured"},
+      {"missing shape", Header(1, "{'descr': '<f4', 'fortran_order': False, }\n") + data16, StatusCode::kDataLoss,
+       "lacks"},
       {"not a dict", Header(1, "['descr']\n") + data16, StatusCode::kDataLoss, "not a dict"},
-      {"unknown key", Header(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), 'x': 1}\n") + data16, StatusCode::kDataLoss, "'x'"},
-      {"negative dim", Header(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (-2, 2), }\n") + data16, StatusCode::kDataLoss, "'-2' is not an integer"},
-      {"overflowing shape", Header(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296, 4294967296), }\n") + data16, StatusCode::kDataLoss, "overflow"},
-      {"huge shape", Header(1, "{'descr': '<f8', 'fortran_order': False, 'shape': (4611686018427387904,), }\n") + data16, StatusCode::kDataLoss, "truncated"},
-      {"unclosed shape", Header(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2\n") + data16, StatusCode::kDataLoss, "shape"},
+      {"unknown key", Header(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), 'x': 1}\n") + data16,
+       StatusCode::kDataLoss, "'x'"},
+      {"negative dim", Header(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (-2, 2), }\n") + data16,
+       StatusCode::kDataLoss, "'-2' is not an integer"},
+      {"overflowing shape",
+       Header(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296, 4294967296), }\n") +
+           data16,
+       StatusCode::kDataLoss, "overflow"},
+      {"huge shape",
+       Header(1, "{'descr': '<f8', 'fortran_order': False, 'shape': (4611686018427387904,), }\n") + data16,
+       StatusCode::kDataLoss, "truncated"},
+      {"unclosed shape", Header(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2\n") + data16,
+       StatusCode::kDataLoss, "shape"},
   };
   for (const BadCase& c : cases) {
     Result<Array> a = ParseNpy(Bytes(c.bytes), "bad.npy");
@@ -183,7 +199,9 @@ TEST(Npy, FailedWriteLeavesTheOldFileByteForByte) {
   if (pid == 0) {
     ::close(pipefd[0]);
     std::signal(SIGXFSZ, SIG_IGN);
-    struct rlimit rl {4096, 4096};
+    struct rlimit rl {
+      4096, 4096
+    };
     ::setrlimit(RLIMIT_FSIZE, &rl);
     Array big = Array::Zeros(DType::kF32, {1 << 16}).value();  // 256 KiB: past the 4 KiB limit
     const Status s = WriteNpy(t.P("out.npy"), big);

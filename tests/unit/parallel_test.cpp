@@ -30,7 +30,8 @@ TEST(ThreadPool, CoversEveryIndexOnce) {
         ASSERT_LE(e, n);
         for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)]++;
       });
-      for (int64_t i = 0; i < n; ++i) EXPECT_EQ(hits[static_cast<size_t>(i)].load(), 1) << "threads " << threads << " n " << n << " i " << i;
+      for (int64_t i = 0; i < n; ++i)
+        EXPECT_EQ(hits[static_cast<size_t>(i)].load(), 1) << "threads " << threads << " n " << n << " i " << i;
     }
   }
 }
@@ -50,7 +51,8 @@ TEST(ThreadPool, HandsOverWhilePollingAndAfterSleeping) {
         for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)]++;
       });
       EXPECT_LE(ranges.load(), threads);
-      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[static_cast<size_t>(i)].load(), 1) << "round " << round << " i " << i;
+      for (int64_t i = 0; i < n; ++i)
+        ASSERT_EQ(hits[static_cast<size_t>(i)].load(), 1) << "round " << round << " i " << i;
     }
   }
 }
@@ -114,8 +116,12 @@ TEST(Parallel, RopeIsBitIdenticalForAnyRunner) {
       const size_t es = SizeOf(dtype);
       std::vector<uint8_t> src(values.size() * es);
       for (size_t i = 0; i < values.size(); ++i) {
-        if (dtype == DType::kF32) std::memcpy(&src[i * 4], &values[i], 4);
-        else { bf16_t b = F32ToBF16(values[i]); std::memcpy(&src[i * 2], &b, 2); }
+        if (dtype == DType::kF32)
+          std::memcpy(&src[i * 4], &values[i], 4);
+        else {
+          bf16_t b = F32ToBF16(values[i]);
+          std::memcpy(&src[i * 2], &b, 2);
+        }
       }
       ThreadPool one(1), two(2), three(3);
       ReverseRunner reverse;
@@ -129,7 +135,8 @@ TEST(Parallel, RopeIsBitIdenticalForAnyRunner) {
         outs.push_back(std::move(x));
       }
       EXPECT_GT(reverse.calls, 0);
-      for (size_t i = 1; i < outs.size(); ++i) EXPECT_TRUE(outs[i] == outs[0]) << "runner " << i << " " << ToString(dtype);
+      for (size_t i = 1; i < outs.size(); ++i)
+        EXPECT_TRUE(outs[i] == outs[0]) << "runner " << i << " " << ToString(dtype);
       EXPECT_FALSE(outs[0] == src);  // it did rotate
     }
   }

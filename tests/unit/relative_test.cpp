@@ -52,7 +52,8 @@ TEST(AlibiSlopes, RejectsBadHeadsAndBiasMax) {
     Result<std::vector<double>> r = AlibiSlopes(heads, AlibiVariant::kBloom);
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
-    EXPECT_NE(r.status().message().find("num_heads " + std::to_string(heads)), std::string::npos) << r.status().message();
+    EXPECT_NE(r.status().message().find("num_heads " + std::to_string(heads)), std::string::npos)
+        << r.status().message();
   }
   Result<std::vector<double>> r = AlibiSlopes(8, AlibiVariant::kMpt, 0.0);
   ASSERT_FALSE(r.ok());
@@ -93,7 +94,7 @@ TEST(T5Buckets, BidirectionalSmallExactLargeLogarithmic) {
   EXPECT_EQ(T5RelativeBucket(-1, p), 1);
   EXPECT_EQ(T5RelativeBucket(1, p), 17);
   EXPECT_EQ(T5RelativeBucket(-7, p), 7);
-  EXPECT_EQ(T5RelativeBucket(-8, p), 8);   // first logarithmic bucket: max_exact = 8
+  EXPECT_EQ(T5RelativeBucket(-8, p), 8);  // first logarithmic bucket: max_exact = 8
   EXPECT_EQ(T5RelativeBucket(8, p), 24);
   EXPECT_EQ(T5RelativeBucket(-127, p), 15);
   EXPECT_EQ(T5RelativeBucket(-1000000, p), 15);
@@ -128,8 +129,8 @@ TEST(T5Buckets, MonotoneInDistanceOverRandomParameters) {
     const int64_t per_side = bidi ? buckets / 2 : buckets;
     const int64_t max_distance = per_side / 2 + 1 + static_cast<int64_t>(rng() % 500);
     const T5BucketParams p{bidi, buckets, max_distance};
-    SCOPED_TRACE(::testing::Message() << "seed 2024 trial " << trial << " bidirectional " << bidi << " buckets " << buckets
-                                    << " max_distance " << max_distance);
+    SCOPED_TRACE(::testing::Message() << "seed 2024 trial " << trial << " bidirectional " << bidi << " buckets "
+                                      << buckets << " max_distance " << max_distance);
     ASSERT_TRUE(p.Validate().ok()) << p.Validate().ToString();
     int64_t prev = -1;
     for (int64_t n = 0; n < 3 * max_distance; ++n) {
@@ -137,16 +138,17 @@ TEST(T5Buckets, MonotoneInDistanceOverRandomParameters) {
       EXPECT_GE(b, prev);
       EXPECT_LT(b, per_side);
       prev = b;
-      if (bidi && n > 0) {
-        EXPECT_EQ(T5RelativeBucket(n, p), b + per_side);
-      }
+      if (bidi && n > 0) { EXPECT_EQ(T5RelativeBucket(n, p), b + per_side); }
     }
     EXPECT_EQ(prev, per_side - 1);  // far distances land in the last bucket
   }
 }
 
 TEST(T5Buckets, RejectsBadParameters) {
-  struct Bad { T5BucketParams p; const char* needle; };
+  struct Bad {
+    T5BucketParams p;
+    const char* needle;
+  };
   for (const Bad& bad : {Bad{{true, 31, 128}, "num_buckets 31"}, Bad{{true, 2, 128}, "num_buckets 2"},
                          Bad{{false, 1, 128}, "num_buckets 1"}, Bad{{true, 32, 8}, "max_distance 8"},
                          Bad{{false, 32, 16}, "max_distance 16"}}) {

@@ -74,13 +74,12 @@ struct Transition {
 TEST(Rerotate, MatchesDirectRotationForGoldenDynamicNtkAndLongRope) {
   POSENC_REQUIRE_DATA(hf, "golden/hf");
   const std::vector<Transition> transitions = {
-      {"rope_dynamic_ntk_x2_seq6000", 4096, 4097},    // just past the original length
-      {"rope_dynamic_ntk_x2_seq6000", 4096, 131073},  // from unscaled to far past it
-      {"rope_dynamic_ntk_x2_seq6000", 6000, 131073},  // growing while already scaled
-      {"rope_dynamic_ntk_x2_seq4097", 131073, 5000},  // shrinking again (HF returns toward the original)
+      {"rope_dynamic_ntk_x2_seq6000", 4096, 4097},         // just past the original length
+      {"rope_dynamic_ntk_x2_seq6000", 4096, 131073},       // from unscaled to far past it
+      {"rope_dynamic_ntk_x2_seq6000", 6000, 131073},       // growing while already scaled
+      {"rope_dynamic_ntk_x2_seq4097", 131073, 5000},       // shrinking again (HF returns toward the original)
       {"rope_longrope_phi3_mini_128k_short", 4096, 4097},  // short_factor -> long_factor
-      {"rope_longrope_phi3_mini_128k_short", 4096, 131073},
-      {"rope_longrope_phi3_attn_factor_short", 4096, 131073},
+      {"rope_longrope_phi3_mini_128k_short", 4096, 131073}, {"rope_longrope_phi3_attn_factor_short", 4096, 131073},
   };
   auto rng = testing::MakeRng(606);
   for (const Transition& tr : transitions) {

@@ -18,17 +18,21 @@ struct Case {
   int64_t head_dim, rotary_start, rotary_dim;
 };
 
-const Case kCases[] = {{RopePairing::kHalf, 16, 0, 16}, {RopePairing::kInterleaved, 16, 0, 16},
-                       {RopePairing::kHalf, 20, 4, 10}, {RopePairing::kInterleaved, 24, 6, 14}};
+const Case kCases[] = {{RopePairing::kHalf, 16, 0, 16},
+                       {RopePairing::kInterleaved, 16, 0, 16},
+                       {RopePairing::kHalf, 20, 4, 10},
+                       {RopePairing::kInterleaved, 24, 6, 14}};
 
 // L(x) = sum_j w_j * RoPE(x)_j, so dL/dx = RoPE^T(w) = backward(w). RoPE is linear, so central
 // differences are exact up to float rounding: |fd - grad| <= 4 * 2^-24 * sum|w| * max|x| / h.
 TEST(RopeBackward, MatchesFiniteDifferences) {
   const int64_t T = 3, H = 2;
   for (const Case& c : kCases) {
-    SCOPED_TRACE(fmt::format("{} head_dim {} window {}@{}", ToString(c.pairing), c.head_dim, c.rotary_dim, c.rotary_start));
+    SCOPED_TRACE(
+        fmt::format("{} head_dim {} window {}@{}", ToString(c.pairing), c.head_dim, c.rotary_dim, c.rotary_start));
     RotaryLayout layout{c.pairing, c.head_dim, c.rotary_start, c.rotary_dim};
-    auto table = RopeTable::Build(DefaultRopeFrequencies(c.rotary_dim, 10000.0).value(), 4, RopePrecision::kExact).value();
+    auto table =
+        RopeTable::Build(DefaultRopeFrequencies(c.rotary_dim, 10000.0).value(), 4, RopePrecision::kExact).value();
     std::vector<int64_t> pos = {1, 3, 1234};  // the last is computed on the fly
     auto rng = testing::MakeRng(5);
     const size_t n = static_cast<size_t>(T * H * c.head_dim);
@@ -45,7 +49,8 @@ TEST(RopeBackward, MatchesFiniteDifferences) {
     RopeArgs back{layout, &table, pos, RopeDirection::kBackward};
     ASSERT_TRUE(ApplyRope(back, HeadsView::Dense(grad.data(), DType::kF32, T, H, c.head_dim)).ok());
     double sum_w = 0, max_x = 0;
-    for (size_t j = 0; j < n; ++j) sum_w += std::fabs(w[j]), max_x = std::max(max_x, std::fabs(static_cast<double>(x[j])));
+    for (size_t j = 0; j < n; ++j)
+      sum_w += std::fabs(w[j]), max_x = std::max(max_x, std::fabs(static_cast<double>(x[j])));
     const float h = 0.5f;  // exact in float; linearity makes the step size free
     const double tol = 4 * std::ldexp(1.0, -24) * sum_w * (max_x + h) / h;
     for (size_t j = 0; j < n; ++j) {
@@ -65,7 +70,8 @@ TEST(RopeBackward, ForwardThenBackwardIsIdentity) {
   for (const Case& c : kCases) {
     for (DType dtype : {DType::kF32}) {
       RotaryLayout layout{c.pairing, c.head_dim, c.rotary_start, c.rotary_dim};
-      auto table = RopeTable::Build(DefaultRopeFrequencies(c.rotary_dim, 500000.0).value(), 64, RopePrecision::kExact).value();
+      auto table =
+          RopeTable::Build(DefaultRopeFrequencies(c.rotary_dim, 500000.0).value(), 64, RopePrecision::kExact).value();
       std::vector<int64_t> pos = {0, 1, 63, 64, 100000};
       auto rng = testing::MakeRng(9);
       const size_t n = static_cast<size_t>(T * H * c.head_dim);
@@ -77,7 +83,8 @@ TEST(RopeBackward, ForwardThenBackwardIsIdentity) {
       ASSERT_TRUE(ApplyRope(bwd, view).ok());
       for (int64_t r = 0; r < T * H; ++r)
         for (int64_t i = 0; i < layout.num_pairs(); ++i) {
-          const size_t a = static_cast<size_t>(r * c.head_dim + layout.first(i)), b = static_cast<size_t>(r * c.head_dim + layout.second(i));
+          const size_t a = static_cast<size_t>(r * c.head_dim + layout.first(i)),
+                       b = static_cast<size_t>(r * c.head_dim + layout.second(i));
           const double mag = std::hypot(x[a], x[b]);
           const double tol = 4 * std::ldexp(1.0, std::ilogb(std::max(mag, 1e-30)) - 23);
           EXPECT_NEAR(y[a], x[a], tol) << "row " << r << " pair " << i;
@@ -86,9 +93,7 @@ TEST(RopeBackward, ForwardThenBackwardIsIdentity) {
       // Dims outside the window never change.
       for (size_t j = 0; j < n; ++j) {
         const int64_t d = static_cast<int64_t>(j) % c.head_dim;
-        if (d < c.rotary_start || d >= c.rotary_start + c.rotary_dim) {
-          EXPECT_EQ(y[j], x[j]);
-        }
+        if (d < c.rotary_start || d >= c.rotary_start + c.rotary_dim) { EXPECT_EQ(y[j], x[j]); }
       }
     }
   }

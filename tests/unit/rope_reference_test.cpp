@@ -98,7 +98,8 @@ TEST(RopeReference, InterleavedAndHalfPairTheRightDims) {
 TEST(RopeReference, BackwardUndoesForwardAndOutOfPlaceLeavesInput) {
   auto rng = testing::MakeRng(7);
   const RotaryLayout L{RopePairing::kHalf, 64, 0, 48};
-  RopeTable table = RopeTable::Build(DefaultRopeFrequencies(48, 10000.0).value(), 100, RopePrecision::kReference).value();
+  RopeTable table =
+      RopeTable::Build(DefaultRopeFrequencies(48, 10000.0).value(), 100, RopePrecision::kReference).value();
   std::vector<int64_t> pos = {0, 5, 99, 100, 12345};
   std::vector<float> x = testing::RandomNormal(rng, 5 * 2 * 64);
   std::vector<float> y(x.size()), z(x.size());
@@ -165,7 +166,8 @@ TEST(RopeReference, HeadMajorViewsAndOverlappingStrides) {
   ASSERT_TRUE(hm.Validate("x").ok());
   ASSERT_TRUE(ApplyRopeReference({L, &table, pos}, hm, hm).ok());
   ASSERT_TRUE(ApplyRopeReference({L, &table, pos}, HeadsView::Dense(token_major.data(), DType::kF32, 3, 2, 4),
-                                 HeadsView::Dense(token_major.data(), DType::kF32, 3, 2, 4)).ok());
+                                 HeadsView::Dense(token_major.data(), DType::kF32, 3, 2, 4))
+                  .ok());
   for (int h = 0; h < 2; ++h)
     for (int t = 0; t < 3; ++t)
       for (int d = 0; d < 4; ++d) EXPECT_EQ(head_major[(h * 3 + t) * 4 + d], token_major[(t * 2 + h) * 4 + d]);
@@ -174,7 +176,8 @@ TEST(RopeReference, HeadMajorViewsAndOverlappingStrides) {
   const Status s = ApplyRopeReference({L, &table, pos}, bad, bad);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("strides (token 4, head 8) overlap rows of head_dim 4 with 3 tokens and 2 heads"),
-            std::string::npos) << s.message();
+            std::string::npos)
+      << s.message();
   // Products past int64 are refused, not wrapped into a pass.
   const HeadsView huge{head_major.data(), DType::kF32, 3, 3, 4, int64_t{1} << 62, int64_t{1} << 62};
   EXPECT_EQ(huge.Validate("x").code(), StatusCode::kInvalidArgument);

@@ -36,9 +36,15 @@ json RowValues(const RopeScalingSpec& row) {
       case ScalingKeyKind::kOptionalNumber:
         v[name] = k.rule == ScalingKeyRule::kUnitInterval ? 0.5 : k.rule == ScalingKeyRule::kNonNegative ? 0.0 : x;
         break;
-      case ScalingKeyKind::kInteger: v[name] = name == "max_position_embeddings" ? 8192 : 4096; break;
-      case ScalingKeyKind::kBoolean: v[name] = false; break;
-      case ScalingKeyKind::kNumberList: v[name] = std::vector<double>(kPairs, x); break;
+      case ScalingKeyKind::kInteger:
+        v[name] = name == "max_position_embeddings" ? 8192 : 4096;
+        break;
+      case ScalingKeyKind::kBoolean:
+        v[name] = false;
+        break;
+      case ScalingKeyKind::kNumberList:
+        v[name] = std::vector<double>(kPairs, x);
+        break;
     }
   }
   for (const ScalingOrderRule& o : row.orders) v[std::string(o.greater)] = v[std::string(o.lesser)].get<double>() + 1.0;
@@ -50,19 +56,24 @@ json HfConfigOf(const RopeScalingSpec& row, const json& values) {
   json scaling = values;
   scaling.erase("max_position_embeddings");  // a top-level key
   scaling["rope_type"] = std::string(row.spellings.front().name);
-  return {{"model_type", "llama"}, {"hidden_size", 512}, {"num_attention_heads", 8}, {"max_position_embeddings", 8192},
-          {"rope_theta", 10000.0}, {"rope_scaling", scaling}};
+  return {{"model_type", "llama"},           {"hidden_size", 512},    {"num_attention_heads", 8},
+          {"max_position_embeddings", 8192}, {"rope_theta", 10000.0}, {"rope_scaling", scaling}};
 }
 
 // The field's value as JSON, read back through the row.
 json FieldValue(const RopeConfig& rc, const RopeScalingKey& k) {
   const ScalingField f = k.field(const_cast<RopeConfig&>(rc));
   switch (k.kind) {
-    case ScalingKeyKind::kNumber: return *f.number;
-    case ScalingKeyKind::kOptionalNumber: return f.optional->has_value() ? json(**f.optional) : json(nullptr);
-    case ScalingKeyKind::kInteger: return *f.integer;
-    case ScalingKeyKind::kBoolean: return *f.boolean;
-    case ScalingKeyKind::kNumberList: return *f.list;
+    case ScalingKeyKind::kNumber:
+      return *f.number;
+    case ScalingKeyKind::kOptionalNumber:
+      return f.optional->has_value() ? json(**f.optional) : json(nullptr);
+    case ScalingKeyKind::kInteger:
+      return *f.integer;
+    case ScalingKeyKind::kBoolean:
+      return *f.boolean;
+    case ScalingKeyKind::kNumberList:
+      return *f.list;
   }
   return nullptr;
 }
@@ -89,7 +100,8 @@ TEST(RopeScalingTable, EveryHfRowsKeysAreParsedAndShown) {
     const json d = json::parse(out);
     EXPECT_EQ(d["scaling"], std::string(row.name));
     EXPECT_EQ(d["scaling_params"].size(), row.keys.size()) << d["scaling_params"].dump();
-    for (const RopeScalingKey& k : row.keys) EXPECT_EQ(d["scaling_params"][std::string(k.name)], values[std::string(k.name)]) << k.name;
+    for (const RopeScalingKey& k : row.keys)
+      EXPECT_EQ(d["scaling_params"][std::string(k.name)], values[std::string(k.name)]) << k.name;
   }
   EXPECT_EQ(rows, 8);
   fs::remove_all(dir);
@@ -109,12 +121,11 @@ TEST(RopeScalingTable, GgmlRowsKeysAreParsed) {
   ASSERT_TRUE(rc.ok()) << rc.status().ToString();
   EXPECT_TRUE(rc->notes.empty());
   for (const RopeScalingKey& k : row.keys)
-    if (k.read == ScalingKeyRead::kOptional) {
-      EXPECT_EQ(FieldValue(*rc, k), params[std::string(k.name)]) << k.name;
-    }
+    if (k.read == ScalingKeyRead::kOptional) { EXPECT_EQ(FieldValue(*rc, k), params[std::string(k.name)]) << k.name; }
   EXPECT_EQ(read, 7);
   // Absent keys keep ggml's neutral values, each noted.
-  Result<RopeConfig> bare = RopeConfigFromGgmlParams(R"({"n_dims": 64, "mode": 2, "freq_base": 10000})", 64, "ggml.json");
+  Result<RopeConfig> bare =
+      RopeConfigFromGgmlParams(R"({"n_dims": 64, "mode": 2, "freq_base": 10000})", 64, "ggml.json");
   ASSERT_TRUE(bare.ok()) << bare.status().ToString();
   EXPECT_EQ(bare->notes.size(), 5u);
   EXPECT_EQ(bare->notes[0], "no freq_scale: 1 assumed (ggml's neutral value)");
@@ -146,7 +157,8 @@ TEST(RopeConfigJson, ParsedOnceAndComputedOnce) {
   Result<RopeConfig> bad = ParseRopeConfigJson("{", 64, "c.json");
   EXPECT_EQ(ConfigJsonParses() - parses, 1);
   ASSERT_FALSE(bad.ok());
-  EXPECT_TRUE(bad.status().message().starts_with("config c.json: not valid JSON at byte 2: ")) << bad.status().message();
+  EXPECT_TRUE(bad.status().message().starts_with("config c.json: not valid JSON at byte 2: "))
+      << bad.status().message();
 }
 
 }  // namespace

@@ -22,7 +22,9 @@ RopeConfig Config(RopeScalingType type, int64_t rotary_dim, double base) {
   return c;
 }
 
-double Plain(double base, int64_t i, int64_t dim) { return std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(dim)); }
+double Plain(double base, int64_t i, int64_t dim) {
+  return std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(dim));
+}
 
 RopeFrequencies Freqs(const RopeConfig& c, int64_t seq_len) {
   Result<RopeFrequencies> f = ComputeRopeFrequencies(c, seq_len);
@@ -55,7 +57,8 @@ TEST(RopeScaling, DynamicNtkBelowAtAndAboveMax) {
   c.max_position_embeddings = 4096;
   for (int64_t seq : {0, 3000, 4096}) {
     RopeFrequencies f = Freqs(c, seq);
-    for (int64_t i : {0, 1, 63}) EXPECT_DOUBLE_EQ(f.inv_freq[i], Plain(10000.0, i, 128)) << "seq " << seq << " pair " << i;
+    for (int64_t i : {0, 1, 63})
+      EXPECT_DOUBLE_EQ(f.inv_freq[i], Plain(10000.0, i, 128)) << "seq " << seq << " pair " << i;
   }
   RopeFrequencies f = Freqs(c, 4097);
   const double base = 10000.0 * std::pow(2.0 * 4097.0 / 4096.0 - 1.0, 128.0 / 126.0);
@@ -74,11 +77,11 @@ TEST(RopeScaling, YarnRampEnds) {
   c.scaling.beta_fast = 16.0;
   c.scaling.beta_slow = 2.0;
   RopeFrequencies f = Freqs(c, 1);
-  EXPECT_DOUBLE_EQ(f.inv_freq[0], 1.0);                              // first pair: extrapolated
-  EXPECT_DOUBLE_EQ(f.inv_freq[20], Plain(1e6, 20, 128));             // ramp start: still extrapolated
-  EXPECT_DOUBLE_EQ(f.inv_freq[31], Plain(1e6, 31, 128) / 8.0);       // ramp end: interpolated
-  EXPECT_DOUBLE_EQ(f.inv_freq[63], Plain(1e6, 63, 128) / 8.0);       // last pair
-  const double ramp = 5.0 / 11.0;                                    // pair 25
+  EXPECT_DOUBLE_EQ(f.inv_freq[0], 1.0);                         // first pair: extrapolated
+  EXPECT_DOUBLE_EQ(f.inv_freq[20], Plain(1e6, 20, 128));        // ramp start: still extrapolated
+  EXPECT_DOUBLE_EQ(f.inv_freq[31], Plain(1e6, 31, 128) / 8.0);  // ramp end: interpolated
+  EXPECT_DOUBLE_EQ(f.inv_freq[63], Plain(1e6, 63, 128) / 8.0);  // last pair
+  const double ramp = 5.0 / 11.0;                               // pair 25
   EXPECT_NEAR(f.inv_freq[25], Plain(1e6, 25, 128) * (ramp / 8.0 + (1.0 - ramp)), 1e-15);
   EXPECT_DOUBLE_EQ(f.attention_scaling, 0.1 * std::log(8.0) + 1.0);
 }
@@ -123,7 +126,8 @@ TEST(RopeScaling, Llama3Bands) {
     const double w = Plain(500000.0, i, 128);
     const double wavelen = 2 * std::numbers::pi / w;
     double want = w;
-    if (wavelen > 8192.0) want = w / 8.0;
+    if (wavelen > 8192.0)
+      want = w / 8.0;
     else if (wavelen >= 2048.0) {
       const double s = (8192.0 / wavelen - 1.0) / 3.0;
       want = (1 - s) * w / 8.0 + s * w;
@@ -192,7 +196,7 @@ TEST(RopeScaling, GgmlParameters) {
   c.scaling.original_max_position_embeddings = 4096;
   f = Freqs(c, 1);
   EXPECT_DOUBLE_EQ(f.attention_scaling, 0.8 * (1 + 0.1 * std::log(4.0)));
-  EXPECT_DOUBLE_EQ(f.inv_freq[0], 1.0);                          // below the ramp: extrapolated
+  EXPECT_DOUBLE_EQ(f.inv_freq[0], 1.0);                             // below the ramp: extrapolated
   EXPECT_DOUBLE_EQ(f.inv_freq[31], 0.25 * Plain(10000.0, 31, 64));  // above: interpolated
 }
 
@@ -417,7 +421,6 @@ TEST(RopeScalingValidation, HeadDimPastTheBoundIsRefused) {
   EXPECT_NE(s.message().find("head_dim 2097152 is beyond 1048576"), std::string::npos) << s.message();
 }
 
-
 // ---- the variant list: every row's keys are validated and computed through the table ----
 
 // A value every rule of the row accepts (equal values satisfy the ordering rules).
@@ -425,15 +428,26 @@ void SetValid(RopeConfig& c, const RopeScalingKey& k) {
   const ScalingField f = k.field(c);
   switch (k.rule) {
     case ScalingKeyRule::kPositive:
-      if (f.optional != nullptr) *f.optional = 1.5;
-      else *f.number = 2.0;
+      if (f.optional != nullptr)
+        *f.optional = 1.5;
+      else
+        *f.number = 2.0;
       break;
-    case ScalingKeyRule::kNonNegative: *f.number = 0.0; break;
-    case ScalingKeyRule::kGivenPositive: *f.integer = 4096; break;
-    case ScalingKeyRule::kUnitInterval: *f.number = 0.5; break;
-    case ScalingKeyRule::kPairList: f.list->assign(static_cast<size_t>(c.layout.rotary_dim / 2), 1.5); break;
+    case ScalingKeyRule::kNonNegative:
+      *f.number = 0.0;
+      break;
+    case ScalingKeyRule::kGivenPositive:
+      *f.integer = 4096;
+      break;
+    case ScalingKeyRule::kUnitInterval:
+      *f.number = 0.5;
+      break;
+    case ScalingKeyRule::kPairList:
+      f.list->assign(static_cast<size_t>(c.layout.rotary_dim / 2), 1.5);
+      break;
     case ScalingKeyRule::kAny:
-    case ScalingKeyRule::kPairListIfGiven: break;
+    case ScalingKeyRule::kPairListIfGiven:
+      break;
   }
 }
 
@@ -449,15 +463,26 @@ bool SetInvalid(RopeConfig& c, const RopeScalingKey& k) {
   const ScalingField f = k.field(c);
   switch (k.rule) {
     case ScalingKeyRule::kPositive:
-      if (f.optional != nullptr) *f.optional = -1.0;
-      else *f.number = -1.0;
+      if (f.optional != nullptr)
+        *f.optional = -1.0;
+      else
+        *f.number = -1.0;
       return true;
-    case ScalingKeyRule::kNonNegative: *f.number = -1.0; return true;
-    case ScalingKeyRule::kGivenPositive: *f.integer = 0; return true;
-    case ScalingKeyRule::kUnitInterval: *f.number = 1.5; return true;
+    case ScalingKeyRule::kNonNegative:
+      *f.number = -1.0;
+      return true;
+    case ScalingKeyRule::kGivenPositive:
+      *f.integer = 0;
+      return true;
+    case ScalingKeyRule::kUnitInterval:
+      *f.number = 1.5;
+      return true;
     case ScalingKeyRule::kPairList:
-    case ScalingKeyRule::kPairListIfGiven: f.list->assign(3, 1.0); return true;
-    case ScalingKeyRule::kAny: return false;
+    case ScalingKeyRule::kPairListIfGiven:
+      f.list->assign(3, 1.0);
+      return true;
+    case ScalingKeyRule::kAny:
+      return false;
   }
   return false;
 }
@@ -509,11 +534,13 @@ TEST(RopeScalingTable, EveryRowsKeysAreValidatedAndComputed) {
       ++broken;
       for (const Status& s : {ValidateRopeConfig(bad), ComputeRopeFrequencies(bad, 1).status()}) {
         EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << k.name;
-        EXPECT_EQ(s.message().rfind(fmt::format("rope config table.json: {} '{}", row.name, k.name), 0), 0u) << s.message();
+        EXPECT_EQ(s.message().rfind(fmt::format("rope config table.json: {} '{}", row.name, k.name), 0), 0u)
+            << s.message();
       }
     }
   }
-  EXPECT_EQ(broken, 26);  // the rules of linear 1, ntk 1, dynamic 2, yarn 5, llama3 4, longrope 5, proportional 2, ggml 6
+  EXPECT_EQ(broken,
+            26);  // the rules of linear 1, ntk 1, dynamic 2, yarn 5, llama3 4, longrope 5, proportional 2, ggml 6
 }
 
 // The ordering rules accept equality (Kimi K2's betas, Llama 4's band factors) and refuse the reverse.
@@ -528,7 +555,8 @@ TEST(RopeScalingTable, OrderRulesAcceptEqualityAndRefuseTheReverse) {
       *l = 4.0;
       const Status s = ValidateRopeConfig(c);
       EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-      EXPECT_NE(s.message().find(fmt::format("'{}' = 3 ({} 4) must be at least {}", o.greater, o.lesser, o.lesser)), std::string::npos)
+      EXPECT_NE(s.message().find(fmt::format("'{}' = 3 ({} 4) must be at least {}", o.greater, o.lesser, o.lesser)),
+                std::string::npos)
           << s.message();
     }
   }

@@ -56,9 +56,19 @@ Buffer MakeBuffer(DType dtype, const std::vector<float>& values, size_t offset_e
   auto* p = static_cast<uint8_t*>(b.data());
   for (size_t i = 0; i < values.size(); ++i) {
     switch (dtype) {
-      case DType::kF32: std::memcpy(p + i * 4, &values[i], 4); break;
-      case DType::kF16: { f16_t h = F32ToF16(values[i]); std::memcpy(p + i * 2, &h, 2); break; }
-      default: { bf16_t h = F32ToBF16(values[i]); std::memcpy(p + i * 2, &h, 2); break; }
+      case DType::kF32:
+        std::memcpy(p + i * 4, &values[i], 4);
+        break;
+      case DType::kF16: {
+        f16_t h = F32ToF16(values[i]);
+        std::memcpy(p + i * 2, &h, 2);
+        break;
+      }
+      default: {
+        bf16_t h = F32ToBF16(values[i]);
+        std::memcpy(p + i * 2, &h, 2);
+        break;
+      }
     }
   }
   return b;
@@ -67,17 +77,32 @@ Buffer MakeBuffer(DType dtype, const std::vector<float>& values, size_t offset_e
 float Get(DType dtype, const void* data, size_t i) {
   const auto* p = static_cast<const uint8_t*>(data);
   switch (dtype) {
-    case DType::kF32: { float f; std::memcpy(&f, p + i * 4, 4); return f; }
-    case DType::kF16: { f16_t h; std::memcpy(&h, p + i * 2, 2); return F16ToF32(h); }
-    default: { bf16_t h; std::memcpy(&h, p + i * 2, 2); return BF16ToF32(h); }
+    case DType::kF32: {
+      float f;
+      std::memcpy(&f, p + i * 4, 4);
+      return f;
+    }
+    case DType::kF16: {
+      f16_t h;
+      std::memcpy(&h, p + i * 2, 2);
+      return F16ToF32(h);
+    }
+    default: {
+      bf16_t h;
+      std::memcpy(&h, p + i * 2, 2);
+      return BF16ToF32(h);
+    }
   }
 }
 
 double LoadStored(DType dtype, float v) {
   switch (dtype) {
-    case DType::kF32: return v;
-    case DType::kF16: return F16ToF32(F32ToF16(v));
-    default: return BF16ToF32(F32ToBF16(v));
+    case DType::kF32:
+      return v;
+    case DType::kF16:
+      return F16ToF32(F32ToF16(v));
+    default:
+      return BF16ToF32(F32ToBF16(v));
   }
 }
 
@@ -101,8 +126,8 @@ int64_t CheckCase(const std::string& target, DType dtype, RopePairing pairing, R
   auto table = RopeTable::Build(freqs, 64, RopePrecision::kReference).value();
   auto rng = testing::MakeRng(seed);
   std::vector<int64_t> positions(static_cast<size_t>(sh.tokens));
-  for (size_t t = 0; t < positions.size(); ++t) positions[t] = (t % 3 == 0) ? static_cast<int64_t>(rng() % 64)
-                                                                         : static_cast<int64_t>(rng() % 100000);
+  for (size_t t = 0; t < positions.size(); ++t)
+    positions[t] = (t % 3 == 0) ? static_cast<int64_t>(rng() % 64) : static_cast<int64_t>(rng() % 100000);
   const size_t count = static_cast<size_t>(sh.tokens * sh.heads * sh.head_dim);
   const std::vector<float> values = testing::RandomNormal(rng, count, 3.0f);
   Buffer in = MakeBuffer(dtype, values, misalign);
@@ -145,8 +170,9 @@ int64_t CheckCase(const std::string& target, DType dtype, RopePairing pairing, R
           const double m = std::max({terms[k][0], terms[k][1], std::fabs(want)});
           if (dtype == DType::kF32) {
             if (std::fabs(got - want) > 2 * Ulp(m) && ++failures <= 5)
-              ADD_FAILURE() << fmt::format("token {} head {} pair {} out {}: fast {} ref {} diff {:.3} ulp(M) (a {} b {} cos {} sin {})",
-                                           t, h, i, k, got, want, std::fabs(got - want) / Ulp(m), va, vb, ci, si);
+              ADD_FAILURE() << fmt::format(
+                  "token {} head {} pair {} out {}: fast {} ref {} diff {:.3} ulp(M) (a {} b {} cos {} sin {})", t, h,
+                  i, k, got, want, std::fabs(got - want) / Ulp(m), va, vb, ci, si);
           } else {
             const uint16_t wb = Bits16(dtype, ref_out.data(), idx[k]), gb = Bits16(dtype, fast_data, idx[k]);
             if (wb == gb) continue;
@@ -157,8 +183,9 @@ int64_t CheckCase(const std::string& target, DType dtype, RopePairing pairing, R
             if (got >= lo && got <= hi) {
               ++midpoint_mismatches;
             } else if (++failures <= 5) {
-              ADD_FAILURE() << fmt::format("token {} head {} pair {} out {}: fast {:#06x} ({}) ref {:#06x} ({}) exact {} allowed [{}, {}]",
-                                           t, h, i, k, gb, got, wb, want, exact[k], lo, hi);
+              ADD_FAILURE() << fmt::format(
+                  "token {} head {} pair {} out {}: fast {:#06x} ({}) ref {:#06x} ({}) exact {} allowed [{}, {}]", t, h,
+                  i, k, gb, got, wb, want, exact[k], lo, hi);
             }
           }
         }
@@ -194,12 +221,23 @@ TEST_F(PerTarget, ListsAndForcesTargets) {
 // products of the grid would be slow through the reference, so each axis is crossed with small values
 // of the others.
 const Shape kShapes[] = {
-    {0, 3, 64, 64, 0},     {1, 1, 64, 64, 0},      {2, 3, 80, 80, 0},     {17, 3, 96, 96, 0},
-    {17, 32, 128, 128, 0}, {2, 1, 256, 256, 0},    {4096, 1, 64, 64, 0},  {3, 3, 128, 64, 0},
-    {3, 3, 256, 64, 192},  {5, 3, 80, 40, 20},     {4, 1, 96, 26, 2},     {2, 32, 64, 6, 58},
-    {17, 1, 128, 2, 0},    {2, 1, 64, 34, 30},
+    {0, 3, 64, 64, 0},
+    {1, 1, 64, 64, 0},
+    {2, 3, 80, 80, 0},
+    {17, 3, 96, 96, 0},
+    {17, 32, 128, 128, 0},
+    {2, 1, 256, 256, 0},
+    {4096, 1, 64, 64, 0},
+    {3, 3, 128, 64, 0},
+    {3, 3, 256, 64, 192},
+    {5, 3, 80, 40, 20},
+    {4, 1, 96, 26, 2},
+    {2, 32, 64, 6, 58},
+    {17, 1, 128, 2, 0},
+    {2, 1, 64, 34, 30},
     // Past the kernels' 256 pairs of stack scratch (on-the-fly cos/sin and expanded factors on the heap).
-    {7, 2, 640, 640, 0},   {4, 1, 600, 514, 86},
+    {7, 2, 640, 640, 0},
+    {4, 1, 600, 514, 86},
 };
 
 TEST_F(PerTarget, MatchesReferenceOnEveryTarget) {
@@ -244,14 +282,15 @@ TEST_F(PerTarget, SixteenBitRoundingIsBitExactOnEveryTarget) {
         for (int64_t row = 0; row < T * H; ++row)
           for (int64_t i = 0; i < D / 2; ++i) {
             in[static_cast<size_t>(row * D + layout.first(i))] = static_cast<uint16_t>(a_bits++);
-            do b_bits = (b_bits * 75 + 74) % 65537; while (((b_bits & 0x7fff) >> (dtype == DType::kBF16 ? 7 : 10)) ==
-                                                           (dtype == DType::kBF16 ? 0xffu : 0x1fu));
+            do b_bits = (b_bits * 75 + 74) % 65537;
+            while (((b_bits & 0x7fff) >> (dtype == DType::kBF16 ? 7 : 10)) == (dtype == DType::kBF16 ? 0xffu : 0x1fu));
             in[static_cast<size_t>(row * D + layout.second(i))] = static_cast<uint16_t>(b_bits & 0xffff);
           }
         std::vector<uint16_t> want(in.size());
         RopeArgs args{layout, &table, positions};
         ASSERT_TRUE(ApplyRopeReference(args, HeadsView::Dense(in.data(), dtype, T, H, D),
-                                       HeadsView::Dense(want.data(), dtype, T, H, D)).ok());
+                                       HeadsView::Dense(want.data(), dtype, T, H, D))
+                        .ok());
         for (const auto& target : AvailableSimdTargets()) {
           ASSERT_TRUE(ForceSimdTarget(target).ok());
           std::vector<uint16_t> got = in;
@@ -259,8 +298,9 @@ TEST_F(PerTarget, SixteenBitRoundingIsBitExactOnEveryTarget) {
           int64_t bad = 0;
           for (size_t k = 0; k < got.size(); ++k)
             if (got[k] != want[k] && ++bad <= 3)
-              ADD_FAILURE() << fmt::format("target {} {} {} scaling {}: element {} input {:#06x} -> {:#06x}, reference {:#06x}",
-                                           target, ToString(dtype), ToString(pairing), scaling, k, in[k], got[k], want[k]);
+              ADD_FAILURE() << fmt::format(
+                  "target {} {} {} scaling {}: element {} input {:#06x} -> {:#06x}, reference {:#06x}", target,
+                  ToString(dtype), ToString(pairing), scaling, k, in[k], got[k], want[k]);
           ASSERT_EQ(bad, 0);
         }
       }
@@ -300,8 +340,9 @@ TEST_F(PerTarget, StridedViewsMatchDenseCopiesOnEveryTarget) {
                                      {"head-major", D, T * D + 7, 1},
                                      {"padded heads", H * (D + 5) + 1, D + 5, 0}};
           const RotaryLayout layout{pairing, D, sh.rotary_start, sh.rotary_dim};
-          auto table = RopeTable::Build(DefaultRopeFrequencies(sh.rotary_dim, 10000.0).value(), 64,
-                                        RopePrecision::kReference).value();
+          auto table =
+              RopeTable::Build(DefaultRopeFrequencies(sh.rotary_dim, 10000.0).value(), 64, RopePrecision::kReference)
+                  .value();
           auto rng = testing::MakeRng(++seed);
           std::vector<int64_t> positions(static_cast<size_t>(T));
           for (auto& p : positions) p = static_cast<int64_t>(rng() % 100);  // in and past the table
@@ -320,7 +361,12 @@ TEST_F(PerTarget, StridedViewsMatchDenseCopiesOnEveryTarget) {
                 const Buffer src = MakeBuffer(dtype, testing::RandomNormal(rng, extent(in_st), 3.0f), 0);
                 Buffer in = src, out = MakeBuffer(dtype, std::vector<float>(extent(out_st), -7.0f), 0);
                 const auto view = [&](Buffer& b, const Strides& st) {
-                  return HeadsView{static_cast<uint8_t*>(b.data()) + st.offset * es, dtype, T, H, D, st.token_stride,
+                  return HeadsView{static_cast<uint8_t*>(b.data()) + st.offset * es,
+                                   dtype,
+                                   T,
+                                   H,
+                                   D,
+                                   st.token_stride,
                                    st.head_stride};
                 };
                 // The dense copy, rotated in place.
@@ -344,7 +390,8 @@ TEST_F(PerTarget, StridedViewsMatchDenseCopiesOnEveryTarget) {
                 for (int64_t t = 0; t < T; ++t)
                   for (int64_t h = 0; h < H; ++h) {
                     const size_t at = static_cast<size_t>((t * out_view.token_stride + h * out_view.head_stride)) * es;
-                    ASSERT_EQ(0, std::memcmp(base + at, dense.data() + static_cast<size_t>((t * H + h) * D) * es, D * es))
+                    ASSERT_EQ(0,
+                              std::memcmp(base + at, dense.data() + static_cast<size_t>((t * H + h) * D) * es, D * es))
                         << "token " << t << " head " << h;
                     const size_t first = static_cast<size_t>(base - dst.bytes.data()) + at;
                     std::fill(in_row.begin() + static_cast<std::ptrdiff_t>(first),
@@ -354,9 +401,7 @@ TEST_F(PerTarget, StridedViewsMatchDenseCopiesOnEveryTarget) {
                   if (!in_row[b]) {
                     ASSERT_EQ(dst.bytes[b], before.bytes[b]) << "byte " << b << " outside the view changed";
                   }
-                if (!in_place) {
-                  EXPECT_TRUE(in.bytes == src.bytes) << "the input changed";
-                }
+                if (!in_place) { EXPECT_TRUE(in.bytes == src.bytes) << "the input changed"; }
               }
           }
         }
@@ -373,7 +418,8 @@ TEST(RopeSimd, QueriesAndKeysInOneCallMatchSeparateCalls) {
   auto q2 = q, k2 = k;
   RopeArgs args{layout, &table, pos};
   ASSERT_TRUE(ApplyRopeQK(args, HeadsView::Dense(q.data(), DType::kF32, T, Hq, D),
-                          HeadsView::Dense(k.data(), DType::kF32, T, Hk, D)).ok());
+                          HeadsView::Dense(k.data(), DType::kF32, T, Hk, D))
+                  .ok());
   ASSERT_TRUE(ApplyRope(args, HeadsView::Dense(q2.data(), DType::kF32, T, Hq, D)).ok());
   ASSERT_TRUE(ApplyRope(args, HeadsView::Dense(k2.data(), DType::kF32, T, Hk, D)).ok());
   EXPECT_EQ(0, std::memcmp(q.data(), q2.data(), q.size() * 4));
@@ -420,8 +466,8 @@ TEST(RopeSimd, ExactTableBuildIsWithinItsBoundOfComputeCosSin) {
     int64_t rotary_dim, positions;
     double base, scaling;
   };
-  for (const Case& k : {Case{128, 3000, 500000.0, 1.0986}, Case{4, int64_t{1} << 21, 10000.0, 1.0},
-                        Case{6, 100003, 10.0, 0.7}}) {
+  for (const Case& k :
+       {Case{128, 3000, 500000.0, 1.0986}, Case{4, int64_t{1} << 21, 10000.0, 1.0}, Case{6, 100003, 10.0, 0.7}}) {
     auto freqs = DefaultRopeFrequencies(k.rotary_dim, k.base).value();
     freqs.attention_scaling = k.scaling;
     const size_t n = freqs.inv_freq.size();
@@ -436,8 +482,8 @@ TEST(RopeSimd, ExactTableBuildIsWithinItsBoundOfComputeCosSin) {
         ASSERT_EQ(0, std::memcmp(s.data(), table.sin_row(p), n * 4)) << "anchor position " << p;
       }
       for (size_t i = 0; i < n; ++i) {
-        const double e = k.scaling * (std::ldexp(std::fabs(static_cast<double>(p) * freqs.inv_freq[i]), -52) +
-                                      std::ldexp(1.0, -50));
+        const double e =
+            k.scaling * (std::ldexp(std::fabs(static_cast<double>(p) * freqs.inv_freq[i]), -52) + std::ldexp(1.0, -50));
         for (auto [want, got] : {std::pair{c[i], table.cos_row(p)[i]}, std::pair{s[i], table.sin_row(p)[i]}}) {
           const double allowed = e + Ulp(std::max(std::fabs(want), std::fabs(got)));
           const double d = std::fabs(static_cast<double>(want) - static_cast<double>(got));
@@ -447,10 +493,11 @@ TEST(RopeSimd, ExactTableBuildIsWithinItsBoundOfComputeCosSin) {
         }
       }
     }
-    std::printf("exact table [%lld positions, %zu pairs]: %lld of %lld entries differ from ComputeCosSin, "
-                "worst %.2f float32 ulp\n",
-                static_cast<long long>(k.positions), n, static_cast<long long>(differ),
-                static_cast<long long>(2 * k.positions * static_cast<int64_t>(n)), worst);
+    std::printf(
+        "exact table [%lld positions, %zu pairs]: %lld of %lld entries differ from ComputeCosSin, "
+        "worst %.2f float32 ulp\n",
+        static_cast<long long>(k.positions), n, static_cast<long long>(differ),
+        static_cast<long long>(2 * k.positions * static_cast<int64_t>(n)), worst);
   }
 }
 

@@ -25,7 +25,8 @@ Result<std::vector<std::string>> FindGoldenCases(const std::vector<std::string>&
       out.push_back(p);
       continue;
     }
-    for (auto it = fs::recursive_directory_iterator(p, ec); it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    for (auto it = fs::recursive_directory_iterator(p, ec); it != fs::recursive_directory_iterator();
+         it.increment(ec)) {
       if (ec) return NotFoundError(fmt::format("golden path {}: {}", p, ec.message()));
       if (it->is_directory() && fs::exists(it->path() / "case.json")) out.push_back(it->path().string());
     }
@@ -131,7 +132,8 @@ Status CompareInts(const std::string& role, std::span<const int64_t> got, const 
   if (want.size() != got.size())
     return InvalidArgumentError(fmt::format("{}: {} values computed, reference has {}", role, got.size(), want.size()));
   for (size_t i = 0; i < got.size(); ++i)
-    if (got[i] != want[i]) return InvalidArgumentError(fmt::format("{}: index {}: got {}, want {}", role, i, got[i], want[i]));
+    if (got[i] != want[i])
+      return InvalidArgumentError(fmt::format("{}: index {}: got {}, want {}", role, i, got[i], want[i]));
   return OkStatus();
 }
 

@@ -71,8 +71,7 @@ Status CheckCaseLayout(const json& j, const RotaryLayout& layout, int64_t head_d
 // null) receives the whole parsed Hugging Face scheme (empty for ggml).
 Result<RopeConfig> CaseRopeConfig(const Case& c, int64_t head_dim, PositionScheme* scheme = nullptr) {
   const json& j = c.j();
-  if (!j.contains("config") || !j["config"].is_object())
-    return DataLossError("case.json has no 'config' object");
+  if (!j.contains("config") || !j["config"].is_object()) return DataLossError("case.json has no 'config' object");
   json config = j["config"];
   RopeConfig rc;
   if (config.contains("n_dims") && config.contains("mode")) {
@@ -112,7 +111,8 @@ Result<std::vector<double>> RotateCase(const Array& input, DType storage, const 
 
 Result<std::string> RunRope(const Case& c) {
   POSENC_ASSIGN_OR_RETURN(Array input, c.Read("input"));
-  if (input.ndim() != 3) return DataLossError(fmt::format("input shape {} is not [T, H, D]", ShapeToString(input.shape())));
+  if (input.ndim() != 3)
+    return DataLossError(fmt::format("input shape {} is not [T, H, D]", ShapeToString(input.shape())));
   POSENC_ASSIGN_OR_RETURN(std::vector<int64_t> positions, c.ReadInts("positions"));
   PositionScheme scheme;
   POSENC_ASSIGN_OR_RETURN(RopeConfig rc, CaseRopeConfig(c, input.dim(2), &scheme));
@@ -132,8 +132,10 @@ Result<std::string> RunRope(const Case& c) {
       POSENC_RETURN_IF_ERROR(Compare(role, freqs.inv_freq, want, c.Tol(role, {0, kTwoUlpRtol})));
     } else if (role == "expected" || role == "expected_exact") {
       const RopePrecision precision = role == "expected" ? RopePrecision::kReference : RopePrecision::kExact;
-      POSENC_ASSIGN_OR_RETURN(std::vector<double> got, RotateCase(input, storage, rc.layout, freqs, positions, precision));
-      POSENC_RETURN_IF_ERROR(Compare(fmt::format("{} ({} precision)", role, ToString(precision)), got, want, c.Tol(role, {})));
+      POSENC_ASSIGN_OR_RETURN(std::vector<double> got,
+                              RotateCase(input, storage, rc.layout, freqs, positions, precision));
+      POSENC_RETURN_IF_ERROR(
+          Compare(fmt::format("{} ({} precision)", role, ToString(precision)), got, want, c.Tol(role, {})));
     } else if (role == "pair_component") {
       // 1-D RoPE: every pair is driven by the one position row.
       POSENC_RETURN_IF_ERROR(CompareInts(role, std::vector<int64_t>(freqs.inv_freq.size(), 0), want));
@@ -171,7 +173,8 @@ Result<RopeConfig> MultiAxisCaseConfig(const Case& c, int64_t head_dim) {
   } else if (j.value("scheme", std::string()) == "rope_vision_2d") {
     const std::string name = j.value("vision_2d_variant", std::string("(missing)"));
     Vision2dVariant variant;
-    if (!ParseVision2dVariant(name, &variant)) return DataLossError(fmt::format("unknown vision_2d_variant '{}'", name));
+    if (!ParseVision2dVariant(name, &variant))
+      return DataLossError(fmt::format("unknown vision_2d_variant '{}'", name));
     POSENC_ASSIGN_OR_RETURN(rc, ParseHfVision2dConfig(config.dump(), variant, "case config"));
   } else {
     if (!config.contains("model_type") && j.contains("hf_model_type")) config["model_type"] = j["hf_model_type"];
@@ -189,12 +192,14 @@ Result<RopeConfig> MultiAxisCaseConfig(const Case& c, int64_t head_dim) {
     const std::string name = j["section_layout"].get<std::string>();
     if (!ParseSectionLayout(name, &want)) return DataLossError(fmt::format("unknown section_layout '{}'", name));
     if (want != m.layout)
-      return InvalidArgumentError(fmt::format("config gives section layout {}, case says {}", ToString(m.layout), name));
+      return InvalidArgumentError(
+          fmt::format("config gives section layout {}, case says {}", ToString(m.layout), name));
   }
   if (j.contains("sections")) {
     const std::vector<int64_t> want = j["sections"].get<std::vector<int64_t>>();
     if (want != m.sections)
-      return InvalidArgumentError(fmt::format("config gives sections {}, case says {}", IntsString(m.sections), IntsString(want)));
+      return InvalidArgumentError(
+          fmt::format("config gives sections {}, case says {}", IntsString(m.sections), IntsString(want)));
   }
   if (j.contains("rope_theta") && j["rope_theta"].get<double>() != rc.base)
     return InvalidArgumentError(fmt::format("config gives theta {}, case says {}", rc.base, j["rope_theta"].dump()));
@@ -207,7 +212,8 @@ Result<RopeConfig> MultiAxisCaseConfig(const Case& c, int64_t head_dim) {
 Result<std::string> RunMultiAxis(const Case& c) {
   const json& j = c.j();
   POSENC_ASSIGN_OR_RETURN(Array input, c.Read("input"));
-  if (input.ndim() != 3) return DataLossError(fmt::format("input shape {} is not [T, H, D]", ShapeToString(input.shape())));
+  if (input.ndim() != 3)
+    return DataLossError(fmt::format("input shape {} is not [T, H, D]", ShapeToString(input.shape())));
   POSENC_ASSIGN_OR_RETURN(RopeConfig rc, MultiAxisCaseConfig(c, input.dim(2)));
   POSENC_ASSIGN_OR_RETURN(Array pos_array, c.Read("positions"));
   POSENC_ASSIGN_OR_RETURN(Array pos64, pos_array.AsType(DType::kI64));
@@ -234,17 +240,18 @@ Result<std::string> RunMultiAxis(const Case& c) {
       POSENC_ASSIGN_OR_RETURN(HeadsView view, HeadsView::Of(x, "input"));
       const MultiAxisRopeArgs args{rc.layout, &plan.freqs, plan.pair_component, components, positions, precision};
       POSENC_RETURN_IF_ERROR(ApplyMultiAxisRope(args, view));
-      POSENC_RETURN_IF_ERROR(Compare(fmt::format("{} ({} precision)", role, ToString(precision)), ToDoubles(x), want,
-                                     c.Tol(role, {})));
+      POSENC_RETURN_IF_ERROR(
+          Compare(fmt::format("{} ({} precision)", role, ToString(precision)), ToDoubles(x), want, c.Tol(role, {})));
     } else {
-      return UnimplementedError(fmt::format("{} case role '{}' is not known to this runner", j.value("scheme", ""), role));
+      return UnimplementedError(
+          fmt::format("{} case role '{}' is not known to this runner", j.value("scheme", ""), role));
     }
     checked += role + " ";
   }
   return fmt::format("{} {} ({}) sections {} {} R={}/{}, {} components, {}: {}", j.value("scheme", std::string()),
-                     ToString(rc.multi_axis->layout), ToString(rc.multi_axis->rules), IntsString(rc.multi_axis->sections),
-                     ToString(rc.layout.pairing), rc.layout.rotary_dim, rc.layout.head_dim, components, ToString(storage),
-                     checked);
+                     ToString(rc.multi_axis->layout), ToString(rc.multi_axis->rules),
+                     IntsString(rc.multi_axis->sections), ToString(rc.layout.pairing), rc.layout.rotary_dim,
+                     rc.layout.head_dim, components, ToString(storage), checked);
 }
 
 // --- absolute ---------------------------------------------------------------------------------
@@ -268,7 +275,8 @@ Result<std::string> RunAlibi(const Case& c) {
   const json& j = c.j();
   const std::string variant_name = j.value("variant", std::string());
   AlibiVariant variant;
-  if (!ParseAlibiVariant(variant_name, &variant)) return DataLossError(fmt::format("unknown alibi variant '{}'", variant_name));
+  if (!ParseAlibiVariant(variant_name, &variant))
+    return DataLossError(fmt::format("unknown alibi variant '{}'", variant_name));
   const int64_t heads = j.at("num_heads").get<int64_t>();
   double bias_max = 8.0;
   if (j.contains("config") && j["config"].contains("attn_config"))
@@ -306,7 +314,8 @@ Result<std::string> RunT5(const Case& c) {
   POSENC_ASSIGN_OR_RETURN(std::vector<int64_t> got, T5RelativeBuckets(rel, params));
   std::string checked;
   for (const std::string& role : c.OutputRoles()) {
-    if (role != "buckets") return UnimplementedError(fmt::format("t5 case role '{}' is not known to this runner", role));
+    if (role != "buckets")
+      return UnimplementedError(fmt::format("t5 case role '{}' is not known to this runner", role));
     POSENC_ASSIGN_OR_RETURN(Array want, c.Read(role));
     POSENC_RETURN_IF_ERROR(CompareInts(role, got, want));
     checked += role + " ";
@@ -326,7 +335,8 @@ Result<std::string> RunAttnTemperature(const Case& c) {
   if (!config.contains("model_type") && j.contains("hf_model_type")) config["model_type"] = j["hf_model_type"];
   POSENC_ASSIGN_OR_RETURN(PositionScheme scheme, ParseHfConfig(config.dump(), "case config"));
   const AttnTemperature& t = scheme.attn_temperature;
-  if (!t.tuning) return InvalidArgumentError("case config: attention temperature tuning is off (or not a Llama 4 config)");
+  if (!t.tuning)
+    return InvalidArgumentError("case config: attention temperature tuning is off (or not a Llama 4 config)");
   for (const char* key : {"floor_scale", "attn_scale"}) {
     if (!j.contains(key)) continue;
     const double want = j[key].get<double>();
@@ -337,10 +347,12 @@ Result<std::string> RunAttnTemperature(const Case& c) {
   if (j.contains("layer_index")) {
     const int64_t layer = j["layer_index"].get<int64_t>();
     if (!QueryTemperatureApplies(scheme, schedule, layer))
-      return InvalidArgumentError(fmt::format("layer_index {}: the schedule ({}) gives no temperature there", layer, schedule.rule));
+      return InvalidArgumentError(
+          fmt::format("layer_index {}: the schedule ({}) gives no temperature there", layer, schedule.rule));
   }
   POSENC_ASSIGN_OR_RETURN(Array input, c.Read("input"));
-  if (input.ndim() != 3) return DataLossError(fmt::format("input shape {} is not [T, H, D]", ShapeToString(input.shape())));
+  if (input.ndim() != 3)
+    return DataLossError(fmt::format("input shape {} is not [T, H, D]", ShapeToString(input.shape())));
   POSENC_ASSIGN_OR_RETURN(std::vector<int64_t> positions, c.ReadInts("positions"));
   POSENC_ASSIGN_OR_RETURN(std::vector<float> scales, AttnTemperatureScales(t, positions));
   POSENC_ASSIGN_OR_RETURN(std::vector<double> exact, AttnTemperatureScalesExact(t, positions));
@@ -354,7 +366,8 @@ Result<std::string> RunAttnTemperature(const Case& c) {
   for (const std::string& role : c.OutputRoles()) {
     POSENC_ASSIGN_OR_RETURN(Array want, c.Read(role));
     if (role == "attn_scales") {
-      POSENC_RETURN_IF_ERROR(Compare(role, std::vector<double>(scales.begin(), scales.end()), want, c.Tol(role, {f32_math, 0})));
+      POSENC_RETURN_IF_ERROR(
+          Compare(role, std::vector<double>(scales.begin(), scales.end()), want, c.Tol(role, {f32_math, 0})));
     } else if (role == "attn_scales_exact") {
       POSENC_RETURN_IF_ERROR(Compare(role, exact, want, c.Tol(role, {f64_math, 0})));
     } else if (role == "expected") {
@@ -368,7 +381,8 @@ Result<std::string> RunAttnTemperature(const Case& c) {
       std::vector<double> got = ToDoubles(input);
       const size_t per_token = static_cast<size_t>(input.dim(1) * input.dim(2));
       if (exact.size() * per_token != got.size())
-        return DataLossError(fmt::format("positions has {} entries, input shape {}", exact.size(), ShapeToString(input.shape())));
+        return DataLossError(
+            fmt::format("positions has {} entries, input shape {}", exact.size(), ShapeToString(input.shape())));
       for (size_t i = 0; i < got.size(); ++i) got[i] *= exact[i / per_token];
       POSENC_RETURN_IF_ERROR(Compare(role, got, want, c.Tol(role, {f64_math * max_x, 0})));
     } else if (role == "layer_schedule") {
@@ -378,8 +392,8 @@ Result<std::string> RunAttnTemperature(const Case& c) {
     }
     checked += role + " ";
   }
-  return fmt::format("attn_temperature floor_scale {} attn_scale {}, {} NoPE of {} layers: {}", t.floor_scale, t.attn_scale,
-                     schedule.num_nope_layers(), schedule.num_layers(), checked);
+  return fmt::format("attn_temperature floor_scale {} attn_scale {}, {} NoPE of {} layers: {}", t.floor_scale,
+                     t.attn_scale, schedule.num_nope_layers(), schedule.num_layers(), checked);
 }
 
 }  // namespace
@@ -395,12 +409,18 @@ GoldenResult RunGoldenCase(const std::string& dir) {
   const std::string scheme = c->j().value("scheme", std::string("(missing)"));
   Result<std::string> out = UnimplementedError(fmt::format("scheme '{}' is not supported by this runner", scheme));
   try {
-    if (scheme == "rope") out = RunRope(*c);
-    else if (scheme == "attn_temperature") out = RunAttnTemperature(*c);
-    else if (scheme == "sinusoidal") out = RunSinusoidal(*c);
-    else if (scheme == "alibi") out = RunAlibi(*c);
-    else if (scheme == "t5_bucket") out = RunT5(*c);
-    else if (scheme == "mrope" || scheme == "rope_vision_2d") out = RunMultiAxis(*c);
+    if (scheme == "rope")
+      out = RunRope(*c);
+    else if (scheme == "attn_temperature")
+      out = RunAttnTemperature(*c);
+    else if (scheme == "sinusoidal")
+      out = RunSinusoidal(*c);
+    else if (scheme == "alibi")
+      out = RunAlibi(*c);
+    else if (scheme == "t5_bucket")
+      out = RunT5(*c);
+    else if (scheme == "mrope" || scheme == "rope_vision_2d")
+      out = RunMultiAxis(*c);
   } catch (const json::exception& e) {  // a field of the wrong type in case.json
     out = DataLossError(fmt::format("case.json: {}", e.what()));
   }

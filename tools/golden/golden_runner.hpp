@@ -10,9 +10,9 @@
 namespace posenc::golden {
 
 struct GoldenResult {
-  std::string name;      // case folder path as given
+  std::string name;  // case folder path as given
   bool passed = false;
-  std::string detail;    // what was compared, or why it failed
+  std::string detail;  // what was compared, or why it failed
 };
 
 // Runs one case folder; a case posenc cannot run is a failure, with the reason in `detail`.

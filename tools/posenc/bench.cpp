@@ -22,7 +22,7 @@ struct BenchOptions {
   std::string filter;
   std::string threads = "1,2";
   std::string simd = "best";
-  int reps = 0;  // 0: chosen per case from its size
+  int reps = 0;                // 0: chosen per case from its size
   std::string cache = "both";  // warm, cold or both
   bool list = false;
 };
@@ -58,7 +58,8 @@ Status ParseThreads(const std::string& s, std::vector<int>* out) {
     char* end = nullptr;
     const long v = std::strtol(item.c_str(), &end, 10);
     if (item.empty() || *end != '\0' || v < 1 || v > 256)
-      return InvalidArgumentError(fmt::format("--threads {}: {} is not a thread count in [1, 256]", QuoteForMessage(s), QuoteForMessage(item)));
+      return InvalidArgumentError(
+          fmt::format("--threads {}: {} is not a thread count in [1, 256]", QuoteForMessage(s), QuoteForMessage(item)));
     out->push_back(static_cast<int>(v));
   }
   if (out->empty()) return InvalidArgumentError(fmt::format("--threads '{}' lists no thread count", s));
@@ -79,17 +80,20 @@ Status BenchTable(const BenchOptions& o) {
     for (int k = 0; k < 2; ++k) {
       const bool is_exact = (r + k) % 2 == 1;
       const double t0 = Now();
-      POSENC_ASSIGN_OR_RETURN(RopeTable table,
-                              RopeTable::Build(freqs, positions, is_exact ? RopePrecision::kExact : RopePrecision::kReference));
+      POSENC_ASSIGN_OR_RETURN(
+          RopeTable table,
+          RopeTable::Build(freqs, positions, is_exact ? RopePrecision::kExact : RopePrecision::kReference));
       const double t1 = Now();
       if (r > 0) (is_exact ? exact : ref).push_back(t1 - t0);  // r == 0: warm-up
     }
   }
   const double mr = Median(ref) * 1e3, me = Median(exact) * 1e3;
   if (o.json) {
-    std::printf("{\"op\": \"rope_table_build\", \"shape\": \"[%lld, 64]\", \"dtype\": \"float32\", \"simd\": \"%s\", "
-                "\"threads\": %d, \"reference_median_ms\": %.4f, \"exact_median_ms\": %.4f, \"exact_over_reference\": %.3f, \"reps\": %d}\n",
-                static_cast<long long>(positions), ChosenSimdTarget().c_str(), DefaultThreadCount(), mr, me, me / mr, reps);
+    std::printf(
+        "{\"op\": \"rope_table_build\", \"shape\": \"[%lld, 64]\", \"dtype\": \"float32\", \"simd\": \"%s\", "
+        "\"threads\": %d, \"reference_median_ms\": %.4f, \"exact_median_ms\": %.4f, \"exact_over_reference\": %.3f, "
+        "\"reps\": %d}\n",
+        static_cast<long long>(positions), ChosenSimdTarget().c_str(), DefaultThreadCount(), mr, me, me / mr, reps);
   } else {
     std::printf("%-40s reference %8.3f ms   exact %8.3f ms   exact/reference %.2f\n",
                 fmt::format("rope_table_build/[{}, 64]", positions).c_str(), mr, me, me / mr);
@@ -114,88 +118,94 @@ Status RunBench(const BenchOptions& o) {
     max_depth = std::max(max_depth, depth);
   }
   if (max_depth > 16)
-    return InvalidArgumentError(fmt::format("--filter {}: groups nested {} deep (at most 16)", QuoteForMessage(o.filter, 60), max_depth));
+    return InvalidArgumentError(
+        fmt::format("--filter {}: groups nested {} deep (at most 16)", QuoteForMessage(o.filter, 60), max_depth));
   std::regex filter;
   try {
 #if defined(__GLIBCXX__)
-    filter = std::regex(o.filter.empty() ? ".*" : o.filter, std::regex::ECMAScript | std::regex_constants::__polynomial);
+    filter =
+        std::regex(o.filter.empty() ? ".*" : o.filter, std::regex::ECMAScript | std::regex_constants::__polynomial);
 #else
     filter = std::regex(o.filter.empty() ? ".*" : o.filter);
 #endif
   } catch (const std::regex_error& e) {
-    return InvalidArgumentError(fmt::format("--filter {} is not a valid regular expression ({})", QuoteForMessage(o.filter), e.what()));
+    return InvalidArgumentError(
+        fmt::format("--filter {} is not a valid regular expression ({})", QuoteForMessage(o.filter), e.what()));
   }
   const auto cases = bench::AllCases();
   const bool table_case = std::regex_search(std::string("rope_table_build"), filter);
   if (!table_case && std::none_of(cases.begin(), cases.end(),
                                   [&](const bench::CaseSpec& c) { return std::regex_search(c.Name(), filter); }))
-    return InvalidArgumentError(fmt::format("--filter {} matches no case (posenc bench --list names them)", QuoteForMessage(o.filter)));
+    return InvalidArgumentError(
+        fmt::format("--filter {} matches no case (posenc bench --list names them)", QuoteForMessage(o.filter)));
   if (o.list) {
     for (const auto& c : cases) std::printf("%s\n", c.Name().c_str());
     std::printf("rope_table_build\n");
     return OkStatus();
   }
   if (!o.json)
-    std::printf("simd %s, threads %s; median over repetitions, kernel and roofline interleaved\n"
-                "core GB/s: one core on an L1-resident slice of the case; attain: min(1, threads x core / roof), the\n"
-                "best fraction the kernel could reach if it never waited on memory\n%-40s %5s %7s %10s %9s %9s %8s %9s %7s\n",
-                ChosenSimdTarget().c_str(), o.threads.c_str(), "case", "cache", "threads", "median_ms", "GB/s", "roof GB/s",
-                "fraction", "core GB/s", "attain");
+    std::printf(
+        "simd %s, threads %s; median over repetitions, kernel and roofline interleaved\n"
+        "core GB/s: one core on an L1-resident slice of the case; attain: min(1, threads x core / roof), the\n"
+        "best fraction the kernel could reach if it never waited on memory\n%-40s %5s %7s %10s %9s %9s %8s %9s %7s\n",
+        ChosenSimdTarget().c_str(), o.threads.c_str(), "case", "cache", "threads", "median_ms", "GB/s", "roof GB/s",
+        "fraction", "core GB/s", "attain");
   std::vector<bool> cold_modes;
   if (o.cache == "warm" || o.cache == "both") cold_modes.push_back(false);
   if (o.cache == "cold" || o.cache == "both") cold_modes.push_back(true);
-  if (cold_modes.empty())
-    return InvalidArgumentError(fmt::format("--cache '{}' must be warm, cold or both", o.cache));
+  if (cold_modes.empty()) return InvalidArgumentError(fmt::format("--cache '{}' must be warm, cold or both", o.cache));
   for (const auto& c : cases) {
     if (!std::regex_search(c.Name(), filter)) continue;
     for (bool cold : cold_modes)
-    for (int t : threads) {
-      ThreadPool pool(t);
-      auto p = bench::Prepare(c, &pool);
-      // Warm: kernel and roofline alternate over the same buffers, so each starts with whatever of
-      // them the other left in cache (all of it when the tensor fits in L2/L3). Cold: every timed run
-      // starts after an untimed eviction pass, so both stream their bytes from DRAM. The core rate is
-      // measured first, while the pool's workers sleep (a polling worker can slow the other vCPU).
-      const int auto_reps = cold ? 15 : std::clamp(static_cast<int>(4e9 / p->bytes), 15, 501);
-      const int reps = o.reps > 0 ? o.reps : auto_reps;
-      const double core = CoreGbps(*p);
-      for (int w = 0; w < 3; ++w) {  // warm-up: page faults, caches, thread start
-        p->run();
-        p->roofline();
+      for (int t : threads) {
+        ThreadPool pool(t);
+        auto p = bench::Prepare(c, &pool);
+        // Warm: kernel and roofline alternate over the same buffers, so each starts with whatever of
+        // them the other left in cache (all of it when the tensor fits in L2/L3). Cold: every timed run
+        // starts after an untimed eviction pass, so both stream their bytes from DRAM. The core rate is
+        // measured first, while the pool's workers sleep (a polling worker can slow the other vCPU).
+        const int auto_reps = cold ? 15 : std::clamp(static_cast<int>(4e9 / p->bytes), 15, 501);
+        const int reps = o.reps > 0 ? o.reps : auto_reps;
+        const double core = CoreGbps(*p);
+        for (int w = 0; w < 3; ++w) {  // warm-up: page faults, caches, thread start
+          p->run();
+          p->roofline();
+        }
+        std::vector<double> tk, tr;
+        for (int r = 0; r < reps; ++r) {
+          if (cold) bench::EvictCaches(pool);
+          double t0 = Now();
+          p->run();
+          double t1 = Now();
+          if (cold) bench::EvictCaches(pool);
+          double t2 = Now();
+          p->roofline();
+          double t3 = Now();
+          tk.push_back(t1 - t0);
+          tr.push_back(t3 - t2);
+        }
+        const double mk = Median(tk), mr = Median(tr);
+        const double gbps = p->bytes / mk / 1e9, roof = p->roofline_bytes / mr / 1e9;
+        // The best fraction `t` cores computing at the single-core cache-resident rate could reach.
+        const double attainable = std::min(1.0, t * core / roof);
+        const char* cache = cold ? "cold" : "warm";
+        if (o.json) {
+          std::printf(
+              "{\"op\": \"%s\", \"shape\": \"%s\", \"dtype\": \"%s\", \"layout\": \"%s\", \"threads\": %d, "
+              "\"inplace\": %s, \"cache\": \"%s\", \"simd\": \"%s\", \"median_ms\": %.4f, \"gbps\": %.3f, "
+              "\"roofline\": \"%s\", "
+              "\"roofline_median_ms\": %.4f, \"roofline_gbps\": %.3f, \"fraction\": %.3f, \"core_gbps\": %.3f, "
+              "\"attainable\": %.3f, \"bytes\": %.0f, \"reps\": %d}\n",
+              c.op.c_str(), c.shape.c_str(), std::string(ToString(c.dtype)).c_str(),
+              c.op.rfind("gather", 0) == 0 ? "rows" : std::string(ToString(c.layout)).c_str(), t,
+              c.inplace ? "true" : "false", cache, ChosenSimdTarget().c_str(), mk * 1e3, gbps, p->roofline_kind,
+              mr * 1e3, roof, gbps / roof, core, attainable, p->bytes, reps);
+        } else {
+          std::printf("%-40s %5s %7d %10.3f %9.2f %9.2f %8.3f %9.2f %7.2f\n", c.Name().c_str(), cache, t, mk * 1e3,
+                      gbps, roof, gbps / roof, core, attainable);
+        }
+        std::fflush(stdout);
       }
-      std::vector<double> tk, tr;
-      for (int r = 0; r < reps; ++r) {
-        if (cold) bench::EvictCaches(pool);
-        double t0 = Now();
-        p->run();
-        double t1 = Now();
-        if (cold) bench::EvictCaches(pool);
-        double t2 = Now();
-        p->roofline();
-        double t3 = Now();
-        tk.push_back(t1 - t0);
-        tr.push_back(t3 - t2);
-      }
-      const double mk = Median(tk), mr = Median(tr);
-      const double gbps = p->bytes / mk / 1e9, roof = p->roofline_bytes / mr / 1e9;
-      // The best fraction `t` cores computing at the single-core cache-resident rate could reach.
-      const double attainable = std::min(1.0, t * core / roof);
-      const char* cache = cold ? "cold" : "warm";
-      if (o.json) {
-        std::printf("{\"op\": \"%s\", \"shape\": \"%s\", \"dtype\": \"%s\", \"layout\": \"%s\", \"threads\": %d, "
-                    "\"inplace\": %s, \"cache\": \"%s\", \"simd\": \"%s\", \"median_ms\": %.4f, \"gbps\": %.3f, \"roofline\": \"%s\", "
-                    "\"roofline_median_ms\": %.4f, \"roofline_gbps\": %.3f, \"fraction\": %.3f, \"core_gbps\": %.3f, "
-                    "\"attainable\": %.3f, \"bytes\": %.0f, \"reps\": %d}\n",
-                    c.op.c_str(), c.shape.c_str(), std::string(ToString(c.dtype)).c_str(),
-                    c.op.rfind("gather", 0) == 0 ? "rows" : std::string(ToString(c.layout)).c_str(), t,
-                    c.inplace ? "true" : "false", cache, ChosenSimdTarget().c_str(), mk * 1e3, gbps, p->roofline_kind, mr * 1e3,
-                    roof, gbps / roof, core, attainable, p->bytes, reps);
-      } else {
-        std::printf("%-40s %5s %7d %10.3f %9.2f %9.2f %8.3f %9.2f %7.2f\n", c.Name().c_str(), cache, t, mk * 1e3, gbps, roof,
-                    gbps / roof, core, attainable);
-      }
-      std::fflush(stdout);
-    }
   }
   if (table_case) POSENC_RETURN_IF_ERROR(BenchTable(o));
   return OkStatus();
@@ -207,7 +217,8 @@ void RegisterBench(CLI::App& app) {
   cmd->add_flag("--json", o->json,
                 "One JSON object per line (op, shape, dtype, layout, threads, inplace, median_ms, gbps, roofline_gbps, "
                 "fraction, core_gbps, attainable, ...)");
-  cmd->add_option("--filter", o->filter, "Regular expression on case names (see --list), e.g. 'rope_prefill_q/float32'");
+  cmd->add_option("--filter", o->filter,
+                  "Regular expression on case names (see --list), e.g. 'rope_prefill_q/float32'");
   cmd->add_option("--threads", o->threads, "Comma-separated thread counts")->capture_default_str();
   cmd->add_option("--simd", o->simd, "Cap the SIMD target (see `posenc info`), or 'best'")->capture_default_str();
   AddIntOption(cmd, "--reps", o->reps, "Repetitions per case (default: from the case size, 15..501)", 0, 100000);

@@ -42,17 +42,18 @@ double Median(std::vector<double> v) {
 Status Run(const Options& o) {
   if (o.reps < 1) return InvalidArgumentError(fmt::format("--reps {} must be >= 1", o.reps));
   if (o.tokens < 1 || o.heads < 1 || o.head_dim < 2 || o.head_dim % 2)
-    return InvalidArgumentError(fmt::format("--shape [{}, {}, {}]: tokens, heads >= 1 and head_dim even", o.tokens,
-                                            o.heads, o.head_dim));
+    return InvalidArgumentError(
+        fmt::format("--shape [{}, {}, {}]: tokens, heads >= 1 and head_dim even", o.tokens, o.heads, o.head_dim));
   // The three float32 buffers (raw keys, cache, output) are allocated before anything runs: bound
   // their size first (kMaxElements each, 3 GiB in all), with checked products.
   constexpr int64_t kMaxElements = int64_t{1} << 28;
   int64_t n_elements = 0;
   const int64_t dims[] = {o.tokens, o.heads, o.head_dim};
   if (!CheckedProduct(dims, &n_elements) || n_elements > kMaxElements)
-    return InvalidArgumentError(fmt::format("--tokens {} x --heads {} x --head-dim {} is more than {} elements "
-                                            "(three float32 buffers of that size are allocated)",
-                                            o.tokens, o.heads, o.head_dim, kMaxElements));
+    return InvalidArgumentError(
+        fmt::format("--tokens {} x --heads {} x --head-dim {} is more than {} elements "
+                    "(three float32 buffers of that size are allocated)",
+                    o.tokens, o.heads, o.head_dim, kMaxElements));
   std::vector<int> threads;
   {
     std::stringstream ss(o.threads);
@@ -65,7 +66,8 @@ Status Run(const Options& o) {
                                                 QuoteForMessage(o.threads), QuoteForMessage(item)));
       threads.push_back(static_cast<int>(t));
     }
-    if (threads.empty()) return InvalidArgumentError(fmt::format("--threads {} lists no thread count", QuoteForMessage(o.threads)));
+    if (threads.empty())
+      return InvalidArgumentError(fmt::format("--threads {} lists no thread count", QuoteForMessage(o.threads)));
   }
   // A Llama-like dynamic-NTK config whose frequencies change at the step from 4096 to 4097 tokens.
   RopeConfig cfg;
@@ -84,11 +86,12 @@ Status Run(const Options& o) {
   std::normal_distribution<float> nd;
   for (float& v : raw) v = nd(rng);
   if (!o.json)
-    std::printf("simd %s; keys [%lld, %lld, %lld] float32, dynamic NTK %lld -> %lld tokens; medians of %d reps\n"
-                "%-12s %-11s %7s %12s %14s %18s %9s\n",
-                ChosenSimdTarget().c_str(), static_cast<long long>(o.tokens), static_cast<long long>(o.heads),
-                static_cast<long long>(o.head_dim), static_cast<long long>(o.tokens), static_cast<long long>(o.tokens + 1),
-                o.reps, "layout", "precision", "threads", "rerotate_ms", "afresh_ms", "afresh+table_ms", "ratio");
+    std::printf(
+        "simd %s; keys [%lld, %lld, %lld] float32, dynamic NTK %lld -> %lld tokens; medians of %d reps\n"
+        "%-12s %-11s %7s %12s %14s %18s %9s\n",
+        ChosenSimdTarget().c_str(), static_cast<long long>(o.tokens), static_cast<long long>(o.heads),
+        static_cast<long long>(o.head_dim), static_cast<long long>(o.tokens), static_cast<long long>(o.tokens + 1),
+        o.reps, "layout", "precision", "threads", "rerotate_ms", "afresh_ms", "afresh+table_ms", "ratio");
   for (RopePairing pairing : {RopePairing::kHalf, RopePairing::kInterleaved}) {
     RotaryLayout L = cfg.layout;
     L.pairing = pairing;
@@ -118,12 +121,13 @@ Status Run(const Options& o) {
         }
         const double re = Median(t_re) * 1e3, fr = Median(t_fresh) * 1e3, frt = Median(t_fresh_table) * 1e3;
         if (o.json) {
-          std::printf("{\"op\": \"rerotate\", \"shape\": \"[%lld, %lld, %lld]\", \"dtype\": \"float32\", \"layout\": \"%s\", "
-                      "\"precision\": \"%s\", \"threads\": %d, \"simd\": \"%s\", \"rerotate_median_ms\": %.4f, "
-                      "\"afresh_median_ms\": %.4f, \"afresh_with_table_median_ms\": %.4f, \"reps\": %d}\n",
-                      static_cast<long long>(o.tokens), static_cast<long long>(o.heads), static_cast<long long>(o.head_dim),
-                      std::string(ToString(pairing)).c_str(), std::string(ToString(prec)).c_str(), nt,
-                      ChosenSimdTarget().c_str(), re, fr, frt, o.reps);
+          std::printf(
+              "{\"op\": \"rerotate\", \"shape\": \"[%lld, %lld, %lld]\", \"dtype\": \"float32\", \"layout\": \"%s\", "
+              "\"precision\": \"%s\", \"threads\": %d, \"simd\": \"%s\", \"rerotate_median_ms\": %.4f, "
+              "\"afresh_median_ms\": %.4f, \"afresh_with_table_median_ms\": %.4f, \"reps\": %d}\n",
+              static_cast<long long>(o.tokens), static_cast<long long>(o.heads), static_cast<long long>(o.head_dim),
+              std::string(ToString(pairing)).c_str(), std::string(ToString(prec)).c_str(), nt,
+              ChosenSimdTarget().c_str(), re, fr, frt, o.reps);
         } else {
           std::printf("%-12s %-11s %7d %12.3f %14.3f %18.3f %9.2f\n", std::string(ToString(pairing)).c_str(),
                       std::string(ToString(prec)).c_str(), nt, re, fr, frt, re / frt);
@@ -133,24 +137,27 @@ Status Run(const Options& o) {
     }
   }
   if (!o.json)
-    std::printf("ratio = rerotate / (afresh + table). rerotate computes cos/sin of the angle differences per token\n"
-                "inside the kernel (spread over the threads); afresh needs the pre-rotation keys kept in memory.\n");
+    std::printf(
+        "ratio = rerotate / (afresh + table). rerotate computes cos/sin of the angle differences per token\n"
+        "inside the kernel (spread over the threads); afresh needs the pre-rotation keys kept in memory.\n");
   return OkStatus();
 }
 
 void RegisterBenchRerotate(CLI::App& app) {
   // A subcommand of `posenc bench`: `posenc bench rerotate`.
   CLI::App* bench = app.get_subcommand("bench");
-  auto* cmd = bench->add_subcommand("rerotate",
-                                    "Time re-rotating a [4096, 8, 128] key cache (RerotateKeys) against rotating it afresh");
+  auto* cmd = bench->add_subcommand(
+      "rerotate", "Time re-rotating a [4096, 8, 128] key cache (RerotateKeys) against rotating it afresh");
   auto o = std::make_shared<Options>();
   AddIntOption(cmd, "--reps", o->reps, "Repetitions (median reported)", 1, 100000)->capture_default_str();
   cmd->add_option("--threads", o->threads, "Comma-separated thread counts")->capture_default_str();
   // Positions are int32-range (ARCHITECTURE: positions in [0, 2^31)); the product is bounded in Run.
   AddIntOption(cmd, "--tokens", o->tokens, "Cached tokens (also the dynamic-NTK original length)", 1,
-               (int64_t{1} << 31) - 2)->capture_default_str();
+               (int64_t{1} << 31) - 2)
+      ->capture_default_str();
   AddIntOption(cmd, "--heads", o->heads, "Key heads", 1, int64_t{1} << 20)->capture_default_str();
-  AddIntOption(cmd, "--head-dim", o->head_dim, "Head dimension (all rotary)", 2, int64_t{1} << 20)->capture_default_str();
+  AddIntOption(cmd, "--head-dim", o->head_dim, "Head dimension (all rotary)", 2, int64_t{1} << 20)
+      ->capture_default_str();
   cmd->add_flag("--json", o->json, "One JSON object per line");
   cmd->callback([o] {
     Status s = Run(*o);

@@ -93,7 +93,8 @@ CLI::Validator IntegerIn(int64_t min, int64_t max) {
         int64_t value = 0;
         const auto [ptr, ec] = std::from_chars(b, e, value);
         if (ec == std::errc::result_out_of_range || ptr != e) {
-          return negative ? (min == 0 ? shown + " is negative" : fmt::format("{} is below the least accepted value {}", shown, min))
+          return negative ? (min == 0 ? shown + " is negative"
+                                      : fmt::format("{} is below the least accepted value {}", shown, min))
                           : fmt::format("{} is past the largest accepted value {}", shown, max);
         }
         if (value < 0 && min == 0) return shown + " is negative";
@@ -124,9 +125,7 @@ void InstallTerminateHandler(const CLI::App& app) {
     if (std::current_exception() != nullptr && g_app != nullptr) {
       try {
         std::rethrow_exception(std::current_exception());
-      } catch (...) {
-        ReportCurrentException(*g_app);
-      }
+      } catch (...) { ReportCurrentException(*g_app); }
     } else {
       std::fflush(stdout);
       std::fprintf(stderr, "posenc: error: internal: std::terminate without an exception\n");
@@ -156,9 +155,7 @@ void ReportCurrentException(const CLI::App& app) {
     what = "I/O: " + EscapeForMessage(e.what(), 400);
   } catch (const std::regex_error& e) {
     what = "regular expression: " + EscapeForMessage(e.what(), 400);
-  } catch (const std::exception& e) {
-    what = "unexpected exception: " + EscapeForMessage(e.what(), 400);
-  } catch (...) {
+  } catch (const std::exception& e) { what = "unexpected exception: " + EscapeForMessage(e.what(), 400); } catch (...) {
     what = "unexpected exception of unknown type";
   }
   std::fflush(stdout);

@@ -61,7 +61,8 @@ template <typename T>
 CLI::Option* AddIntOption(CLI::App* cmd, const std::string& name, T& target, const std::string& description,
                           int64_t min, int64_t max) {
   static_assert(std::is_integral_v<T>, "AddIntOption is for integers");
-  const int64_t lo = std::max<int64_t>(min, std::is_signed_v<T> ? static_cast<int64_t>(std::numeric_limits<T>::min()) : 0);
+  const int64_t lo =
+      std::max<int64_t>(min, std::is_signed_v<T> ? static_cast<int64_t>(std::numeric_limits<T>::min()) : 0);
   const int64_t hi = std::min<int64_t>(max, std::numeric_limits<T>::max() > static_cast<uint64_t>(INT64_MAX)
                                                 ? INT64_MAX
                                                 : static_cast<int64_t>(std::numeric_limits<T>::max()));

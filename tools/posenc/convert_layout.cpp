@@ -26,14 +26,20 @@ Status Run(const Options& o) {
   LayoutConvertOptions c;
   if (!ParseRopePairing(o.from, &c.from))
     return InvalidArgumentError(fmt::format("--from '{}': expected half or interleaved", o.from));
-  if (!ParseRopePairing(o.to, &c.to)) return InvalidArgumentError(fmt::format("--to '{}': expected half or interleaved", o.to));
+  if (!ParseRopePairing(o.to, &c.to))
+    return InvalidArgumentError(fmt::format("--to '{}': expected half or interleaved", o.to));
   if (c.from == c.to)
     return InvalidArgumentError(fmt::format("--from and --to are both '{}': there is nothing to convert", o.from));
-  if (o.format == "auto") c.format = ModelFileFormat::kAuto;
-  else if (o.format == "llama2c") c.format = ModelFileFormat::kLlama2c;
-  else if (o.format == "safetensors") c.format = ModelFileFormat::kSafetensors;
-  else if (o.format == "gguf") c.format = ModelFileFormat::kGguf;
-  else return InvalidArgumentError(fmt::format("--format '{}': expected auto, llama2c, safetensors or gguf", o.format));
+  if (o.format == "auto")
+    c.format = ModelFileFormat::kAuto;
+  else if (o.format == "llama2c")
+    c.format = ModelFileFormat::kLlama2c;
+  else if (o.format == "safetensors")
+    c.format = ModelFileFormat::kSafetensors;
+  else if (o.format == "gguf")
+    c.format = ModelFileFormat::kGguf;
+  else
+    return InvalidArgumentError(fmt::format("--format '{}': expected auto, llama2c, safetensors or gguf", o.format));
   c.num_heads = o.heads;
   c.num_kv_heads = o.kv_heads;
   c.head_dim = o.head_dim;
@@ -64,9 +70,9 @@ Status Run(const Options& o) {
 }
 
 void RegisterConvertLayout(CLI::App& app) {
-  auto* cmd = app.add_subcommand(
-      "convert-layout",
-      "Permute W_q/W_k rows so a model trained for one RoPE pair layout runs with the other (llama2.c, safetensors, GGUF)");
+  auto* cmd = app.add_subcommand("convert-layout",
+                                 "Permute W_q/W_k rows so a model trained for one RoPE pair layout runs with the other "
+                                 "(llama2.c, safetensors, GGUF)");
   auto o = std::make_shared<Options>();
   cmd->add_option("--from", o->from, "Layout the model was trained for: half or interleaved")->required();
   cmd->add_option("--to", o->to, "Layout to convert to: half or interleaved")->required();
@@ -80,7 +86,8 @@ void RegisterConvertLayout(CLI::App& app) {
   AddIntOption(cmd, "--kv-heads", o->kv_heads, "Override the number of key/value heads", 0, kMax);
   AddIntOption(cmd, "--head-dim", o->head_dim, "Override the head dimension", 0, kMax);
   AddIntOption(cmd, "--rotary-dim", o->rotary_dim, "Override the rotary window size (partial rotary)", 0, kMax);
-  AddIntOption(cmd, "--rotary-start", o->rotary_start, "Override the first rotary dim (rope part after no-rope part)", -1, kMax);
+  AddIntOption(cmd, "--rotary-start", o->rotary_start, "Override the first rotary dim (rope part after no-rope part)",
+               -1, kMax);
   cmd->callback([o] {
     Status s = Run(*o);
     if (!s.ok()) ReportError("convert-layout", s);

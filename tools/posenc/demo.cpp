@@ -82,7 +82,8 @@ Result<Array> Project(const Array& x, const std::vector<float>& w) {
   for (int64_t t = 0; t < t_count; ++t)
     for (int64_t c = 0; c < cols; ++c) {
       double s = 0;
-      for (int64_t i = 0; i < kDModel; ++i) s += double{x.data<float>()[t * kDModel + i]} * w[static_cast<size_t>(i * cols + c)];
+      for (int64_t i = 0; i < kDModel; ++i)
+        s += double{x.data<float>()[t * kDModel + i]} * w[static_cast<size_t>(i * cols + c)];
       out.data<float>()[t * cols + c] = static_cast<float>(s);
     }
   return out;
@@ -98,13 +99,15 @@ struct Pass {
 Result<Pass> Forward(const ToyModel& m, const std::vector<int64_t>& ids, Scheme scheme) {
   std::vector<int64_t> pos(ids.size());
   for (size_t t = 0; t < pos.size(); ++t) pos[t] = static_cast<int64_t>(t);
-  POSENC_ASSIGN_OR_RETURN(Array x, LookupEmbeddings(EmbeddingTable::View(m.embed.data(), DType::kF32, kVocab, kDModel), ids));
+  POSENC_ASSIGN_OR_RETURN(Array x,
+                          LookupEmbeddings(EmbeddingTable::View(m.embed.data(), DType::kF32, kVocab, kDModel), ids));
   if (scheme == Scheme::kSinusoidal) {
     POSENC_ASSIGN_OR_RETURN(Array p, SinusoidalTable(pos, kDModel, SinusoidalLayout::kInterleaved));
     POSENC_RETURN_IF_ERROR(AddPositions(p, x));
   }
   if (scheme == Scheme::kLearned) {
-    POSENC_ASSIGN_OR_RETURN(Array p, LookupLearnedPositions(EmbeddingTable::View(m.wpe.data(), DType::kF32, kMaxPositions, kDModel), pos));
+    POSENC_ASSIGN_OR_RETURN(
+        Array p, LookupLearnedPositions(EmbeddingTable::View(m.wpe.data(), DType::kF32, kMaxPositions, kDModel), pos));
     POSENC_RETURN_IF_ERROR(AddPositions(p, x));
   }
   Pass pass;
@@ -141,7 +144,8 @@ double Clean(double x, double eps) { return std::fabs(x) < eps ? 0.0 : x; }  // 
 std::string Row(const Array& a, int64_t t) {
   const int64_t row = a.size() / a.dim(0);
   std::string s = "[";
-  for (int64_t c = 0; c < row; ++c) s += fmt::format("{}{:+.4f}", c ? " " : "", Clean(a.data<float>()[t * row + c], 5e-5));
+  for (int64_t c = 0; c < row; ++c)
+    s += fmt::format("{}{:+.4f}", c ? " " : "", Clean(a.data<float>()[t * row + c], 5e-5));
   return s + "]";
 }
 
@@ -169,11 +173,16 @@ Status RunDemo(uint64_t seed, bool* all_ok) {
   const std::vector<int64_t> a_ids = {0, 1, 3, 0, 2};  // the dog chased the cat
   const std::vector<int64_t> b_ids = {0, 2, 3, 0, 1};  // the cat chased the dog
   const std::vector<int64_t> perm = {0, 4, 2, 3, 1};   // B's token t is A's token perm[t]
-  auto check = [all_ok](bool ok) { *all_ok = *all_ok && ok; return Mark(ok); };
+  auto check = [all_ok](bool ok) {
+    *all_ok = *all_ok && ok;
+    return Mark(ok);
+  };
 
   fmt::print("posenc demo: how a decoder knows which word comes first\n\n");
-  fmt::print("Toy model (seed {}): vocabulary {{the, dog, cat, chased}}, token embeddings e_t in R^{},\n", seed, kDModel);
-  fmt::print("W_q, W_k, W_v for {} heads of {} dims, one attention layer. No files: all weights are seeded.\n", kHeads, kHeadDim);
+  fmt::print("Toy model (seed {}): vocabulary {{the, dog, cat, chased}}, token embeddings e_t in R^{},\n", seed,
+             kDModel);
+  fmt::print("W_q, W_k, W_v for {} heads of {} dims, one attention layer. No files: all weights are seeded.\n", kHeads,
+             kHeadDim);
   fmt::print("  A: \"The dog chased the cat\" -> ids [0, 1, 3, 0, 2]\n");
   fmt::print("  B: \"The cat chased the dog\" -> ids [0, 2, 3, 0, 1]   (B is A with \"dog\" and \"cat\" swapped)\n\n");
 
@@ -218,31 +227,41 @@ Status RunDemo(uint64_t seed, bool* all_ok) {
   fmt::print("\n   largest relative change {:.1e} < 1e-6 {}\n", worst_norm, check(worst_norm < 1e-6));
   // q of "chased" and k of "dog" (A's tokens 2 and 1), moved together along the sequence.
   POSENC_ASSIGN_OR_RETURN(RopeFrequencies f, DefaultRopeFrequencies(kHeadDim, 10000.0));
-  const std::vector<float> q_chased(a0.q.data<float>() + 2 * kHeads * kHeadDim, a0.q.data<float>() + 2 * kHeads * kHeadDim + kHeadDim);
-  const std::vector<float> k_dog(a0.k.data<float>() + 1 * kHeads * kHeadDim, a0.k.data<float>() + 1 * kHeads * kHeadDim + kHeadDim);
-  fmt::print("   q(\"chased\") . k(\"dog\"), the words one step apart, at growing absolute positions (exact precision):\n");
+  const std::vector<float> q_chased(a0.q.data<float>() + 2 * kHeads * kHeadDim,
+                                    a0.q.data<float>() + 2 * kHeads * kHeadDim + kHeadDim);
+  const std::vector<float> k_dog(a0.k.data<float>() + 1 * kHeads * kHeadDim,
+                                 a0.k.data<float>() + 1 * kHeads * kHeadDim + kHeadDim);
+  fmt::print(
+      "   q(\"chased\") . k(\"dog\"), the words one step apart, at growing absolute positions (exact precision):\n");
   double first = 0, worst_shift = 0;
   for (int64_t shift : {int64_t{0}, int64_t{100}, int64_t{1000000}}) {
-    POSENC_ASSIGN_OR_RETURN(std::vector<float> qr, RotateOne(q_chased, 2 + shift, f, RopePairing::kHalf, RopePrecision::kExact));
-    POSENC_ASSIGN_OR_RETURN(std::vector<float> kr, RotateOne(k_dog, 1 + shift, f, RopePairing::kHalf, RopePrecision::kExact));
+    POSENC_ASSIGN_OR_RETURN(std::vector<float> qr,
+                            RotateOne(q_chased, 2 + shift, f, RopePairing::kHalf, RopePrecision::kExact));
+    POSENC_ASSIGN_OR_RETURN(std::vector<float> kr,
+                            RotateOne(k_dog, 1 + shift, f, RopePairing::kHalf, RopePrecision::kExact));
     const double score = Dot(qr.data(), kr.data(), kHeadDim);
     if (shift == 0) first = score;
     worst_shift = std::max(worst_shift, std::fabs(score - first));
     fmt::print("     (m, n) = {:<20} q_m . k_n = {:+.6f}\n", fmt::format("({}, {})", 2 + shift, 1 + shift), score);
   }
-  fmt::print("   largest difference {:.1e} < 1e-5: the score depends only on m - n {}\n", worst_shift, check(worst_shift < 1e-5));
+  fmt::print("   largest difference {:.1e} < 1e-5: the score depends only on m - n {}\n", worst_shift,
+             check(worst_shift < 1e-5));
   {
-    POSENC_ASSIGN_OR_RETURN(std::vector<float> qr, RotateOne(q_chased, 1000002, f, RopePairing::kHalf, RopePrecision::kReference));
-    POSENC_ASSIGN_OR_RETURN(std::vector<float> kr, RotateOne(k_dog, 1000001, f, RopePairing::kHalf, RopePrecision::kReference));
-    fmt::print("   (with float32 angles, as PyTorch computes them, (1000002, 1000001) gives {:+.6f}: at large\n"
-               "    positions the angle's rounding, about position * 2^-24 radians, shows)\n\n",
-               Dot(qr.data(), kr.data(), kHeadDim));
+    POSENC_ASSIGN_OR_RETURN(std::vector<float> qr,
+                            RotateOne(q_chased, 1000002, f, RopePairing::kHalf, RopePrecision::kReference));
+    POSENC_ASSIGN_OR_RETURN(std::vector<float> kr,
+                            RotateOne(k_dog, 1000001, f, RopePairing::kHalf, RopePrecision::kReference));
+    fmt::print(
+        "   (with float32 angles, as PyTorch computes them, (1000002, 1000001) gives {:+.6f}: at large\n"
+        "    positions the angle's rounding, about position * 2^-24 radians, shows)\n\n",
+        Dot(qr.data(), kr.data(), kHeadDim));
   }
 
   // 4. The seed's exercises, on a 2-dim head whose one pair has frequency theta.
   const double pi = std::numbers::pi;
   auto ex = [&](std::vector<float> v, int64_t pos, double theta) {
-    return RotateOne(std::move(v), pos, RopeFrequencies{{theta}, 1.0}, RopePairing::kInterleaved, RopePrecision::kExact);
+    return RotateOne(std::move(v), pos, RopeFrequencies{{theta}, 1.0}, RopePairing::kInterleaved,
+                     RopePrecision::kExact);
   };
   auto f4 = [](double x) { return fmt::format("{:.4f}", Clean(x, 5e-5)); };
   auto f1 = [](double x) { return fmt::format("{:.1f}", Clean(x, 0.05)); };
@@ -263,17 +282,24 @@ Status RunDemo(uint64_t seed, bool* all_ok) {
   fmt::print("               q' . k' = {} = cos((m - n) theta) = {} {}\n", f4(dot2), f4(std::cos(pi / 4)), check(ok2));
   POSENC_ASSIGN_OR_RETURN(std::vector<float> w3, ex({3.0f, 4.0f}, 2, pi / 2));
   const bool ok3 = f1(w3[0]) == "-3.0" && f1(w3[1]) == "-4.0" && f1(norm(w3)) == "5.0";
-  fmt::print("   Exercise 3: w = [3.0, 4.0], m = 2, theta = pi/2 (a 180 degree turn) -> w' = [{}, {}]\n", f1(w3[0]), f1(w3[1]));
+  fmt::print("   Exercise 3: w = [3.0, 4.0], m = 2, theta = pi/2 (a 180 degree turn) -> w' = [{}, {}]\n", f1(w3[0]),
+             f1(w3[1]));
   fmt::print("               |w| = {}, |w'| = {}: flipped, same length {}\n\n", f1(norm({3.0f, 4.0f})), f1(norm(w3)),
              check(ok3));
 
   // 5. The seed's summary table.
-  struct Aspect { const char* aspect; const char* absolute; const char* rope; };
+  struct Aspect {
+    const char* aspect;
+    const char* absolute;
+    const char* rope;
+  };
   const Aspect kTable[] = {
-      {"Where applied", "added to input embeddings once, at the bottom", "applied to Q and K inside every attention layer"},
+      {"Where applied", "added to input embeddings once, at the bottom",
+       "applied to Q and K inside every attention layer"},
       {"Mechanism", "vector addition: x = e + p", "2-D rotation in Q/K space"},
       {"Position type", "absolute (position index t)", "relative (distance m - n in the dot product)"},
-      {"Generalization", "poor beyond the training length (esp. learned)", "extrapolates naturally; base 10000 scales smoothly"},
+      {"Generalization", "poor beyond the training length (esp. learned)",
+       "extrapolates naturally; base 10000 scales smoothly"},
       {"Parameters", "learned: max_len x d_model", "zero: frequencies fixed by formula"},
       {"Norm preservation", "n/a (addition changes the norm)", "yes: rotation preserves the norm"},
       {"Attention formula", "unchanged (Q @ K^T)", "unchanged: RoPE pre-processes Q and K"},

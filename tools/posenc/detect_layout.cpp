@@ -28,7 +28,8 @@ Status Run(const Options& o) {
   while (std::getline(ss, item, ',')) {
     char* end = nullptr;
     const long long v = std::strtoll(item.c_str(), &end, 10);
-    if (item.empty() || *end != '\0') return InvalidArgumentError(fmt::format("--tokens: '{}' is not an integer id", item));
+    if (item.empty() || *end != '\0')
+      return InvalidArgumentError(fmt::format("--tokens: '{}' is not an integer id", item));
     ids.push_back(v);
   }
   POSENC_ASSIGN_OR_RETURN(LayoutDetection d, DetectLayout(o.model, ids, {o.min_margin, o.z}));
@@ -42,18 +43,23 @@ Status Run(const Options& o) {
   }
   std::printf("%s\n", d.summary.c_str());
   if (d.declared_disagrees)
-    std::printf("warning: the file's format declares %s, but the evidence says %s (a converted file, or one its runtime would run wrongly)\n",
-                d.declared.c_str(), std::string(ToString(*d.verdict)).c_str());
+    std::printf(
+        "warning: the file's format declares %s, but the evidence says %s (a converted file, or one its runtime would "
+        "run wrongly)\n",
+        d.declared.c_str(), std::string(ToString(*d.verdict)).c_str());
   return OkStatus();
 }
 
 void RegisterDetectLayout(CLI::App& app) {
   auto* cmd = app.add_subcommand("detect-layout",
-                                 "Which RoPE pair layout a Llama model (llama2.c, GGUF, safetensors) was trained for, from next-token loss under each");
+                                 "Which RoPE pair layout a Llama model (llama2.c, GGUF, safetensors) was trained for, "
+                                 "from next-token loss under each");
   auto o = std::make_shared<Options>();
-  cmd->add_option("MODEL", o->model, "Llama-architecture model: llama2.c checkpoint, GGUF, safetensors file or HF folder")
+  cmd->add_option("MODEL", o->model,
+                  "Llama-architecture model: llama2.c checkpoint, GGUF, safetensors file or HF folder")
       ->required();
-  cmd->add_option("--tokens", o->tokens, "Comma-separated token ids of a natural text (BOS first), at least 2")->required();
+  cmd->add_option("--tokens", o->tokens, "Comma-separated token ids of a natural text (BOS first), at least 2")
+      ->required();
   cmd->add_option("--min-margin", o->min_margin, "Loss gap (nats/token) needed for a verdict")->capture_default_str();
   cmd->add_option("--z", o->z, "Standard errors the gap must exceed")->capture_default_str();
   cmd->add_flag("--quiet", o->quiet, "Omit the per-token table");

@@ -42,9 +42,7 @@ Result<std::vector<int64_t>> ParseIdList(const std::string& text) {
     if (ok) {
       try {
         v = std::stoll(item, &used);
-      } catch (...) {
-        ok = false;
-      }
+      } catch (...) { ok = false; }
     }
     if (!ok || used != item.size()) {
       return InvalidArgumentError(fmt::format("--ids item {} '{}' is not an integer", index, item));
@@ -69,16 +67,21 @@ Result<std::vector<int64_t>> ReadIdsNpy(const std::string& path, const char* wha
 }
 
 // Resident file-backed and total memory of this process, in KiB (Linux /proc/self/status).
-struct Rss { int64_t rss_kib = -1, file_kib = -1, hwm_kib = -1; };
+struct Rss {
+  int64_t rss_kib = -1, file_kib = -1, hwm_kib = -1;
+};
 Rss ReadRss() {
   Rss r;
   std::ifstream f("/proc/self/status");
   std::string line;
   while (std::getline(f, line)) {
     auto num = [&line]() { return std::stoll(line.substr(line.find(':') + 1)); };
-    if (line.rfind("VmRSS:", 0) == 0) r.rss_kib = num();
-    else if (line.rfind("RssFile:", 0) == 0) r.file_kib = num();
-    else if (line.rfind("VmHWM:", 0) == 0) r.hwm_kib = num();
+    if (line.rfind("VmRSS:", 0) == 0)
+      r.rss_kib = num();
+    else if (line.rfind("RssFile:", 0) == 0)
+      r.file_kib = num();
+    else if (line.rfind("VmHWM:", 0) == 0)
+      r.hwm_kib = num();
   }
   return r;
 }
@@ -111,8 +114,8 @@ void PrintRopeCheck(const ModelFile& m, const Result<PositionScheme>& scheme) {
   // The full scheme (scalings included), where the format has a config reader.
   if (has_reader) {
     const RopeConfig& rc = scheme->rope;
-    std::printf("rope-check: config reader: base %g, head_dim %lld, rotary_dim %lld, pairing %s, scaling %s\n",
-                rc.base, static_cast<long long>(rc.layout.head_dim), static_cast<long long>(rc.layout.rotary_dim),
+    std::printf("rope-check: config reader: base %g, head_dim %lld, rotary_dim %lld, pairing %s, scaling %s\n", rc.base,
+                static_cast<long long>(rc.layout.head_dim), static_cast<long long>(rc.layout.rotary_dim),
                 std::string(ToString(rc.layout.pairing)).c_str(), std::string(ToString(rc.scaling.type)).c_str());
     for (const std::string& n : rc.notes) std::printf("rope-check: note: %s\n", n.c_str());
   }
@@ -188,12 +191,13 @@ Status RunEmbed(const EmbedOptions& o) {
     std::printf("rss: table %.1f MiB (%lld rows of %.0f bytes); %zu distinct rows asked = %.1f KiB\n",
                 table.data.size() / 1048576.0, static_cast<long long>(table.rows), row_bytes, unique.size(),
                 unique.size() * row_bytes / 1024.0);
-    std::printf("rss: file-backed resident KiB: %lld after open, %lld after lookup (+%lld); VmRSS %lld -> %lld KiB, "
-                "peak %lld KiB (before open %lld)\n",
-                static_cast<long long>(before.file_kib), static_cast<long long>(after.file_kib),
-                static_cast<long long>(after.file_kib - before.file_kib), static_cast<long long>(before.rss_kib),
-                static_cast<long long>(after.rss_kib), static_cast<long long>(after.hwm_kib),
-                static_cast<long long>(before_open.rss_kib));
+    std::printf(
+        "rss: file-backed resident KiB: %lld after open, %lld after lookup (+%lld); VmRSS %lld -> %lld KiB, "
+        "peak %lld KiB (before open %lld)\n",
+        static_cast<long long>(before.file_kib), static_cast<long long>(after.file_kib),
+        static_cast<long long>(after.file_kib - before.file_kib), static_cast<long long>(before.rss_kib),
+        static_cast<long long>(after.rss_kib), static_cast<long long>(after.hwm_kib),
+        static_cast<long long>(before_open.rss_kib));
   }
   return WriteNpy(o.output, x);
 }

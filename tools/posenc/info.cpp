@@ -20,7 +20,8 @@ void RegisterInfo(CLI::App& app) {
   auto* cmd = app.add_subcommand("info", "Print the compiled and chosen SIMD targets and the thread count");
   auto simd = std::make_shared<std::string>("best");
   auto json = std::make_shared<bool>(false);
-  cmd->add_option("--simd", *simd, "Cap the SIMD target first (as `posenc bench --simd`), then report")->capture_default_str();
+  cmd->add_option("--simd", *simd, "Cap the SIMD target first (as `posenc bench --simd`), then report")
+      ->capture_default_str();
   cmd->add_flag("--json", *json, "Print one JSON object");
   cmd->callback([simd, json] {
     Status s = ForceSimdTarget(*simd);
@@ -32,10 +33,11 @@ void RegisterInfo(CLI::App& app) {
         for (size_t i = 0; i < v.size(); ++i) out += fmt::format("{}\"{}\"", i ? ", " : "", v[i]);
         return out + "]";
       };
-      std::printf("{\"compiled\": %s, \"available\": %s, \"chosen\": \"%s\", \"threads\": %d, "
-                  "\"prefetch_stores\": {\"gather_rows\": %s, \"rope_out_of_place\": %s}}\n",
-                  list(CompiledSimdTargets()).c_str(), list(AvailableSimdTargets()).c_str(), ChosenSimdTarget().c_str(),
-                  DefaultThreadCount(), prefetch.gather_rows ? "true" : "false", prefetch.rope_out_of_place ? "true" : "false");
+      std::printf(
+          "{\"compiled\": %s, \"available\": %s, \"chosen\": \"%s\", \"threads\": %d, "
+          "\"prefetch_stores\": {\"gather_rows\": %s, \"rope_out_of_place\": %s}}\n",
+          list(CompiledSimdTargets()).c_str(), list(AvailableSimdTargets()).c_str(), ChosenSimdTarget().c_str(),
+          DefaultThreadCount(), prefetch.gather_rows ? "true" : "false", prefetch.rope_out_of_place ? "true" : "false");
       return;
     }
     std::printf("simd compiled:  %s\n", Join(CompiledSimdTargets()).c_str());

@@ -42,9 +42,15 @@ json ScalingParams(const RopeConfig& rc) {
   for (const RopeScalingKey& k : RopeScalingOf(rc.scaling.type).keys) {
     const ScalingField f = k.field(c);
     switch (k.kind) {
-      case ScalingKeyKind::kNumber: p[std::string(k.name)] = *f.number; break;
-      case ScalingKeyKind::kInteger: p[std::string(k.name)] = *f.integer; break;
-      case ScalingKeyKind::kBoolean: p[std::string(k.name)] = *f.boolean; break;
+      case ScalingKeyKind::kNumber:
+        p[std::string(k.name)] = *f.number;
+        break;
+      case ScalingKeyKind::kInteger:
+        p[std::string(k.name)] = *f.integer;
+        break;
+      case ScalingKeyKind::kBoolean:
+        p[std::string(k.name)] = *f.boolean;
+        break;
       case ScalingKeyKind::kOptionalNumber:
         if (f.optional->has_value()) p[std::string(k.name)] = **f.optional;
         break;
@@ -134,8 +140,10 @@ Result<json> Describe(const PositionScheme& s, const std::string& path, int64_t 
     p["dims"] = {rc.layout.first(static_cast<int64_t>(i)), rc.layout.second(static_cast<int64_t>(i))};
     p["frequency"] = w;
     // JSON has no infinity: an unrotated pair's wavelength is null.
-    if (w > 0) p["wavelength"] = 2.0 * std::numbers::pi / w;
-    else p["wavelength"] = nullptr;
+    if (w > 0)
+      p["wavelength"] = 2.0 * std::numbers::pi / w;
+    else
+      p["wavelength"] = nullptr;
     if (w > 0 && i < plain.size()) p["divisor"] = plain[i] / w;
     p["regime"] = std::string(ToString(regimes[i]));
     if (i < pair_component.size()) p["component"] = pair_component[i];
@@ -149,9 +157,9 @@ void PrintText(const json& d) {
   auto num = [](const json& v) { return v.is_number_float() ? fmt::format("{:.10g}", v.get<double>()) : v.dump(); };
   std::printf("source: %s\n", d["source"].get<std::string>().c_str());
   std::printf("scheme: %s\n", d["scheme"].get<std::string>().c_str());
-  for (const char* k : {"model_type", "num_heads", "num_kv_heads", "hidden_size", "fused_qkv", "alibi_variant", "alibi_bias_max",
-                        "num_buckets", "max_distance", "bidirectional", "spelling", "layer_type", "layout", "head_dim",
-                        "rotary_start", "rotary_dim", "base", "max_position_embeddings"}) {
+  for (const char* k : {"model_type", "num_heads", "num_kv_heads", "hidden_size", "fused_qkv", "alibi_variant",
+                        "alibi_bias_max", "num_buckets", "max_distance", "bidirectional", "spelling", "layer_type",
+                        "layout", "head_dim", "rotary_start", "rotary_dim", "base", "max_position_embeddings"}) {
     if (!d.contains(k)) continue;
     const json& v = d[k];
     std::printf("%s: %s\n", k, v.is_string() ? v.get<std::string>().c_str() : num(v).c_str());
@@ -159,8 +167,9 @@ void PrintText(const json& d) {
   if (d.contains("layer_types")) std::printf("layer_types: %s\n", d["layer_types"].dump().c_str());
   if (d.contains("multi_axis"))
     std::printf("multi_axis: %s (%s rules) sections %s over %lld components\n",
-                d["multi_axis"]["section_layout"].get<std::string>().c_str(), d["multi_axis"]["rules"].get<std::string>().c_str(),
-                d["multi_axis"]["sections"].dump().c_str(), static_cast<long long>(d["multi_axis"]["num_components"].get<int64_t>()));
+                d["multi_axis"]["section_layout"].get<std::string>().c_str(),
+                d["multi_axis"]["rules"].get<std::string>().c_str(), d["multi_axis"]["sections"].dump().c_str(),
+                static_cast<long long>(d["multi_axis"]["num_components"].get<int64_t>()));
   if (d.contains("scaling")) {
     std::printf("scaling: %s\n", d["scaling"].get<std::string>().c_str());
     for (auto it = d["scaling_params"].begin(); it != d["scaling_params"].end(); ++it) {
@@ -197,7 +206,8 @@ void PrintText(const json& d) {
 void RegisterInspect(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "inspect",
-      "Show the positional scheme of a Hugging Face config.json or a model file (GGUF, safetensors, HF folder, llama2.c), its embedding / position / rope_freqs tensors, layout, rotary dims, base, "
+      "Show the positional scheme of a Hugging Face config.json or a model file (GGUF, safetensors, HF folder, "
+      "llama2.c), its embedding / position / rope_freqs tensors, layout, rotary dims, base, "
       "scaling and its parameters, attention scaling, notes on defaulted values, and every RoPE pair's "
       "frequency, wavelength (2*pi/frequency, in tokens) and regime (extrapolated / interpolated / blended / "
       "scaled / unrotated) at a sequence length");
@@ -206,7 +216,8 @@ void RegisterInspect(CLI::App& app) {
   static bool as_json = false;
   static std::string layer_type;
   static bool allow_default_base = false;
-  cmd->add_option("config", path, "config.json, or a model: .gguf, .safetensors, a Hugging Face folder, llama2.c .bin")->required();
+  cmd->add_option("config", path, "config.json, or a model: .gguf, .safetensors, a Hugging Face folder, llama2.c .bin")
+      ->required();
   cmd->add_option("--seq-len", seq_len, "Sequence length (largest position + 1); default max_position_embeddings")
       ->check(NonNegativeInteger());
   cmd->add_flag("--json", as_json, "Print the same as JSON");
@@ -232,12 +243,15 @@ void RegisterInspect(CLI::App& app) {
     Result<json> d = Describe(*s, path, seq_len);
     if (!d.ok()) return ReportError("inspect", d.status());
     if (model) {
-      (*d)["file"] = {{"path", model->path()}, {"format", std::string(ToString(model->format()))},
+      (*d)["file"] = {{"path", model->path()},
+                      {"format", std::string(ToString(model->format()))},
                       {"num_tensors", model->tensors().size()}};
       (*d)["tensors"] = IdentityTensors(*model);
     }
-    if (as_json) std::printf("%s\n", d->dump(2).c_str());
-    else PrintText(*d);
+    if (as_json)
+      std::printf("%s\n", d->dump(2).c_str());
+    else
+      PrintText(*d);
     SetExitCode(0);
   });
 }

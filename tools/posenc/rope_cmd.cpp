@@ -44,7 +44,8 @@ Result<RopeConfig> LoadRopeConfig(const RopeOptions& o, int64_t input_head_dim) 
   POSENC_ASSIGN_OR_RETURN(ModelFile model, OpenModel(path));
   POSENC_ASSIGN_OR_RETURN(PositionScheme scheme, ModelScheme(model));
   if (scheme.kind != PositionKind::kRope)
-    return InvalidArgumentError(fmt::format("config {}: the model's scheme is {}, not rope", path, ToString(scheme.kind)));
+    return InvalidArgumentError(
+        fmt::format("config {}: the model's scheme is {}, not rope", path, ToString(scheme.kind)));
   return scheme.rope;
 }
 
@@ -58,24 +59,33 @@ HeadsView ViewOf(Array& x, bool heads_first) {
 
 // A multi-axis config (M-RoPE, ggml MROPE / IMROPE / VISION): positions [components, tokens], one row
 // per position component (posenc/math/multi_axis.hpp); a [tokens] file is refused, naming the shape.
-Status RunMultiAxisRope(const RopeOptions& o, const RopeConfig& rc, const Array& pos_array, Array x, RopePrecision precision) {
+Status RunMultiAxisRope(const RopeOptions& o, const RopeConfig& rc, const Array& pos_array, Array x,
+                        RopePrecision precision) {
   const bool heads_first = o.order == "heads-first";
   const HeadsView view = ViewOf(x, heads_first);
   if (view.head_dim != rc.layout.head_dim)
-    return InvalidArgumentError(fmt::format("input {}: head_dim {} differs from the config's {}", o.input, view.head_dim, rc.layout.head_dim));
+    return InvalidArgumentError(
+        fmt::format("input {}: head_dim {} differs from the config's {}", o.input, view.head_dim, rc.layout.head_dim));
   if (pos_array.dtype() != DType::kI64 && pos_array.dtype() != DType::kI32)
-    return InvalidArgumentError(fmt::format("positions {}: dtype {} is not int64 or int32", o.positions, ToString(pos_array.dtype())));
+    return InvalidArgumentError(
+        fmt::format("positions {}: dtype {} is not int64 or int32", o.positions, ToString(pos_array.dtype())));
   POSENC_ASSIGN_OR_RETURN(Array pos64, pos_array.AsType(DType::kI64));
   const int64_t components = rc.multi_axis->num_components;
-  POSENC_RETURN_IF_ERROR(ValidateMultiAxisPositions(pos64.shape(), pos64.span<int64_t>(), components,
-                                                    fmt::format("positions {} ({} rope, {} components)", o.positions,
-                                                                ToString(rc.multi_axis->layout), components)));
+  POSENC_RETURN_IF_ERROR(ValidateMultiAxisPositions(
+      pos64.shape(), pos64.span<int64_t>(), components,
+      fmt::format("positions {} ({} rope, {} components)", o.positions, ToString(rc.multi_axis->layout), components)));
   if (pos64.dim(1) != view.tokens)
-    return InvalidArgumentError(fmt::format("input {} has {} tokens, positions {} has {}", o.input, view.tokens, o.positions, pos64.dim(1)));
+    return InvalidArgumentError(
+        fmt::format("input {} has {} tokens, positions {} has {}", o.input, view.tokens, o.positions, pos64.dim(1)));
   int64_t seq_len = o.seq_len;
   for (int64_t p : pos64.span<int64_t>()) seq_len = std::max(seq_len, p + 1);
   POSENC_ASSIGN_OR_RETURN(MultiAxisPlan plan, ComputeMultiAxisRope(rc, seq_len));
-  MultiAxisRopeArgs args{rc.layout, &plan.freqs, plan.pair_component, components, pos64.span<int64_t>(), precision,
+  MultiAxisRopeArgs args{rc.layout,
+                         &plan.freqs,
+                         plan.pair_component,
+                         components,
+                         pos64.span<int64_t>(),
+                         precision,
                          o.direction == "backward" ? RopeDirection::kBackward : RopeDirection::kForward};
   POSENC_RETURN_IF_ERROR(ApplyMultiAxisRope(args, view).WithContext(o.input));
   return WriteNpy(o.output, x);
@@ -88,7 +98,8 @@ Status RunRope(const RopeOptions& o) {
     return InvalidArgumentError(fmt::format("--precision '{}' (expected reference or exact)", o.precision));
   POSENC_ASSIGN_OR_RETURN(Array x, ReadNpy(o.input));
   if (x.dtype() != DType::kF32 && x.dtype() != DType::kF16)
-    return InvalidArgumentError(fmt::format("input {}: dtype {} is not float32 or float16", o.input, ToString(x.dtype())));
+    return InvalidArgumentError(
+        fmt::format("input {}: dtype {} is not float32 or float16", o.input, ToString(x.dtype())));
   const bool heads_first = o.order == "heads-first";
   if (x.ndim() != 3)
     return InvalidArgumentError(fmt::format("input {}: shape {} is not {}", o.input, ShapeToString(x.shape()),
@@ -100,23 +111,28 @@ Status RunRope(const RopeOptions& o) {
   POSENC_ASSIGN_OR_RETURN(Array pos_array, ReadNpy(o.positions));
   if (rc.multi_axis.has_value()) return RunMultiAxisRope(o, rc, pos_array, std::move(x), precision);
   if (pos_array.ndim() != 1)
-    return InvalidArgumentError(fmt::format("positions {}: shape {} is not [tokens]", o.positions, ShapeToString(pos_array.shape())));
+    return InvalidArgumentError(
+        fmt::format("positions {}: shape {} is not [tokens]", o.positions, ShapeToString(pos_array.shape())));
   if (pos_array.dtype() != DType::kI64 && pos_array.dtype() != DType::kI32)
-    return InvalidArgumentError(fmt::format("positions {}: dtype {} is not int64 or int32", o.positions, ToString(pos_array.dtype())));
+    return InvalidArgumentError(
+        fmt::format("positions {}: dtype {} is not int64 or int32", o.positions, ToString(pos_array.dtype())));
   POSENC_ASSIGN_OR_RETURN(Array pos64, pos_array.AsType(DType::kI64));
   std::span<const int64_t> positions = pos64.span<int64_t>();
   if (head_dim != rc.layout.head_dim)
-    return InvalidArgumentError(fmt::format("input {}: head_dim {} differs from the config's {}", o.input, head_dim, rc.layout.head_dim));
+    return InvalidArgumentError(
+        fmt::format("input {}: head_dim {} differs from the config's {}", o.input, head_dim, rc.layout.head_dim));
   if (tokens != static_cast<int64_t>(positions.size()))
-    return InvalidArgumentError(fmt::format("input {} has {} tokens, positions {} has {}", o.input, tokens, o.positions, positions.size()));
+    return InvalidArgumentError(
+        fmt::format("input {} has {} tokens, positions {} has {}", o.input, tokens, o.positions, positions.size()));
   int64_t seq_len = o.seq_len;
   for (int64_t p : positions) seq_len = std::max(seq_len, p + 1);
   POSENC_ASSIGN_OR_RETURN(RopeFrequencies freqs, ComputeRopeFrequencies(rc, seq_len));
   POSENC_ASSIGN_OR_RETURN(RopeTable table, RopeTable::Build(freqs, 0, precision));  // on the fly: any position
   // Heads first ([heads, tokens, head_dim], one batch element of a [batch, heads, seq, head_dim]
   // tensor): tokens are head_dim apart, heads tokens * head_dim.
-  const HeadsView view = heads_first ? HeadsView{x.bytes(), x.dtype(), tokens, heads, head_dim, head_dim, tokens * head_dim}
-                                     : HeadsView::Dense(x.bytes(), x.dtype(), tokens, heads, head_dim);
+  const HeadsView view = heads_first
+                             ? HeadsView{x.bytes(), x.dtype(), tokens, heads, head_dim, head_dim, tokens * head_dim}
+                             : HeadsView::Dense(x.bytes(), x.dtype(), tokens, heads, head_dim);
   RopeArgs args{rc.layout, &table, positions,
                 o.direction == "backward" ? RopeDirection::kBackward : RopeDirection::kForward};
   POSENC_RETURN_IF_ERROR(ApplyRope(args, view).WithContext(o.input));
@@ -124,25 +140,37 @@ Status RunRope(const RopeOptions& o) {
 }
 
 void RegisterRope(CLI::App& app) {
-  auto* cmd = app.add_subcommand("rope", "Rotate queries or keys [tokens, heads, head_dim] for a model config (Hugging Face, ggml parameters) or a model file (GGUF, HF folder, safetensors, llama2.c)");
+  auto* cmd = app.add_subcommand("rope",
+                                 "Rotate queries or keys [tokens, heads, head_dim] for a model config (Hugging Face, "
+                                 "ggml parameters) or a model file (GGUF, HF folder, safetensors, llama2.c)");
   static RopeOptions o;
-  auto* config = cmd->add_option("--config", o.config, "Hugging Face config.json (either spelling), ggml_rope_ext parameters (JSON with n_dims, mode, freq_base, ...), or a .gguf model");
-  cmd->add_option("--model", o.model, "Instead of --config: a model file or folder (GGUF, Hugging Face folder, safetensors with config.json beside it, llama2.c .bin)")
+  auto* config = cmd->add_option("--config", o.config,
+                                 "Hugging Face config.json (either spelling), ggml_rope_ext parameters (JSON with "
+                                 "n_dims, mode, freq_base, ...), or a .gguf model");
+  cmd->add_option("--model", o.model,
+                  "Instead of --config: a model file or folder (GGUF, Hugging Face folder, safetensors with "
+                  "config.json beside it, llama2.c .bin)")
       ->excludes(config);
-  cmd->add_option("--positions", o.positions, ".npy int64 [tokens]: position of each token ([components, tokens] for a multi-axis config: M-RoPE, ggml modes 8/24/40)")->required();
+  cmd->add_option("--positions", o.positions,
+                  ".npy int64 [tokens]: position of each token ([components, tokens] for a multi-axis config: M-RoPE, "
+                  "ggml modes 8/24/40)")
+      ->required();
   cmd->add_option("--input", o.input, ".npy float32 or float16 [tokens, heads, head_dim] (see --order)")->required();
   cmd->add_option("--output", o.output, ".npy to write, same dtype and shape as the input")->required();
   cmd->add_option("--precision", o.precision, "reference (float32 angles, as PyTorch/ggml) or exact (float64 angles)")
       ->capture_default_str();
-  cmd->add_option("--layout", o.layout, "Override the pair layout: half (GPT-NeoX, HF Llama) or interleaved (GPT-J, Meta Llama)");
+  cmd->add_option("--layout", o.layout,
+                  "Override the pair layout: half (GPT-NeoX, HF Llama) or interleaved (GPT-J, Meta Llama)");
   cmd->add_option("--seq-len", o.seq_len, "Sequence length for length-dependent scalings (default: max position + 1)")
       ->check(NonNegativeInteger());
   cmd->add_option("--direction", o.direction, "forward, or backward (rotate by -angle: the gradient)")
-      ->check(CLI::IsMember({"forward", "backward"}))->capture_default_str();
+      ->check(CLI::IsMember({"forward", "backward"}))
+      ->capture_default_str();
   cmd->add_option("--order", o.order,
                   "tokens-first: input [tokens, heads, head_dim]; heads-first: [heads, tokens, head_dim], as one batch "
                   "element of Hugging Face's [batch, heads, seq, head_dim] q and k")
-      ->check(CLI::IsMember({"tokens-first", "heads-first"}))->capture_default_str();
+      ->check(CLI::IsMember({"tokens-first", "heads-first"}))
+      ->capture_default_str();
   cmd->callback([] {
     Status s = RunRope(o);
     if (!s.ok()) ReportError("rope", s);

@@ -32,6 +32,7 @@ bool ParseVision2dVariant(std::string_view s, Vision2dVariant* out);
 // multi_axis with 2 components (h, w), Hugging Face rules. kInvalidArgument naming `source`, the key
 // and its value for missing or non-positive dimensions, a head count that does not divide the width,
 // or a D that is not a multiple of 4.
-Result<RopeConfig> ParseHfVision2dConfig(std::string_view json_text, Vision2dVariant variant, const std::string& source);
+Result<RopeConfig> ParseHfVision2dConfig(std::string_view json_text, Vision2dVariant variant,
+                                         const std::string& source);
 
 }  // namespace posenc

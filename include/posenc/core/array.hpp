@@ -33,16 +33,30 @@ class Array {
   const std::vector<int64_t>& shape() const { return shape_; }
   int64_t ndim() const { return static_cast<int64_t>(shape_.size()); }
   int64_t dim(int64_t i) const { return shape_[static_cast<size_t>(i)]; }
-  int64_t size() const { return size_; }           // number of elements
+  int64_t size() const { return size_; }  // number of elements
   size_t nbytes() const { return static_cast<size_t>(size_) * SizeOf(dtype_); }
   std::byte* bytes() { return data_.get(); }
   const std::byte* bytes() const { return data_.get(); }
 
   // Typed access; precondition: DTypeOf<T>() == dtype() (checked with an abort: a bug otherwise).
-  template <typename T> T* data() { CheckType(DTypeOf<T>()); return reinterpret_cast<T*>(data_.get()); }
-  template <typename T> const T* data() const { CheckType(DTypeOf<T>()); return reinterpret_cast<const T*>(data_.get()); }
-  template <typename T> std::span<T> span() { return {data<T>(), static_cast<size_t>(size_)}; }
-  template <typename T> std::span<const T> span() const { return {data<T>(), static_cast<size_t>(size_)}; }
+  template <typename T>
+  T* data() {
+    CheckType(DTypeOf<T>());
+    return reinterpret_cast<T*>(data_.get());
+  }
+  template <typename T>
+  const T* data() const {
+    CheckType(DTypeOf<T>());
+    return reinterpret_cast<const T*>(data_.get());
+  }
+  template <typename T>
+  std::span<T> span() {
+    return {data<T>(), static_cast<size_t>(size_)};
+  }
+  template <typename T>
+  std::span<const T> span() const {
+    return {data<T>(), static_cast<size_t>(size_)};
+  }
 
   // Same data, new shape with the same element count; kInvalidArgument otherwise.
   Status Reshape(std::vector<int64_t> shape);
@@ -51,7 +65,9 @@ class Array {
   Result<Array> AsType(DType dtype) const;
 
  private:
-  struct Free { void operator()(std::byte* p) const; };
+  struct Free {
+    void operator()(std::byte* p) const;
+  };
   void CheckType(DType t) const;
 
   DType dtype_ = DType::kF32;
@@ -79,7 +95,8 @@ struct HeadsView {
   }
   // A dense view of a 3-d Array [tokens, heads, head_dim]; kInvalidArgument naming `what` otherwise.
   static Result<HeadsView> Of(Array& a, const char* what);
-  template <typename T> T* at(int64_t t, int64_t h) const {
+  template <typename T>
+  T* at(int64_t t, int64_t h) const {
     return static_cast<T*>(data) + t * token_stride + h * head_stride;
   }
   // Checks dims >= 0, dtype a float storage type, and strides that keep the rows apart: heads nested

@@ -10,9 +10,13 @@ namespace posenc {
 
 // *out = a * b (a + b); false, with *out unspecified, on overflow of T.
 template <typename T>
-[[nodiscard]] inline bool CheckedMul(T a, T b, T* out) { return !__builtin_mul_overflow(a, b, out); }
+[[nodiscard]] inline bool CheckedMul(T a, T b, T* out) {
+  return !__builtin_mul_overflow(a, b, out);
+}
 template <typename T>
-[[nodiscard]] inline bool CheckedAdd(T a, T b, T* out) { return !__builtin_add_overflow(a, b, out); }
+[[nodiscard]] inline bool CheckedAdd(T a, T b, T* out) {
+  return !__builtin_add_overflow(a, b, out);
+}
 
 // The product of `dims` into *out; false if a dim is negative or the product passes INT64_MAX.
 [[nodiscard]] inline bool CheckedProduct(std::span<const int64_t> dims, int64_t* out) {

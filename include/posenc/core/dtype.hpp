@@ -22,8 +22,12 @@ size_t SizeOf(DType dtype);
 bool ParseDType(std::string_view name, DType* out);
 
 // Storage types: a 16-bit pattern, so they cannot be mixed up with integers.
-struct f16_t { uint16_t bits; };
-struct bf16_t { uint16_t bits; };
+struct f16_t {
+  uint16_t bits;
+};
+struct bf16_t {
+  uint16_t bits;
+};
 
 inline float BF16ToF32(bf16_t h) { return std::bit_cast<float>(uint32_t{h.bits} << 16); }
 
@@ -50,7 +54,7 @@ inline f16_t F32ToF16(float f) {
   const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
   const uint32_t abs = u & 0x7fffffffu;
   if (abs > 0x7f800000u) return f16_t{static_cast<uint16_t>(sign | 0x7e00u | ((abs >> 13) & 0x3ffu))};  // nan
-  if (abs >= 0x477ff000u) return f16_t{static_cast<uint16_t>(sign | 0x7c00u)};  // >= 65520: inf
+  if (abs >= 0x477ff000u) return f16_t{static_cast<uint16_t>(sign | 0x7c00u)};                          // >= 65520: inf
   if (abs < 0x38800000u) {
     // Result is subnormal or zero: value / 2^-24, rounded to nearest even by float addition.
     const float mag = std::bit_cast<float>(abs);
@@ -73,14 +77,39 @@ inline void StoreFromF32(float v, float* p) { *p = v; }
 inline void StoreFromF32(float v, f16_t* p) { *p = F32ToF16(v); }
 inline void StoreFromF32(float v, bf16_t* p) { *p = F32ToBF16(v); }
 
-template <typename T> constexpr DType DTypeOf();
-template <> constexpr DType DTypeOf<float>() { return DType::kF32; }
-template <> constexpr DType DTypeOf<f16_t>() { return DType::kF16; }
-template <> constexpr DType DTypeOf<bf16_t>() { return DType::kBF16; }
-template <> constexpr DType DTypeOf<double>() { return DType::kF64; }
-template <> constexpr DType DTypeOf<int32_t>() { return DType::kI32; }
-template <> constexpr DType DTypeOf<int64_t>() { return DType::kI64; }
-template <> constexpr DType DTypeOf<uint8_t>() { return DType::kU8; }
-template <> constexpr DType DTypeOf<int8_t>() { return DType::kI8; }
+template <typename T>
+constexpr DType DTypeOf();
+template <>
+constexpr DType DTypeOf<float>() {
+  return DType::kF32;
+}
+template <>
+constexpr DType DTypeOf<f16_t>() {
+  return DType::kF16;
+}
+template <>
+constexpr DType DTypeOf<bf16_t>() {
+  return DType::kBF16;
+}
+template <>
+constexpr DType DTypeOf<double>() {
+  return DType::kF64;
+}
+template <>
+constexpr DType DTypeOf<int32_t>() {
+  return DType::kI32;
+}
+template <>
+constexpr DType DTypeOf<int64_t>() {
+  return DType::kI64;
+}
+template <>
+constexpr DType DTypeOf<uint8_t>() {
+  return DType::kU8;
+}
+template <>
+constexpr DType DTypeOf<int8_t>() {
+  return DType::kI8;
+}
 
 }  // namespace posenc

@@ -54,7 +54,7 @@ inline Status InternalError(std::string m) { return {StatusCode::kInternal, std:
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}        // NOLINT: implicit by design
   Result(Status status) : v_(std::move(status)) {  // NOLINT
     if (std::get<Status>(v_).ok()) v_ = Status(StatusCode::kInternal, "Result built from an ok Status");
   }
@@ -62,9 +62,18 @@ class [[nodiscard]] Result {
   bool ok() const { return std::holds_alternative<T>(v_); }
   Status status() const { return ok() ? Status() : std::get<Status>(v_); }
   // Precondition: ok(). Calling these on an error aborts (a bug in the caller).
-  T& value() & { Check(); return std::get<T>(v_); }
-  const T& value() const& { Check(); return std::get<T>(v_); }
-  T&& value() && { Check(); return std::get<T>(std::move(v_)); }
+  T& value() & {
+    Check();
+    return std::get<T>(v_);
+  }
+  const T& value() const& {
+    Check();
+    return std::get<T>(v_);
+  }
+  T&& value() && {
+    Check();
+    return std::get<T>(std::move(v_));
+  }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
   T* operator->() { return &value(); }
@@ -83,9 +92,9 @@ class [[nodiscard]] Result {
 #define POSENC_CONCAT_(a, b) POSENC_CONCAT_INNER_(a, b)
 
 // Returns the status from the enclosing function if `expr` (a Status) is not ok.
-#define POSENC_RETURN_IF_ERROR(expr)               \
-  do {                                             \
-    ::posenc::Status posenc_status_ = (expr);      \
+#define POSENC_RETURN_IF_ERROR(expr)                 \
+  do {                                               \
+    ::posenc::Status posenc_status_ = (expr);        \
     if (!posenc_status_.ok()) return posenc_status_; \
   } while (0)
 

@@ -31,7 +31,9 @@ struct TableAllocator {
     ::new (static_cast<void*>(p)) U;
   }
   template <typename U>
-  bool operator==(const TableAllocator<U>& /*other*/) const noexcept { return true; }
+  bool operator==(const TableAllocator<U>& /*other*/) const noexcept {
+    return true;
+  }
 };
 
 }  // namespace posenc::detail

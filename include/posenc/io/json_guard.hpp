@@ -6,7 +6,8 @@
 // walk — overflows the process's stack. CheckJsonNesting scans the text (strings skipped, no
 // allocation) and refuses nesting deeper than `max_depth` with the byte offset, before parsing.
 // JsonForMessage renders a parsed value shallowly: scalars as JSON (strings escaped and capped),
-// arrays and objects by their first few members (compact, as dump() writes them), nested ones as [...N] / {...N}; never recursive.
+// arrays and objects by their first few members (compact, as dump() writes them), nested ones as [...N] / {...N}; never
+// recursive.
 #pragma once
 
 #include <cstddef>

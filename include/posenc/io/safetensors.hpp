@@ -28,9 +28,9 @@ namespace posenc {
 
 struct SafetensorsTensor {
   std::string name;
-  std::string dtype;           // "F32", "F16", "BF16", "I64", ...
-  std::vector<int64_t> shape;  // row-major, outermost first
-  uint64_t begin = 0, end = 0; // byte offsets into the data buffer
+  std::string dtype;            // "F32", "F16", "BF16", "I64", ...
+  std::vector<int64_t> shape;   // row-major, outermost first
+  uint64_t begin = 0, end = 0;  // byte offsets into the data buffer
   size_t element_size = 0;
   int64_t num_elements = 0;
 };

@@ -54,8 +54,8 @@ struct EmbeddingTable {
 };
 
 struct LookupOptions {
-  float multiplier = 1.0f;           // Gemma scales rows by sqrt(d_model); applied in float32; finite
-  DType out_dtype = DType::kF32;     // kF32 or kBF16
+  float multiplier = 1.0f;        // Gemma scales rows by sqrt(d_model); applied in float32; finite
+  DType out_dtype = DType::kF32;  // kF32 or kBF16
   // Fused absolute positions: when set, [ids.size(), d_model] float32 rows p added after the
   // multiplier in float32, x_t = e_t * multiplier + p_t, in the same pass (then rounded once to
   // out_dtype). Equals LookupEmbeddings followed by AddPositions for float32 output.
@@ -81,13 +81,13 @@ Result<Array> LookupEmbeddings(const EmbeddingTable& table, std::span<const int6
 // Writes into caller memory out[ids.size() * d_model] of options.out_dtype (no validation: call
 // ValidateLookup first). The scalar reference of the lookup kernel, for float and decoded tables:
 // a decoded row is decoded to float32, then treated as a float32 table's row.
-void LookupEmbeddingsReference(const EmbeddingTable& table, std::span<const int64_t> ids,
-                               const LookupOptions& options, void* out);
+void LookupEmbeddingsReference(const EmbeddingTable& table, std::span<const int64_t> ids, const LookupOptions& options,
+                               void* out);
 // The fast (SIMD, threaded) lookup into caller memory out[ids.size() * d_model] of
 // options.out_dtype, which must not overlap the table or add_rows. Validates as LookupEmbeddings
 // (nothing is written on error). Bit-identical to LookupEmbeddingsReference for any runner.
-Status LookupEmbeddingsInto(const EmbeddingTable& table, std::span<const int64_t> ids,
-                            const LookupOptions& options, void* out);
+Status LookupEmbeddingsInto(const EmbeddingTable& table, std::span<const int64_t> ids, const LookupOptions& options,
+                            void* out);
 
 // The lookup's gradient, a deterministic scatter-add: for i = 0, 1, ... in order,
 //   grad_table[ids[i], :] += multiplier * grad_out[i, :]      (float32, multiply then add)
@@ -97,8 +97,8 @@ Status LookupEmbeddingsInto(const EmbeddingTable& table, std::span<const int64_t
 // a bad id (nothing written), kInvalidArgument for d_model <= 0 or null pointers with work to do.
 Status EmbeddingBackward(std::span<const int64_t> ids, const float* grad_out, int64_t d_model, float multiplier,
                          float* grad_table, int64_t vocab, ParallelRunner* parallel = nullptr);
-void EmbeddingBackwardReference(std::span<const int64_t> ids, const float* grad_out, int64_t d_model,
-                                float multiplier, float* grad_table);
+void EmbeddingBackwardReference(std::span<const int64_t> ids, const float* grad_out, int64_t d_model, float multiplier,
+                                float* grad_table);
 
 // The learned table's rows p_t (GPT-2 wpe): a position at or past the table's rows is kOutOfRange
 // naming the position, its index and the table size (never a wrap).

@@ -37,7 +37,7 @@ class ParallelRunner;
 
 struct RerotateArgs {
   RotaryLayout layout;
-  std::span<const int64_t> positions;             // one per cached token, in [0, kMaxRopePosition)
+  std::span<const int64_t> positions;                // one per cached token, in [0, kMaxRopePosition)
   const RopeFrequencies* old_frequencies = nullptr;  // what the cache was rotated with
   const RopeFrequencies* new_frequencies = nullptr;  // what it should be rotated with
   RopePrecision precision = RopePrecision::kExact;

@@ -38,7 +38,9 @@ struct AttentionBias {
   const ShawRelativeEmbeddings* shaw = nullptr;  // kShaw: tables' head_dim == head_dim
 
   static AttentionBias None() { return {}; }
-  static AttentionBias Alibi(std::span<const double> slopes) { return {AttentionBiasKind::kAlibi, slopes, nullptr, nullptr}; }
+  static AttentionBias Alibi(std::span<const double> slopes) {
+    return {AttentionBiasKind::kAlibi, slopes, nullptr, nullptr};
+  }
   static AttentionBias T5(const T5RelativeBias& b) { return {AttentionBiasKind::kT5, {}, &b, nullptr}; }
   static AttentionBias Shaw(const ShawRelativeEmbeddings& e) { return {AttentionBiasKind::kShaw, {}, nullptr, &e}; }
 };
@@ -48,8 +50,8 @@ struct AttentionOptions {
   int64_t query_offset = 0;  // position of query 0 (a KV cache holding Tk keys: Tk - Tq); >= 0
   double scale = 0.0;        // multiplies q . k; 0 means 1 / sqrt(head_dim)
   AttentionBias bias;
-  int64_t key_tile = 32;     // keys per online-softmax step, >= 1 (the result does not depend on it
-                             // beyond float64 rounding)
+  int64_t key_tile = 32;  // keys per online-softmax step, >= 1 (the result does not depend on it
+                          // beyond float64 rounding)
 };
 
 // q float32 [Tq, H, D]; k and v float32 [Tk, Hkv, D] with H a multiple of Hkv (query head h reads

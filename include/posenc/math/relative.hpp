@@ -126,8 +126,8 @@ struct ShawRelativeEmbeddings {
 };
 
 // Tables of 2k+1 rows filled with seeded normal values times `stddev` (tests and the demo).
-Result<ShawRelativeEmbeddings> RandomShawEmbeddings(int64_t max_relative_position, int64_t head_dim,
-                                                    uint64_t seed, double stddev = 1.0);
+Result<ShawRelativeEmbeddings> RandomShawEmbeddings(int64_t max_relative_position, int64_t head_dim, uint64_t seed,
+                                                    double stddev = 1.0);
 // A T5 bias table [num_buckets, heads] filled the same way.
 Result<T5RelativeBias> RandomT5Bias(const T5BucketParams& params, int64_t num_heads, uint64_t seed,
                                     double stddev = 1.0);

@@ -67,8 +67,8 @@ struct RopeConfigCheck;
 
 struct RopeConfig {
   RotaryLayout layout;
-  double base = 10000.0;                  // rope_theta
-  int64_t max_position_embeddings = 0;    // 0 = not given
+  double base = 10000.0;                // rope_theta
+  int64_t max_position_embeddings = 0;  // 0 = not given
   RopeScaling scaling;
   // Multi-axis RoPE (M-RoPE, ggml MROPE / IMROPE / VISION, 2-D vision): how the pairs are divided among
   // position components; absent for 1-D RoPE. ComputeMultiAxisRope (multi_axis.hpp) gives its plan.
@@ -185,7 +185,7 @@ struct ScalingSpelling {
 
 struct RopeScalingSpec {
   RopeScalingType type;
-  std::string_view name;                    // ToString(type)
+  std::string_view name;                       // ToString(type)
   std::span<const ScalingSpelling> spellings;  // Hugging Face rope_type values; empty: not a HF type
   std::span<const RopeScalingKey> keys;
   std::span<const ScalingOrderRule> orders;

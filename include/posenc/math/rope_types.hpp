@@ -19,7 +19,6 @@
 
 namespace posenc {
 
-
 enum class RopePairing { kHalf, kInterleaved };
 // "half", "interleaved"
 std::string_view ToString(RopePairing p);
@@ -50,7 +49,9 @@ struct RotaryLayout {
   int64_t num_pairs() const { return rotary_dim / 2; }
   // The two dims (within the head) of pair i.
   int64_t first(int64_t i) const { return rotary_start + (pairing == RopePairing::kHalf ? i : 2 * i); }
-  int64_t second(int64_t i) const { return rotary_start + (pairing == RopePairing::kHalf ? i + rotary_dim / 2 : 2 * i + 1); }
+  int64_t second(int64_t i) const {
+    return rotary_start + (pairing == RopePairing::kHalf ? i + rotary_dim / 2 : 2 * i + 1);
+  }
   // kInvalidArgument naming the field: head_dim <= 0 or > kMaxRopeHeadDim, odd or non-positive
   // rotary_dim, window past head_dim.
   Status Validate() const;

@@ -10,10 +10,10 @@
 // float32 with float64 dot products. RoPE, its head size (config.json's head_dim, GGUF key_length, so
 // heads * head_size may differ from d_model: W_q is [heads * head_size, d_model]) and the declared
 // pairing come from ModelScheme (posenc/model/model_scheme.hpp). Weights stay in the file's mapping
-// in their stored type and are dequantized 64 rows at a time, so memory is the activations ([tokens, max(d_model, ffn, vocab)]
-// floats) plus the mapped file; time is one multiply-add per parameter per token per layout (scalar:
-// meant for small models and short texts). Other formats or architectures: kUnimplemented naming the
-// file; a missing tensor: kNotFound naming it.
+// in their stored type and are dequantized 64 rows at a time, so memory is the activations ([tokens, max(d_model, ffn,
+// vocab)] floats) plus the mapped file; time is one multiply-add per parameter per token per layout (scalar: meant for
+// small models and short texts). Other formats or architectures: kUnimplemented naming the file; a missing tensor:
+// kNotFound naming it.
 //
 // What each format declares (LayoutDetection::declared, the scheme's pairing): llama2.c and GGUF llama
 // run adjacent pairs (run.c; llama.cpp's NORM rope type), Hugging Face half pairs (rotate_half).
@@ -32,8 +32,8 @@ namespace posenc {
 
 struct LayoutEvidence {
   RopePairing pairing = RopePairing::kHalf;
-  double mean_loss = 0;                 // nats per predicted token
-  std::vector<double> token_losses;     // -log p(token[t+1] | tokens[0..t]), t = 0 .. n-2
+  double mean_loss = 0;              // nats per predicted token
+  std::vector<double> token_losses;  // -log p(token[t+1] | tokens[0..t]), t = 0 .. n-2
 };
 
 struct LayoutDetection {

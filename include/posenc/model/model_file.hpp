@@ -36,7 +36,7 @@ inline constexpr uint32_t kUnreadableType = 0xffffffffu;
 
 struct ModelTensor {
   std::string name;
-  std::vector<int64_t> shape;  // outermost first
+  std::vector<int64_t> shape;            // outermost first
   uint32_t ggml_type = kUnreadableType;  // F32 = 0, F16 = 1, BF16 = 30, or a ggml block type
   std::string type_name;                 // "F16", "Q4_K", "I64", ...
   std::span<const std::byte> data;
