@@ -37,17 +37,13 @@ namespace {
 [[noreturn]] void Throw(const Status& s) {
   switch (s.code()) {
     case StatusCode::kInvalidArgument:
-    case StatusCode::kOutOfRange:
-      throw py::value_error(s.message());
+    case StatusCode::kOutOfRange: throw py::value_error(s.message());
     case StatusCode::kNotFound:
-    case StatusCode::kDataLoss:
-      PyErr_SetString(PyExc_OSError, s.message().c_str());
-      throw py::error_already_set();
+    case StatusCode::kDataLoss: PyErr_SetString(PyExc_OSError, s.message().c_str()); throw py::error_already_set();
     case StatusCode::kUnimplemented:
       PyErr_SetString(PyExc_NotImplementedError, s.message().c_str());
       throw py::error_already_set();
-    default:
-      throw std::runtime_error(s.ToString());
+    default: throw std::runtime_error(s.ToString());
   }
 }
 void Check(const Status& s) {
@@ -120,20 +116,14 @@ py::array ToNumpy(Array a) {
   py::capsule keep(owned, [](void* p) { delete static_cast<Array*>(p); });
   std::vector<py::ssize_t> shape(owned->shape().begin(), owned->shape().end());
   switch (owned->dtype()) {
-    case DType::kF32:
-      return py::array_t<float>(shape, owned->data<float>(), keep);
-    case DType::kF64:
-      return py::array_t<double>(shape, owned->data<double>(), keep);
-    case DType::kI64:
-      return py::array_t<int64_t>(shape, owned->data<int64_t>(), keep);
-    case DType::kI32:
-      return py::array_t<int32_t>(shape, owned->data<int32_t>(), keep);
-    case DType::kF16:
-      return py::array(py::dtype("float16"), shape, {}, owned->bytes(), keep);
+    case DType::kF32: return py::array_t<float>(shape, owned->data<float>(), keep);
+    case DType::kF64: return py::array_t<double>(shape, owned->data<double>(), keep);
+    case DType::kI64: return py::array_t<int64_t>(shape, owned->data<int64_t>(), keep);
+    case DType::kI32: return py::array_t<int32_t>(shape, owned->data<int32_t>(), keep);
+    case DType::kF16: return py::array(py::dtype("float16"), shape, {}, owned->bytes(), keep);
     case DType::kBF16:  // numpy has no bfloat16: the raw 16-bit patterns
       return py::array(py::dtype("uint16"), shape, {}, owned->bytes(), keep);
-    default:
-      throw std::runtime_error("posenc array of an unexpected dtype");
+    default: throw std::runtime_error("posenc array of an unexpected dtype");
   }
 }
 

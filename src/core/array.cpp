@@ -106,8 +106,7 @@ double LoadF64(const std::byte* p, DType t) {
       std::memcpy(&v, p, 8);
       return v;
     }
-    default:
-      return 0;
+    default: return 0;
   }
 }
 
@@ -123,12 +122,9 @@ int64_t LoadI64(const std::byte* p, DType t) {
       std::memcpy(&v, p, 8);
       return v;
     }
-    case DType::kU8:
-      return static_cast<int64_t>(static_cast<uint8_t>(*p));
-    case DType::kI8:
-      return static_cast<int64_t>(static_cast<int8_t>(*p));
-    default:
-      return 0;
+    case DType::kU8: return static_cast<int64_t>(static_cast<uint8_t>(*p));
+    case DType::kI8: return static_cast<int64_t>(static_cast<int8_t>(*p));
+    default: return 0;
   }
 }
 
@@ -155,9 +151,7 @@ Result<Array> Array::AsType(DType to) const {
           std::memcpy(dst, &f, 4);
           break;
         }
-        case DType::kF64:
-          std::memcpy(dst, &v, 8);
-          break;
+        case DType::kF64: std::memcpy(dst, &v, 8); break;
         case DType::kF16: {
           f16_t h = F32ToF16(static_cast<float>(v));
           std::memcpy(dst, &h, 2);
@@ -168,8 +162,7 @@ Result<Array> Array::AsType(DType to) const {
           std::memcpy(dst, &h, 2);
           break;
         }
-        default:
-          break;
+        default: break;
       }
     } else {
       const int64_t v = LoadI64(src, dtype_);
@@ -182,9 +175,7 @@ Result<Array> Array::AsType(DType to) const {
             std::memcpy(dst, &x, 4);
           }
           break;
-        case DType::kI64:
-          std::memcpy(dst, &v, 8);
-          break;
+        case DType::kI64: std::memcpy(dst, &v, 8); break;
         case DType::kU8:
           fits = v >= 0 && v <= 255;
           if (fits) {
@@ -199,8 +190,7 @@ Result<Array> Array::AsType(DType to) const {
             std::memcpy(dst, &x, 1);
           }
           break;
-        default:
-          break;
+        default: break;
       }
       if (!fits)
         return OutOfRangeError(fmt::format("converting {} array to {}: element {} = {} does not fit",

@@ -5,22 +5,14 @@ namespace posenc {
 
 std::string_view ToString(DType dtype) {
   switch (dtype) {
-    case DType::kF32:
-      return "float32";
-    case DType::kF16:
-      return "float16";
-    case DType::kBF16:
-      return "bfloat16";
-    case DType::kF64:
-      return "float64";
-    case DType::kI32:
-      return "int32";
-    case DType::kI64:
-      return "int64";
-    case DType::kU8:
-      return "uint8";
-    case DType::kI8:
-      return "int8";
+    case DType::kF32: return "float32";
+    case DType::kF16: return "float16";
+    case DType::kBF16: return "bfloat16";
+    case DType::kF64: return "float64";
+    case DType::kI32: return "int32";
+    case DType::kI64: return "int64";
+    case DType::kU8: return "uint8";
+    case DType::kI8: return "int8";
   }
   return "unknown";
 }
@@ -28,17 +20,13 @@ std::string_view ToString(DType dtype) {
 size_t SizeOf(DType dtype) {
   switch (dtype) {
     case DType::kF32:
-    case DType::kI32:
-      return 4;
+    case DType::kI32: return 4;
     case DType::kF16:
-    case DType::kBF16:
-      return 2;
+    case DType::kBF16: return 2;
     case DType::kF64:
-    case DType::kI64:
-      return 8;
+    case DType::kI64: return 8;
     case DType::kU8:
-    case DType::kI8:
-      return 1;
+    case DType::kI8: return 1;
   }
   return 0;
 }

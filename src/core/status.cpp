@@ -5,20 +5,13 @@ namespace posenc {
 
 std::string_view ToString(StatusCode code) {
   switch (code) {
-    case StatusCode::kOk:
-      return "ok";
-    case StatusCode::kInvalidArgument:
-      return "invalid argument";
-    case StatusCode::kOutOfRange:
-      return "out of range";
-    case StatusCode::kNotFound:
-      return "not found";
-    case StatusCode::kDataLoss:
-      return "data loss";
-    case StatusCode::kUnimplemented:
-      return "unimplemented";
-    case StatusCode::kInternal:
-      return "internal";
+    case StatusCode::kOk: return "ok";
+    case StatusCode::kInvalidArgument: return "invalid argument";
+    case StatusCode::kOutOfRange: return "out of range";
+    case StatusCode::kNotFound: return "not found";
+    case StatusCode::kDataLoss: return "data loss";
+    case StatusCode::kUnimplemented: return "unimplemented";
+    case StatusCode::kInternal: return "internal";
   }
   return "unknown";
 }

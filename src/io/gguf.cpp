@@ -46,21 +46,16 @@ size_t ScalarSize(uint32_t t) {
   switch (static_cast<GgufValueType>(t)) {
     case GgufValueType::kUint8:
     case GgufValueType::kInt8:
-    case GgufValueType::kBool:
-      return 1;
+    case GgufValueType::kBool: return 1;
     case GgufValueType::kUint16:
-    case GgufValueType::kInt16:
-      return 2;
+    case GgufValueType::kInt16: return 2;
     case GgufValueType::kUint32:
     case GgufValueType::kInt32:
-    case GgufValueType::kFloat32:
-      return 4;
+    case GgufValueType::kFloat32: return 4;
     case GgufValueType::kUint64:
     case GgufValueType::kInt64:
-    case GgufValueType::kFloat64:
-      return 8;
-    default:
-      return 0;  // string, array, unknown
+    case GgufValueType::kFloat64: return 8;
+    default: return 0;  // string, array, unknown
   }
 }
 
@@ -73,10 +68,8 @@ bool IsInteger(GgufValueType t) {
     case GgufValueType::kUint32:
     case GgufValueType::kInt32:
     case GgufValueType::kUint64:
-    case GgufValueType::kInt64:
-      return true;
-    default:
-      return false;
+    case GgufValueType::kInt64: return true;
+    default: return false;
   }
 }
 bool IsFloat(GgufValueType t) { return t == GgufValueType::kFloat32 || t == GgufValueType::kFloat64; }
@@ -94,43 +87,22 @@ void DecodeScalar(GgufValueType t, const std::byte* p, GgufValue* v) {
     v->f = static_cast<double>(x);
   };
   switch (t) {
-    case GgufValueType::kUint8:
-      set_unsigned(LoadLE<uint8_t>(p));
-      break;
-    case GgufValueType::kInt8:
-      set_signed(LoadLE<int8_t>(p));
-      break;
-    case GgufValueType::kUint16:
-      set_unsigned(LoadLE<uint16_t>(p));
-      break;
-    case GgufValueType::kInt16:
-      set_signed(LoadLE<int16_t>(p));
-      break;
-    case GgufValueType::kUint32:
-      set_unsigned(LoadLE<uint32_t>(p));
-      break;
-    case GgufValueType::kInt32:
-      set_signed(LoadLE<int32_t>(p));
-      break;
-    case GgufValueType::kUint64:
-      set_unsigned(LoadLE<uint64_t>(p));
-      break;
-    case GgufValueType::kInt64:
-      set_signed(LoadLE<int64_t>(p));
-      break;
-    case GgufValueType::kFloat32:
-      v->f = LoadLE<float>(p);
-      break;
-    case GgufValueType::kFloat64:
-      v->f = LoadLE<double>(p);
-      break;
+    case GgufValueType::kUint8: set_unsigned(LoadLE<uint8_t>(p)); break;
+    case GgufValueType::kInt8: set_signed(LoadLE<int8_t>(p)); break;
+    case GgufValueType::kUint16: set_unsigned(LoadLE<uint16_t>(p)); break;
+    case GgufValueType::kInt16: set_signed(LoadLE<int16_t>(p)); break;
+    case GgufValueType::kUint32: set_unsigned(LoadLE<uint32_t>(p)); break;
+    case GgufValueType::kInt32: set_signed(LoadLE<int32_t>(p)); break;
+    case GgufValueType::kUint64: set_unsigned(LoadLE<uint64_t>(p)); break;
+    case GgufValueType::kInt64: set_signed(LoadLE<int64_t>(p)); break;
+    case GgufValueType::kFloat32: v->f = LoadLE<float>(p); break;
+    case GgufValueType::kFloat64: v->f = LoadLE<double>(p); break;
     case GgufValueType::kBool:
       v->b = LoadLE<uint8_t>(p) != 0;
       v->u = v->b;
       v->i = v->b;
       break;
-    default:
-      break;
+    default: break;
   }
 }
 

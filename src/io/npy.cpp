@@ -94,22 +94,14 @@ bool DescrToDType(const std::string& d, DType* t) {
 
 std::string DTypeToDescr(DType t) {
   switch (t) {
-    case DType::kF32:
-      return "<f4";
-    case DType::kF16:
-      return "<f2";
-    case DType::kF64:
-      return "<f8";
-    case DType::kI32:
-      return "<i4";
-    case DType::kI64:
-      return "<i8";
-    case DType::kU8:
-      return "|u1";
-    case DType::kI8:
-      return "|i1";
-    default:
-      return "";
+    case DType::kF32: return "<f4";
+    case DType::kF16: return "<f2";
+    case DType::kF64: return "<f8";
+    case DType::kI32: return "<i4";
+    case DType::kI64: return "<i8";
+    case DType::kU8: return "|u1";
+    case DType::kI8: return "|i1";
+    default: return "";
   }
 }
 

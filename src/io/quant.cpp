@@ -178,50 +178,29 @@ bool IsDequantizable(uint32_t ggml_type) {
     case GgmlType::kQ5_1:
     case GgmlType::kQ4_K:
     case GgmlType::kQ5_K:
-    case GgmlType::kQ6_K:
-      return true;
-    default:
-      return false;
+    case GgmlType::kQ6_K: return true;
+    default: return false;
   }
 }
 
 void DequantizeRowUnchecked(uint32_t ggml_type, const std::byte* row, int64_t n, float* out) {
   switch (static_cast<GgmlType>(ggml_type)) {
-    case GgmlType::kF32:
-      std::memcpy(out, row, static_cast<size_t>(n) * 4);
-      return;
+    case GgmlType::kF32: std::memcpy(out, row, static_cast<size_t>(n) * 4); return;
     case GgmlType::kF16:
       for (int64_t j = 0; j < n; ++j) out[j] = Half(row + 2 * j);
       return;
     case GgmlType::kBF16:
       for (int64_t j = 0; j < n; ++j) out[j] = BF16ToF32(bf16_t{LoadLE<uint16_t>(row + 2 * j)});
       return;
-    case GgmlType::kQ8_0:
-      RowQ8_0(row, n / 32, out);
-      return;
-    case GgmlType::kQ4_0:
-      RowQ4_0(row, n / 32, out);
-      return;
-    case GgmlType::kQ4_1:
-      RowQ4_1(row, n / 32, out);
-      return;
-    case GgmlType::kQ5_0:
-      RowQ5_0(row, n / 32, out);
-      return;
-    case GgmlType::kQ5_1:
-      RowQ5_1(row, n / 32, out);
-      return;
-    case GgmlType::kQ4_K:
-      RowQ4_K(row, n / 256, out);
-      return;
-    case GgmlType::kQ5_K:
-      RowQ5_K(row, n / 256, out);
-      return;
-    case GgmlType::kQ6_K:
-      RowQ6_K(row, n / 256, out);
-      return;
-    default:
-      return;
+    case GgmlType::kQ8_0: RowQ8_0(row, n / 32, out); return;
+    case GgmlType::kQ4_0: RowQ4_0(row, n / 32, out); return;
+    case GgmlType::kQ4_1: RowQ4_1(row, n / 32, out); return;
+    case GgmlType::kQ5_0: RowQ5_0(row, n / 32, out); return;
+    case GgmlType::kQ5_1: RowQ5_1(row, n / 32, out); return;
+    case GgmlType::kQ4_K: RowQ4_K(row, n / 256, out); return;
+    case GgmlType::kQ5_K: RowQ5_K(row, n / 256, out); return;
+    case GgmlType::kQ6_K: RowQ6_K(row, n / 256, out); return;
+    default: return;
   }
 }
 

@@ -51,17 +51,10 @@ Status Apply(HeadsView q, std::span<const S> scales) {
   POSENC_RETURN_IF_ERROR(CheckScales(q, scales));
   if (q.tokens == 0 || q.heads == 0 || q.head_dim == 0) return OkStatus();
   switch (q.dtype) {
-    case DType::kF32:
-      Scale<float, S>(q, scales);
-      break;
-    case DType::kF16:
-      Scale<f16_t, S>(q, scales);
-      break;
-    case DType::kBF16:
-      Scale<bf16_t, S>(q, scales);
-      break;
-    default:
-      return InvalidArgumentError("attention temperature: unsupported dtype");
+    case DType::kF32: Scale<float, S>(q, scales); break;
+    case DType::kF16: Scale<f16_t, S>(q, scales); break;
+    case DType::kBF16: Scale<bf16_t, S>(q, scales); break;
+    default: return InvalidArgumentError("attention temperature: unsupported dtype");
   }
   return OkStatus();
 }

@@ -160,14 +160,10 @@ void GatherTarget(const EmbeddingTable& table, const int64_t* ids, int64_t begin
   else                                                                                                               \
     GatherRowsT<In, float, false>(table, ids, begin, end, o.multiplier, o.add_rows, pf, static_cast<float*>(out));
   switch (table.dtype) {
-    case DType::kF32:
-      POSENC_GATHER_CASE(float) break;
-    case DType::kF16:
-      POSENC_GATHER_CASE(f16_t) break;
-    case DType::kBF16:
-      POSENC_GATHER_CASE(bf16_t) break;
-    default:
-      break;  // validated at the boundary
+    case DType::kF32: POSENC_GATHER_CASE(float) break;
+    case DType::kF16: POSENC_GATHER_CASE(f16_t) break;
+    case DType::kBF16: POSENC_GATHER_CASE(bf16_t) break;
+    default: break;  // validated at the boundary
   }
 #undef POSENC_GATHER_CASE
   if (stream) hwy::FlushStream();

@@ -111,17 +111,10 @@ void LookupEmbeddingsReference(const EmbeddingTable& table, std::span<const int6
     return;
   }
   switch (table.dtype) {
-    case DType::kF32:
-      GatherTo<float>(table, ids, options, out);
-      break;
-    case DType::kF16:
-      GatherTo<f16_t>(table, ids, options, out);
-      break;
-    case DType::kBF16:
-      GatherTo<bf16_t>(table, ids, options, out);
-      break;
-    default:
-      break;
+    case DType::kF32: GatherTo<float>(table, ids, options, out); break;
+    case DType::kF16: GatherTo<f16_t>(table, ids, options, out); break;
+    case DType::kBF16: GatherTo<bf16_t>(table, ids, options, out); break;
+    default: break;
   }
 }
 

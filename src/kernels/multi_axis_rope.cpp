@@ -110,17 +110,10 @@ Status ApplyMultiAxisRopeReference(const MultiAxisRopeArgs& args, HeadsView in, 
   POSENC_RETURN_IF_ERROR(detail::ValidateRopeOutput(in, out));
   if (in.tokens == 0 || in.heads == 0) return OkStatus();
   switch (in.dtype) {
-    case DType::kF32:
-      RotateReference<float>(args, in, out);
-      break;
-    case DType::kF16:
-      RotateReference<f16_t>(args, in, out);
-      break;
-    case DType::kBF16:
-      RotateReference<bf16_t>(args, in, out);
-      break;
-    default:
-      return InvalidArgumentError("multi-axis rope: unsupported dtype");
+    case DType::kF32: RotateReference<float>(args, in, out); break;
+    case DType::kF16: RotateReference<f16_t>(args, in, out); break;
+    case DType::kBF16: RotateReference<bf16_t>(args, in, out); break;
+    default: return InvalidArgumentError("multi-axis rope: unsupported dtype");
   }
   return OkStatus();
 }

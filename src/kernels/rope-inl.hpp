@@ -388,32 +388,19 @@ void RopeTokensDtype(const detail::RopeJob& job, int64_t begin, int64_t end) {
   // paired runs whose noise is of the same order): 64 pairs (head_dim 128: Llama, Mistral, Qwen) and
   // 32 pairs (head_dim 64, or GPT-J's 64-dim rotary window).
   switch (job.layout.num_pairs()) {
-    case 64:
-      RopeTokensPairs<T, 64>(job, begin, end);
-      break;
-    case 32:
-      RopeTokensPairs<T, 32>(job, begin, end);
-      break;
-    default:
-      RopeTokensPairs<T, 0>(job, begin, end);
-      break;
+    case 64: RopeTokensPairs<T, 64>(job, begin, end); break;
+    case 32: RopeTokensPairs<T, 32>(job, begin, end); break;
+    default: RopeTokensPairs<T, 0>(job, begin, end); break;
   }
 }
 
 // The exported per-target entry point.
 void RopeTokensTarget(const detail::RopeJob& job, int64_t begin, int64_t end) {
   switch (job.dtype) {
-    case DType::kF32:
-      RopeTokensDtype<float>(job, begin, end);
-      break;
-    case DType::kF16:
-      RopeTokensDtype<f16_t>(job, begin, end);
-      break;
-    case DType::kBF16:
-      RopeTokensDtype<bf16_t>(job, begin, end);
-      break;
-    default:
-      break;  // validated at the boundary
+    case DType::kF32: RopeTokensDtype<float>(job, begin, end); break;
+    case DType::kF16: RopeTokensDtype<f16_t>(job, begin, end); break;
+    case DType::kBF16: RopeTokensDtype<bf16_t>(job, begin, end); break;
+    default: break;  // validated at the boundary
   }
 }
 

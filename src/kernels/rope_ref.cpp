@@ -80,17 +80,10 @@ Status ApplyRopeReference(const RopeArgs& args, HeadsView in, HeadsView out) {
   POSENC_RETURN_IF_ERROR(detail::ValidateRopeOutput(in, out));
   if (in.tokens == 0 || in.heads == 0) return OkStatus();
   switch (in.dtype) {
-    case DType::kF32:
-      RotateReference<float>(args, in, out);
-      break;
-    case DType::kF16:
-      RotateReference<f16_t>(args, in, out);
-      break;
-    case DType::kBF16:
-      RotateReference<bf16_t>(args, in, out);
-      break;
-    default:
-      return InvalidArgumentError("rope: unsupported dtype");
+    case DType::kF32: RotateReference<float>(args, in, out); break;
+    case DType::kF16: RotateReference<f16_t>(args, in, out); break;
+    case DType::kBF16: RotateReference<bf16_t>(args, in, out); break;
+    default: return InvalidArgumentError("rope: unsupported dtype");
   }
   return OkStatus();
 }

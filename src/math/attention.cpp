@@ -39,8 +39,7 @@ Status Validate(const Array& q, const Array& k, const Array& v, const AttentionO
   if (o.key_tile < 1) return InvalidArgumentError(fmt::format("attention: key_tile {} must be >= 1", o.key_tile));
   const AttentionBias& b = o.bias;
   switch (b.kind) {
-    case AttentionBiasKind::kNone:
-      break;
+    case AttentionBiasKind::kNone: break;
     case AttentionBiasKind::kAlibi:
       if (static_cast<int64_t>(b.alibi_slopes.size()) != q.dim(1))
         return InvalidArgumentError(
@@ -74,14 +73,10 @@ double Dot(const float* a, const float* b, int64_t n) {
 
 std::string_view ToString(AttentionBiasKind k) {
   switch (k) {
-    case AttentionBiasKind::kNone:
-      return "none";
-    case AttentionBiasKind::kAlibi:
-      return "alibi";
-    case AttentionBiasKind::kT5:
-      return "t5";
-    case AttentionBiasKind::kShaw:
-      return "shaw";
+    case AttentionBiasKind::kNone: return "none";
+    case AttentionBiasKind::kAlibi: return "alibi";
+    case AttentionBiasKind::kT5: return "t5";
+    case AttentionBiasKind::kShaw: return "shaw";
   }
   return "?";
 }

@@ -12,14 +12,10 @@ namespace posenc {
 
 std::string_view ToString(SectionLayout l) {
   switch (l) {
-    case SectionLayout::kChunked:
-      return "chunked";
-    case SectionLayout::kInterleaved:
-      return "interleaved";
-    case SectionLayout::kChunkedRestart:
-      return "chunked_restart";
-    case SectionLayout::kChunkedStrided:
-      return "chunked_strided";
+    case SectionLayout::kChunked: return "chunked";
+    case SectionLayout::kInterleaved: return "interleaved";
+    case SectionLayout::kChunkedRestart: return "chunked_restart";
+    case SectionLayout::kChunkedStrided: return "chunked_strided";
   }
   return "?";
 }
@@ -90,15 +86,9 @@ void PairOf(const MultiAxisRope& m, int64_t j, int64_t* component, int64_t* freq
   int64_t start = 0;
   *component = ChunkOf(m.sections, sector, &start);
   switch (m.layout) {
-    case SectionLayout::kChunkedRestart:
-      *freq_index = sector - start;
-      break;
-    case SectionLayout::kChunkedStrided:
-      *freq_index = (sector - start) * m.num_components + *component;
-      break;
-    default:
-      *freq_index = j;
-      break;
+    case SectionLayout::kChunkedRestart: *freq_index = sector - start; break;
+    case SectionLayout::kChunkedStrided: *freq_index = (sector - start) * m.num_components + *component; break;
+    default: *freq_index = j; break;
   }
 }
 

@@ -43,10 +43,8 @@ Status CheckTable(const Array& t, int64_t rows, const char* what) {
 
 std::string_view ToString(AlibiVariant v) {
   switch (v) {
-    case AlibiVariant::kBloom:
-      return "bloom";
-    case AlibiVariant::kMpt:
-      return "mpt";
+    case AlibiVariant::kBloom: return "bloom";
+    case AlibiVariant::kMpt: return "mpt";
   }
   return "?";
 }

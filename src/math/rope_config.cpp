@@ -26,16 +26,11 @@ std::string_view ToString(RopeScalingType t) {
 
 std::string_view ToString(PairRegime r) {
   switch (r) {
-    case PairRegime::kExtrapolated:
-      return "extrapolated";
-    case PairRegime::kInterpolated:
-      return "interpolated";
-    case PairRegime::kBlended:
-      return "blended";
-    case PairRegime::kScaled:
-      return "scaled";
-    case PairRegime::kUnrotated:
-      return "unrotated";
+    case PairRegime::kExtrapolated: return "extrapolated";
+    case PairRegime::kInterpolated: return "interpolated";
+    case PairRegime::kBlended: return "blended";
+    case PairRegime::kScaled: return "scaled";
+    case PairRegime::kUnrotated: return "unrotated";
   }
   return "unknown";
 }
@@ -573,8 +568,7 @@ Status CheckRopeScalingKey(const RopeConfig& c, const RopeScalingKey& key) {
                       fmt::format("is outside float32, the type it is used in (magnitude {} to {}, or 0)",
                                   std::numeric_limits<float>::min(), std::numeric_limits<float>::max()));
   switch (key.rule) {
-    case ScalingKeyRule::kAny:
-      return OkStatus();
+    case ScalingKeyRule::kAny: return OkStatus();
     case ScalingKeyRule::kPositive: {
       if (f.optional != nullptr && !f.optional->has_value()) return OkStatus();
       const double v = f.optional != nullptr ? **f.optional
@@ -597,8 +591,7 @@ Status CheckRopeScalingKey(const RopeConfig& c, const RopeScalingKey& key) {
     case ScalingKeyRule::kPairListIfGiven:
       if (f.list->empty()) return OkStatus();
       [[fallthrough]];
-    case ScalingKeyRule::kPairList:
-      return CheckFactorList(c, key.name, *f.list);
+    case ScalingKeyRule::kPairList: return CheckFactorList(c, key.name, *f.list);
   }
   return OkStatus();
 }

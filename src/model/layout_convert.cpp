@@ -18,14 +18,10 @@ namespace posenc {
 
 std::string_view ToString(ModelFileFormat f) {
   switch (f) {
-    case ModelFileFormat::kAuto:
-      return "auto";
-    case ModelFileFormat::kLlama2c:
-      return "llama2c";
-    case ModelFileFormat::kSafetensors:
-      return "safetensors";
-    case ModelFileFormat::kGguf:
-      return "gguf";
+    case ModelFileFormat::kAuto: return "auto";
+    case ModelFileFormat::kLlama2c: return "llama2c";
+    case ModelFileFormat::kSafetensors: return "safetensors";
+    case ModelFileFormat::kGguf: return "gguf";
   }
   return "?";
 }
@@ -175,8 +171,7 @@ Result<Job> FusedQkvJob(std::string_view tensor, const Heads& h, const std::stri
       j.segments = {{h.q, true}, {h.kv, true}, {h.kv, false}};
       j.what = fmt::format("{}+{}+{} heads", h.q, h.kv, h.kv);
       return j;
-    case FusedQkvLayout::kNone:
-      break;
+    case FusedQkvLayout::kNone: break;
   }
   return InvalidArgumentError(fmt::format(
       "{}: tensor '{}' is a fused query_key_value, whose row order depends on the architecture; give the model's "
@@ -380,14 +375,10 @@ Result<LayoutConvertReport> ConvertLayoutBytes(std::span<const std::byte> in, co
   out->assign(in.begin(), in.end());
   const ModelFileFormat fmt_ = options.format == ModelFileFormat::kAuto ? Sniff(in) : options.format;
   switch (fmt_) {
-    case ModelFileFormat::kLlama2c:
-      return ConvertLlama2c(in, name, options, out);
-    case ModelFileFormat::kSafetensors:
-      return ConvertSafetensors(in, name, options, out);
-    case ModelFileFormat::kGguf:
-      return ConvertGguf(in, name, options, out);
-    case ModelFileFormat::kAuto:
-      break;
+    case ModelFileFormat::kLlama2c: return ConvertLlama2c(in, name, options, out);
+    case ModelFileFormat::kSafetensors: return ConvertSafetensors(in, name, options, out);
+    case ModelFileFormat::kGguf: return ConvertGguf(in, name, options, out);
+    case ModelFileFormat::kAuto: break;
   }
   return InternalError("convert-layout: format not resolved");
 }

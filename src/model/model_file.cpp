@@ -76,16 +76,11 @@ int64_t JsonInt(const nlohmann::json& j, std::initializer_list<const char*> keys
 
 std::string_view ToString(ModelFormat f) {
   switch (f) {
-    case ModelFormat::kGguf:
-      return "gguf";
-    case ModelFormat::kSafetensors:
-      return "safetensors";
-    case ModelFormat::kHuggingFaceFolder:
-      return "hf-folder";
-    case ModelFormat::kLlama2c:
-      return "llama2c";
-    case ModelFormat::kNpy:
-      return "npy";
+    case ModelFormat::kGguf: return "gguf";
+    case ModelFormat::kSafetensors: return "safetensors";
+    case ModelFormat::kHuggingFaceFolder: return "hf-folder";
+    case ModelFormat::kLlama2c: return "llama2c";
+    case ModelFormat::kNpy: return "npy";
   }
   return "unknown";
 }
@@ -396,18 +391,10 @@ struct ModelFileBuilder {
     } else {
       POSENC_ASSIGN_OR_RETURN(MappedFile file, MappedFile::Open(path));
       switch (Sniff(file.bytes(), path)) {
-        case Sniffed::kGguf:
-          POSENC_RETURN_IF_ERROR(OpenGguf(m, std::move(file)));
-          break;
-        case Sniffed::kNpy:
-          POSENC_RETURN_IF_ERROR(OpenNpy(m, file.bytes()));
-          break;
-        case Sniffed::kSafetensors:
-          POSENC_RETURN_IF_ERROR(OpenSafetensors(m, std::move(file)));
-          break;
-        case Sniffed::kOther:
-          POSENC_RETURN_IF_ERROR(OpenLlama2c(m, std::move(file)));
-          break;
+        case Sniffed::kGguf: POSENC_RETURN_IF_ERROR(OpenGguf(m, std::move(file))); break;
+        case Sniffed::kNpy: POSENC_RETURN_IF_ERROR(OpenNpy(m, file.bytes())); break;
+        case Sniffed::kSafetensors: POSENC_RETURN_IF_ERROR(OpenSafetensors(m, std::move(file))); break;
+        case Sniffed::kOther: POSENC_RETURN_IF_ERROR(OpenLlama2c(m, std::move(file))); break;
       }
     }
     SizesFromEmbedding(m);

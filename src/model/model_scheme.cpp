@@ -16,15 +16,13 @@ Result<PositionScheme> FormatScheme(const ModelFile& m, const ModelSchemeOptions
   switch (m.format()) {
     case ModelFormat::kGguf:
       return GgufConfigFromFile(*m.gguf(), GgufConfigOptions{.allow_default_freq_base = o.allow_default_freq_base});
-    case ModelFormat::kLlama2c:
-      return Llama2cScheme(m.llama2c()->config(), m.path());
+    case ModelFormat::kLlama2c: return Llama2cScheme(m.llama2c()->config(), m.path());
     case ModelFormat::kHuggingFaceFolder:
     case ModelFormat::kSafetensors:
       if (!m.config_path().empty())
         return ParseHfConfig(m.config_text(), m.config_path(), HfConfigOptions{.layer_type = o.layer_type});
       break;
-    case ModelFormat::kNpy:
-      break;
+    case ModelFormat::kNpy: break;
   }
   return NotFoundError(
       fmt::format("{}: no positional scheme: the file has no RoPE metadata and no config.json beside it", m.path()));

@@ -57,9 +57,7 @@ inline Status FuzzGguf(std::span<const std::byte> bytes) {
   for (const GgufKeyValue& kv : g->metadata()) {
     sink = sink + kv.key.size();
     switch (kv.value.type) {
-      case GgufValueType::kString:
-        sink = sink + g->GetString(kv.key).value().size();
-        break;
+      case GgufValueType::kString: sink = sink + g->GetString(kv.key).value().size(); break;
       case GgufValueType::kArray:
         if (auto i = g->GetIntArray(kv.key); i.ok()) sink = sink + i->size();
         if (auto f = g->GetFloatArray(kv.key); f.ok()) sink = sink + f->size();
@@ -67,12 +65,8 @@ inline Status FuzzGguf(std::span<const std::byte> bytes) {
           for (std::string_view v : *s) sink = sink + v.size();
         }
         break;
-      case GgufValueType::kBool:
-        sink = sink + (g->GetBool(kv.key).value() ? 1 : 0);
-        break;
-      default:
-        sink = sink + (g->GetFloat(kv.key).value() > 0.0 ? 1 : 0);
-        break;
+      case GgufValueType::kBool: sink = sink + (g->GetBool(kv.key).value() ? 1 : 0); break;
+      default: sink = sink + (g->GetFloat(kv.key).value() > 0.0 ? 1 : 0); break;
     }
   }
   // The scheme reader over the same metadata (and rope_freqs tensors): any error is fine, a crash is not.
@@ -186,17 +180,10 @@ inline Status FuzzConvert(std::span<const std::byte> bytes) {
   o.from = (mode & 1) != 0 ? RopePairing::kHalf : RopePairing::kInterleaved;
   o.to = (mode & 1) != 0 ? RopePairing::kInterleaved : RopePairing::kHalf;
   switch ((mode >> 1) & 3) {
-    case 1:
-      o.num_heads = 2, o.head_dim = 8;
-      break;
-    case 2:
-      o.num_heads = 4, o.num_kv_heads = 2, o.head_dim = 8, o.rotary_dim = 4, o.rotary_start = 2;
-      break;
-    case 3:
-      o.num_heads = 3, o.head_dim = 6;
-      break;
-    default:
-      break;
+    case 1: o.num_heads = 2, o.head_dim = 8; break;
+    case 2: o.num_heads = 4, o.num_kv_heads = 2, o.head_dim = 8, o.rotary_dim = 4, o.rotary_start = 2; break;
+    case 3: o.num_heads = 3, o.head_dim = 6; break;
+    default: break;
   }
   std::vector<std::byte> out;
   auto r = ConvertLayoutBytes(file, name, o, &out);

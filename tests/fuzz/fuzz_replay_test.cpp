@@ -86,12 +86,8 @@ std::string Mutate(const std::string& in, const std::vector<std::string>& corpus
         }
         break;
       }
-      case 3:
-        s.resize(pos());
-        break;
-      case 4:
-        s.insert(pos(), std::string(std::uniform_int_distribution<size_t>(1, 16)(rng), '\0'));
-        break;
+      case 3: s.resize(pos()); break;
+      case 4: s.insert(pos(), std::string(std::uniform_int_distribution<size_t>(1, 16)(rng), '\0')); break;
       case 5:
         if (!s.empty()) {
           const size_t p = pos();

@@ -36,26 +36,16 @@ enum class Scheme {
 
 const char* Name(Scheme s) {
   switch (s) {
-    case Scheme::kNone:
-      return "none";
-    case Scheme::kSinusoidalInterleaved:
-      return "sinusoidal-interleaved";
-    case Scheme::kSinusoidalConcat:
-      return "sinusoidal-concat";
-    case Scheme::kLearned:
-      return "learned";
-    case Scheme::kRopeHalf:
-      return "rope-half";
-    case Scheme::kRopeInterleaved:
-      return "rope-interleaved";
-    case Scheme::kRopePartial:
-      return "rope-partial";
-    case Scheme::kAlibi:
-      return "alibi";
-    case Scheme::kT5:
-      return "t5";
-    case Scheme::kShaw:
-      return "shaw";
+    case Scheme::kNone: return "none";
+    case Scheme::kSinusoidalInterleaved: return "sinusoidal-interleaved";
+    case Scheme::kSinusoidalConcat: return "sinusoidal-concat";
+    case Scheme::kLearned: return "learned";
+    case Scheme::kRopeHalf: return "rope-half";
+    case Scheme::kRopeInterleaved: return "rope-interleaved";
+    case Scheme::kRopePartial: return "rope-partial";
+    case Scheme::kAlibi: return "alibi";
+    case Scheme::kT5: return "t5";
+    case Scheme::kShaw: return "shaw";
   }
   return "?";
 }

@@ -91,36 +91,24 @@ struct Buffer {
   float Get(int64_t t, int64_t h, int64_t d) const {
     const size_t i = Index(t, h, d);
     switch (dtype) {
-      case DType::kF32:
-        return reinterpret_cast<const float*>(bytes.data())[i];
-      case DType::kF16:
-        return F16ToF32(reinterpret_cast<const f16_t*>(bytes.data())[i]);
-      default:
-        return BF16ToF32(reinterpret_cast<const bf16_t*>(bytes.data())[i]);
+      case DType::kF32: return reinterpret_cast<const float*>(bytes.data())[i];
+      case DType::kF16: return F16ToF32(reinterpret_cast<const f16_t*>(bytes.data())[i]);
+      default: return BF16ToF32(reinterpret_cast<const bf16_t*>(bytes.data())[i]);
     }
   }
   void Set(int64_t t, int64_t h, int64_t d, float v) {
     const size_t i = Index(t, h, d);
     switch (dtype) {
-      case DType::kF32:
-        reinterpret_cast<float*>(bytes.data())[i] = v;
-        break;
-      case DType::kF16:
-        reinterpret_cast<f16_t*>(bytes.data())[i] = F32ToF16(v);
-        break;
-      default:
-        reinterpret_cast<bf16_t*>(bytes.data())[i] = F32ToBF16(v);
-        break;
+      case DType::kF32: reinterpret_cast<float*>(bytes.data())[i] = v; break;
+      case DType::kF16: reinterpret_cast<f16_t*>(bytes.data())[i] = F32ToF16(v); break;
+      default: reinterpret_cast<bf16_t*>(bytes.data())[i] = F32ToBF16(v); break;
     }
   }
   float Round(float v) const {
     switch (dtype) {
-      case DType::kF32:
-        return v;
-      case DType::kF16:
-        return F16ToF32(F32ToF16(v));
-      default:
-        return BF16ToF32(F32ToBF16(v));
+      case DType::kF32: return v;
+      case DType::kF16: return F16ToF32(F32ToF16(v));
+      default: return BF16ToF32(F32ToBF16(v));
     }
   }
 };

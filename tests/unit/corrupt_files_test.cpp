@@ -444,15 +444,9 @@ TEST_P(CorruptFile, RejectedNamingFileAndFault) {
   const std::string bytes = c.build();
   Status s;
   switch (c.format) {
-    case Format::kGguf:
-      s = GgufFile::FromBytes(AsBytes(bytes), c.name).status();
-      break;
-    case Format::kSafetensors:
-      s = SafetensorsFile::FromBytes(AsBytes(bytes), c.name).status();
-      break;
-    case Format::kLlama2c:
-      s = Llama2cFile::FromBytes(AsBytes(bytes), c.name).status();
-      break;
+    case Format::kGguf: s = GgufFile::FromBytes(AsBytes(bytes), c.name).status(); break;
+    case Format::kSafetensors: s = SafetensorsFile::FromBytes(AsBytes(bytes), c.name).status(); break;
+    case Format::kLlama2c: s = Llama2cFile::FromBytes(AsBytes(bytes), c.name).status(); break;
   }
   ASSERT_FALSE(s.ok()) << c.name << " was accepted";
   EXPECT_EQ(s.code(), c.code) << s.ToString();

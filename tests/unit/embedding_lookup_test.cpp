@@ -120,19 +120,11 @@ TestTable MakeTable(GgmlType type, int64_t rows, int64_t d, bool unaligned, std:
   const std::vector<float> x = testing::RandomNormal(rng, static_cast<size_t>(rows * d));
   std::vector<std::byte> bytes;
   switch (type) {
-    case GgmlType::kQ8_0:
-      bytes = QuantizeQ8_0(x);
-      break;
-    case GgmlType::kQ4_0:
-      bytes = QuantizeQ4_0(x);
-      break;
+    case GgmlType::kQ8_0: bytes = QuantizeQ8_0(x); break;
+    case GgmlType::kQ4_0: bytes = QuantizeQ4_0(x); break;
     case GgmlType::kQ4_K:
-    case GgmlType::kQ6_K:
-      bytes = RandomKBlocks(type, rows * d, rng);
-      break;
-    default:
-      bytes = FloatRows(type, x);
-      break;
+    case GgmlType::kQ6_K: bytes = RandomKBlocks(type, rows * d, rng); break;
+    default: bytes = FloatRows(type, x); break;
   }
   TestTable t;
   t.storage.resize(bytes.size() + 64);

@@ -51,16 +51,10 @@ Built BuildSimple(GgmlType type, int64_t n, std::mt19937_64& rng) {
     std::vector<int> q(32);
     for (int j = 0; j < 32; ++j) {
       switch (type) {
-        case GgmlType::kQ8_0:
-          q[j] = std::uniform_int_distribution<int>(-128, 127)(rng);
-          break;
+        case GgmlType::kQ8_0: q[j] = std::uniform_int_distribution<int>(-128, 127)(rng); break;
         case GgmlType::kQ4_0:
-        case GgmlType::kQ4_1:
-          q[j] = std::uniform_int_distribution<int>(0, 15)(rng);
-          break;
-        default:
-          q[j] = std::uniform_int_distribution<int>(0, 31)(rng);
-          break;
+        case GgmlType::kQ4_1: q[j] = std::uniform_int_distribution<int>(0, 15)(rng); break;
+        default: q[j] = std::uniform_int_distribution<int>(0, 31)(rng); break;
       }
     }
     PutHalf(out.bytes, base, d);
@@ -84,21 +78,11 @@ Built BuildSimple(GgmlType type, int64_t n, std::mt19937_64& rng) {
     for (int j = 0; j < 32; ++j) {
       double v;
       switch (type) {
-        case GgmlType::kQ8_0:
-          v = double{d} * q[j];
-          break;
-        case GgmlType::kQ4_0:
-          v = double{d} * (q[j] - 8);
-          break;
-        case GgmlType::kQ4_1:
-          v = double{d} * q[j] + m;
-          break;
-        case GgmlType::kQ5_0:
-          v = double{d} * (q[j] - 16);
-          break;
-        default:
-          v = double{d} * q[j] + m;
-          break;  // Q5_1
+        case GgmlType::kQ8_0: v = double{d} * q[j]; break;
+        case GgmlType::kQ4_0: v = double{d} * (q[j] - 8); break;
+        case GgmlType::kQ4_1: v = double{d} * q[j] + m; break;
+        case GgmlType::kQ5_0: v = double{d} * (q[j] - 16); break;
+        default: v = double{d} * q[j] + m; break;  // Q5_1
       }
       out.want[static_cast<size_t>(b * 32 + j)] = v;
     }
@@ -194,14 +178,11 @@ Built Build(GgmlType type, int64_t n, std::mt19937_64& rng) {
   switch (type) {
     case GgmlType::kF32:
     case GgmlType::kF16:
-    case GgmlType::kBF16:
-      return BuildFloat(type, n, rng);
+    case GgmlType::kBF16: return BuildFloat(type, n, rng);
     case GgmlType::kQ4_K:
     case GgmlType::kQ5_K:
-    case GgmlType::kQ6_K:
-      return BuildK(type, n, rng);
-    default:
-      return BuildSimple(type, n, rng);
+    case GgmlType::kQ6_K: return BuildK(type, n, rng);
+    default: return BuildSimple(type, n, rng);
   }
 }
 

@@ -36,15 +36,9 @@ json RowValues(const RopeScalingSpec& row) {
       case ScalingKeyKind::kOptionalNumber:
         v[name] = k.rule == ScalingKeyRule::kUnitInterval ? 0.5 : k.rule == ScalingKeyRule::kNonNegative ? 0.0 : x;
         break;
-      case ScalingKeyKind::kInteger:
-        v[name] = name == "max_position_embeddings" ? 8192 : 4096;
-        break;
-      case ScalingKeyKind::kBoolean:
-        v[name] = false;
-        break;
-      case ScalingKeyKind::kNumberList:
-        v[name] = std::vector<double>(kPairs, x);
-        break;
+      case ScalingKeyKind::kInteger: v[name] = name == "max_position_embeddings" ? 8192 : 4096; break;
+      case ScalingKeyKind::kBoolean: v[name] = false; break;
+      case ScalingKeyKind::kNumberList: v[name] = std::vector<double>(kPairs, x); break;
     }
   }
   for (const ScalingOrderRule& o : row.orders) v[std::string(o.greater)] = v[std::string(o.lesser)].get<double>() + 1.0;
@@ -64,16 +58,11 @@ json HfConfigOf(const RopeScalingSpec& row, const json& values) {
 json FieldValue(const RopeConfig& rc, const RopeScalingKey& k) {
   const ScalingField f = k.field(const_cast<RopeConfig&>(rc));
   switch (k.kind) {
-    case ScalingKeyKind::kNumber:
-      return *f.number;
-    case ScalingKeyKind::kOptionalNumber:
-      return f.optional->has_value() ? json(**f.optional) : json(nullptr);
-    case ScalingKeyKind::kInteger:
-      return *f.integer;
-    case ScalingKeyKind::kBoolean:
-      return *f.boolean;
-    case ScalingKeyKind::kNumberList:
-      return *f.list;
+    case ScalingKeyKind::kNumber: return *f.number;
+    case ScalingKeyKind::kOptionalNumber: return f.optional->has_value() ? json(**f.optional) : json(nullptr);
+    case ScalingKeyKind::kInteger: return *f.integer;
+    case ScalingKeyKind::kBoolean: return *f.boolean;
+    case ScalingKeyKind::kNumberList: return *f.list;
   }
   return nullptr;
 }

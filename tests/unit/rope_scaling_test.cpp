@@ -433,21 +433,12 @@ void SetValid(RopeConfig& c, const RopeScalingKey& k) {
       else
         *f.number = 2.0;
       break;
-    case ScalingKeyRule::kNonNegative:
-      *f.number = 0.0;
-      break;
-    case ScalingKeyRule::kGivenPositive:
-      *f.integer = 4096;
-      break;
-    case ScalingKeyRule::kUnitInterval:
-      *f.number = 0.5;
-      break;
-    case ScalingKeyRule::kPairList:
-      f.list->assign(static_cast<size_t>(c.layout.rotary_dim / 2), 1.5);
-      break;
+    case ScalingKeyRule::kNonNegative: *f.number = 0.0; break;
+    case ScalingKeyRule::kGivenPositive: *f.integer = 4096; break;
+    case ScalingKeyRule::kUnitInterval: *f.number = 0.5; break;
+    case ScalingKeyRule::kPairList: f.list->assign(static_cast<size_t>(c.layout.rotary_dim / 2), 1.5); break;
     case ScalingKeyRule::kAny:
-    case ScalingKeyRule::kPairListIfGiven:
-      break;
+    case ScalingKeyRule::kPairListIfGiven: break;
   }
 }
 
@@ -468,21 +459,12 @@ bool SetInvalid(RopeConfig& c, const RopeScalingKey& k) {
       else
         *f.number = -1.0;
       return true;
-    case ScalingKeyRule::kNonNegative:
-      *f.number = -1.0;
-      return true;
-    case ScalingKeyRule::kGivenPositive:
-      *f.integer = 0;
-      return true;
-    case ScalingKeyRule::kUnitInterval:
-      *f.number = 1.5;
-      return true;
+    case ScalingKeyRule::kNonNegative: *f.number = -1.0; return true;
+    case ScalingKeyRule::kGivenPositive: *f.integer = 0; return true;
+    case ScalingKeyRule::kUnitInterval: *f.number = 1.5; return true;
     case ScalingKeyRule::kPairList:
-    case ScalingKeyRule::kPairListIfGiven:
-      f.list->assign(3, 1.0);
-      return true;
-    case ScalingKeyRule::kAny:
-      return false;
+    case ScalingKeyRule::kPairListIfGiven: f.list->assign(3, 1.0); return true;
+    case ScalingKeyRule::kAny: return false;
   }
   return false;
 }

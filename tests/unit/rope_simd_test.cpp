@@ -56,9 +56,7 @@ Buffer MakeBuffer(DType dtype, const std::vector<float>& values, size_t offset_e
   auto* p = static_cast<uint8_t*>(b.data());
   for (size_t i = 0; i < values.size(); ++i) {
     switch (dtype) {
-      case DType::kF32:
-        std::memcpy(p + i * 4, &values[i], 4);
-        break;
+      case DType::kF32: std::memcpy(p + i * 4, &values[i], 4); break;
       case DType::kF16: {
         f16_t h = F32ToF16(values[i]);
         std::memcpy(p + i * 2, &h, 2);
@@ -97,12 +95,9 @@ float Get(DType dtype, const void* data, size_t i) {
 
 double LoadStored(DType dtype, float v) {
   switch (dtype) {
-    case DType::kF32:
-      return v;
-    case DType::kF16:
-      return F16ToF32(F32ToF16(v));
-    default:
-      return BF16ToF32(F32ToBF16(v));
+    case DType::kF32: return v;
+    case DType::kF16: return F16ToF32(F32ToF16(v));
+    default: return BF16ToF32(F32ToBF16(v));
   }
 }
 

@@ -42,15 +42,9 @@ json ScalingParams(const RopeConfig& rc) {
   for (const RopeScalingKey& k : RopeScalingOf(rc.scaling.type).keys) {
     const ScalingField f = k.field(c);
     switch (k.kind) {
-      case ScalingKeyKind::kNumber:
-        p[std::string(k.name)] = *f.number;
-        break;
-      case ScalingKeyKind::kInteger:
-        p[std::string(k.name)] = *f.integer;
-        break;
-      case ScalingKeyKind::kBoolean:
-        p[std::string(k.name)] = *f.boolean;
-        break;
+      case ScalingKeyKind::kNumber: p[std::string(k.name)] = *f.number; break;
+      case ScalingKeyKind::kInteger: p[std::string(k.name)] = *f.integer; break;
+      case ScalingKeyKind::kBoolean: p[std::string(k.name)] = *f.boolean; break;
       case ScalingKeyKind::kOptionalNumber:
         if (f.optional->has_value()) p[std::string(k.name)] = **f.optional;
         break;
@@ -88,10 +82,8 @@ Result<json> Describe(const PositionScheme& s, const std::string& path, int64_t 
       out["max_position_embeddings"] = s.max_position_embeddings;
       if (!s.sinusoidal_layout.empty()) out["layout"] = s.sinusoidal_layout;
       return out;
-    case PositionKind::kNone:
-      return out;
-    case PositionKind::kRope:
-      break;
+    case PositionKind::kNone: return out;
+    case PositionKind::kRope: break;
   }
   const RopeConfig& rc = s.rope;
   int64_t seq_len = seq_len_opt;
