@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "posenc/io/npy.hpp"
+#include "temp_folder.hpp"
 #include "test_support.hpp"
 
 namespace posenc {
@@ -16,23 +17,17 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class CliErrors : public ::testing::Test {
+class CliErrors : public testing::TempFolderTest {
  protected:
+  CliErrors() : TempFolderTest("cli") {}
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("posenc_cli_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
+    TempFolderTest::SetUp();
     Write("config.json", R"({"hidden_size": 16, "num_attention_heads": 2, "rope_theta": 10000.0})");
     Array pos = Array::Zeros(DType::kI64, {3}).value();
     for (int i = 0; i < 3; ++i) pos.data<int64_t>()[i] = i;
     ASSERT_TRUE(WriteNpy(P("pos.npy"), pos).ok());
     Array x = Array::Zeros(DType::kF32, {3, 2, 8}).value();
     ASSERT_TRUE(WriteNpy(P("x.npy"), x).ok());
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string P(const std::string& name) const { return (dir_ / name).string(); }
-  void Write(const std::string& name, const std::string& text) const {
-    std::ofstream(P(name), std::ios::binary) << text;
   }
   // Runs `posenc rope` with the given overrides; returns the exit status, fills `out`.
   int Rope(const std::string& config, const std::string& pos, const std::string& input, std::string* out,
@@ -49,8 +44,6 @@ class CliErrors : public ::testing::Test {
     for (const std::string& n : needles)
       EXPECT_NE(out.find(n), std::string::npos) << "missing '" << n << "' in: " << out;
   }
-
-  fs::path dir_;
 };
 
 TEST_F(CliErrors, GoodInputWorks) {

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "posenc/io/npy.hpp"
+#include "temp_folder.hpp"
 #include "test_support.hpp"
 
 namespace posenc {
@@ -20,15 +21,9 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-class FamilyGoldenRunner : public ::testing::Test {
+class FamilyGoldenRunner : public testing::TempFolderTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("posenc_family_golden_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  FamilyGoldenRunner() : TempFolderTest("family_golden") {}
 
   // Copies golden/hf/<name> into a fresh folder under the temp folder; "" when the shared data is absent.
   std::string Copy(const std::string& name) {
@@ -65,7 +60,6 @@ class FamilyGoldenRunner : public ::testing::Test {
     for (const std::string& n : needles) EXPECT_NE(out.find(n), std::string::npos) << n << " in: " << out;
   }
 
-  fs::path dir_;
   int copies_ = 0;
 };
 

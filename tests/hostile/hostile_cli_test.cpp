@@ -24,6 +24,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "temp_folder.hpp"
 #include "test_support.hpp"
 
 namespace posenc {
@@ -148,17 +149,9 @@ void ExpectOneLineExit2(const Outcome& o, const std::vector<std::string>& needle
 
 std::string HostileDir() { return std::string(POSENC_SOURCE_DIR) + "/tests/hostile"; }
 
-class Hostile : public ::testing::Test {
+class Hostile : public testing::TempFolderTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("posenc_hostile_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string P(const std::string& n) const { return (dir_ / n).string(); }
-  fs::path dir_;
+  Hostile() : TempFolderTest("hostile") {}
 };
 
 std::string Replace(std::string s, const std::string& from, const std::string& to) {

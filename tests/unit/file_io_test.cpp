@@ -10,23 +10,16 @@
 #include <gtest/gtest.h>
 
 #include "posenc/io/file_io.hpp"
+#include "temp_folder.hpp"
 
 namespace posenc {
 namespace {
 
 namespace fs = std::filesystem;
 
-class FileIo : public ::testing::Test {
+class FileIo : public testing::TempFolderTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("posenc_fileio_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string P(const std::string& n) const { return (dir_ / n).string(); }
-  void Write(const std::string& n, const std::string& text) const { std::ofstream(P(n), std::ios::binary) << text; }
-  fs::path dir_;
+  FileIo() : TempFolderTest("fileio") {}
 };
 
 TEST_F(FileIo, ReadsARegularFile) {
