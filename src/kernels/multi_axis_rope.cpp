@@ -58,28 +58,6 @@ std::vector<int64_t> RowIndices(int64_t tokens) {
   return rows;
 }
 
-template <typename T>
-void RotateReference(const MultiAxisRopeArgs& args, const HeadsView& in, const HeadsView& out) {
-  const RotaryLayout& L = args.layout;
-  const int64_t n = L.num_pairs();
-  const double sign = args.direction == RopeDirection::kForward ? 1.0 : -1.0;
-  std::vector<float> c(static_cast<size_t>(n)), s(static_cast<size_t>(n));
-  std::vector<T> row(static_cast<size_t>(L.head_dim));
-  RopeFrequencies one;
-  one.inv_freq.resize(1);
-  one.attention_scaling = args.freqs->attention_scaling;
-  for (int64_t t = 0; t < in.tokens; ++t) {
-    // angle[t, j] = positions[pair_component[j], t] * inv_freq[j], one pair at a time.
-    for (int64_t j = 0; j < n; ++j) {
-      const int64_t comp = args.pair_component[static_cast<size_t>(j)];
-      one.inv_freq[0] = args.freqs->inv_freq[static_cast<size_t>(j)];
-      ComputeCosSin(one, args.positions[static_cast<size_t>(comp * in.tokens + t)], args.precision,
-                    &c[static_cast<size_t>(j)], &s[static_cast<size_t>(j)]);
-    }
-    detail::RotateTokenReference(L, c.data(), s.data(), sign, in, out, t, row);
-  }
-}
-
 }  // namespace
 
 Status ApplyMultiAxisRope(const MultiAxisRopeArgs& args, HeadsView in, HeadsView out) {
@@ -106,16 +84,18 @@ Status ApplyMultiAxisRopeQK(const MultiAxisRopeArgs& args, HeadsView q, HeadsVie
 
 Status ApplyMultiAxisRopeReference(const MultiAxisRopeArgs& args, HeadsView in, HeadsView out) {
   POSENC_RETURN_IF_ERROR(ValidateMultiAxisRopeArgs(args, in, "input"));
-  POSENC_RETURN_IF_ERROR(out.Validate("output"));
-  POSENC_RETURN_IF_ERROR(detail::ValidateRopeOutput(in, out));
-  if (in.tokens == 0 || in.heads == 0) return OkStatus();
-  switch (in.dtype) {
-    case DType::kF32: RotateReference<float>(args, in, out); break;
-    case DType::kF16: RotateReference<f16_t>(args, in, out); break;
-    case DType::kBF16: RotateReference<bf16_t>(args, in, out); break;
-    default: return InvalidArgumentError("multi-axis rope: unsupported dtype");
-  }
-  return OkStatus();
+  RopeFrequencies one;
+  one.inv_freq.resize(1);
+  one.attention_scaling = args.freqs->attention_scaling;
+  // angle[t, j] = positions[pair_component[j], t] * inv_freq[j], one pair at a time.
+  return detail::ApplyReference(
+      args.layout, args.direction, in, out, "multi-axis rope", [&](int64_t t, float* c, float* s) {
+        for (int64_t j = 0; j < args.layout.num_pairs(); ++j) {
+          const int64_t comp = args.pair_component[static_cast<size_t>(j)];
+          one.inv_freq[0] = args.freqs->inv_freq[static_cast<size_t>(j)];
+          ComputeCosSin(one, args.positions[static_cast<size_t>(comp * in.tokens + t)], args.precision, &c[j], &s[j]);
+        }
+      });
 }
 
 }  // namespace posenc

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "posenc/kernels/rope.hpp"
@@ -38,28 +39,52 @@ void RopeTokens(const RopeJob& job, int64_t begin, int64_t end);
 // is either exactly `in` or does not overlap it at all.
 Status ValidateRopeOutput(const HeadsView& in, const HeadsView& out);
 
-// The scalar reference rotation of token t, every head, by that token's cos/sin (c, s: one value per
-// pair): float64 arithmetic on the float32 cos/sin, one rounding to T. `sign` is +1 forward, -1
-// backward; `row` is scratch of head_dim elements (so in == out is safe). Shared by ApplyRopeReference
-// and the multi-axis reference, which differ only in where c and s come from.
-template <typename T>
-void RotateTokenReference(const RotaryLayout& L, const float* c, const float* s, double sign, const HeadsView& in,
-                          const HeadsView& out, int64_t t, std::vector<T>& row) {
+// The scalar reference rotation of every token and head: cos_sin(t, c, s) fills token t's cos/sin
+// (one value per pair), then float64 arithmetic on those float32 values, one rounding to T. `sign` is
+// +1 forward, -1 backward; each head is copied to scratch first, so in == out is safe.
+template <typename T, typename CosSinOf>
+void RotateTokensReference(const RotaryLayout& L, double sign, const HeadsView& in, const HeadsView& out,
+                           CosSinOf& cos_sin) {
   const int64_t n = L.num_pairs();
-  for (int64_t h = 0; h < in.heads; ++h) {
-    const T* src = in.at<T>(t, h);
-    std::memcpy(row.data(), src, sizeof(T) * static_cast<size_t>(L.head_dim));
-    T* dst = out.at<T>(t, h);
-    if (dst != src) std::memcpy(dst, row.data(), sizeof(T) * static_cast<size_t>(L.head_dim));
-    for (int64_t i = 0; i < n; ++i) {
-      const double a = LoadAsF32(&row[static_cast<size_t>(L.first(i))]);
-      const double b = LoadAsF32(&row[static_cast<size_t>(L.second(i))]);
-      const double ci = c[i];
-      const double si = sign * s[i];
-      StoreFromF32(static_cast<float>(a * ci - b * si), dst + L.first(i));
-      StoreFromF32(static_cast<float>(a * si + b * ci), dst + L.second(i));
+  std::vector<float> c(static_cast<size_t>(n)), s(static_cast<size_t>(n));
+  std::vector<T> row(static_cast<size_t>(L.head_dim));
+  for (int64_t t = 0; t < in.tokens; ++t) {
+    cos_sin(t, c.data(), s.data());
+    for (int64_t h = 0; h < in.heads; ++h) {
+      const T* src = in.at<T>(t, h);
+      std::memcpy(row.data(), src, sizeof(T) * static_cast<size_t>(L.head_dim));
+      T* dst = out.at<T>(t, h);
+      if (dst != src) std::memcpy(dst, row.data(), sizeof(T) * static_cast<size_t>(L.head_dim));
+      for (int64_t i = 0; i < n; ++i) {
+        const double a = LoadAsF32(&row[static_cast<size_t>(L.first(i))]);
+        const double b = LoadAsF32(&row[static_cast<size_t>(L.second(i))]);
+        const double ci = c[i];
+        const double si = sign * s[i];
+        StoreFromF32(static_cast<float>(a * ci - b * si), dst + L.first(i));
+        StoreFromF32(static_cast<float>(a * si + b * ci), dst + L.second(i));
+      }
     }
   }
+}
+
+// The scalar reference behind ApplyRopeReference and ApplyMultiAxisRopeReference, which differ only in
+// where each token's cos/sin come from (`cos_sin`, as above) and in validating their own arguments
+// (done by the caller, `in` included): checks `out` against `in` and rotates in their storage type.
+// `what` ("rope", "multi-axis rope") begins the message of an unsupported dtype.
+template <typename CosSinOf>
+Status ApplyReference(const RotaryLayout& L, RopeDirection direction, const HeadsView& in, const HeadsView& out,
+                      const char* what, CosSinOf cos_sin) {
+  POSENC_RETURN_IF_ERROR(out.Validate("output"));
+  POSENC_RETURN_IF_ERROR(ValidateRopeOutput(in, out));
+  if (in.tokens == 0 || in.heads == 0) return OkStatus();
+  const double sign = direction == RopeDirection::kForward ? 1.0 : -1.0;
+  switch (in.dtype) {
+    case DType::kF32: RotateTokensReference<float>(L, sign, in, out, cos_sin); break;
+    case DType::kF16: RotateTokensReference<f16_t>(L, sign, in, out, cos_sin); break;
+    case DType::kBF16: RotateTokensReference<bf16_t>(L, sign, in, out, cos_sin); break;
+    default: return InvalidArgumentError(std::string(what) + ": unsupported dtype");
+  }
+  return OkStatus();
 }
 
 }  // namespace posenc::detail

@@ -57,35 +57,11 @@ Status ValidateRopeOutput(const HeadsView& in, const HeadsView& out) {
 
 }  // namespace detail
 
-namespace {
-
-template <typename T>
-void RotateReference(const RopeArgs& args, const HeadsView& in, const HeadsView& out) {
-  const RotaryLayout& L = args.layout;
-  const int64_t n = L.num_pairs();
-  std::vector<float> c(static_cast<size_t>(n)), s(static_cast<size_t>(n));
-  const double sign = args.direction == RopeDirection::kForward ? 1.0 : -1.0;
-  std::vector<T> row(static_cast<size_t>(L.head_dim));
-  for (int64_t t = 0; t < in.tokens; ++t) {
-    args.table->CosSin(args.positions[static_cast<size_t>(t)], c.data(), s.data());
-    detail::RotateTokenReference(L, c.data(), s.data(), sign, in, out, t, row);
-  }
-}
-
-}  // namespace
-
 Status ApplyRopeReference(const RopeArgs& args, HeadsView in, HeadsView out) {
   POSENC_RETURN_IF_ERROR(ValidateRope(args, in, "input"));
-  POSENC_RETURN_IF_ERROR(out.Validate("output"));
-  POSENC_RETURN_IF_ERROR(detail::ValidateRopeOutput(in, out));
-  if (in.tokens == 0 || in.heads == 0) return OkStatus();
-  switch (in.dtype) {
-    case DType::kF32: RotateReference<float>(args, in, out); break;
-    case DType::kF16: RotateReference<f16_t>(args, in, out); break;
-    case DType::kBF16: RotateReference<bf16_t>(args, in, out); break;
-    default: return InvalidArgumentError("rope: unsupported dtype");
-  }
-  return OkStatus();
+  return detail::ApplyReference(args.layout, args.direction, in, out, "rope", [&](int64_t t, float* c, float* s) {
+    args.table->CosSin(args.positions[static_cast<size_t>(t)], c, s);
+  });
 }
 
 }  // namespace posenc
