@@ -4,6 +4,9 @@
 #include "posenc/config/layer_schedule.hpp"
 
 #include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -15,6 +18,38 @@ Status KeyError(const PositionScheme& s, std::string_view key, const std::string
   const std::string& src = s.rope.source;
   return InvalidArgumentError(
       fmt::format("config {}: key '{}' {}", src.empty() ? std::string("(unnamed)") : src, key, why));
+}
+
+// The schedule a per-layer config list gives: layer i's RoPE flag is entry(list[i]), whose error
+// message says why the value is refused (the key and index are named here).
+template <typename T, typename Entry>
+Result<LayerSchedule> FromLayerList(const PositionScheme& s, std::string_view key, const std::vector<T>& list,
+                                    Entry entry, std::string rule) {
+  const int64_t n = s.num_layers;
+  if (static_cast<int64_t>(list.size()) != n)
+    return KeyError(s, key, fmt::format("has {} entries, num_hidden_layers is {}", list.size(), n));
+  LayerSchedule out;
+  out.rope.assign(static_cast<size_t>(n), true);
+  for (int64_t i = 0; i < n; ++i) {
+    const Result<bool> rope = entry(list[static_cast<size_t>(i)]);
+    if (!rope.ok()) return KeyError(s, fmt::format("{}[{}]", key, i), rope.status().message());
+    out.rope[static_cast<size_t>(i)] = *rope;
+  }
+  out.rule = std::move(rule);
+  return out;
+}
+
+// Every k-th layer (counting from 1) is NoPE, k = `value`, or 4 where the config leaves it 0 (the
+// default of both Llama 4's no_rope_layer_interval and Cohere2's sliding_window_pattern).
+Result<LayerSchedule> EveryKthLayerNope(const PositionScheme& s, std::string_view family, std::string_view key,
+                                        int64_t value) {
+  const int64_t k = value == 0 ? 4 : value;
+  if (k <= 0) return KeyError(s, key, fmt::format("is {}, must be > 0", k));
+  LayerSchedule out;
+  out.rope.assign(static_cast<size_t>(s.num_layers), true);
+  for (int64_t i = 0; i < s.num_layers; ++i) out.rope[static_cast<size_t>(i)] = (i + 1) % k != 0;
+  out.rule = fmt::format("{} {} {}{}", family, key, k, value == 0 ? " (default)" : "");
+  return out;
 }
 
 }  // namespace
@@ -30,55 +65,32 @@ Result<LayerSchedule> LayerRopeSchedule(const PositionScheme& s) {
                                             ToString(s.kind)));
   const int64_t n = s.num_layers;
   if (n <= 0) return KeyError(s, "num_hidden_layers", "is missing (the layer schedule needs the layer count)");
-  LayerSchedule out;
-  out.rope.assign(static_cast<size_t>(n), true);
   const std::string& mt = s.model_type;
   if (mt == "llama4" || mt == "llama4_text") {
-    if (!s.no_rope_layers.empty()) {
-      if (static_cast<int64_t>(s.no_rope_layers.size()) != n)
-        return KeyError(s, "no_rope_layers",
-                        fmt::format("has {} entries, num_hidden_layers is {}", s.no_rope_layers.size(), n));
-      for (int64_t i = 0; i < n; ++i) {
-        const int64_t v = s.no_rope_layers[static_cast<size_t>(i)];
-        if (v != 0 && v != 1)
-          return KeyError(s, fmt::format("no_rope_layers[{}]", i), fmt::format("is {}, expected 0 or 1", v));
-        out.rope[static_cast<size_t>(i)] = v == 1;
-      }
-      out.rule = "llama4 no_rope_layers";
-      return out;
-    }
-    const int64_t interval = s.no_rope_layer_interval == 0 ? 4 : s.no_rope_layer_interval;
-    if (interval <= 0) return KeyError(s, "no_rope_layer_interval", fmt::format("is {}, must be > 0", interval));
-    for (int64_t i = 0; i < n; ++i) out.rope[static_cast<size_t>(i)] = (i + 1) % interval != 0;
-    out.rule =
-        fmt::format("llama4 no_rope_layer_interval {}{}", interval, s.no_rope_layer_interval == 0 ? " (default)" : "");
-    return out;
+    if (s.no_rope_layers.empty())
+      return EveryKthLayerNope(s, "llama4", "no_rope_layer_interval", s.no_rope_layer_interval);
+    return FromLayerList(
+        s, "no_rope_layers", s.no_rope_layers,
+        [](int64_t v) -> Result<bool> {
+          if (v != 0 && v != 1) return InvalidArgumentError(fmt::format("is {}, expected 0 or 1", v));
+          return v == 1;
+        },
+        "llama4 no_rope_layers");
   }
   if (mt == "cohere2") {
-    if (!s.layer_types.empty()) {
-      if (static_cast<int64_t>(s.layer_types.size()) != n)
-        return KeyError(s, "layer_types",
-                        fmt::format("has {} entries, num_hidden_layers is {}", s.layer_types.size(), n));
-      for (int64_t i = 0; i < n; ++i) {
-        const std::string& t = s.layer_types[static_cast<size_t>(i)];
-        if (t == "sliding_attention")
-          out.rope[static_cast<size_t>(i)] = true;
-        else if (t == "full_attention")
-          out.rope[static_cast<size_t>(i)] = false;
-        else
-          return KeyError(s, fmt::format("layer_types[{}]", i),
-                          fmt::format("is '{}', cohere2 knows sliding_attention and full_attention", t));
-      }
-      out.rule = "cohere2 layer_types";
-      return out;
-    }
-    const int64_t pattern = s.sliding_window_pattern == 0 ? 4 : s.sliding_window_pattern;
-    if (pattern <= 0) return KeyError(s, "sliding_window_pattern", fmt::format("is {}, must be > 0", pattern));
-    for (int64_t i = 0; i < n; ++i) out.rope[static_cast<size_t>(i)] = (i + 1) % pattern != 0;
-    out.rule =
-        fmt::format("cohere2 sliding_window_pattern {}{}", pattern, s.sliding_window_pattern == 0 ? " (default)" : "");
-    return out;
+    if (s.layer_types.empty())
+      return EveryKthLayerNope(s, "cohere2", "sliding_window_pattern", s.sliding_window_pattern);
+    return FromLayerList(
+        s, "layer_types", s.layer_types,
+        [](const std::string& t) -> Result<bool> {
+          if (t == "sliding_attention") return true;
+          if (t == "full_attention") return false;
+          return InvalidArgumentError(fmt::format("is '{}', cohere2 knows sliding_attention and full_attention", t));
+        },
+        "cohere2 layer_types");
   }
+  LayerSchedule out;
+  out.rope.assign(static_cast<size_t>(n), true);
   out.rule = "every layer";
   return out;
 }
