@@ -64,27 +64,38 @@ Status CheckCaseLayout(const json& j, const RotaryLayout& layout, int64_t head_d
   return OkStatus();
 }
 
-// The case's RoPE config, derived from its `config` (a Hugging Face config read with the case's
-// hf_model_type as model_type, which fixes the pairing and rotary window of families such as gptj,
-// cohere, glm4, llama4; or ggml parameters, whose mode fixes it). The case's layout, head_dim and
-// rotary_dim are checked against what posenc derives, never used in its place. `scheme` (may be
-// null) receives the whole parsed Hugging Face scheme (empty for ggml).
-Result<RopeConfig> CaseRopeConfig(const Case& c, int64_t head_dim, PositionScheme* scheme = nullptr) {
+// The case's RoPE config, derived from its `config` as FORMAT.md says: ggml parameters (n_dims and
+// mode present; the mode fixes the pairing), a vision config read by vision_2d_variant (rope_vision_2d
+// cases), or a Hugging Face config read with the case's hf_model_type as model_type (which fixes the
+// pairing and rotary window of families such as gptj, cohere, glm4, llama4). `scheme` (may be null)
+// receives the whole parsed Hugging Face scheme (left as it is for the other two). The case's own
+// statements are checked by the callers, never used in place of what this derives.
+Result<RopeConfig> CaseConfig(const Case& c, int64_t head_dim, PositionScheme* scheme) {
   const json& j = c.j();
   if (!j.contains("config") || !j["config"].is_object()) return DataLossError("case.json has no 'config' object");
   json config = j["config"];
-  RopeConfig rc;
-  if (config.contains("n_dims") && config.contains("mode")) {
-    POSENC_ASSIGN_OR_RETURN(rc, ParseRopeConfigJson(config.dump(), head_dim, "case config"));
-  } else {
-    if (!config.contains("model_type") && j.contains("hf_model_type")) config["model_type"] = j["hf_model_type"];
-    POSENC_ASSIGN_OR_RETURN(PositionScheme s, ParseHfConfig(config.dump(), "case config"));
-    if (s.kind != PositionKind::kRope)
-      return InvalidArgumentError(fmt::format("case config: the scheme is {}, not rope", ToString(s.kind)));
-    rc = s.rope;
-    if (scheme != nullptr) *scheme = std::move(s);
+  if (config.contains("n_dims") && config.contains("mode"))
+    return RopeConfigFromGgmlParams(config.dump(), head_dim, "case config");
+  if (j.value("scheme", std::string()) == "rope_vision_2d") {
+    const std::string name = j.value("vision_2d_variant", std::string("(missing)"));
+    Vision2dVariant variant;
+    if (!ParseVision2dVariant(name, &variant))
+      return DataLossError(fmt::format("unknown vision_2d_variant '{}'", name));
+    return ParseHfVision2dConfig(config.dump(), variant, "case config");
   }
-  POSENC_RETURN_IF_ERROR(CheckCaseLayout(j, rc.layout, head_dim));
+  if (!config.contains("model_type") && j.contains("hf_model_type")) config["model_type"] = j["hf_model_type"];
+  POSENC_ASSIGN_OR_RETURN(PositionScheme s, ParseHfConfig(config.dump(), "case config"));
+  if (s.kind != PositionKind::kRope)
+    return InvalidArgumentError(fmt::format("case config: the scheme is {}, not rope", ToString(s.kind)));
+  RopeConfig rc = s.rope;
+  if (scheme != nullptr) *scheme = std::move(s);
+  return rc;
+}
+
+// The RoPE config of a 1-D rope case (CaseConfig), its layout, head_dim and rotary_dim checked.
+Result<RopeConfig> CaseRopeConfig(const Case& c, int64_t head_dim, PositionScheme* scheme = nullptr) {
+  POSENC_ASSIGN_OR_RETURN(RopeConfig rc, CaseConfig(c, head_dim, scheme));
+  POSENC_RETURN_IF_ERROR(CheckCaseLayout(c.j(), rc.layout, head_dim));
   return rc;
 }
 
@@ -158,31 +169,12 @@ std::string IntsString(const std::vector<int64_t>& v) {
   return out + "]";
 }
 
-// The RoPE config of an mrope / rope_vision_2d case, derived from `config` as FORMAT.md says: ggml
-// parameters (modes 8, 40, 24), a Hugging Face text config whose model_type is the case's
-// hf_model_type, or a vision config read by vision_2d_variant. The case's own statements (layout,
+// The RoPE config of an mrope / rope_vision_2d case (CaseConfig). The case's own statements (layout,
 // head_dim, rotary_dim, section_layout, sections, rope_theta, position_components) are checked
 // against what posenc derives, never used in its place.
 Result<RopeConfig> MultiAxisCaseConfig(const Case& c, int64_t head_dim) {
   const json& j = c.j();
-  if (!j.contains("config") || !j["config"].is_object()) return DataLossError("case.json has no 'config' object");
-  json config = j["config"];
-  RopeConfig rc;
-  if (config.contains("n_dims") && config.contains("mode")) {
-    POSENC_ASSIGN_OR_RETURN(rc, RopeConfigFromGgmlParams(config.dump(), head_dim, "case config"));
-  } else if (j.value("scheme", std::string()) == "rope_vision_2d") {
-    const std::string name = j.value("vision_2d_variant", std::string("(missing)"));
-    Vision2dVariant variant;
-    if (!ParseVision2dVariant(name, &variant))
-      return DataLossError(fmt::format("unknown vision_2d_variant '{}'", name));
-    POSENC_ASSIGN_OR_RETURN(rc, ParseHfVision2dConfig(config.dump(), variant, "case config"));
-  } else {
-    if (!config.contains("model_type") && j.contains("hf_model_type")) config["model_type"] = j["hf_model_type"];
-    POSENC_ASSIGN_OR_RETURN(PositionScheme s, ParseHfConfig(config.dump(), "case config"));
-    if (s.kind != PositionKind::kRope)
-      return InvalidArgumentError(fmt::format("case config: the scheme is {}, not rope", ToString(s.kind)));
-    rc = s.rope;
-  }
+  POSENC_ASSIGN_OR_RETURN(RopeConfig rc, CaseConfig(c, head_dim, nullptr));
   if (!rc.multi_axis.has_value())
     return InvalidArgumentError("case config: not a multi-axis rope (no mrope_section / sections / vision variant)");
   const MultiAxisRope& m = *rc.multi_axis;
