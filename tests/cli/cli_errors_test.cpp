@@ -19,7 +19,6 @@ namespace fs = std::filesystem;
 
 class CliErrors : public testing::TempFolderTest {
  protected:
-  CliErrors() : TempFolderTest("cli") {}
   void SetUp() override {
     TempFolderTest::SetUp();
     Write("config.json", R"({"hidden_size": 16, "num_attention_heads": 2, "rope_theta": 10000.0})");

@@ -23,8 +23,6 @@ using nlohmann::json;
 
 class FamilyGoldenRunner : public testing::TempFolderTest {
  protected:
-  FamilyGoldenRunner() : TempFolderTest("family_golden") {}
-
   // Copies golden/hf/<name> into a fresh folder under the temp folder; "" when the shared data is absent.
   std::string Copy(const std::string& name) {
     const std::string src = testing::DataPath("golden/hf/" + name);

@@ -20,42 +20,35 @@
 #include "posenc/io/npy.hpp"
 #include "posenc/kernels/multi_axis_rope.hpp"
 #include "posenc/math/multi_axis.hpp"
+#include "golden_case_fixture.hpp"
 #include "test_support.hpp"
 
 namespace posenc {
 namespace {
 
-namespace fs = std::filesystem;
 using nlohmann::json;
 
-class MultiAxisGolden : public ::testing::TestWithParam<std::string> {};
+class MultiAxisGolden : public testing::GoldenCaseTest<"mrope / rope_vision_2d"> {};
 
 TEST_P(MultiAxisGolden, ComponentsFrequenciesAndRotation) {
-  if (GetParam().empty()) {
-    POSENC_REQUIRE_DATA(dir, "golden/hf");
-    FAIL() << "golden/hf exists but holds no mrope / rope_vision_2d case";
-  }
-  const fs::path dir = GetParam();
-  Result<golden::GoldenCase> gc = golden::GoldenCase::Load(dir.string());
-  ASSERT_TRUE(gc.ok()) << gc.status().ToString();
-  const json& c = gc->j();
-  auto file = [&](const std::string& role) { return (dir / c["files"][role].get<std::string>()).string(); };
-  const Array input = ReadNpy(file("input")).value();
+  const std::string& dir = GetParam();
+  const json& c = Case().j();
+  const Array input = Case().Read("input").value();
   ASSERT_EQ(input.ndim(), 3);
-  const Array pos = ReadNpy(file("positions")).value().AsType(DType::kI64).value();
+  const Array pos = Case().Read("positions").value().AsType(DType::kI64).value();
   const std::vector<int64_t> positions(pos.span<int64_t>().begin(), pos.span<int64_t>().end());
 
   Result<RopeConfig> rc = InvalidArgumentError("unset");
   json config = c["config"];
   if (config.contains("n_dims")) {
-    rc = RopeConfigFromGgmlParams(config.dump(), input.dim(2), dir.string());
+    rc = RopeConfigFromGgmlParams(config.dump(), input.dim(2), dir);
   } else if (c["scheme"] == "rope_vision_2d") {
     Vision2dVariant v;
     ASSERT_TRUE(ParseVision2dVariant(c["vision_2d_variant"].get<std::string>(), &v));
-    rc = ParseHfVision2dConfig(config.dump(), v, dir.string());
+    rc = ParseHfVision2dConfig(config.dump(), v, dir);
   } else {
     if (!config.contains("model_type")) config["model_type"] = c["hf_model_type"];
-    Result<PositionScheme> s = ParseHfConfig(config.dump(), dir.string());
+    Result<PositionScheme> s = ParseHfConfig(config.dump(), dir);
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     rc = s->rope;
   }
@@ -73,17 +66,17 @@ TEST_P(MultiAxisGolden, ComponentsFrequenciesAndRotation) {
   const int64_t seq_len = *std::max_element(positions.begin(), positions.end()) + 1;
   Result<MultiAxisPlan> plan = ComputeMultiAxisRope(*rc, seq_len);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  const Array pc = ReadNpy(file("pair_component")).value().AsType(DType::kI64).value();
+  const Array pc = Case().Read("pair_component").value().AsType(DType::kI64).value();
   EXPECT_EQ(plan->pair_component, std::vector<int64_t>(pc.span<int64_t>().begin(), pc.span<int64_t>().end()));
   EXPECT_TRUE(
-      testing::GoldenClose("inv_freq", plan->freqs.inv_freq, ReadNpy(file("inv_freq")).value(), gc->Tol("inv_freq")));
+      testing::GoldenClose("inv_freq", plan->freqs.inv_freq, Case().Read("inv_freq").value(), Case().Tol("inv_freq")));
   EXPECT_DOUBLE_EQ(plan->freqs.attention_scaling, c.value("attention_scaling", 1.0));
 
   for (const auto& [role, precision] :
        {std::pair{"expected", RopePrecision::kReference}, std::pair{"expected_exact", RopePrecision::kExact}}) {
     SCOPED_TRACE(role);
-    const Array want = ReadNpy(file(role)).value();
-    const golden::Tolerance tol = gc->Tol(role, {0.0, 0.0});
+    const Array want = Case().Read(role).value();
+    const golden::Tolerance tol = Case().Tol(role, {0.0, 0.0});
     const MultiAxisRopeArgs args{rc->layout,           &plan->freqs, plan->pair_component,
                                  plan->num_components, positions,    precision};
     Array x = input, y = input, z = input;

@@ -17,6 +17,7 @@
 #include "posenc/kernels/rope.hpp"
 #include "posenc/math/rope_config.hpp"
 #include "posenc/config/ggml_config.hpp"
+#include "golden_case_fixture.hpp"
 #include "test_support.hpp"
 
 namespace posenc {
@@ -25,23 +26,17 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-class RopeGolden : public ::testing::TestWithParam<std::string> {};
+class RopeGolden : public testing::GoldenCaseTest<"rope"> {};
 
 TEST_P(RopeGolden, FrequenciesAndRotation) {
-  if (GetParam().empty()) {
-    POSENC_REQUIRE_DATA(dir, "golden/hf");
-    FAIL() << "golden/hf exists but holds no rope case";
-  }
   const fs::path dir = GetParam();
-  Result<golden::GoldenCase> gc = golden::GoldenCase::Load(dir.string());
-  ASSERT_TRUE(gc.ok()) << gc.status().ToString();
-  const json& c = gc->j();
+  const golden::GoldenCase& gc = Case();
+  const json& c = gc.j();
   const bool is_ggml = dir.parent_path().filename() == "ggml";
-  auto file = [&](const std::string& role) { return (dir / c["files"][role].get<std::string>()).string(); };
 
-  Result<Array> input = ReadNpy(file("input"));
+  Result<Array> input = gc.Read("input");
   ASSERT_TRUE(input.ok()) << input.status().ToString();
-  Result<Array> pos_arr = ReadNpy(file("positions"));
+  Result<Array> pos_arr = gc.Read("positions");
   ASSERT_TRUE(pos_arr.ok()) << pos_arr.status().ToString();
   Array pos64 = pos_arr->AsType(DType::kI64).value();
   std::vector<int64_t> positions(pos64.span<int64_t>().begin(), pos64.span<int64_t>().end());
@@ -53,7 +48,7 @@ TEST_P(RopeGolden, FrequenciesAndRotation) {
     ASSERT_TRUE(rc.ok()) << rc.status().ToString();
     config = *rc;
     if (c["files"].contains("freq_factors")) {
-      Result<Array> ff = ReadNpy(file("freq_factors"));
+      Result<Array> ff = gc.Read("freq_factors");
       ASSERT_TRUE(ff.ok()) << ff.status().ToString();
       config.scaling.freq_factors = golden::ToDoubles(*ff);
     }
@@ -83,9 +78,9 @@ TEST_P(RopeGolden, FrequenciesAndRotation) {
   ASSERT_TRUE(freqs.ok()) << freqs.status().ToString();
 
   // Frequencies and attention scaling.
-  Result<Array> inv = ReadNpy(file("inv_freq"));
+  Result<Array> inv = gc.Read("inv_freq");
   ASSERT_TRUE(inv.ok()) << inv.status().ToString();
-  EXPECT_TRUE(testing::GoldenClose("inv_freq", freqs->inv_freq, *inv, gc->Tol("inv_freq")));
+  EXPECT_TRUE(testing::GoldenClose("inv_freq", freqs->inv_freq, *inv, gc.Tol("inv_freq")));
   const double want_scaling = c.value("attention_scaling", 1.0);
   EXPECT_NEAR(freqs->attention_scaling, want_scaling, 1e-12 * std::abs(want_scaling)) << "attention_scaling";
 
@@ -95,7 +90,7 @@ TEST_P(RopeGolden, FrequenciesAndRotation) {
        {std::pair{"expected", RopePrecision::kReference}, std::pair{"expected_exact", RopePrecision::kExact}}) {
     if (!c["files"].contains(role)) continue;
     SCOPED_TRACE(role);
-    Result<Array> want = ReadNpy(file(role));
+    Result<Array> want = gc.Read(role);
     ASSERT_TRUE(want.ok()) << want.status().ToString();
     Result<RopeTable> table = RopeTable::Build(*freqs, 0, precision);
     ASSERT_TRUE(table.ok()) << table.status().ToString();
@@ -106,7 +101,7 @@ TEST_P(RopeGolden, FrequenciesAndRotation) {
     RopeArgs args{config.layout, &*table, positions};
     Status st = ApplyRope(args, HeadsView::Of(x, "input").value(), HeadsView::Of(y, "output").value());
     ASSERT_TRUE(st.ok()) << st.ToString();
-    EXPECT_TRUE(testing::GoldenClose(role, golden::ToDoubles(y), *want, gc->Tol(role, {1e-5, 1e-6})));
+    EXPECT_TRUE(testing::GoldenClose(role, golden::ToDoubles(y), *want, gc.Tol(role, {1e-5, 1e-6})));
   }
 }
 

@@ -149,10 +149,7 @@ void ExpectOneLineExit2(const Outcome& o, const std::vector<std::string>& needle
 
 std::string HostileDir() { return std::string(POSENC_SOURCE_DIR) + "/tests/hostile"; }
 
-class Hostile : public testing::TempFolderTest {
- protected:
-  Hostile() : TempFolderTest("hostile") {}
-};
+class Hostile : public testing::TempFolderTest {};
 
 std::string Replace(std::string s, const std::string& from, const std::string& to) {
   for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))

@@ -4,7 +4,6 @@
 #include <filesystem>
 #include <string>
 #include <system_error>
-#include <utility>
 
 #include <gtest/gtest.h>
 
@@ -12,12 +11,15 @@
 
 namespace posenc::testing {
 
-// dir_ is TempDir(prefix, <the test's name>): <tmp>/posenc_<prefix>_<pid>/<test name>, emptied first.
-// A fixture that writes its inputs in SetUp overrides it and calls TempFolderTest::SetUp() first.
+// dir_ is TempDir(<suite>, <test>): <tmp>/posenc_<suite>_<pid>/<test>, emptied first, for the
+// running test's suite and name. A fixture that writes its inputs in SetUp overrides it and calls
+// TempFolderTest::SetUp() first.
 class TempFolderTest : public ::testing::Test {
  protected:
-  explicit TempFolderTest(std::string prefix) : prefix_(std::move(prefix)) {}
-  void SetUp() override { dir_ = TempDir(prefix_, ::testing::UnitTest::GetInstance()->current_test_info()->name()); }
+  void SetUp() override {
+    const ::testing::TestInfo* t = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = TempDir(t->test_suite_name(), t->name());
+  }
   void TearDown() override {
     std::filesystem::remove_all(dir_);
     std::error_code ec;
@@ -28,9 +30,6 @@ class TempFolderTest : public ::testing::Test {
   void Write(const std::string& name, const std::string& text) const { WriteFile(dir_ / name, text); }
 
   std::filesystem::path dir_;
-
- private:
-  std::string prefix_;
 };
 
 }  // namespace posenc::testing

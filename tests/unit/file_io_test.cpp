@@ -17,10 +17,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class FileIo : public testing::TempFolderTest {
- protected:
-  FileIo() : TempFolderTest("fileio") {}
-};
+class FileIo : public testing::TempFolderTest {};
 
 TEST_F(FileIo, ReadsARegularFile) {
   Write("a.json", "{\"x\": 1}");
