@@ -42,6 +42,20 @@ bool EscapedCodePoint(uint32_t cp) {
 
 }  // namespace
 
+bool IsValidUtf8(std::string_view s) {
+  uint32_t cp = 0;
+  for (size_t i = 0; i < s.size();) {
+    if (static_cast<unsigned char>(s[i]) < 0x80) {
+      ++i;
+      continue;
+    }
+    const size_t len = Utf8Sequence(s, i, &cp);
+    if (len == 0) return false;
+    i += len;
+  }
+  return true;
+}
+
 std::string EscapeForMessage(std::string_view s, size_t cap) {
   std::string out;
   out.reserve(s.size() < cap ? s.size() + 8 : cap + 32);

@@ -332,7 +332,7 @@ Result<GgufFile> GgufFile::Parse(MappedFile mapped) {
     std::string_view key;
     POSENC_RETURN_IF_ERROR(c.ReadString(&key, fmt::format("metadata key #{}", k)));
     const std::string label = KeyLabel(static_cast<size_t>(k), key);
-    if (!io::IsValidUtf8(key)) {
+    if (!IsValidUtf8(key)) {
       return DataLossError(fmt::format("reading GGUF '{}': {} is not valid UTF-8", file, label));
     }
     if (!keys.insert(key).second) {
@@ -364,7 +364,7 @@ Result<GgufFile> GgufFile::Parse(MappedFile mapped) {
     std::string_view name;
     POSENC_RETURN_IF_ERROR(c.ReadString(&name, fmt::format("tensor info #{} name", k)));
     const std::string label = fmt::format("tensor #{} '{}'", k, Printable(name));
-    if (!io::IsValidUtf8(name)) {
+    if (!IsValidUtf8(name)) {
       return DataLossError(fmt::format("reading GGUF '{}': {} name is not valid UTF-8", file, label));
     }
     if (!names.insert(name).second) {

@@ -74,7 +74,7 @@ Result<SafetensorsFile> SafetensorsFile::Parse(MappedFile mapped) {
   }
   const char* text = reinterpret_cast<const char*>(bytes.data() + 8);
   const std::string_view header(text, static_cast<size_t>(s.header_size_));
-  if (!io::IsValidUtf8(header)) return Fail(file, "header is not valid UTF-8");
+  if (!IsValidUtf8(header)) return Fail(file, "header is not valid UTF-8");
   if (Status depth = CheckJsonNesting(header, kMaxHeaderNesting, "header"); !depth.ok()) {
     return Fail(file, depth.message());
   }

@@ -25,4 +25,8 @@ std::string EscapeForMessage(std::string_view s, size_t cap = kMessageQuoteCap);
 // The escaped text in single quotes: 'abc\n'.
 std::string QuoteForMessage(std::string_view s, size_t cap = kMessageQuoteCap);
 
+// True if `s` is well-formed UTF-8 (no overlongs, no surrogates, nothing above U+10FFFF): the rule
+// EscapeForMessage keeps text by, which the file readers apply to keys, names and headers.
+bool IsValidUtf8(std::string_view s);
+
 }  // namespace posenc
