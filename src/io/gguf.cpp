@@ -255,15 +255,6 @@ uint64_t GgufTensorInfo::row_bytes() const {
   return static_cast<uint64_t>(dims[0] / t.block_size) * t.type_size;
 }
 
-Result<GgufFile> GgufFile::Open(const std::string& path) {
-  POSENC_ASSIGN_OR_RETURN(MappedFile file, MappedFile::Open(path));
-  return Parse(std::move(file));
-}
-
-Result<GgufFile> GgufFile::FromBytes(std::span<const std::byte> bytes, const std::string& name) {
-  return Parse(MappedFile::FromBytes(bytes, name));
-}
-
 Result<GgufFile> GgufFile::Parse(MappedFile mapped) {
   GgufFile g;
   g.file_ = std::move(mapped);

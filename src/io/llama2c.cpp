@@ -9,15 +9,6 @@
 
 namespace posenc {
 
-Result<Llama2cFile> Llama2cFile::Open(const std::string& path) {
-  POSENC_ASSIGN_OR_RETURN(MappedFile file, MappedFile::Open(path));
-  return Parse(std::move(file));
-}
-
-Result<Llama2cFile> Llama2cFile::FromBytes(std::span<const std::byte> bytes, const std::string& name) {
-  return Parse(MappedFile::FromBytes(bytes, name));
-}
-
 Result<Llama2cFile> Llama2cFile::Parse(MappedFile mapped) {
   Llama2cFile f;
   f.file_ = std::move(mapped);

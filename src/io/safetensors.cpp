@@ -45,15 +45,6 @@ constexpr size_t kMaxDims = 64;
 
 }  // namespace
 
-Result<SafetensorsFile> SafetensorsFile::Open(const std::string& path) {
-  POSENC_ASSIGN_OR_RETURN(MappedFile file, MappedFile::Open(path));
-  return Parse(std::move(file));
-}
-
-Result<SafetensorsFile> SafetensorsFile::FromBytes(std::span<const std::byte> bytes, const std::string& name) {
-  return Parse(MappedFile::FromBytes(bytes, name));
-}
-
 Result<SafetensorsFile> SafetensorsFile::Parse(MappedFile mapped) {
   SafetensorsFile s;
   s.file_ = std::move(mapped);

@@ -135,19 +135,15 @@ struct GgufTensorInfo {
   GgmlType ggml_type() const { return static_cast<GgmlType>(type); }
 };
 
-class GgufFile {
+// Open(path) and FromBytes(bytes, name) (MappedFileReader) map or copy the file and call Parse.
+class GgufFile : public MappedFileReader<GgufFile> {
  public:
   GgufFile() = default;
-  // Maps and parses `path`: header, every metadata pair, every tensor info, and checks that each
+  // Parses the mapped file: header, every metadata pair, every tensor info, and checks that each
   // tensor lies inside the data section without overlapping another. Cost: one pass over the header
   // (the vocabulary strings included); tensor data is not read.
-  static Result<GgufFile> Open(const std::string& path);
-  // Same, on a copy of `bytes`; `name` stands for the file in messages.
-  static Result<GgufFile> FromBytes(std::span<const std::byte> bytes, const std::string& name);
-  // Same, on an already mapped file.
   static Result<GgufFile> Parse(MappedFile file);
 
-  const std::string& name() const { return file_.name(); }
   uint32_t version() const { return version_; }
   uint64_t alignment() const { return alignment_; }
   uint64_t data_offset() const { return data_offset_; }  // byte where the data section starts
@@ -177,10 +173,7 @@ class GgufFile {
   // belong to this file's data section).
   Result<std::span<const std::byte>> TensorData(const GgufTensorInfo& info) const;
 
-  const MappedFile& file() const { return file_; }
-
  private:
-  MappedFile file_;
   uint32_t version_ = 0;
   uint64_t alignment_ = 32;
   uint64_t data_offset_ = 0;

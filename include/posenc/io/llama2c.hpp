@@ -37,14 +37,12 @@ struct Llama2cWeights {
   std::span<const float> wcls;  // == token_embedding_table when shared
 };
 
-class Llama2cFile {
+// Open(path) and FromBytes(bytes, name) (MappedFileReader) map or copy the file and call Parse.
+class Llama2cFile : public MappedFileReader<Llama2cFile> {
  public:
   Llama2cFile() = default;
-  static Result<Llama2cFile> Open(const std::string& path);
-  static Result<Llama2cFile> FromBytes(std::span<const std::byte> bytes, const std::string& name);
   static Result<Llama2cFile> Parse(MappedFile file);
 
-  const std::string& name() const { return file_.name(); }
   const Llama2cConfig& config() const { return config_; }
   // Views into the mapping (valid while this object or a copy lives).
   const Llama2cWeights& weights() const { return weights_; }
@@ -52,7 +50,6 @@ class Llama2cFile {
   static constexpr uint64_t kHeaderBytes = 28;
 
  private:
-  MappedFile file_;
   Llama2cConfig config_;
   Llama2cWeights weights_;
 };

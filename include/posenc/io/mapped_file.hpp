@@ -10,6 +10,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 
 #include "posenc/core/status.hpp"
 
@@ -32,6 +33,28 @@ class MappedFile {
  private:
   struct Storage;
   std::shared_ptr<const Storage> storage_;  // shared: copies are cheap; unmapped with the last copy
+};
+
+// What every reader over one mapped file shares (GgufFile, SafetensorsFile and Llama2cFile derive from
+// it): Open maps `path` (errors as MappedFile::Open), FromBytes reads a copy of `bytes` (`name` stands
+// for the file in messages); both hand the mapping to File::Parse, which reads and checks it and keeps
+// it in file_, so the views it hands out stay valid while the reader or a copy of it lives.
+template <typename File>
+class MappedFileReader {
+ public:
+  static Result<File> Open(const std::string& path) {
+    POSENC_ASSIGN_OR_RETURN(MappedFile file, MappedFile::Open(path));
+    return File::Parse(std::move(file));
+  }
+  static Result<File> FromBytes(std::span<const std::byte> bytes, const std::string& name) {
+    return File::Parse(MappedFile::FromBytes(bytes, name));
+  }
+
+  const std::string& name() const { return file_.name(); }
+  const MappedFile& file() const { return file_; }
+
+ protected:
+  MappedFile file_;
 };
 
 // Hints the kernel that `bytes` (inside a mapping) will be read at random, a few rows at a time: no

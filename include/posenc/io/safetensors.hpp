@@ -35,14 +35,12 @@ struct SafetensorsTensor {
   int64_t num_elements = 0;
 };
 
-class SafetensorsFile {
+// Open(path) and FromBytes(bytes, name) (MappedFileReader) map or copy the file and call Parse.
+class SafetensorsFile : public MappedFileReader<SafetensorsFile> {
  public:
   SafetensorsFile() = default;
-  static Result<SafetensorsFile> Open(const std::string& path);
-  static Result<SafetensorsFile> FromBytes(std::span<const std::byte> bytes, const std::string& name);
   static Result<SafetensorsFile> Parse(MappedFile file);
 
-  const std::string& name() const { return file_.name(); }
   uint64_t header_size() const { return header_size_; }
   uint64_t data_offset() const { return 8 + header_size_; }
   const std::vector<SafetensorsTensor>& tensors() const { return tensors_; }  // in header order
@@ -55,10 +53,7 @@ class SafetensorsFile {
   // The tensor's bytes inside the mapping.
   std::span<const std::byte> TensorData(const SafetensorsTensor& t) const;
 
-  const MappedFile& file() const { return file_; }
-
  private:
-  MappedFile file_;
   uint64_t header_size_ = 0;
   std::vector<SafetensorsTensor> tensors_;
   std::map<std::string, std::string> metadata_;
