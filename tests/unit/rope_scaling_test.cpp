@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numbers>
+#include <utility>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -11,13 +12,20 @@
 #include "posenc/math/rope_config.hpp"
 #include "posenc/math/rope_table.hpp"
 
+// The configs below name only the RopeScaling fields they set ({.factor = 8.0, ...}); the others keep
+// their defaults, which g++ 12 would otherwise warn about for the fields with no default initializer.
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
 namespace posenc {
 namespace {
 
-RopeConfig Config(RopeScalingType type, int64_t rotary_dim, double base) {
+// A half-layout config over the whole head; the scaling's fields as given (designated initializers,
+// in RopeScaling's order), the rest at their defaults.
+RopeConfig Config(RopeScalingType type, int64_t rotary_dim, double base, RopeScaling scaling = {}) {
   RopeConfig c;
   c.layout = {RopePairing::kHalf, rotary_dim, 0, rotary_dim};
   c.base = base;
+  c.scaling = std::move(scaling);
   c.scaling.type = type;
   return c;
 }
@@ -71,11 +79,8 @@ TEST(RopeScaling, DynamicNtkBelowAtAndAboveMax) {
 
 TEST(RopeScaling, YarnRampEnds) {
   // head_dim 128, theta 1e6, factor 8, original 8192, betas 16/2: ramp from pair 20 to pair 31.
-  RopeConfig c = Config(RopeScalingType::kYarn, 128, 1e6);
-  c.scaling.factor = 8.0;
-  c.scaling.original_max_position_embeddings = 8192;
-  c.scaling.beta_fast = 16.0;
-  c.scaling.beta_slow = 2.0;
+  RopeConfig c = Config(RopeScalingType::kYarn, 128, 1e6,
+                        {.factor = 8.0, .original_max_position_embeddings = 8192, .beta_fast = 16.0, .beta_slow = 2.0});
   RopeFrequencies f = Freqs(c, 1);
   EXPECT_DOUBLE_EQ(f.inv_freq[0], 1.0);                         // first pair: extrapolated
   EXPECT_DOUBLE_EQ(f.inv_freq[20], Plain(1e6, 20, 128));        // ramp start: still extrapolated
@@ -87,10 +92,8 @@ TEST(RopeScaling, YarnRampEnds) {
 }
 
 TEST(RopeScaling, YarnWithoutTruncateUsesFractionalBounds) {
-  RopeConfig c = Config(RopeScalingType::kYarn, 128, 1e6);
-  c.scaling.factor = 8.0;
-  c.scaling.original_max_position_embeddings = 8192;
-  c.scaling.truncate = false;
+  RopeConfig c = Config(RopeScalingType::kYarn, 128, 1e6,
+                        {.factor = 8.0, .original_max_position_embeddings = 8192, .truncate = false});
   const double low = 128.0 * std::log(8192.0 / (32.0 * 2 * std::numbers::pi)) / (2 * std::log(1e6));
   const double high = 128.0 * std::log(8192.0 / (1.0 * 2 * std::numbers::pi)) / (2 * std::log(1e6));
   RopeFrequencies f = Freqs(c, 1);
@@ -102,11 +105,9 @@ TEST(RopeScaling, YarnWithoutTruncateUsesFractionalBounds) {
 }
 
 TEST(RopeScaling, YarnAttentionFactorVariants) {
-  RopeConfig c = Config(RopeScalingType::kYarn, 64, 10000.0);
-  c.scaling.factor = 40.0;
-  c.scaling.original_max_position_embeddings = 4096;
-  c.scaling.mscale = 0.707;
-  c.scaling.mscale_all_dim = 0.707;
+  RopeConfig c =
+      Config(RopeScalingType::kYarn, 64, 10000.0,
+             {.factor = 40.0, .original_max_position_embeddings = 4096, .mscale = 0.707, .mscale_all_dim = 0.707});
   EXPECT_DOUBLE_EQ(Freqs(c, 1).attention_scaling, 1.0);  // DeepSeek-V3: equal mscales cancel
   c.scaling.mscale = 1.0;
   c.scaling.mscale_all_dim = 0.5;
@@ -116,11 +117,9 @@ TEST(RopeScaling, YarnAttentionFactorVariants) {
 }
 
 TEST(RopeScaling, Llama3Bands) {
-  RopeConfig c = Config(RopeScalingType::kLlama3, 128, 500000.0);
-  c.scaling.factor = 8.0;
-  c.scaling.low_freq_factor = 1.0;
-  c.scaling.high_freq_factor = 4.0;
-  c.scaling.original_max_position_embeddings = 8192;
+  RopeConfig c = Config(
+      RopeScalingType::kLlama3, 128, 500000.0,
+      {.factor = 8.0, .original_max_position_embeddings = 8192, .low_freq_factor = 1.0, .high_freq_factor = 4.0});
   RopeFrequencies f = Freqs(c, 1);
   for (int64_t i = 0; i < 64; ++i) {
     const double w = Plain(500000.0, i, 128);
@@ -139,12 +138,11 @@ TEST(RopeScaling, Llama3Bands) {
 }
 
 RopeConfig LongRope() {
-  RopeConfig c = Config(RopeScalingType::kLongRope, 8, 10000.0);
-  c.scaling.factor = 32.0;
-  c.scaling.original_max_position_embeddings = 4096;
-  c.scaling.short_factor = {1.0, 1.5, 2.0, 2.5};
-  c.scaling.long_factor = {3.0, 4.0, 5.0, 6.0};
-  return c;
+  return Config(RopeScalingType::kLongRope, 8, 10000.0,
+                {.factor = 32.0,
+                 .original_max_position_embeddings = 4096,
+                 .short_factor = {1.0, 1.5, 2.0, 2.5},
+                 .long_factor = {3.0, 4.0, 5.0, 6.0}});
 }
 
 TEST(RopeScaling, LongRopeSwitchAtOriginalAndOnePast) {
@@ -203,11 +201,12 @@ TEST(RopeScaling, GgmlParameters) {
 // ggml's rope_yarn with beta_fast == beta_slow: corr dims floor/ceil of one value (float32), the ramp
 // over max(0.001, high - low); as ggml_rope_yarn_corr_dims / rope_yarn_ramp describe it.
 TEST(RopeScaling, GgmlEqualBetas) {
-  RopeConfig c = Config(RopeScalingType::kGgml, 64, 10000.0);
-  c.scaling.freq_scale = 0.25;
-  c.scaling.ext_factor = 1.0;
-  c.scaling.original_max_position_embeddings = 4096;
-  c.scaling.beta_fast = c.scaling.beta_slow = 8.0;
+  RopeConfig c = Config(RopeScalingType::kGgml, 64, 10000.0,
+                        {.original_max_position_embeddings = 4096,
+                         .beta_fast = 8.0,
+                         .beta_slow = 8.0,
+                         .freq_scale = 0.25,
+                         .ext_factor = 1.0});
   RopeFrequencies f = Freqs(c, 1);
   const float d = 64.0f * std::log(4096.0f / (8.0f * 2.0f * std::numbers::pi_v<float>)) / (2.0f * std::log(10000.0f));
   const double low = std::max(0.0f, std::floor(d)), high = std::min(63.0f, std::ceil(d));
@@ -252,11 +251,8 @@ TEST(RopeScalingValidation, LongRopeListLengths) {
 // beta_fast below beta_slow would swap YaRN's bands: refused. (Equal betas were refused too until
 // Kimi K2's beta_fast = beta_slow = 1: Hugging Face computes them, YarnEqualBetas below.)
 TEST(RopeScalingValidation, BetaFastBelowBetaSlow) {
-  RopeConfig c = Config(RopeScalingType::kYarn, 64, 10000.0);
-  c.scaling.factor = 4.0;
-  c.scaling.original_max_position_embeddings = 4096;
-  c.scaling.beta_fast = 1.0;
-  c.scaling.beta_slow = 2.0;
+  RopeConfig c = Config(RopeScalingType::kYarn, 64, 10000.0,
+                        {.factor = 4.0, .original_max_position_embeddings = 4096, .beta_fast = 1.0, .beta_slow = 2.0});
   ExpectError(c, "beta_fast", "1 (beta_slow 2)");
 }
 
@@ -264,11 +260,9 @@ TEST(RopeScalingValidation, BetaFastBelowBetaSlow) {
 // of the same correction dim d, + 0.001 when they meet; computed here from that description.
 TEST(RopeScaling, YarnEqualBetas) {
   for (double beta : {1.0, 4.0}) {
-    RopeConfig c = Config(RopeScalingType::kYarn, 64, 50000.0);
-    c.scaling.factor = 32.0;
-    c.scaling.original_max_position_embeddings = 4096;
-    c.scaling.beta_fast = beta;
-    c.scaling.beta_slow = beta;
+    RopeConfig c =
+        Config(RopeScalingType::kYarn, 64, 50000.0,
+               {.factor = 32.0, .original_max_position_embeddings = 4096, .beta_fast = beta, .beta_slow = beta});
     RopeFrequencies f = Freqs(c, 1);
     ASSERT_EQ(f.inv_freq.size(), 32u);
     const double d = 64.0 * std::log(4096.0 / (beta * 2 * std::numbers::pi)) / (2 * std::log(50000.0));
@@ -294,11 +288,9 @@ TEST(RopeScalingValidation, YarnWithoutOriginalLength) {
 // high_freq_factor below low_freq_factor is refused. (Equal factors were refused too until Llama 4,
 // which ships low = high = 1: Hugging Face warns and computes them, Llama3EqualBandFactors below.)
 TEST(RopeScalingValidation, Llama3HighBelowLow) {
-  RopeConfig c = Config(RopeScalingType::kLlama3, 64, 10000.0);
-  c.scaling.factor = 8.0;
-  c.scaling.original_max_position_embeddings = 8192;
-  c.scaling.low_freq_factor = 4.0;
-  c.scaling.high_freq_factor = 2.0;
+  RopeConfig c = Config(
+      RopeScalingType::kLlama3, 64, 10000.0,
+      {.factor = 8.0, .original_max_position_embeddings = 8192, .low_freq_factor = 4.0, .high_freq_factor = 2.0});
   ExpectError(c, "high_freq_factor", "2 (low_freq_factor 4)");
 }
 
@@ -321,11 +313,9 @@ std::vector<double> HfLlama3(double base, int64_t dim, double factor, double low
 
 TEST(RopeScaling, Llama3EqualBandFactors) {
   // Llama-4-Scout: factor 16, low = high = 1, original 8192, theta 5e5, head_dim 128.
-  RopeConfig c = Config(RopeScalingType::kLlama3, 128, 500000.0);
-  c.scaling.factor = 16.0;
-  c.scaling.low_freq_factor = 1.0;
-  c.scaling.high_freq_factor = 1.0;
-  c.scaling.original_max_position_embeddings = 8192;
+  RopeConfig c = Config(
+      RopeScalingType::kLlama3, 128, 500000.0,
+      {.factor = 16.0, .original_max_position_embeddings = 8192, .low_freq_factor = 1.0, .high_freq_factor = 1.0});
   RopeFrequencies f = Freqs(c, 1);
   const std::vector<double> hf = HfLlama3(500000.0, 128, 16.0, 1.0, 1.0, 8192.0);
   ASSERT_EQ(f.inv_freq.size(), hf.size());
@@ -423,50 +413,40 @@ TEST(RopeScalingValidation, HeadDimPastTheBoundIsRefused) {
 
 // ---- the variant list: every row's keys are validated and computed through the table ----
 
-// A value every rule of the row accepts (equal values satisfy the ordering rules).
-void SetValid(RopeConfig& c, const RopeScalingKey& k) {
+// valid: sets the key to a value every rule of the row accepts (equal values satisfy the ordering
+// rules; a list given only optionally stays empty). !valid: breaks the key's rule; false for a key
+// without one.
+bool SetKey(RopeConfig& c, const RopeScalingKey& k, bool valid) {
   const ScalingField f = k.field(c);
   switch (k.rule) {
     case ScalingKeyRule::kPositive:
       if (f.optional != nullptr)
-        *f.optional = 1.5;
+        *f.optional = valid ? 1.5 : -1.0;
       else
-        *f.number = 2.0;
-      break;
-    case ScalingKeyRule::kNonNegative: *f.number = 0.0; break;
-    case ScalingKeyRule::kGivenPositive: *f.integer = 4096; break;
-    case ScalingKeyRule::kUnitInterval: *f.number = 0.5; break;
-    case ScalingKeyRule::kPairList: f.list->assign(static_cast<size_t>(c.layout.rotary_dim / 2), 1.5); break;
-    case ScalingKeyRule::kAny:
-    case ScalingKeyRule::kPairListIfGiven: break;
+        *f.number = valid ? 2.0 : -1.0;
+      return true;
+    case ScalingKeyRule::kNonNegative: *f.number = valid ? 0.0 : -1.0; return true;
+    case ScalingKeyRule::kGivenPositive: *f.integer = valid ? 4096 : 0; return true;
+    case ScalingKeyRule::kUnitInterval: *f.number = valid ? 0.5 : 1.5; return true;
+    case ScalingKeyRule::kPairList:
+      if (valid)
+        f.list->assign(static_cast<size_t>(c.layout.rotary_dim / 2), 1.5);
+      else
+        f.list->assign(3, 1.0);
+      return true;
+    case ScalingKeyRule::kPairListIfGiven:
+      if (!valid) f.list->assign(3, 1.0);
+      return true;
+    case ScalingKeyRule::kAny: return false;
   }
+  return false;
 }
 
 RopeConfig ValidConfigOf(const RopeScalingSpec& row) {
   RopeConfig c = Config(row.type, 64, 10000.0);
   c.source = "table.json";
-  for (const RopeScalingKey& k : row.keys) SetValid(c, k);
+  for (const RopeScalingKey& k : row.keys) SetKey(c, k, /*valid=*/true);
   return c;
-}
-
-// Breaks the key's rule; false for a key without one.
-bool SetInvalid(RopeConfig& c, const RopeScalingKey& k) {
-  const ScalingField f = k.field(c);
-  switch (k.rule) {
-    case ScalingKeyRule::kPositive:
-      if (f.optional != nullptr)
-        *f.optional = -1.0;
-      else
-        *f.number = -1.0;
-      return true;
-    case ScalingKeyRule::kNonNegative: *f.number = -1.0; return true;
-    case ScalingKeyRule::kGivenPositive: *f.integer = 0; return true;
-    case ScalingKeyRule::kUnitInterval: *f.number = 1.5; return true;
-    case ScalingKeyRule::kPairList:
-    case ScalingKeyRule::kPairListIfGiven: f.list->assign(3, 1.0); return true;
-    case ScalingKeyRule::kAny: return false;
-  }
-  return false;
 }
 
 TEST(RopeScalingTable, OneRowPerTypeInEnumOrder) {
@@ -512,7 +492,7 @@ TEST(RopeScalingTable, EveryRowsKeysAreValidatedAndComputed) {
     EXPECT_EQ(f.inv_freq.size(), 32u);
     for (const RopeScalingKey& k : row.keys) {
       RopeConfig bad = good;
-      if (!SetInvalid(bad, k)) continue;
+      if (!SetKey(bad, k, /*valid=*/false)) continue;
       ++broken;
       for (const Status& s : {ValidateRopeConfig(bad), ComputeRopeFrequencies(bad, 1).status()}) {
         EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << k.name;
@@ -581,10 +561,8 @@ TEST(RopeScalingValidation, ValidatedOnceThenTrusted) {
   c.base = 0.0;
   ExpectError(c, "rope_theta", "0");
   // Built in code, never validated: refused by ComputeRopeFrequencies.
-  RopeConfig hand = Config(RopeScalingType::kLlama3, 64, 10000.0);
-  hand.scaling.factor = 8.0;
-  hand.scaling.original_max_position_embeddings = 8192;
-  hand.scaling.high_freq_factor = 0.5;
+  RopeConfig hand = Config(RopeScalingType::kLlama3, 64, 10000.0,
+                           {.factor = 8.0, .original_max_position_embeddings = 8192, .high_freq_factor = 0.5});
   ExpectError(hand, "high_freq_factor", "0.5 (low_freq_factor 1)");
   // Dynamic NTK past max_position_embeddings: computed for that length, still checked.
   RopeConfig dyn = ValidConfigOf(RopeScalingOf(RopeScalingType::kDynamicNtk));
