@@ -37,15 +37,22 @@ float RandomScale(std::mt19937_64& rng) {
   return RoundHalf(std::ldexp(static_cast<float>(m(rng)), e(rng) - 10));
 }
 
-Built BuildSimple(GgmlType type, int64_t n, std::mt19937_64& rng) {
+// Zeroed bytes for the n / block blocks of `type` (*type_size bytes each) and room for the n values.
+Built ZeroBlocks(GgmlType type, int64_t n, int64_t block, size_t* type_size) {
   GgmlTypeTraits t;
   GetGgmlTypeTraits(static_cast<uint32_t>(type), &t);
-  const int64_t nb = n / 32;
+  *type_size = t.type_size;
   Built out;
-  out.bytes.resize(static_cast<size_t>(nb) * t.type_size);
+  out.bytes.resize(static_cast<size_t>(n / block) * t.type_size);
   out.want.resize(static_cast<size_t>(n));
-  for (int64_t b = 0; b < nb; ++b) {
-    const size_t base = static_cast<size_t>(b) * t.type_size;
+  return out;
+}
+
+Built BuildSimple(GgmlType type, int64_t n, std::mt19937_64& rng) {
+  size_t type_size = 0;
+  Built out = ZeroBlocks(type, n, 32, &type_size);
+  for (int64_t b = 0; b < n / 32; ++b) {
+    const size_t base = static_cast<size_t>(b) * type_size;
     const float d = RandomScale(rng);
     const float m = -RandomScale(rng);
     std::vector<int> q(32);
@@ -92,14 +99,10 @@ Built BuildSimple(GgmlType type, int64_t n, std::mt19937_64& rng) {
 
 // K-quants: super-blocks of 256.
 Built BuildK(GgmlType type, int64_t n, std::mt19937_64& rng) {
-  GgmlTypeTraits t;
-  GetGgmlTypeTraits(static_cast<uint32_t>(type), &t);
-  const int64_t nb = n / 256;
-  Built out;
-  out.bytes.resize(static_cast<size_t>(nb) * t.type_size);
-  out.want.resize(static_cast<size_t>(n));
-  for (int64_t b = 0; b < nb; ++b) {
-    std::byte* p = out.bytes.data() + static_cast<size_t>(b) * t.type_size;
+  size_t type_size = 0;
+  Built out = ZeroBlocks(type, n, 256, &type_size);
+  for (int64_t b = 0; b < n / 256; ++b) {
+    std::byte* p = out.bytes.data() + static_cast<size_t>(b) * type_size;
     double* w = out.want.data() + b * 256;
     std::vector<int> q(256);
     if (type == GgmlType::kQ6_K) {
