@@ -10,6 +10,7 @@
 #include "config/json_util.hpp"
 #include "config/multi_axis_json.hpp"
 #include "posenc/config/multi_axis_config.hpp"
+#include "core/enum_names.hpp"
 #include "posenc/io/json_guard.hpp"
 #include "posenc/math/multi_axis.hpp"
 
@@ -162,19 +163,11 @@ Status ReadGgmlMultiAxis(const json& j, int64_t mode, int64_t n_dims, int64_t he
 
 }  // namespace multi_axis_json
 
-std::string_view ToString(Vision2dVariant v) { return v == Vision2dVariant::kQwen2Vl ? "qwen2vl" : "pixtral"; }
+constexpr detail::EnumName<Vision2dVariant> kVariantNames[] = {{Vision2dVariant::kQwen2Vl, "qwen2vl"},
+                                                               {Vision2dVariant::kPixtral, "pixtral"}};
 
-bool ParseVision2dVariant(std::string_view s, Vision2dVariant* out) {
-  if (s == "qwen2vl") {
-    *out = Vision2dVariant::kQwen2Vl;
-    return true;
-  }
-  if (s == "pixtral") {
-    *out = Vision2dVariant::kPixtral;
-    return true;
-  }
-  return false;
-}
+std::string_view ToString(Vision2dVariant v) { return detail::NameOf(v, kVariantNames); }
+bool ParseVision2dVariant(std::string_view s, Vision2dVariant* out) { return detail::ValueOf(s, kVariantNames, out); }
 
 Result<RopeConfig> ParseHfVision2dConfig(std::string_view json_text, Vision2dVariant variant,
                                          const std::string& source) {

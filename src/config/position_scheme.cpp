@@ -1,28 +1,19 @@
 // Names of the scheme kinds and fused-QKV layouts.
 #include "posenc/config/position_scheme.hpp"
+#include "core/enum_names.hpp"
 
 namespace posenc {
 
-std::string_view ToString(PositionKind k) {
-  switch (k) {
-    case PositionKind::kRope: return "rope";
-    case PositionKind::kLearned: return "learned";
-    case PositionKind::kSinusoidal: return "sinusoidal";
-    case PositionKind::kAlibi: return "alibi";
-    case PositionKind::kT5Bucket: return "t5_bucket";
-    case PositionKind::kNone: return "none";
-  }
-  return "unknown";
-}
+constexpr detail::EnumName<PositionKind> kKindNames[] = {
+    {PositionKind::kRope, "rope"},   {PositionKind::kLearned, "learned"},    {PositionKind::kSinusoidal, "sinusoidal"},
+    {PositionKind::kAlibi, "alibi"}, {PositionKind::kT5Bucket, "t5_bucket"}, {PositionKind::kNone, "none"}};
+constexpr detail::EnumName<FusedQkvLayout> kFusedQkvNames[] = {
+    {FusedQkvLayout::kNone, "none"},
+    {FusedQkvLayout::kPerHead, "per head [q, k, v]"},
+    {FusedQkvLayout::kPerKvGroup, "per kv head [q heads, k, v]"},
+    {FusedQkvLayout::kQThenKThenV, "[q heads | k heads | v heads]"}};
 
-std::string_view ToString(FusedQkvLayout l) {
-  switch (l) {
-    case FusedQkvLayout::kNone: return "none";
-    case FusedQkvLayout::kPerHead: return "per head [q, k, v]";
-    case FusedQkvLayout::kPerKvGroup: return "per kv head [q heads, k, v]";
-    case FusedQkvLayout::kQThenKThenV: return "[q heads | k heads | v heads]";
-  }
-  return "unknown";
-}
+std::string_view ToString(PositionKind k) { return detail::NameOf(k, kKindNames); }
+std::string_view ToString(FusedQkvLayout l) { return detail::NameOf(l, kFusedQkvNames); }
 
 }  // namespace posenc

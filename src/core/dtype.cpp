@@ -1,21 +1,17 @@
 // DType names and sizes.
 #include "posenc/core/dtype.hpp"
+#include "core/enum_names.hpp"
 
 namespace posenc {
 
-std::string_view ToString(DType dtype) {
-  switch (dtype) {
-    case DType::kF32: return "float32";
-    case DType::kF16: return "float16";
-    case DType::kBF16: return "bfloat16";
-    case DType::kF64: return "float64";
-    case DType::kI32: return "int32";
-    case DType::kI64: return "int64";
-    case DType::kU8: return "uint8";
-    case DType::kI8: return "int8";
-  }
-  return "unknown";
-}
+// The name ToString gives, then the short one ParseDType accepts too.
+constexpr detail::EnumName<DType> kDTypeNames[] = {
+    {DType::kF32, "float32"}, {DType::kF16, "float16"}, {DType::kBF16, "bfloat16"}, {DType::kF64, "float64"},
+    {DType::kI32, "int32"},   {DType::kI64, "int64"},   {DType::kU8, "uint8"},      {DType::kI8, "int8"},
+    {DType::kF32, "f32"},     {DType::kF16, "f16"},     {DType::kBF16, "bf16"},     {DType::kF64, "f64"},
+    {DType::kI32, "i32"},     {DType::kI64, "i64"},     {DType::kU8, "u8"},         {DType::kI8, "i8"}};
+
+std::string_view ToString(DType dtype) { return detail::NameOf(dtype, kDTypeNames); }
 
 size_t SizeOf(DType dtype) {
   switch (dtype) {
@@ -31,22 +27,6 @@ size_t SizeOf(DType dtype) {
   return 0;
 }
 
-bool ParseDType(std::string_view name, DType* out) {
-  struct Entry {
-    std::string_view a, b;
-    DType t;
-  };
-  static constexpr Entry kNames[] = {{"float32", "f32", DType::kF32},    {"float16", "f16", DType::kF16},
-                                     {"bfloat16", "bf16", DType::kBF16}, {"float64", "f64", DType::kF64},
-                                     {"int32", "i32", DType::kI32},      {"int64", "i64", DType::kI64},
-                                     {"uint8", "u8", DType::kU8},        {"int8", "i8", DType::kI8}};
-  for (const Entry& e : kNames) {
-    if (name == e.a || name == e.b) {
-      *out = e.t;
-      return true;
-    }
-  }
-  return false;
-}
+bool ParseDType(std::string_view name, DType* out) { return detail::ValueOf(name, kDTypeNames, out); }
 
 }  // namespace posenc

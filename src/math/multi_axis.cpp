@@ -7,30 +7,21 @@
 
 #include "posenc/math/multi_axis.hpp"
 #include "posenc/math/rope_config.hpp"
+#include "core/enum_names.hpp"
 
 namespace posenc {
 
-std::string_view ToString(SectionLayout l) {
-  switch (l) {
-    case SectionLayout::kChunked: return "chunked";
-    case SectionLayout::kInterleaved: return "interleaved";
-    case SectionLayout::kChunkedRestart: return "chunked_restart";
-    case SectionLayout::kChunkedStrided: return "chunked_strided";
-  }
-  return "?";
-}
+constexpr detail::EnumName<SectionLayout> kSectionLayoutNames[] = {{SectionLayout::kChunked, "chunked"},
+                                                                   {SectionLayout::kInterleaved, "interleaved"},
+                                                                   {SectionLayout::kChunkedRestart, "chunked_restart"},
+                                                                   {SectionLayout::kChunkedStrided, "chunked_strided"}};
+constexpr detail::EnumName<SectionRules> kSectionRulesNames[] = {{SectionRules::kHf, "hf"},
+                                                                 {SectionRules::kGgml, "ggml"}};
 
-bool ParseSectionLayout(std::string_view s, SectionLayout* out) {
-  for (SectionLayout l : {SectionLayout::kChunked, SectionLayout::kInterleaved, SectionLayout::kChunkedRestart,
-                          SectionLayout::kChunkedStrided})
-    if (s == ToString(l)) {
-      *out = l;
-      return true;
-    }
-  return false;
-}
+std::string_view ToString(SectionLayout l) { return detail::NameOf(l, kSectionLayoutNames, "?"); }
+bool ParseSectionLayout(std::string_view s, SectionLayout* out) { return detail::ValueOf(s, kSectionLayoutNames, out); }
 
-std::string_view ToString(SectionRules r) { return r == SectionRules::kHf ? "hf" : "ggml"; }
+std::string_view ToString(SectionRules r) { return detail::NameOf(r, kSectionRulesNames); }
 
 namespace {
 

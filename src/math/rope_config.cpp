@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "posenc/math/rope_config.hpp"
+#include "core/enum_names.hpp"
 
 namespace posenc {
 
@@ -24,16 +25,13 @@ std::string_view ToString(RopeScalingType t) {
   return "unknown";
 }
 
-std::string_view ToString(PairRegime r) {
-  switch (r) {
-    case PairRegime::kExtrapolated: return "extrapolated";
-    case PairRegime::kInterpolated: return "interpolated";
-    case PairRegime::kBlended: return "blended";
-    case PairRegime::kScaled: return "scaled";
-    case PairRegime::kUnrotated: return "unrotated";
-  }
-  return "unknown";
-}
+constexpr detail::EnumName<PairRegime> kRegimeNames[] = {{PairRegime::kExtrapolated, "extrapolated"},
+                                                         {PairRegime::kInterpolated, "interpolated"},
+                                                         {PairRegime::kBlended, "blended"},
+                                                         {PairRegime::kScaled, "scaled"},
+                                                         {PairRegime::kUnrotated, "unrotated"}};
+
+std::string_view ToString(PairRegime r) { return detail::NameOf(r, kRegimeNames); }
 
 namespace {
 

@@ -6,36 +6,24 @@
 #include <fmt/format.h>
 
 #include "posenc/math/rope_types.hpp"
+#include "core/enum_names.hpp"
 
 namespace posenc {
 
-std::string_view ToString(RopePairing p) { return p == RopePairing::kHalf ? "half" : "interleaved"; }
+// neox: GPT-NeoX's name for the half layout; normal (ggml) and gptj: the interleaved one.
+constexpr detail::EnumName<RopePairing> kPairingNames[] = {{RopePairing::kHalf, "half"},
+                                                           {RopePairing::kHalf, "neox"},
+                                                           {RopePairing::kInterleaved, "interleaved"},
+                                                           {RopePairing::kInterleaved, "normal"},
+                                                           {RopePairing::kInterleaved, "gptj"}};
+constexpr detail::EnumName<RopePrecision> kPrecisionNames[] = {{RopePrecision::kReference, "reference"},
+                                                               {RopePrecision::kExact, "exact"}};
 
-bool ParseRopePairing(std::string_view s, RopePairing* out) {
-  if (s == "half" || s == "neox") {
-    *out = RopePairing::kHalf;
-    return true;
-  }
-  if (s == "interleaved" || s == "normal" || s == "gptj") {
-    *out = RopePairing::kInterleaved;
-    return true;
-  }
-  return false;
-}
+std::string_view ToString(RopePairing p) { return detail::NameOf(p, kPairingNames); }
+bool ParseRopePairing(std::string_view s, RopePairing* out) { return detail::ValueOf(s, kPairingNames, out); }
 
-std::string_view ToString(RopePrecision p) { return p == RopePrecision::kReference ? "reference" : "exact"; }
-
-bool ParseRopePrecision(std::string_view s, RopePrecision* out) {
-  if (s == "reference") {
-    *out = RopePrecision::kReference;
-    return true;
-  }
-  if (s == "exact") {
-    *out = RopePrecision::kExact;
-    return true;
-  }
-  return false;
-}
+std::string_view ToString(RopePrecision p) { return detail::NameOf(p, kPrecisionNames); }
+bool ParseRopePrecision(std::string_view s, RopePrecision* out) { return detail::ValueOf(s, kPrecisionNames, out); }
 
 Status RotaryLayout::Validate() const {
   if (head_dim <= 0) return InvalidArgumentError(fmt::format("rope layout: head_dim {} must be positive", head_dim));

@@ -4,22 +4,15 @@
 #include <fmt/format.h>
 
 #include "posenc/math/sinusoidal.hpp"
+#include "core/enum_names.hpp"
 
 namespace posenc {
 
-std::string_view ToString(SinusoidalLayout l) { return l == SinusoidalLayout::kInterleaved ? "interleaved" : "concat"; }
+constexpr detail::EnumName<SinusoidalLayout> kLayoutNames[] = {{SinusoidalLayout::kInterleaved, "interleaved"},
+                                                               {SinusoidalLayout::kConcat, "concat"}};
 
-bool ParseSinusoidalLayout(std::string_view s, SinusoidalLayout* out) {
-  if (s == "interleaved") {
-    *out = SinusoidalLayout::kInterleaved;
-    return true;
-  }
-  if (s == "concat") {
-    *out = SinusoidalLayout::kConcat;
-    return true;
-  }
-  return false;
-}
+std::string_view ToString(SinusoidalLayout l) { return detail::NameOf(l, kLayoutNames); }
+bool ParseSinusoidalLayout(std::string_view s, SinusoidalLayout* out) { return detail::ValueOf(s, kLayoutNames, out); }
 
 Result<Array> SinusoidalTable(std::span<const int64_t> positions, int64_t d_model, SinusoidalLayout layout,
                               double base) {
