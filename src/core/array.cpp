@@ -84,46 +84,41 @@ namespace {
 
 bool IsFloat(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16 || t == DType::kF64; }
 
+// One element of type T from (to) unaligned bytes.
+template <typename T>
+T Load(const std::byte* p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return v;
+}
+template <typename T>
+void Store(T v, std::byte* p) {
+  std::memcpy(p, &v, sizeof(T));
+}
+// Stores v as a T if T holds it; false (nothing stored) otherwise.
+template <typename T>
+bool StoreIfFits(int64_t v, std::byte* p) {
+  if (v < std::numeric_limits<T>::min() || v > std::numeric_limits<T>::max()) return false;
+  Store(static_cast<T>(v), p);
+  return true;
+}
+
 double LoadF64(const std::byte* p, DType t) {
   switch (t) {
-    case DType::kF32: {
-      float v;
-      std::memcpy(&v, p, 4);
-      return v;
-    }
-    case DType::kF16: {
-      f16_t v;
-      std::memcpy(&v, p, 2);
-      return F16ToF32(v);
-    }
-    case DType::kBF16: {
-      bf16_t v;
-      std::memcpy(&v, p, 2);
-      return BF16ToF32(v);
-    }
-    case DType::kF64: {
-      double v;
-      std::memcpy(&v, p, 8);
-      return v;
-    }
+    case DType::kF32: return Load<float>(p);
+    case DType::kF16: return F16ToF32(Load<f16_t>(p));
+    case DType::kBF16: return BF16ToF32(Load<bf16_t>(p));
+    case DType::kF64: return Load<double>(p);
     default: return 0;
   }
 }
 
 int64_t LoadI64(const std::byte* p, DType t) {
   switch (t) {
-    case DType::kI32: {
-      int32_t v;
-      std::memcpy(&v, p, 4);
-      return v;
-    }
-    case DType::kI64: {
-      int64_t v;
-      std::memcpy(&v, p, 8);
-      return v;
-    }
-    case DType::kU8: return static_cast<int64_t>(static_cast<uint8_t>(*p));
-    case DType::kI8: return static_cast<int64_t>(static_cast<int8_t>(*p));
+    case DType::kI32: return Load<int32_t>(p);
+    case DType::kI64: return Load<int64_t>(p);
+    case DType::kU8: return Load<uint8_t>(p);
+    case DType::kI8: return Load<int8_t>(p);
     default: return 0;
   }
 }
@@ -146,50 +141,20 @@ Result<Array> Array::AsType(DType to) const {
       // float64 -> float16/bfloat16 goes through float32: double rounding is possible but only for
       // values within 2^-29 relative of a tie; posenc's narrowing of computed values happens from float32.
       switch (to) {
-        case DType::kF32: {
-          float f = static_cast<float>(v);
-          std::memcpy(dst, &f, 4);
-          break;
-        }
-        case DType::kF64: std::memcpy(dst, &v, 8); break;
-        case DType::kF16: {
-          f16_t h = F32ToF16(static_cast<float>(v));
-          std::memcpy(dst, &h, 2);
-          break;
-        }
-        case DType::kBF16: {
-          bf16_t h = F32ToBF16(static_cast<float>(v));
-          std::memcpy(dst, &h, 2);
-          break;
-        }
+        case DType::kF32: Store(static_cast<float>(v), dst); break;
+        case DType::kF64: Store(v, dst); break;
+        case DType::kF16: Store(F32ToF16(static_cast<float>(v)), dst); break;
+        case DType::kBF16: Store(F32ToBF16(static_cast<float>(v)), dst); break;
         default: break;
       }
     } else {
       const int64_t v = LoadI64(src, dtype_);
       bool fits = true;
       switch (to) {
-        case DType::kI32:
-          fits = v >= INT32_MIN && v <= INT32_MAX;
-          if (fits) {
-            int32_t x = static_cast<int32_t>(v);
-            std::memcpy(dst, &x, 4);
-          }
-          break;
-        case DType::kI64: std::memcpy(dst, &v, 8); break;
-        case DType::kU8:
-          fits = v >= 0 && v <= 255;
-          if (fits) {
-            uint8_t x = static_cast<uint8_t>(v);
-            std::memcpy(dst, &x, 1);
-          }
-          break;
-        case DType::kI8:
-          fits = v >= -128 && v <= 127;
-          if (fits) {
-            int8_t x = static_cast<int8_t>(v);
-            std::memcpy(dst, &x, 1);
-          }
-          break;
+        case DType::kI32: fits = StoreIfFits<int32_t>(v, dst); break;
+        case DType::kI64: fits = StoreIfFits<int64_t>(v, dst); break;
+        case DType::kU8: fits = StoreIfFits<uint8_t>(v, dst); break;
+        case DType::kI8: fits = StoreIfFits<int8_t>(v, dst); break;
         default: break;
       }
       if (!fits)
