@@ -12,6 +12,7 @@
 
 #include "model_builders.hpp"
 #include "posenc/io/npy.hpp"
+#include "scheme_models.hpp"
 #include "test_support.hpp"
 
 namespace posenc {
@@ -31,12 +32,7 @@ std::string RopeCheck(const fs::path& model, const fs::path& dir, int expect_rc 
       << out;
   return out;
 }
-void HfFolder(const fs::path& dir, const std::string& config) {
-  SafetensorsBuilder b;
-  b.Tensor("model.embed_tokens.weight", "F32", {3, 64}, FloatBytes(std::vector<float>(3 * 64, 0.5f))).Finish();
-  WriteFile(dir / "model.safetensors", b.Build());
-  WriteFile(dir / "config.json", config);
-}
+void HfFolder(const fs::path& dir, const std::string& config) { WriteHfFolder(dir, 0.5f, config); }
 
 TEST(ModelSchemeCli, RopeCheckHeadDimFromTheConfig) {
   const fs::path dir = TempDir("gemma");
@@ -68,14 +64,8 @@ TEST(ModelSchemeCli, RopeCheckOfALlamaConfigWithoutRopeTheta) {
 
 TEST(ModelSchemeCli, RopeCheckPairingOfANeoxGgufArchitecture) {
   const fs::path dir = TempDir("gguf");
-  GgufBuilder b;
-  b.KvString("general.architecture", "qwen2")
-      .KvU32("qwen2.embedding_length", 64)
-      .KvU32("qwen2.attention.head_count", 2)
-      .KvU32("qwen2.attention.key_length", 48)
-      .KvF32("qwen2.rope.freq_base", 1000000.0f)
-      .KvU32("qwen2.context_length", 128)
-      .Tensor("token_embd.weight", {64, 3}, 0, FloatBytes(std::vector<float>(3 * 64, 0.5f)));
+  GgufBuilder b = Qwen2Gguf(1000000.0f, 128);
+  b.Tensor("token_embd.weight", {64, 3}, 0, FloatBytes(std::vector<float>(3 * 64, 0.5f)));
   WriteFile(dir / "q.gguf", b.Build());
   const std::string out = RopeCheck(dir / "q.gguf", dir);
   EXPECT_NE(out.find("theta 1000000, rotary_dim whole head of head_dim 48, pairing half"), std::string::npos) << out;

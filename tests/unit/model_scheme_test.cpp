@@ -12,6 +12,7 @@
 
 #include "model_builders.hpp"
 #include "posenc/io/npy.hpp"
+#include "scheme_models.hpp"
 #include "test_support.hpp"
 
 namespace posenc {
@@ -67,15 +68,8 @@ TEST(ModelScheme, GgufWithoutFreqBaseIsRefusedUnlessAllowed) {
 // head_count = 32, with partial rotary dims and a stated base.
 TEST(ModelScheme, GgufHeadSizeFromKeyLengthAndNeoxPairing) {
   const fs::path dir = TempDir("gguf");
-  GgufBuilder b;
-  b.KvString("general.architecture", "qwen2")
-      .KvU32("qwen2.embedding_length", 64)
-      .KvU32("qwen2.attention.head_count", 2)
-      .KvU32("qwen2.attention.head_count_kv", 1)
-      .KvU32("qwen2.attention.key_length", 48)
-      .KvU32("qwen2.rope.dimension_count", 32)
-      .KvF32("qwen2.rope.freq_base", 1000000.0f)
-      .KvU32("qwen2.context_length", 128);
+  GgufBuilder b = Qwen2Gguf(1000000.0f, 128);
+  b.KvU32("qwen2.attention.head_count_kv", 1).KvU32("qwen2.rope.dimension_count", 32);
   WriteFile(dir / "q.gguf", b.Build());
   auto m = OpenModel((dir / "q.gguf").string());
   ASSERT_TRUE(m.ok()) << m.status().ToString();
@@ -137,10 +131,7 @@ TEST(ModelScheme, Llama2cIsRunCsFixedScheme) {
 // A Gemma-style folder: head_dim 256 while hidden_size / num_attention_heads = 32.
 TEST(ModelScheme, HuggingFaceFolderHeadDimFromTheConfig) {
   const fs::path dir = TempDir("gemma");
-  SafetensorsBuilder b;
-  b.Tensor("model.embed_tokens.weight", "F32", {3, 64}, FloatBytes(std::vector<float>(3 * 64, 0.25f))).Finish();
-  WriteFile(dir / "model.safetensors", b.Build());
-  WriteFile(dir / "config.json", R"({"model_type": "gemma", "hidden_size": 64, "num_attention_heads": 2,
+  WriteHfFolder(dir, 0.25f, R"({"model_type": "gemma", "hidden_size": 64, "num_attention_heads": 2,
       "num_key_value_heads": 1, "head_dim": 256, "rope_theta": 10000.0, "max_position_embeddings": 8192,
       "vocab_size": 3})");
   for (const std::string& path : {dir.string(), (dir / "model.safetensors").string()}) {
@@ -174,10 +165,7 @@ TEST(ModelScheme, HuggingFaceFolderHeadDimFromTheConfig) {
 // A family whose modeling code fixes the pairing (Cohere: interleaved): the scheme and the summary say so.
 TEST(ModelScheme, HuggingFaceFamilyPairingInTheSummary) {
   const fs::path dir = TempDir("cohere");
-  SafetensorsBuilder b;
-  b.Tensor("model.embed_tokens.weight", "F32", {3, 64}, FloatBytes(std::vector<float>(3 * 64, 0.25f))).Finish();
-  WriteFile(dir / "model.safetensors", b.Build());
-  WriteFile(dir / "config.json", R"({"model_type": "cohere", "hidden_size": 64, "num_attention_heads": 4,
+  WriteHfFolder(dir, 0.25f, R"({"model_type": "cohere", "hidden_size": 64, "num_attention_heads": 4,
       "rope_theta": 8000000.0, "vocab_size": 3})");
   auto m = OpenModel(dir.string());
   ASSERT_TRUE(m.ok()) << m.status().ToString();
