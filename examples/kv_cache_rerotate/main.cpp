@@ -21,6 +21,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -187,30 +188,32 @@ int RunEngine(const std::string& name, const RopeConfig& cfg, int64_t prefill, i
   return failures;
 }
 
-RopeConfig BuiltInDynamicNtk() {
+// A built-in half-layout RoPE with theta 10000, head_dim `head_dim`, and one scaling.
+RopeConfig BuiltIn(int64_t head_dim, int64_t max_positions, posenc::RopeScalingType type, double factor,
+                   std::string source) {
   RopeConfig c;
-  c.layout = {posenc::RopePairing::kHalf, 64, 0, 64};
+  c.layout = {posenc::RopePairing::kHalf, head_dim, 0, head_dim};
   c.base = 10000.0;
-  c.max_position_embeddings = 128;
-  c.scaling.type = posenc::RopeScalingType::kDynamicNtk;
-  c.scaling.factor = 2.0;
-  c.source = "built-in dynamic NTK (max_position_embeddings 128, factor 2)";
+  c.max_position_embeddings = max_positions;
+  c.scaling.type = type;
+  c.scaling.factor = factor;
+  c.source = std::move(source);
   return c;
 }
 
+RopeConfig BuiltInDynamicNtk() {
+  return BuiltIn(64, 128, posenc::RopeScalingType::kDynamicNtk, 2.0,
+                 "built-in dynamic NTK (max_position_embeddings 128, factor 2)");
+}
+
 RopeConfig BuiltInLongRope() {
-  RopeConfig c;
-  c.layout = {posenc::RopePairing::kHalf, 32, 0, 32};
-  c.base = 10000.0;
-  c.max_position_embeddings = 4096;
-  c.scaling.type = posenc::RopeScalingType::kLongRope;
+  RopeConfig c =
+      BuiltIn(32, 4096, posenc::RopeScalingType::kLongRope, 32.0, "built-in LongRoPE (original 128, 16 pairs)");
   c.scaling.original_max_position_embeddings = 128;
-  c.scaling.factor = 32.0;
   for (int i = 0; i < 16; ++i) {  // Phi-3-like shape: factors grow with the wavelength
     c.scaling.short_factor.push_back(1.0 + 0.1 * i);
     c.scaling.long_factor.push_back(1.0 + 4.0 * i);
   }
-  c.source = "built-in LongRoPE (original 128, 16 pairs)";
   return c;
 }
 
