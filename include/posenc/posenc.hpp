@@ -22,6 +22,8 @@
 
 // ---- kernels: fast paths with their scalar references beside them
 #include "posenc/kernels/embedding.hpp"        // token embedding lookup, learned positions, the gradient
+#include "posenc/kernels/fused_rope.hpp"       // RoPE fused with the QKV split and the KV-cache write
+#include "posenc/kernels/kv_cache.hpp"         // KV caches (contiguous, paged; f32/f16/bf16/q8_0), slots, StoreKvCache
 #include "posenc/kernels/multi_axis_rope.hpp"  // multi-axis RoPE apply: positions [C, T] (fast + reference)
 #include "posenc/kernels/rerotate.hpp"         // re-rotate cached keys to new positions
 #include "posenc/kernels/rope.hpp"             // RoPE on queries and keys (ApplyRope, ApplyRopeQK, reference)
