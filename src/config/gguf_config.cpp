@@ -16,10 +16,12 @@
 //   LongRoPE    tensors "rope_factors_long.weight" / "rope_factors_short.weight"
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include <fmt/format.h>
 
 #include "posenc/config/hf_config.hpp"
+#include "posenc/core/checked_math.hpp"
 #include "posenc/io/gguf.hpp"
 #include "posenc/config/gguf_config.hpp"
 
@@ -136,9 +138,22 @@ struct ArchKeys {
     POSENC_ASSIGN_OR_RETURN(*dst, f.GetInt(Key(k)));
     return OkStatus();
   }
+  // A float key as llama.cpp reads it, in float32: a float64 (or integer) value that is not finite or
+  // would overflow or flush to 0 there is refused, quoting the file's value, never narrowed silently.
+  Result<double> Float32(std::string_view k) const {
+    POSENC_ASSIGN_OR_RETURN(double v, f.GetFloat(Key(k)));
+    if (!std::isfinite(v))
+      return InvalidArgumentError(fmt::format("gguf {}: key '{}' = {} must be finite", f.name(), Key(k), v));
+    if (!FitsFloat32(v))
+      return InvalidArgumentError(
+          fmt::format("gguf {}: key '{}' = {} is outside float32, the type llama.cpp reads it in (magnitude {} to "
+                      "{}, or 0)",
+                      f.name(), Key(k), v, std::numeric_limits<float>::min(), std::numeric_limits<float>::max()));
+    return v;
+  }
   Status OptFloat(std::string_view k, double* dst) const {
     if (!Has(k)) return OkStatus();
-    POSENC_ASSIGN_OR_RETURN(*dst, f.GetFloat(Key(k)));
+    POSENC_ASSIGN_OR_RETURN(*dst, Float32(k));
     return OkStatus();
   }
 };
@@ -214,7 +229,7 @@ Status ReadLayout(const ArchKeys& k, ArchRope rope_type, const PositionScheme& s
 Status ReadBase(const ArchKeys& k, const GgufConfigOptions& options, RopeConfig* rc) {
   const std::string& path = k.f.name();
   if (k.Has("rope.freq_base")) {
-    POSENC_ASSIGN_OR_RETURN(rc->base, k.f.GetFloat(k.Key("rope.freq_base")));
+    POSENC_ASSIGN_OR_RETURN(rc->base, k.Float32("rope.freq_base"));
   } else if (options.allow_default_freq_base) {
     rc->base = 10000.0;
     rc->notes.push_back(fmt::format("no {}: base 10000 assumed (llama.cpp's default)", k.Key("rope.freq_base")));
@@ -263,7 +278,7 @@ Status ReadScaling(const ArchKeys& k, int64_t context_length, RopeScaling* sc) {
   float factor = 0.0f;
   for (const char* key : {"rope.scaling.factor", "rope.scale_linear"}) {
     if (!k.Has(key)) continue;
-    POSENC_ASSIGN_OR_RETURN(double v, k.f.GetFloat(k.Key(key)));
+    POSENC_ASSIGN_OR_RETURN(double v, k.Float32(key));
     if (!(v >= 0) || !std::isfinite(v))
       return InvalidArgumentError(fmt::format("gguf {}: key '{}' = {} must be finite and >= 0", path, k.Key(key), v));
     factor = static_cast<float>(v);

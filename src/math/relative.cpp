@@ -2,6 +2,7 @@
 #include "posenc/math/relative.hpp"
 
 #include <cmath>
+#include <limits>
 #include <numbers>
 #include <random>
 
@@ -125,13 +126,18 @@ Status T5BucketParams::Validate() const {
 
 int64_t T5RelativeBucket(int64_t rel, bool bidirectional, int64_t num_buckets, int64_t max_distance) {
   int64_t bucket = 0;
-  int64_t n = 0;  // distance, >= 0
+  // The distance, >= 0. -INT64_MIN does not exist: it saturates to INT64_MAX, which (as every
+  // distance past max_distance) lands in the last bucket, so the answer is still exact.
+  const int64_t dist = rel == std::numeric_limits<int64_t>::min() ? std::numeric_limits<int64_t>::max()
+                       : rel < 0                                  ? -rel
+                                                                  : rel;
+  int64_t n = 0;
   if (bidirectional) {
     num_buckets /= 2;
     if (rel > 0) bucket += num_buckets;  // keys after the query use the upper half
-    n = rel < 0 ? -rel : rel;
+    n = dist;
   } else {
-    n = rel < 0 ? -rel : 0;  // only the past is distinguished; the future shares bucket 0
+    n = rel < 0 ? dist : 0;  // only the past is distinguished; the future shares bucket 0
   }
   const int64_t max_exact = num_buckets / 2;
   if (n < max_exact) return bucket + n;

@@ -3,14 +3,14 @@
 
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <optional>
 
 #include <fmt/format.h>
 
 #include "posenc/config/hf_config.hpp"
+#include "posenc/io/file_io.hpp"
 #include "posenc/io/gguf.hpp"
+#include "posenc/io/mapped_file.hpp"
 #include "posenc/io/llama2c.hpp"
 #include "posenc/io/safetensors.hpp"
 
@@ -385,19 +385,17 @@ Result<LayoutConvertReport> ConvertLayoutBytes(std::span<const std::byte> in, co
 
 Result<LayoutConvertReport> ConvertLayoutFile(const std::string& in_path, const std::string& out_path,
                                               const LayoutConvertOptions& options) {
-  std::error_code ec;
-  if (std::filesystem::exists(out_path) && std::filesystem::equivalent(in_path, out_path, ec))
-    return InvalidArgumentError(fmt::format("convert-layout: output {} is the input file", out_path));
-  std::ifstream f(in_path, std::ios::binary);
-  if (!f) return NotFoundError(fmt::format("convert-layout: cannot open {}", in_path));
-  std::vector<char> raw((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  std::span<const std::byte> in(reinterpret_cast<const std::byte*>(raw.data()), raw.size());
+  // The output may be none of the inputs (the model, the config given, the config.json beside the
+  // model that safetensors reads by default), also through links; the input must be a regular file
+  // (mapped, not read through a stream: a FIFO or /dev/zero is refused); the output is written whole
+  // to a temporary beside it and renamed over, so a failed conversion or write leaves it as it was.
+  const std::string inputs[] = {in_path, options.config_path,
+                                (std::filesystem::path(in_path).parent_path() / "config.json").string()};
+  POSENC_RETURN_IF_ERROR(RefuseOutputIsInput(out_path, inputs));
+  POSENC_ASSIGN_OR_RETURN(MappedFile in, MappedFile::Open(in_path));
   std::vector<std::byte> out;
-  POSENC_ASSIGN_OR_RETURN(LayoutConvertReport r, ConvertLayoutBytes(in, in_path, options, &out));
-  std::ofstream o(out_path, std::ios::binary | std::ios::trunc);
-  if (!o) return InvalidArgumentError(fmt::format("convert-layout: cannot write {}", out_path));
-  o.write(reinterpret_cast<const char*>(out.data()), static_cast<std::streamsize>(out.size()));
-  if (!o) return InvalidArgumentError(fmt::format("convert-layout: writing {} failed", out_path));
+  POSENC_ASSIGN_OR_RETURN(LayoutConvertReport r, ConvertLayoutBytes(in.bytes(), in_path, options, &out));
+  POSENC_RETURN_IF_ERROR(WriteFileAtomic(out_path, out));
   return r;
 }
 

@@ -5,11 +5,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "posenc/core/array.hpp"
+#include "posenc/core/checked_math.hpp"
 #include "posenc/math/attention.hpp"
 #include "posenc/model/model_file.hpp"
 #include "posenc/model/model_scheme.hpp"
@@ -134,6 +136,15 @@ Status ReadSizes(const ModelFile& m, const std::string& path, LlamaModel* r) {
   if (r->H <= 0 || r->Hkv <= 0 || r->H % r->Hkv != 0 || r->L <= 0)
     return InvalidArgumentError(fmt::format("detect-layout: {}: {} heads, {} kv heads, {} layers do not fit d_model {}",
                                             path, r->H, r->Hkv, r->L, r->D));
+  // Counts from metadata are checked against what the file holds before anything is sized by them:
+  // a GGUF or Hugging Face model has at least nine tensors per layer (llama2.c's stacked tensors were
+  // sized from its header against the file by the reader), and the layers are then read one by one.
+  const int64_t tensors = static_cast<int64_t>(m.tensors().size());
+  if (m.format() != ModelFormat::kLlama2c && r->L > tensors / 9)
+    return InvalidArgumentError(
+        fmt::format("detect-layout: {}: {} layers (block_count / num_hidden_layers) need at least {} tensors; the file "
+                    "has {}",
+                    path, r->L, r->L > INT64_MAX / 9 ? INT64_MAX : r->L * 9, tensors));
   POSENC_ASSIGN_OR_RETURN(r->emb, CheckedWeight(*emb, r->V * r->D, r->D, 0, r->V, path));
   return OkStatus();
 }
@@ -156,9 +167,11 @@ Status ReadRopeAndNorm(const ModelFile& m, Naming naming, const std::string& pat
     return InvalidArgumentError(
         fmt::format("detect-layout: {}: the RoPE config's head_dim {} is not positive", path, r->hs));
   r->rms_eps = m.rms_norm_eps().value_or(naming == Naming::kHf ? 1e-6 : 1e-5);
-  if (!(r->rms_eps >= 0) || !std::isfinite(r->rms_eps))
-    return InvalidArgumentError(
-        fmt::format("detect-layout: {}: rms_norm_eps {} is not a finite number >= 0", path, r->rms_eps));
+  // The norm runs in float32: an epsilon that overflows or flushes there would give Inf or 0 rows.
+  if (!(r->rms_eps >= 0) || !FitsFloat32(r->rms_eps))
+    return InvalidArgumentError(fmt::format(
+        "detect-layout: {}: rms_norm_eps {} is not a number >= 0 within float32 (at most {}, 0 or at least {})", path,
+        r->rms_eps, std::numeric_limits<float>::max(), std::numeric_limits<float>::min()));
   return OkStatus();
 }
 
@@ -166,7 +179,11 @@ Status ReadRopeAndNorm(const ModelFile& m, Naming naming, const std::string& pat
 // classifier (the embedding table when the model ties them).
 Status ReadWeights(const ModelFile& m, Naming naming, const std::string& path, LlamaModel* r) {
   const bool l2c = naming == Naming::kLlama2c, gguf = naming == Naming::kGguf;
-  const int64_t D = r->D, Q = r->H * r->hs, KV = r->Hkv * r->hs;
+  const int64_t D = r->D;
+  int64_t Q = 0, KV = 0;
+  if (!CheckedMul(r->H, r->hs, &Q) || !CheckedMul(r->Hkv, r->hs, &KV))
+    return InvalidArgumentError(
+        fmt::format("detect-layout: {}: {} heads of head size {} overflow int64", path, r->H, r->hs));
   auto find = [&](const std::string& name) -> Result<const ModelTensor*> {
     const ModelTensor* t = m.Find(name);
     if (t == nullptr) return NotFoundError(fmt::format("detect-layout: {}: no tensor '{}'", path, name));
@@ -195,9 +212,8 @@ Status ReadWeights(const ModelFile& m, Naming naming, const std::string& path, L
       return InvalidArgumentError(fmt::format("detect-layout: {}: tensor '{}' is not a matrix", path, w1));
     r->F = t->shape[t->shape.size() - 2];
   }
-  r->layers.resize(static_cast<size_t>(r->L));
   for (int64_t l = 0; l < r->L; ++l) {
-    LlamaModel::Layer& y = r->layers[static_cast<size_t>(l)];
+    LlamaModel::Layer& y = r->layers.emplace_back();  // one layer at a time, as its tensors are found
     POSENC_RETURN_IF_ERROR(norm("rms_att_weight", "attn_norm", "input_layernorm", l, &y.att_norm));
     POSENC_RETURN_IF_ERROR(weight("wq", "attn_q", "self_attn.q_proj", l, Q, D, &y.wq));
     POSENC_RETURN_IF_ERROR(weight("wk", "attn_k", "self_attn.k_proj", l, KV, D, &y.wk));
@@ -290,7 +306,14 @@ Result<std::vector<double>> TokenLosses(const LlamaModel& w, std::span<const int
     const double mx = *std::max_element(lt, lt + V);
     double z = 0;
     for (int64_t i = 0; i < V; ++i) z += std::exp(static_cast<double>(lt[i]) - mx);
-    losses.push_back(std::log(z) + mx - lt[tokens[static_cast<size_t>(t + 1)]]);
+    const double loss = std::log(z) + mx - lt[tokens[static_cast<size_t>(t + 1)]];
+    // No verdict, and no advice to give more tokens, from a NaN: the weights themselves are at fault.
+    if (!std::isfinite(loss))
+      return InvalidArgumentError(
+          fmt::format("detect-layout: {}: the forward pass under layout {} gives loss {} predicting token index {}: "
+                      "the model's weights hold NaN or Inf, or overflow float32",
+                      w.path, ToString(pairing), loss, t + 1));
+    losses.push_back(loss);
   }
   return losses;
 }

@@ -187,6 +187,21 @@ json InspectJson(const std::string& args) {
   return json::parse(out, nullptr, false);
 }
 
+// A path with bytes that are not UTF-8 (a Latin-1 folder name): --json still writes valid JSON, the
+// bad bytes as U+FFFD (it ended in nlohmann's type_error 316 before).
+TEST(InspectModelFiles, JsonWithANonUtf8PathIsValidJson) {
+  const fs::path dir = fs::path(TempDir()) / "caf\xe9";
+  fs::create_directories(dir);
+  std::ofstream(dir / "config.json") << R"({"hidden_size": 64, "num_attention_heads": 4, "rope_theta": 10000.0})";
+  const std::string path = (dir / "config.json").string();
+  std::string out;
+  ASSERT_EQ(testing::RunCommand(testing::CliPath() + " inspect '" + path + "' --json", &out), 0) << out;
+  const json d = json::parse(out, nullptr, false);
+  ASSERT_FALSE(d.is_discarded()) << out;
+  EXPECT_EQ(d["base"], 10000.0);
+  fs::remove_all(dir);
+}
+
 TEST(InspectModelFiles, GgufListsTokenEmbedding) {
   POSENC_REQUIRE_DATA(path, "models/llama-2-tiny-random/llama-2-tiny-random.gguf");
   const json d = InspectJson(path + " --allow-default-base");

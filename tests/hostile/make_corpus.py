@@ -194,6 +194,64 @@ add("flags_tokens_2e40.txt", b"", ["bench", "rerotate", "--tokens", "10995116277
     ["--tokens: '1099511627776' is past the largest accepted value"])
 add("flags_filter_deep.txt", b"", ["bench", "--filter", "(" * 1000 + ")" * 1000], ["--filter", "2000 bytes"])
 
+# --- GGUF float keys: llama.cpp reads them in float32; a float64 value that overflows or flushes there
+# is refused quoting the file's value (before: 1e-300 narrowed to 0 = "no scaling"). Counts from
+# metadata checked against the tensors the file holds before anything is sized by them.
+def kv_f32(key, v):
+    return gstr(key) + struct.pack("<If", 6, v)
+
+
+def kv_f64(key, v):
+    return gstr(key) + struct.pack("<Id", 12, v)
+
+
+def gguf_model(kvs, tensors=()):
+    """A GGUF v3 file: metadata pairs, then F32 tensors (name, shape, values) at 32-byte alignment."""
+    info, data = b"", b""
+    for name, shape, values in tensors:
+        info += gstr(name) + struct.pack("<I", len(shape)) + struct.pack("<%dQ" % len(shape), *shape)
+        info += struct.pack("<IQ", 0, len(data))
+        data += struct.pack("<%df" % len(values), *values)
+        data += b"\0" * (-len(data) % 32)
+    head = gguf(b"".join(kvs), n_kv=len(kvs), tensors=info, n_tensors=len(tensors))
+    return head + b"\0" * (-len(head) % 32) + data
+
+
+LLAMA_KV = [kv_str("general.architecture", "llama"), kv_u32("llama.embedding_length", 8),
+            kv_u32("llama.attention.head_count", 2), kv_u32("llama.context_length", 64),
+            kv_f32("llama.rope.freq_base", 10000.0)]
+for key, value in (("rope.scaling.factor", 1e-300), ("rope.freq_base", 1e300), ("rope.scaling.attn_factor", 1e300)):
+    kvs = [kv for kv in LLAMA_KV if b"freq_base" not in kv or key != "rope.freq_base"]
+    if key != "rope.freq_base":
+        kvs.append(kv_str("llama.rope.scaling.type", "yarn" if "attn" in key else "linear"))
+    if "attn" in key:
+        kvs.append(kv_f32("llama.rope.scaling.factor", 4.0))
+    kvs.append(kv_f64("llama." + key, value))
+    name = "gguf_f64_" + key.split(".")[-1] + ".gguf"
+    add(name, gguf_model(kvs), INSPECT, [name, "'llama.%s' = %s" % (key, "1e-300" if value < 1 else "1e+300"),
+                                         "outside float32"])
+EMB = ("token_embd.weight", (8, 10), [0.5] * 80)  # ggml's order: [d_model, vocab]
+DETECT = ["detect-layout", "{F}", "--tokens", "1,2,3"]
+add("gguf_block_count_2e32.gguf", gguf_model(LLAMA_KV + [kv_u32("llama.block_count", 0xFFFFFFFF)], [EMB]), DETECT,
+    ["gguf_block_count_2e32.gguf", "4294967295 layers", "the file has 1"])
+add("gguf_rms_eps_1e300.gguf",
+    gguf_model(LLAMA_KV + [kv_u32("llama.block_count", 1), kv_f64("llama.attention.layer_norm_rms_epsilon", 1e300)],
+               [EMB] + [("pad%d" % i, (1,), [0.0]) for i in range(9)]), DETECT, ["gguf_rms_eps_1e300.gguf", "rms_norm_eps 1e+300", "within float32"])
+# A llama2.c checkpoint whose weights are NaN: no "give more tokens" advice from NaN losses.
+add("llama2c_nan_weights.bin", llama2c([8, 16, 1, 2, 1, 10, 4], struct.pack("<%df" % floats, *[float("nan")] * floats)),
+    DETECT, ["llama2c_nan_weights.bin", "gives loss nan", "weights hold NaN"])
+# Real-valued flags: decimal only, finite, in range; id lists strict (no saturation to INT64_MAX).
+add("flags_z_nan.txt", b"", ["detect-layout", "{C}/tiny_llama2c.bin", "--tokens", "1,2", "--z", "nan"],
+    ["--z: 'nan' is not a decimal number"])
+add("flags_margin_1e999.txt", b"", ["detect-layout", "{C}/tiny_llama2c.bin", "--tokens", "1,2", "--min-margin", "1e999"],
+    ["--min-margin: '1e999' is out of range"])
+add("flags_multiplier_1e39.txt", b"", ["embed", "{C}/table.npy", "--ids", "0", "--multiplier", "1e39", "--output",
+                                       "{OUT}"], ["--multiplier: '1e39' is past the largest accepted value"])
+add("flags_tokens_2e64.txt", b"", ["detect-layout", "{C}/tiny_llama2c.bin", "--tokens", "1,18446744073709551616"],
+    ["--tokens item 1 '18446744073709551616' is past the largest accepted value"])
+add("embed_id_past_vocab.txt", b"", ["embed", "{C}/table.npy", "--ids", "0,7", "--output", "{OUT}"],
+    ["table.npy", "token id 7 at index 1"])
+
 os.makedirs(OUT, exist_ok=True)
 with open(os.path.join(HERE, "cases.json"), "w") as f:
     json.dump(cases, f, indent=1, ensure_ascii=True)

@@ -460,6 +460,27 @@ TEST(LayoutDetect, Stories260KShippedAndConverted) {
   const std::string half = (dir / "half.bin").string();
   LayoutConvertOptions o;
   ASSERT_TRUE(ConvertLayoutFile(model, half, o).ok());
+  {
+    // The library call refuses its own input as output (also through a link) and a directory as
+    // input, and leaves the file byte for byte (issue 15: it wrote in place with a plain stream).
+    const std::string before = testing::ReadFile(half);
+    const std::string link = (dir / "link.bin").string();
+    std::filesystem::create_symlink(half, link);
+    LayoutConvertOptions back;
+    back.from = RopePairing::kHalf;
+    back.to = RopePairing::kInterleaved;
+    for (const std::string& out_path : {half, link}) {
+      Result<LayoutConvertReport> same = ConvertLayoutFile(half, out_path, back);
+      ASSERT_FALSE(same.ok()) << out_path;
+      EXPECT_NE(same.status().message().find("is the input"), std::string::npos) << same.status().message();
+    }
+    Result<LayoutConvertReport> folder = ConvertLayoutFile(dir.string(), (dir / "x.bin").string(), back);
+    ASSERT_FALSE(folder.ok());
+    EXPECT_NE(folder.status().message().find("not a regular file"), std::string::npos) << folder.status().message();
+    EXPECT_FALSE(std::filesystem::exists(dir / "x.bin"));
+    EXPECT_EQ(testing::ReadFile(half), before);
+    std::filesystem::remove(link);
+  }
   auto converted = DetectLayout(half, ids);
   ASSERT_TRUE(converted.ok()) << converted.status().message();
   ASSERT_TRUE(converted->verdict.has_value()) << converted->summary;
@@ -649,11 +670,24 @@ TEST(LayoutDetect, Stories260KAsGgufAndHuggingFaceSafetensors) {
   auto e = DetectLayout(hf, ids);
   ASSERT_FALSE(e.ok());
   EXPECT_NE(e.status().message().find("no config.json"), std::string::npos) << e.status().message();
+  // A layer count the file cannot hold (nine tensors a layer) is refused before anything is sized by it.
   testing::SafetensorsBuilder partial;
-  partial.Tensor("model.embed_tokens.weight", "F32", {V, D}, slice(w.token_embedding_table, 0, V * D)).Finish();
-  std::ofstream(hf, std::ios::binary | std::ios::trunc) << partial.Build();
+  partial.Tensor("model.embed_tokens.weight", "F32", {V, D}, slice(w.token_embedding_table, 0, V * D));
+  std::ofstream(hf, std::ios::binary | std::ios::trunc) << partial.Finish().Build();
   std::ofstream(dir / "config.json") << R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 8,
     "num_hidden_layers": 5, "rope_theta": 10000.0})";
+  e = DetectLayout(hf, ids);
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(e.status().message().find("5 layers (block_count / num_hidden_layers) need at least 45 tensors; the "
+                                      "file has 1"),
+            std::string::npos)
+      << e.status().message();
+  // Enough tensors, but not the ones a layer needs: the first missing one is named.
+  for (int i = 0; i < 8; ++i) partial.Tensor("pad." + std::to_string(i), "F32", {1}, testing::FloatBytes({0.0f}));
+  std::ofstream(hf, std::ios::binary | std::ios::trunc) << partial.Finish().Build();
+  std::ofstream(dir / "config.json", std::ios::trunc) << R"({"model_type": "llama", "hidden_size": 64,
+    "num_attention_heads": 8, "num_hidden_layers": 1, "rope_theta": 10000.0})";
   e = DetectLayout(hf, ids);
   ASSERT_FALSE(e.ok());
   EXPECT_NE(e.status().message().find("no tensor 'model.layers.0.mlp.gate_proj.weight'"), std::string::npos)

@@ -1,6 +1,7 @@
 // ALiBi slopes (both variants), T5 buckets (both directions, boundaries), Shaw indexing, and the
 // errors each reports.
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -99,6 +100,21 @@ TEST(T5Buckets, BidirectionalSmallExactLargeLogarithmic) {
   EXPECT_EQ(T5RelativeBucket(-127, p), 15);
   EXPECT_EQ(T5RelativeBucket(-1000000, p), 15);
   EXPECT_EQ(T5RelativeBucket(1000000, p), 31);
+}
+
+// Issue 15: the extreme relative positions land in the last bucket of their side (before the fix,
+// -2^63 came back as bucket -2^63, a negative table index; -(-2^63) is undefined behaviour).
+TEST(T5Buckets, ExtremeRelativePositionsLandInTheLastBucket) {
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min(), kMax = std::numeric_limits<int64_t>::max();
+  const T5BucketParams bi{true, 32, 128}, causal{false, 32, 128};
+  EXPECT_EQ(T5RelativeBucket(kMin, bi), 15);
+  EXPECT_EQ(T5RelativeBucket(kMin + 1, bi), 15);
+  EXPECT_EQ(T5RelativeBucket(kMax, bi), 31);
+  EXPECT_EQ(T5RelativeBucket(kMin, causal), 31);
+  EXPECT_EQ(T5RelativeBucket(kMax, causal), 0);
+  Result<std::vector<int64_t>> all = T5RelativeBuckets(std::vector<int64_t>{kMin, -1, 0, kMax}, bi);
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  EXPECT_EQ(*all, (std::vector<int64_t>{15, 1, 0, 31}));
 }
 
 TEST(T5Buckets, CausalKeepsOnlyThePast) {

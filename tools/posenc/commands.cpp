@@ -106,6 +106,56 @@ CLI::Validator IntegerIn(int64_t min, int64_t max) {
       fmt::format("INT in [{}, {}]", min, max));
 }
 
+CLI::Validator RealIn(double min, double max) {
+  return CLI::Validator(
+      [min, max](std::string& text) -> std::string {
+        const std::string shown = QuoteForMessage(text, 60);
+        // The decimal grammar, checked by hand: from_chars alone would take "inf", "nan" and hex.
+        size_t i = 0, mantissa_digits = 0;
+        auto digits = [&](size_t* count) {
+          while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i, ++*count;
+        };
+        if (i < text.size() && text[i] == '-') ++i;
+        digits(&mantissa_digits);
+        if (i < text.size() && text[i] == '.') ++i, digits(&mantissa_digits);
+        bool grammar = mantissa_digits > 0;
+        if (grammar && i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+          ++i;
+          if (i < text.size() && (text[i] == '-' || text[i] == '+')) ++i;
+          size_t exponent_digits = 0;
+          digits(&exponent_digits);
+          grammar = exponent_digits > 0;
+        }
+        if (!grammar || i != text.size())
+          return shown + " is not a decimal number (digits, optional '-', '.' and exponent)";
+        double value = 0;
+        const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (ec == std::errc::result_out_of_range) return shown + " is out of range (it overflows or underflows)";
+        if (ec != std::errc() || ptr != text.data() + text.size()) return shown + " is not a decimal number";
+        if (value < min) return fmt::format("{} is below the least accepted value {}", shown, min);
+        if (value > max) return fmt::format("{} is past the largest accepted value {}", shown, max);
+        return "";
+      },
+      fmt::format("NUMBER in [{}, {}]", min, max));
+}
+
+Result<std::vector<int64_t>> ParseIntegerList(std::string_view flag, const std::string& text, int64_t min,
+                                              int64_t max) {
+  if (text.empty()) return InvalidArgumentError(fmt::format("{} is empty", flag));
+  const CLI::Validator check = IntegerIn(min, max);
+  std::vector<int64_t> out;
+  size_t begin = 0;
+  for (size_t index = 0; begin <= text.size(); ++index) {
+    const size_t comma = std::min(text.find(',', begin), text.size());
+    std::string item = text.substr(begin, comma - begin);
+    const std::string why = check(item);  // rewrites item to its canonical decimal when it passes
+    if (!why.empty()) return InvalidArgumentError(fmt::format("{} item {} {}", flag, index, why));
+    out.push_back(std::stoll(item));
+    begin = comma + 1;
+  }
+  return out;
+}
+
 const CLI::Validator& NonNegativeInteger() {
   static const CLI::Validator v = IntegerIn(0, std::numeric_limits<int64_t>::max());
   return v;

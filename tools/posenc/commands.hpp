@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -54,6 +55,24 @@ inline Status RefuseOutputIsAnInput(const std::string& out, std::initializer_lis
 CLI::Validator IntegerIn(int64_t min, int64_t max);
 // IntegerIn(0, INT64_MAX): counts and lengths.
 const CLI::Validator& NonNegativeInteger();
+
+// An option check for real numbers, strict: decimal only (optional '-', digits with an optional '.',
+// an optional exponent; no hex, 'nan', 'inf', '+', spaces or trailing junk), a value that does not
+// overflow or underflow a double, within [min, max] ("--z: 'nan' is not a decimal number", "--z:
+// '1e999' is out of range", "--min-margin: '-1' is below the least accepted value 0").
+CLI::Validator RealIn(double min, double max);
+// Declares a double/float option checked by RealIn(min, max).
+template <typename T>
+CLI::Option* AddRealOption(CLI::App* cmd, const std::string& name, T& target, const std::string& description,
+                           double min, double max) {
+  static_assert(std::is_floating_point_v<T>, "AddRealOption is for floating-point values");
+  return cmd->add_option(name, target, description)->check(RealIn(min, max));
+}
+
+// A comma-separated list of whole numbers ("1,2,3"), each strict as IntegerIn: the error names the
+// flag, the item's index and its text ("--ids item 1 '99999999999999999999' is past the largest
+// accepted value ..."). An empty list is refused.
+Result<std::vector<int64_t>> ParseIntegerList(std::string_view flag, const std::string& text, int64_t min, int64_t max);
 
 // The one checked way to declare an integer option: `target` is set only from a value that passed
 // IntegerIn(min, max) (the bounds clamped to T's range). Returns the option for ->required() etc.

@@ -2,7 +2,6 @@
 // biases, grouped-query key heads, fused qkv) so that a model trained for one RoPE pair layout runs with
 // the other, every attention score unchanged (posenc/layout_convert.hpp). llama2.c, safetensors, GGUF.
 #include <cstdio>
-#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -10,8 +9,6 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
-#include "posenc/io/file_io.hpp"
-#include "posenc/io/mapped_file.hpp"
 #include "posenc/model/layout_convert.hpp"
 
 namespace posenc::cli {
@@ -46,15 +43,8 @@ Status Run(const Options& o) {
   c.rotary_dim = o.rotary_dim;
   c.rotary_start = o.rotary_start;
   c.config_path = o.config;
-  // The output may be none of the inputs (the model, the config given, the config.json beside the
-  // model that safetensors reads by default), also through links; it is written atomically, so a
-  // failed write leaves an existing OUT as it was.
-  const std::string inputs[] = {o.in, o.config, (std::filesystem::path(o.in).parent_path() / "config.json").string()};
-  POSENC_RETURN_IF_ERROR(RefuseOutputIsInput(o.out, inputs));
-  POSENC_ASSIGN_OR_RETURN(MappedFile in, MappedFile::Open(o.in));
-  std::vector<std::byte> bytes;
-  POSENC_ASSIGN_OR_RETURN(LayoutConvertReport r, ConvertLayoutBytes(in.bytes(), o.in, c, &bytes));
-  POSENC_RETURN_IF_ERROR(WriteFileAtomic(o.out, bytes));
+  // ConvertLayoutFile refuses an output that is an input and writes atomically.
+  POSENC_ASSIGN_OR_RETURN(LayoutConvertReport r, ConvertLayoutFile(o.in, o.out, c));
   std::printf("%s (%s): %s -> %s; %lld heads, %lld kv heads, head_dim %lld, rotary dims [%lld, %lld)\n", o.in.c_str(),
               std::string(ToString(r.format)).c_str(), std::string(ToString(c.from)).c_str(),
               std::string(ToString(c.to)).c_str(), static_cast<long long>(r.num_heads),

@@ -3,7 +3,7 @@
 // layout disagrees, and the per-token evidence (posenc/layout_detect.hpp).
 #include <cstdio>
 #include <memory>
-#include <sstream>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -22,16 +22,8 @@ struct Options {
 };
 
 Status Run(const Options& o) {
-  std::vector<int64_t> ids;
-  std::stringstream ss(o.tokens);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    char* end = nullptr;
-    const long long v = std::strtoll(item.c_str(), &end, 10);
-    if (item.empty() || *end != '\0')
-      return InvalidArgumentError(fmt::format("--tokens: '{}' is not an integer id", item));
-    ids.push_back(v);
-  }
+  POSENC_ASSIGN_OR_RETURN(std::vector<int64_t> ids,
+                          ParseIntegerList("--tokens", o.tokens, 0, std::numeric_limits<int64_t>::max()));
   POSENC_ASSIGN_OR_RETURN(LayoutDetection d, DetectLayout(o.model, ids, {o.min_margin, o.z}));
   std::printf("%-12s %s\n", "layout", "mean next-token loss (nats)");
   for (const auto& e : d.candidates) std::printf("%-12s %.4f\n", std::string(ToString(e.pairing)).c_str(), e.mean_loss);
@@ -60,8 +52,9 @@ void RegisterDetectLayout(CLI::App& app) {
       ->required();
   cmd->add_option("--tokens", o->tokens, "Comma-separated token ids of a natural text (BOS first), at least 2")
       ->required();
-  cmd->add_option("--min-margin", o->min_margin, "Loss gap (nats/token) needed for a verdict")->capture_default_str();
-  cmd->add_option("--z", o->z, "Standard errors the gap must exceed")->capture_default_str();
+  AddRealOption(cmd, "--min-margin", o->min_margin, "Loss gap (nats/token) needed for a verdict", 0.0, 1e6)
+      ->capture_default_str();
+  AddRealOption(cmd, "--z", o->z, "Standard errors the gap must exceed", 0.0, 1e6)->capture_default_str();
   cmd->add_flag("--quiet", o->quiet, "Omit the per-token table");
   cmd->callback([o] {
     Status s = Run(*o);

@@ -5,6 +5,7 @@
 // touched.
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -29,30 +30,6 @@ struct EmbedOptions {
   bool rope_check = false;
   bool report_rss = false;
 };
-
-Result<std::vector<int64_t>> ParseIdList(const std::string& text) {
-  std::vector<int64_t> ids;
-  std::stringstream ss(text);
-  std::string item;
-  size_t index = 0;
-  while (std::getline(ss, item, ',')) {
-    size_t used = 0;
-    int64_t v = 0;
-    bool ok = !item.empty();
-    if (ok) {
-      try {
-        v = std::stoll(item, &used);
-      } catch (...) { ok = false; }
-    }
-    if (!ok || used != item.size()) {
-      return InvalidArgumentError(fmt::format("--ids item {} '{}' is not an integer", index, item));
-    }
-    ids.push_back(v);
-    ++index;
-  }
-  if (ids.empty()) return InvalidArgumentError("--ids is empty");
-  return ids;
-}
 
 Result<std::vector<int64_t>> ReadIdsNpy(const std::string& path, const char* what) {
   POSENC_ASSIGN_OR_RETURN(Array a, ReadNpy(path));
@@ -131,7 +108,7 @@ Status RunEmbed(const EmbedOptions& o) {
   }
   std::vector<int64_t> ids;
   if (!o.ids.empty()) {
-    POSENC_ASSIGN_OR_RETURN(ids, ParseIdList(o.ids));
+    POSENC_ASSIGN_OR_RETURN(ids, ParseIntegerList("--ids", o.ids, 0, std::numeric_limits<int64_t>::max()));
   } else {
     POSENC_ASSIGN_OR_RETURN(ids, ReadIdsNpy(o.ids_file, "--ids-file"));
   }
@@ -148,11 +125,15 @@ Status RunEmbed(const EmbedOptions& o) {
   // A lookup reads a few scattered rows: no readahead, so only those pages become resident.
   AdviseRandomAccess(table.data);
   const Rss before = ReadRss();
-  POSENC_ASSIGN_OR_RETURN(Array x, LookupRows(table, ids, lo));
+  // An id outside the table: the error names the file and the table as well as the id.
+  Result<Array> looked_up = LookupRows(table, ids, lo);
+  if (!looked_up.ok()) return looked_up.status().WithContext(fmt::format("embed {} ('{}')", o.model, e->name));
+  Array x = std::move(looked_up).value();
   const Rss after = ReadRss();
-  std::fprintf(stderr, "embed: %zu ids from '%s' [%lld, %lld] %s (%s)\n", ids.size(), e->name.c_str(),
-               static_cast<long long>(table.rows), static_cast<long long>(table.row_length), e->type_name.c_str(),
-               std::string(ToString(model.format())).c_str());
+  // What was done, said on stderr once the output is written (an error is then the only line).
+  std::vector<std::string> progress;
+  progress.push_back(fmt::format("embed: {} ids from '{}' [{}, {}] {} ({})", ids.size(), e->name, table.rows,
+                                 table.row_length, e->type_name, ToString(model.format())));
 
   if (model.position_embedding() != nullptr) {
     std::vector<int64_t> positions;
@@ -160,7 +141,7 @@ Status RunEmbed(const EmbedOptions& o) {
       POSENC_ASSIGN_OR_RETURN(positions, ReadIdsNpy(o.positions, "--positions"));
     } else {
       for (size_t t = 0; t < ids.size(); ++t) positions.push_back(static_cast<int64_t>(t));
-      std::fprintf(stderr, "embed: learned positions, --positions not given: using 0..%zu\n", ids.size() - 1);
+      progress.push_back(fmt::format("embed: learned positions, --positions not given: using 0..{}", ids.size() - 1));
     }
     if (positions.size() != ids.size()) {
       return InvalidArgumentError(fmt::format("--positions has {} entries for {} ids", positions.size(), ids.size()));
@@ -172,17 +153,20 @@ Status RunEmbed(const EmbedOptions& o) {
     }
     // Learned positions, not token ids: their errors name a position and the table's length.
     POSENC_ASSIGN_OR_RETURN(EmbeddingTable wpe, ptable.AsEmbeddingTable());
-    POSENC_ASSIGN_OR_RETURN(Array p, LookupLearnedPositions(wpe, positions));
+    Result<Array> learned = LookupLearnedPositions(wpe, positions);
+    if (!learned.ok())
+      return learned.status().WithContext(fmt::format("embed {} ('{}')", o.model, model.position_embedding()->name));
+    Array p = std::move(learned).value();
     if (lo.out_dtype != DType::kF32) {
       return InvalidArgumentError("--dtype bf16 with learned positions: add in float32 (omit --dtype)");
     }
     POSENC_RETURN_IF_ERROR(AddPositions(p, x));
-    std::fprintf(stderr, "embed: added learned positions from '%s'\n", model.position_embedding()->name.c_str());
+    progress.push_back(fmt::format("embed: added learned positions from '{}'", model.position_embedding()->name));
   } else if (!o.positions.empty()) {
-    std::fprintf(stderr, "embed: the model has no learned position table; --positions ignored (%s)\n",
-                 model_scheme().ok() && model_scheme()->kind == PositionKind::kRope
-                     ? "RoPE rotates q and k inside attention instead"
-                     : "no absolute scheme");
+    progress.push_back(fmt::format("embed: the model has no learned position table; --positions ignored ({})",
+                                   model_scheme().ok() && model_scheme()->kind == PositionKind::kRope
+                                       ? "RoPE rotates q and k inside attention instead"
+                                       : "no absolute scheme"));
   }
   if (o.rope_check) PrintRopeCheck(model, model_scheme());
   if (o.report_rss) {
@@ -199,7 +183,9 @@ Status RunEmbed(const EmbedOptions& o) {
         static_cast<long long>(after.rss_kib), static_cast<long long>(after.hwm_kib),
         static_cast<long long>(before_open.rss_kib));
   }
-  return WriteNpy(o.output, x);
+  POSENC_RETURN_IF_ERROR(WriteNpy(o.output, x));
+  for (const std::string& line : progress) std::fprintf(stderr, "%s\n", line.c_str());
+  return OkStatus();
 }
 
 void RegisterEmbed(CLI::App& app) {
@@ -211,7 +197,10 @@ void RegisterEmbed(CLI::App& app) {
   cmd->add_option("--positions", o.positions, ".npy int64 [tokens]: positions for a learned table (default 0..T-1)");
   cmd->add_option("--output", o.output, ".npy to write: [tokens, d_model]")->required();
   cmd->add_option("--dtype", o.dtype, "Output dtype: f32 or bf16")->capture_default_str();
-  cmd->add_option("--multiplier", o.multiplier, "Scale rows (Gemma: sqrt(d_model))")->capture_default_str();
+  AddRealOption(cmd, "--multiplier", o.multiplier, "Scale rows (Gemma: sqrt(d_model))",
+                -static_cast<double>(std::numeric_limits<float>::max()),
+                static_cast<double>(std::numeric_limits<float>::max()))
+      ->capture_default_str();
   cmd->add_flag("--rope-check", o.rope_check, "Also report the RoPE scheme layer 0 will apply");
   cmd->add_flag("--report-rss", o.report_rss, "Report resident memory touched by the lookup (Linux)");
   cmd->callback([] {

@@ -240,8 +240,10 @@ void RegisterInspect(CLI::App& app) {
                       {"num_tensors", model->tensors().size()}};
       (*d)["tensors"] = IdentityTensors(*model);
     }
+    // JSON text is UTF-8: a byte of a path or a file's string that is not (a Latin-1 file name, say)
+    // is written as U+FFFD rather than failing the whole command.
     if (as_json)
-      std::printf("%s\n", d->dump(2).c_str());
+      std::printf("%s\n", d->dump(2, ' ', false, json::error_handler_t::replace).c_str());
     else
       PrintText(*d);
     SetExitCode(0);

@@ -3,7 +3,9 @@
 // instead of wrapping (UBSan-clean for signed types, never a silently small allocation).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <span>
 
 namespace posenc {
@@ -26,6 +28,16 @@ template <typename T>
   }
   *out = p;
   return true;
+}
+
+// Whether a value read in float64 (JSON, a GGUF float64 key) survives use as a float32 normal number:
+// finite, and 0 or of magnitude in [FLT_MIN, FLT_MAX]. A value that overflows to Inf, or flushes to 0
+// or a denormal in float32, is refused where it is read (the error quotes the file's value).
+[[nodiscard]] inline bool FitsFloat32(double v) {
+  if (!std::isfinite(v)) return false;
+  const double a = std::abs(v);
+  return a == 0.0 || (a >= static_cast<double>(std::numeric_limits<float>::min()) &&
+                      a <= static_cast<double>(std::numeric_limits<float>::max()));
 }
 
 }  // namespace posenc

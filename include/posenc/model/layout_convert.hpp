@@ -78,8 +78,10 @@ struct LayoutConvertReport {
 Result<LayoutConvertReport> ConvertLayoutBytes(std::span<const std::byte> in, const std::string& name,
                                                const LayoutConvertOptions& options, std::vector<std::byte>* out);
 
-// Reads `in_path`, converts, writes `out_path` (which must differ from in_path). kNotFound when the
-// input cannot be opened; kInvalidArgument when the output cannot be written.
+// Maps `in_path` (a regular file: a directory, FIFO or device is refused), converts, and writes
+// `out_path` atomically (WriteFileAtomic: a temporary beside it, renamed over; a failed write leaves
+// an existing file byte for byte). An output that is one of the inputs (the model, options.config_path,
+// the config.json beside the model), also through links, is refused before anything is written.
 Result<LayoutConvertReport> ConvertLayoutFile(const std::string& in_path, const std::string& out_path,
                                               const LayoutConvertOptions& options);
 
