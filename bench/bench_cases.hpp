@@ -8,7 +8,17 @@
 //   rope_decode      [64 sequences x 1 token, 32, 128], scattered positions < 8192, in place
 //   gather           4096 ids (random, distinct) from a [128256, 4096] table -> float32 (bfloat16 for
 //                    a bfloat16 table: gather_bf16out)                roofline: memcpy of the output
-// bytes = bytes read + bytes written by the kernel; gbps = bytes / median time.
+//   fused_prefill    ApplyRopeKvCache from the fused QKV projection [4096, (32 + 2 x 8) x 128], q out of
+//                    place, k and v into slots 0..4095 of an 8192-slot cache of each cache type
+//   fused_decode     the same for 64 sequences x 1 token at scattered positions < 8192, into scattered
+//                    slots of a paged cache (16-row pages, 16384 slots)
+//                    roofline: memcpy of bytes_all / 2 (so it moves bytes_all bytes, half read, half
+//                    written); `unfused` times the same work as posenc's separate calls: ApplyRope of q
+//                    out of place, ApplyRope of k out of place into a scratch tensor, StoreKvCache.
+// bytes = bytes read + bytes written by the kernel; gbps = bytes / median time. bytes_all (RoPE and
+// fused rows) adds every other byte the kernel must move: the cos/sin rows it reads (and for fused
+// rows bytes is already input + q out + cache rows written), so fraction_all = (bytes_all / time) /
+// roofline GB/s counts the table traffic the old `fraction` leaves out.
 #pragma once
 
 #include <algorithm>
@@ -27,6 +37,8 @@
 #include "roofline.hpp"
 #include "posenc/kernels/embedding.hpp"
 #include "posenc/core/parallel.hpp"
+#include "posenc/kernels/fused_rope.hpp"
+#include "posenc/kernels/kv_cache.hpp"
 #include "posenc/kernels/rope.hpp"
 
 namespace posenc::bench {
@@ -37,7 +49,10 @@ struct CaseSpec {
   DType dtype = DType::kF32;
   RopePairing layout = RopePairing::kHalf;
   bool inplace = true;
+  bool fused = false;                          // fused_prefill / fused_decode
+  KvCacheType cache_type = KvCacheType::kF32;  // fused rows only
   std::string Name() const {
+    if (fused) return fmt::format("{}/{}/{}/cache_{}", op, ToString(dtype), ToString(layout), ToString(cache_type));
     return fmt::format("{}/{}/{}{}", op, ToString(dtype), op.rfind("gather", 0) == 0 ? "rows" : ToString(layout),
                        inplace ? "" : "/oop");
   }
@@ -51,7 +66,9 @@ struct CaseSpec {
 // ~0.1 us call overhead on a fifth of its time and so reads low.
 struct Prepared {
   std::function<void()> run, roofline, core;
+  std::function<void()> unfused;  // fused rows: the same work as separate calls
   double bytes = 0, roofline_bytes = 0, core_bytes = 0;
+  double bytes_all = 0;  // 0: not reported (gather rows)
   const char* roofline_kind = "rmw";
   std::vector<std::shared_ptr<void>> keep;  // owned buffers
 };
@@ -70,6 +87,13 @@ inline std::vector<CaseSpec> AllCases() {
   for (DType dt : {DType::kF32, DType::kBF16, DType::kF16})
     cases.push_back({"gather", "4096 of [128256, 4096]", dt, RopePairing::kHalf, false});
   cases.push_back({"gather_bf16out", "4096 of [128256, 4096]", DType::kBF16, RopePairing::kHalf, false});
+  for (const char* op : {"fused_prefill", "fused_decode"})
+    for (DType dt : {DType::kF32, DType::kBF16, DType::kF16})
+      for (KvCacheType ct : {KvCacheType::kF32, KvCacheType::kF16, KvCacheType::kBF16, KvCacheType::kQ8_0})
+        cases.push_back({op,
+                         op == std::string("fused_prefill") ? "qkv [4096, 48 x 128] -> q + cache [8192, 8, 128]"
+                                                            : "qkv [64x1, 48 x 128] -> q + paged cache [16384, 8, 128]",
+                         dt, RopePairing::kHalf, false, true, ct});
   return cases;
 }
 
@@ -120,7 +144,85 @@ inline const RopeTable& LlamaTable() {
   return table;
 }
 
+// Bytes of the cos/sin rows a 1-D RoPE kernel reads for `tokens` tokens of `pairs` pairs (float32 cos and
+// sin per pair; every token reads its own row, as scattered decode positions do).
+inline double CosSinBytes(int64_t tokens, int64_t pairs) { return 8.0 * static_cast<double>(tokens * pairs); }
+
+inline std::unique_ptr<Prepared> PrepareFused(const CaseSpec& c, ParallelRunner* runner) {
+  auto p = std::make_unique<Prepared>();
+  const size_t es = SizeOf(c.dtype);
+  const bool decode = c.op == "fused_decode";
+  const int64_t T = decode ? 64 : 4096, Hq = 32, Hkv = 8, D = 128, W = (Hq + 2 * Hkv) * D;
+  const int64_t slots = decode ? 16384 : 8192, page = 16;
+  auto in = Buffer<uint8_t>(static_cast<size_t>(T * W) * es + 64);
+  FillBytes(in.get(), static_cast<size_t>(T * W) * es, 11);
+  const size_t q_bytes = static_cast<size_t>(T * Hq * D) * es, k_bytes = static_cast<size_t>(T * Hkv * D) * es;
+  auto q_out = Buffer<uint8_t>(q_bytes + 64), k_tmp = Buffer<uint8_t>(k_bytes + 64);
+  std::memset(q_out.get(), 0, q_bytes);
+  std::memset(k_tmp.get(), 0, k_bytes);
+  auto cache = std::make_shared<KvCacheView>(KvCacheView{nullptr, nullptr, c.cache_type, 1, slots, Hkv, D});
+  const size_t cache_bytes = static_cast<size_t>(cache->bytes());
+  auto kc = Buffer<uint8_t>(cache_bytes), vc = Buffer<uint8_t>(cache_bytes);  // rows touched on first write
+  cache->k = kc.get();
+  cache->v = vc.get();
+  auto pos = std::make_shared<std::vector<int64_t>>(static_cast<size_t>(T));
+  auto slot = std::make_shared<std::vector<int64_t>>(static_cast<size_t>(T));
+  std::mt19937 rng(3);
+  if (decode) {
+    // One token per sequence at a scattered position; its page is a distinct random page of the pool.
+    const int64_t pages = slots / page, max_pages = 8192 / page;
+    std::vector<int32_t> pool(static_cast<size_t>(pages)), table(static_cast<size_t>(T * max_pages), -1);
+    for (int64_t i = 0; i < pages; ++i) pool[static_cast<size_t>(i)] = static_cast<int32_t>(i);
+    std::shuffle(pool.begin(), pool.end(), rng);
+    std::vector<int64_t> seq(static_cast<size_t>(T));
+    for (int64_t t = 0; t < T; ++t) {
+      const int64_t pp = static_cast<int64_t>(rng() % 8192);
+      (*pos)[static_cast<size_t>(t)] = pp;
+      seq[static_cast<size_t>(t)] = t;
+      table[static_cast<size_t>(t * max_pages + pp / page)] = pool[static_cast<size_t>(t)];
+    }
+    *slot = PagedKvSlots(PagedKvTable{page, pages, max_pages, table}, seq, *pos).value();
+  } else {
+    for (int64_t t = 0; t < T; ++t) (*pos)[static_cast<size_t>(t)] = (*slot)[static_cast<size_t>(t)] = t;
+  }
+  RopeArgs args{{c.layout, D, 0, D}, &LlamaTable(), *pos};
+  args.parallel = runner;
+  const QkvViews qkv = SplitFusedQkv(in.get(), c.dtype, T, Hq, Hkv, D).value();
+  const HeadsView qov = HeadsView::Dense(q_out.get(), c.dtype, T, Hq, D);
+  const HeadsView ktv = HeadsView::Dense(k_tmp.get(), c.dtype, T, Hkv, D);
+  const FusedRopeArgs fa{args, *slot, 0, {}};
+  p->run = [fa, qkv, qov, cache] { (void)ApplyRopeKvCache(fa, qkv, qov, *cache); };
+  p->unfused = [args, qkv, qov, ktv, cache, slot, runner] {
+    (void)ApplyRope(args, qkv.q, qov);
+    (void)ApplyRope(args, qkv.k, ktv);
+    (void)StoreKvCache(*cache, 0, *slot, ktv, qkv.v, runner);
+  };
+  const double token_bytes =
+      static_cast<double>(W * static_cast<int64_t>(es) + Hq * D * static_cast<int64_t>(es) + 2 * cache->slot_bytes());
+  p->bytes = static_cast<double>(T) * token_bytes;
+  p->bytes_all = p->bytes + CosSinBytes(T, D / 2);
+  const size_t half = static_cast<size_t>(p->bytes_all / 2) / 64 * 64;
+  auto src = Buffer<uint8_t>(half), dst = Buffer<uint8_t>(half);
+  FillBytes(src.get(), half, 12);
+  std::memset(dst.get(), 0, half);
+  p->roofline = [src, dst, half, runner] { detail::RooflineCopy(dst.get(), src.get(), half, runner); };
+  p->roofline_bytes = 2.0 * static_cast<double>(half);
+  p->roofline_kind = "memcpy";
+  const int64_t Ts = std::clamp<int64_t>(static_cast<int64_t>(16384 / token_bytes), 1, T);
+  RopeArgs core_args = args;
+  core_args.positions = std::span<const int64_t>(pos->data(), static_cast<size_t>(Ts));
+  core_args.parallel = &SerialRunner();
+  const FusedRopeArgs core_fa{core_args, std::span<const int64_t>(slot->data(), static_cast<size_t>(Ts)), 0, {}};
+  const QkvViews qs = SplitFusedQkv(in.get(), c.dtype, Ts, Hq, Hkv, D).value();
+  const HeadsView qos = HeadsView::Dense(q_out.get(), c.dtype, Ts, Hq, D);
+  p->core = [core_fa, qs, qos, cache] { (void)ApplyRopeKvCache(core_fa, qs, qos, *cache); };
+  p->core_bytes = static_cast<double>(Ts) * token_bytes;
+  p->keep = {in, q_out, k_tmp, cache, kc, vc, pos, slot, src, dst};
+  return p;
+}
+
 inline std::unique_ptr<Prepared> Prepare(const CaseSpec& c, ParallelRunner* runner) {
+  if (c.fused) return PrepareFused(c, runner);
   auto p = std::make_unique<Prepared>();
   const size_t es = SizeOf(c.dtype);
   if (c.op.rfind("rope", 0) == 0) {
@@ -143,6 +245,7 @@ inline std::unique_ptr<Prepared> Prepare(const CaseSpec& c, ParallelRunner* runn
     const size_t tensor_bytes = (nq + nk) * es;
     p->bytes = 2.0 * static_cast<double>(tensor_bytes);
     p->roofline_bytes = p->bytes;
+    p->bytes_all = p->bytes + CosSinBytes(T, D / 2);
     const int64_t token_bytes = (Hq + Hk) * D * static_cast<int64_t>(es);
     const int64_t Ts = std::clamp<int64_t>(16384 / token_bytes, 1, T);  // the L1 slice for `core`
     RopeArgs core_args = args;

@@ -147,9 +147,11 @@ Status RunBench(const BenchOptions& o) {
     std::printf(
         "simd %s, threads %s; median over repetitions, kernel and roofline interleaved\n"
         "core GB/s: one core on an L1-resident slice of the case; attain: min(1, threads x core / roof), the\n"
-        "best fraction the kernel could reach if it never waited on memory\n%-40s %5s %7s %10s %9s %9s %8s %9s %7s\n",
+        "best fraction the kernel could reach if it never waited on memory; frac_all: every byte moved (cos/sin\n"
+        "rows, cache rows) over the roofline; vs_unfused: fused rows, time of posenc's separate calls / fused\n"
+        "%-58s %5s %7s %10s %9s %9s %8s %8s %9s %7s %10s\n",
         ChosenSimdTarget().c_str(), o.threads.c_str(), "case", "cache", "threads", "median_ms", "GB/s", "roof GB/s",
-        "fraction", "core GB/s", "attain");
+        "fraction", "frac_all", "core GB/s", "attain", "vs_unfused");
   std::vector<bool> cold_modes;
   if (o.cache == "warm" || o.cache == "both") cold_modes.push_back(false);
   if (o.cache == "cold" || o.cache == "both") cold_modes.push_back(true);
@@ -171,7 +173,8 @@ Status RunBench(const BenchOptions& o) {
           p->run();
           p->roofline();
         }
-        std::vector<double> tk, tr;
+        if (p->unfused) p->unfused();
+        std::vector<double> tk, tr, tu;
         for (int r = 0; r < reps; ++r) {
           if (cold) bench::EvictCaches(pool);
           double t0 = Now();
@@ -183,26 +186,43 @@ Status RunBench(const BenchOptions& o) {
           double t3 = Now();
           tk.push_back(t1 - t0);
           tr.push_back(t3 - t2);
+          if (p->unfused) {  // the same work as separate calls, interleaved with the fused run
+            if (cold) bench::EvictCaches(pool);
+            const double t4 = Now();
+            p->unfused();
+            tu.push_back(Now() - t4);
+          }
         }
-        const double mk = Median(tk), mr = Median(tr);
+        const double mk = Median(tk), mr = Median(tr), mu = tu.empty() ? 0.0 : Median(tu);
         const double gbps = p->bytes / mk / 1e9, roof = p->roofline_bytes / mr / 1e9;
         // The best fraction `t` cores computing at the single-core cache-resident rate could reach.
         const double attainable = std::min(1.0, t * core / roof);
         const char* cache = cold ? "cold" : "warm";
+        const double fraction_all = p->bytes_all > 0 ? p->bytes_all / mk / 1e9 / roof : 0.0;
+        std::string extra;  // fields only some rows have
+        if (p->bytes_all > 0)
+          extra += fmt::format(", \"bytes_all\": {:.0f}, \"fraction_all\": {:.3f}", p->bytes_all, fraction_all);
+        if (c.fused)
+          extra += fmt::format(
+              ", \"fused\": true, \"cache_type\": \"{}\", \"unfused_median_ms\": {:.4f}, \"speedup_vs_unfused\": "
+              "{:.3f}",
+              ToString(c.cache_type), mu * 1e3, mu / mk);
         if (o.json) {
           std::printf(
               "{\"op\": \"%s\", \"shape\": \"%s\", \"dtype\": \"%s\", \"layout\": \"%s\", \"threads\": %d, "
               "\"inplace\": %s, \"cache\": \"%s\", \"simd\": \"%s\", \"median_ms\": %.4f, \"gbps\": %.3f, "
               "\"roofline\": \"%s\", "
               "\"roofline_median_ms\": %.4f, \"roofline_gbps\": %.3f, \"fraction\": %.3f, \"core_gbps\": %.3f, "
-              "\"attainable\": %.3f, \"bytes\": %.0f, \"reps\": %d}\n",
+              "\"attainable\": %.3f, \"bytes\": %.0f, \"reps\": %d%s}\n",
               c.op.c_str(), c.shape.c_str(), std::string(ToString(c.dtype)).c_str(),
               c.op.rfind("gather", 0) == 0 ? "rows" : std::string(ToString(c.layout)).c_str(), t,
               c.inplace ? "true" : "false", cache, ChosenSimdTarget().c_str(), mk * 1e3, gbps, p->roofline_kind,
-              mr * 1e3, roof, gbps / roof, core, attainable, p->bytes, reps);
+              mr * 1e3, roof, gbps / roof, core, attainable, p->bytes, reps, extra.c_str());
         } else {
-          std::printf("%-40s %5s %7d %10.3f %9.2f %9.2f %8.3f %9.2f %7.2f\n", c.Name().c_str(), cache, t, mk * 1e3,
-                      gbps, roof, gbps / roof, core, attainable);
+          const std::string fa = p->bytes_all > 0 ? fmt::format("{:.3f}", fraction_all) : "-";
+          const std::string su = c.fused ? fmt::format("{:.2f}", mu / mk) : "-";
+          std::printf("%-58s %5s %7d %10.3f %9.2f %9.2f %8.3f %8s %9.2f %7.2f %10s\n", c.Name().c_str(), cache, t,
+                      mk * 1e3, gbps, roof, gbps / roof, fa.c_str(), core, attainable, su.c_str());
         }
         std::fflush(stdout);
       }

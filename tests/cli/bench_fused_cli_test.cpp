@@ -1,0 +1,88 @@
+// `posenc bench` rows of the fused RoPE + KV-cache kernels (issue 17): the fields they carry and their
+// relations (bytes_all = input + q out + cache rows + cos/sin rows; fraction_all; speedup_vs_unfused),
+// and bytes_all on the 1-D RoPE rows. Timings are printed, never asserted.
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "test_support.hpp"
+
+namespace posenc {
+namespace {
+
+using namespace ::posenc::testing;  // NOLINT
+using nlohmann::json;
+
+std::vector<json> JsonLines(const std::string& output) {
+  std::vector<json> rows;
+  std::istringstream in(output);
+  std::string line;
+  while (std::getline(in, line))
+    if (!line.empty() && line[0] == '{') rows.push_back(json::parse(line));
+  return rows;
+}
+
+TEST(BenchFusedCli, FusedDecodeRowsCountEveryByte) {
+  std::string out;
+  const int rc =
+      RunCommand(CliPath() +
+                     " bench --json --filter 'fused_decode/bfloat16/half/cache_(q8_0|float16)' --threads 1,2 "
+                     "--cache warm --reps 1",
+                 &out);
+  ASSERT_EQ(rc, 0) << out;
+  const std::vector<json> rows = JsonLines(out);
+  ASSERT_EQ(rows.size(), 4u) << out;
+  for (const json& r : rows) {
+    SCOPED_TRACE(r.dump());
+    for (const char* key : {"bytes_all", "fraction_all", "fused", "cache_type", "unfused_median_ms",
+                            "speedup_vs_unfused", "fraction", "roofline_gbps"})
+      ASSERT_TRUE(r.contains(key)) << key;
+    EXPECT_EQ(r["fused"], true);
+    EXPECT_EQ(r["op"], "fused_decode");
+    const std::string type = r["cache_type"];
+    ASSERT_TRUE(type == "q8_0" || type == "float16") << type;
+    // 64 tokens: read (32 + 16) x 128 bfloat16, write 32 x 128 bfloat16 of q and two cache rows of
+    // 8 x 128 (float16: 2 bytes each; q8_0: 32 blocks of 34 bytes); cos/sin: 64 pairs x 2 x 4 bytes.
+    const double row = type == "q8_0" ? 32 * 34 : 1024 * 2;
+    const double bytes = 64 * (48 * 128 * 2 + 32 * 128 * 2 + 2 * row);
+    EXPECT_DOUBLE_EQ(r["bytes"].get<double>(), bytes);
+    EXPECT_DOUBLE_EQ(r["bytes_all"].get<double>(), bytes + 64 * 64 * 8);
+    const double ms = r["median_ms"], roof = r["roofline_gbps"], fa = r["fraction_all"];
+    const double expect_fa = r["bytes_all"].get<double>() / (ms * 1e-3) / 1e9 / roof;
+    EXPECT_NEAR(fa, expect_fa, expect_fa * (0.5e-4 / ms + 0.5e-3 / roof + 1e-3) + 2e-3);
+    const double mu = r["unfused_median_ms"], su = r["speedup_vs_unfused"];
+    EXPECT_GT(mu, 0.0);
+    EXPECT_NEAR(su, mu / ms, su * (0.5e-4 / ms + 0.5e-4 / mu + 1e-3) + 2e-3);
+  }
+}
+
+TEST(BenchFusedCli, RopeRowsCarryBytesAllWithTheCosSinRows) {
+  std::string out;
+  ASSERT_EQ(
+      RunCommand(CliPath() + " bench --json --filter 'rope_decode/float16/half' --threads 1 --cache warm --reps 1",
+                 &out),
+      0)
+      << out;
+  const std::vector<json> rows = JsonLines(out);
+  ASSERT_EQ(rows.size(), 1u) << out;
+  const json& r = rows[0];
+  EXPECT_FALSE(r.contains("fused"));
+  EXPECT_DOUBLE_EQ(r["bytes_all"].get<double>(), r["bytes"].get<double>() + 64 * 64 * 8);
+  EXPECT_LT(r["fraction"].get<double>(), r["fraction_all"].get<double>() + 1e-3);
+}
+
+TEST(BenchFusedCli, ListsEveryDtypeAndCacheType) {
+  std::string out;
+  ASSERT_EQ(RunCommand(CliPath() + " bench --list", &out), 0) << out;
+  for (const char* op : {"fused_prefill", "fused_decode"})
+    for (const char* dt : {"float32", "bfloat16", "float16"})
+      for (const char* ct : {"float32", "float16", "bfloat16", "q8_0"})
+        EXPECT_NE(out.find(std::string(op) + "/" + dt + "/half/cache_" + ct + "\n"), std::string::npos)
+            << op << dt << ct;
+}
+
+}  // namespace
+}  // namespace posenc
