@@ -3,7 +3,9 @@
 #include "posenc/io/gguf.hpp"
 
 #include <cmath>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -18,6 +20,45 @@ namespace {
 using ::posenc::testing::AsBytes;
 using ::posenc::testing::GgufBuilder;
 
+// What a model's README dump states about its GGUF file: header fields (unset: not stated) and scalar
+// metadata by getter. ExpectDump checks each statement, naming the field or key that differs.
+struct Dump {
+  std::optional<uint32_t> version = {};
+  std::optional<size_t> metadata = {}, tensors = {};
+  std::optional<uint64_t> alignment = {}, data_offset = {}, file_size = {};
+  std::vector<std::pair<const char*, std::string>> strings = {};
+  std::vector<std::pair<const char*, int64_t>> ints = {};
+  std::vector<std::pair<const char*, double>> floats = {};
+  std::vector<std::pair<const char*, bool>> bools = {};
+};
+
+template <typename T, typename U>
+void ExpectStated(const std::optional<T>& want, const U& got, const char* field) {
+  if (want.has_value()) { EXPECT_EQ(got, *want) << field; }
+}
+
+template <typename T, typename Get>
+void ExpectKeys(const std::vector<std::pair<const char*, T>>& want, const Get& get) {
+  for (const auto& [key, value] : want) {
+    const auto got = get(key);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_EQ(*got, value) << key;
+  }
+}
+
+void ExpectDump(const GgufFile& f, const Dump& d) {
+  ExpectStated(d.version, f.version(), "version");
+  ExpectStated(d.metadata, f.metadata().size(), "metadata count");
+  ExpectStated(d.tensors, f.tensors().size(), "tensor count");
+  ExpectStated(d.alignment, f.alignment(), "alignment");
+  ExpectStated(d.data_offset, f.data_offset(), "data_offset");
+  ExpectStated(d.file_size, f.file_size(), "file_size");
+  ExpectKeys(d.strings, [&](const char* key) { return f.GetString(key); });
+  ExpectKeys(d.ints, [&](const char* key) { return f.GetInt(key); });
+  ExpectKeys(d.floats, [&](const char* key) { return f.GetFloat(key); });
+  ExpectKeys(d.bools, [&](const char* key) { return f.GetBool(key); });
+}
+
 const std::vector<std::string_view> kFirstTokens = {"<unk>",  "<s>",    "</s>",   "<0x00>",
                                                     "<0x01>", "<0x02>", "<0x03>", "<0x04>"};
 
@@ -25,27 +66,29 @@ TEST(GgufRealFile, TinyRandomLlamaMatchesReadmeDump) {
   POSENC_REQUIRE_DATA(path, "models/llama-2-tiny-random/llama-2-tiny-random.gguf");
   auto f = GgufFile::Open(path);
   ASSERT_TRUE(f.ok()) << f.status().ToString();
-  EXPECT_EQ(f->version(), 3u);
-  EXPECT_EQ(f->metadata().size(), 18u);
-  EXPECT_EQ(f->tensors().size(), 12u);
-  EXPECT_EQ(f->alignment(), 32u);
-  EXPECT_EQ(f->data_offset(), 724416u);
-  EXPECT_EQ(f->file_size(), 1750560u);
-
-  EXPECT_EQ(f->GetString("general.architecture").value(), "llama");
-  EXPECT_EQ(f->GetString("general.name").value(), "LLaMA v2");
-  EXPECT_EQ(f->GetInt("llama.context_length").value(), 4096);
-  EXPECT_EQ(f->GetInt("llama.embedding_length").value(), 8);
-  EXPECT_EQ(f->GetInt("llama.block_count").value(), 1);
-  EXPECT_EQ(f->GetInt("llama.feed_forward_length").value(), 32);
-  EXPECT_EQ(f->GetInt("llama.rope.dimension_count").value(), 4);
-  EXPECT_EQ(f->GetInt("llama.attention.head_count").value(), 2);
-  EXPECT_EQ(f->GetInt("llama.attention.head_count_kv").value(), 2);
+  ExpectDump(
+      *f,
+      {.version = 3,
+       .metadata = 18,
+       .tensors = 12,
+       .alignment = 32,
+       .data_offset = 724416,
+       .file_size = 1750560,
+       .strings = {{"general.architecture", "llama"}, {"general.name", "LLaMA v2"}, {"tokenizer.ggml.model", "llama"}},
+       .ints = {{"llama.context_length", 4096},
+                {"llama.embedding_length", 8},
+                {"llama.block_count", 1},
+                {"llama.feed_forward_length", 32},
+                {"llama.rope.dimension_count", 4},
+                {"llama.attention.head_count", 2},
+                {"llama.attention.head_count_kv", 2},
+                {"general.file_type", 1},
+                {"tokenizer.ggml.bos_token_id", 1},
+                {"tokenizer.ggml.eos_token_id", 2},
+                {"tokenizer.ggml.unknown_token_id", 0}},
+       .floats = {{"llama.attention.layer_norm_rms_epsilon", 9.999999747378752e-06}}});
   EXPECT_EQ(f->Find("llama.attention.layer_norm_rms_epsilon")->type, GgufValueType::kFloat32);
-  EXPECT_EQ(f->GetFloat("llama.attention.layer_norm_rms_epsilon").value(), 9.999999747378752e-06);
-  EXPECT_EQ(f->GetInt("general.file_type").value(), 1);
   EXPECT_EQ(f->Find("general.file_type")->type, GgufValueType::kUint32);
-  EXPECT_EQ(f->GetString("tokenizer.ggml.model").value(), "llama");
   auto tokens = f->GetStringArray("tokenizer.ggml.tokens").value();
   ASSERT_EQ(tokens.size(), 32000u);
   for (size_t i = 0; i < kFirstTokens.size(); ++i) EXPECT_EQ(tokens[i], kFirstTokens[i]);
@@ -57,9 +100,6 @@ TEST(GgufRealFile, TinyRandomLlamaMatchesReadmeDump) {
   ASSERT_EQ(types.size(), 32000u);
   EXPECT_EQ(f->Find("tokenizer.ggml.token_type")->elem_type, GgufValueType::kInt32);
   EXPECT_EQ(std::vector<int64_t>(types.begin(), types.begin() + 8), (std::vector<int64_t>{2, 3, 3, 6, 6, 6, 6, 6}));
-  EXPECT_EQ(f->GetInt("tokenizer.ggml.bos_token_id").value(), 1);
-  EXPECT_EQ(f->GetInt("tokenizer.ggml.eos_token_id").value(), 2);
-  EXPECT_EQ(f->GetInt("tokenizer.ggml.unknown_token_id").value(), 0);
   EXPECT_EQ(f->Find("llama.rope.freq_base"), nullptr);
 
   struct Want {
@@ -130,19 +170,18 @@ TEST(GgufRealFile, VocabLlamaSpm) {
   POSENC_REQUIRE_DATA(path, "models/ggml-vocab/ggml-vocab-llama-spm.gguf");
   auto f = GgufFile::Open(path);
   ASSERT_TRUE(f.ok()) << f.status().ToString();
-  EXPECT_EQ(f->version(), 3u);
-  EXPECT_EQ(f->metadata().size(), 22u);
-  EXPECT_TRUE(f->tensors().empty());
-  EXPECT_EQ(f->data_offset(), 723872u);  // past the end: the writer adds no padding without tensors
-  EXPECT_EQ(f->file_size(), 723869u);
-  EXPECT_EQ(f->GetString("general.name").value(), "llama-spm");
-  EXPECT_EQ(f->GetInt("llama.embedding_length").value(), 4096);
-  EXPECT_EQ(f->GetInt("llama.feed_forward_length").value(), 11008);
-  EXPECT_EQ(f->GetInt("llama.vocab_size").value(), 32000);
-  EXPECT_EQ(f->GetInt("llama.rope.dimension_count").value(), 128);
-  EXPECT_EQ(f->GetString("tokenizer.ggml.pre").value(), "default");
-  EXPECT_EQ(f->GetBool("tokenizer.ggml.add_bos_token").value(), true);
-  EXPECT_EQ(f->GetBool("tokenizer.ggml.add_eos_token").value(), false);
+  // data_offset is past the end: the writer adds no padding without tensors.
+  ExpectDump(*f, {.version = 3,
+                  .metadata = 22,
+                  .tensors = 0,
+                  .data_offset = 723872,
+                  .file_size = 723869,
+                  .strings = {{"general.name", "llama-spm"}, {"tokenizer.ggml.pre", "default"}},
+                  .ints = {{"llama.embedding_length", 4096},
+                           {"llama.feed_forward_length", 11008},
+                           {"llama.vocab_size", 32000},
+                           {"llama.rope.dimension_count", 128}},
+                  .bools = {{"tokenizer.ggml.add_bos_token", true}, {"tokenizer.ggml.add_eos_token", false}}});
   EXPECT_EQ(f->GetStringArray("tokenizer.ggml.tokens").value().size(), 32000u);
 }
 
@@ -150,16 +189,16 @@ TEST(GgufRealFile, VocabPhi3) {
   POSENC_REQUIRE_DATA(path, "models/ggml-vocab/ggml-vocab-phi-3.gguf");
   auto f = GgufFile::Open(path);
   ASSERT_TRUE(f.ok()) << f.status().ToString();
-  EXPECT_EQ(f->metadata().size(), 26u);
-  EXPECT_EQ(f->data_offset(), 726048u);
-  EXPECT_EQ(f->GetString("general.architecture").value(), "phi3");
-  EXPECT_EQ(f->GetInt("phi3.rope.scaling.original_context_length").value(), 4096);
-  EXPECT_EQ(f->GetInt("phi3.embedding_length").value(), 3072);
-  EXPECT_EQ(f->GetInt("phi3.rope.dimension_count").value(), 96);
-  EXPECT_EQ(f->GetFloat("phi3.rope.freq_base").value(), 10000.0);
-  EXPECT_EQ(f->GetInt("tokenizer.ggml.eos_token_id").value(), 32000);
-  EXPECT_EQ(f->GetInt("tokenizer.ggml.padding_token_id").value(), 32000);
-  EXPECT_EQ(f->GetInt("general.quantization_version").value(), 2);
+  ExpectDump(*f, {.metadata = 26,
+                  .data_offset = 726048,
+                  .strings = {{"general.architecture", "phi3"}},
+                  .ints = {{"phi3.rope.scaling.original_context_length", 4096},
+                           {"phi3.embedding_length", 3072},
+                           {"phi3.rope.dimension_count", 96},
+                           {"tokenizer.ggml.eos_token_id", 32000},
+                           {"tokenizer.ggml.padding_token_id", 32000},
+                           {"general.quantization_version", 2}},
+                  .floats = {{"phi3.rope.freq_base", 10000.0}}});
   auto scores = f->GetFloatArray("tokenizer.ggml.scores").value();
   ASSERT_EQ(scores.size(), 32064u);
   EXPECT_EQ(scores[0], -1000.0);
