@@ -10,31 +10,24 @@
 namespace posenc {
 namespace {
 
-TEST(DType, F16RoundTripsEveryPattern) {
+// Every 16-bit pattern widens to float32 and narrows back to itself; a NaN comes back a NaN.
+template <typename Half>
+void ExpectEveryPatternRoundTrips(float (*widen)(Half), Half (*narrow)(float)) {
   for (uint32_t b = 0; b < 65536; ++b) {
-    const f16_t h{static_cast<uint16_t>(b)};
-    const float f = F16ToF32(h);
-    const f16_t back = F32ToF16(f);
+    const Half h{static_cast<uint16_t>(b)};
+    const float f = widen(h);
+    const Half back = narrow(f);
     if (std::isnan(f)) {
-      EXPECT_TRUE(std::isnan(F16ToF32(back))) << b;
+      EXPECT_TRUE(std::isnan(widen(back))) << b;
     } else {
       EXPECT_EQ(back.bits, h.bits) << "pattern " << b;
     }
   }
 }
 
-TEST(DType, BF16RoundTripsEveryPattern) {
-  for (uint32_t b = 0; b < 65536; ++b) {
-    const bf16_t h{static_cast<uint16_t>(b)};
-    const float f = BF16ToF32(h);
-    const bf16_t back = F32ToBF16(f);
-    if (std::isnan(f)) {
-      EXPECT_TRUE(std::isnan(BF16ToF32(back))) << b;
-    } else {
-      EXPECT_EQ(back.bits, h.bits) << "pattern " << b;
-    }
-  }
-}
+TEST(DType, F16RoundTripsEveryPattern) { ExpectEveryPatternRoundTrips<f16_t>(F16ToF32, F32ToF16); }
+
+TEST(DType, BF16RoundTripsEveryPattern) { ExpectEveryPatternRoundTrips<bf16_t>(BF16ToF32, F32ToBF16); }
 
 // Rounding checked against float64 arithmetic: the result is the nearest representable value, and
 // on a tie the one with an even last bit.
