@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "posenc/config/hf_config.hpp"
+#include "posenc/core/checked_math.hpp"
 #include "config/config_json.hpp"
 #include "config/json_util.hpp"
 #include "config/multi_axis_json.hpp"
@@ -382,7 +383,9 @@ Result<RopeDims> ReadDims(const json& j, const std::string& source, PositionSche
     int64_t nope = 0;
     if (Has(j, "qk_nope_head_dim")) { POSENC_ASSIGN_OR_RETURN(nope, GetInt(j, "qk_nope_head_dim", source)); }
     if (nope < 0) return KeyError(source, "qk_nope_head_dim", fmt::format("is {}, must be >= 0", nope));
-    d.head_dim = nope + d.rotary_dim;
+    if (!CheckedAdd(nope, d.rotary_dim, &d.head_dim))
+      return KeyError(source, "qk_nope_head_dim",
+                      fmt::format("= {} plus qk_rope_head_dim = {} overflows int64", nope, d.rotary_dim));
     d.rotary_start = nope;
   } else if (Has(j, head_key)) {
     POSENC_ASSIGN_OR_RETURN(d.head_dim, GetInt(j, head_key, source));
@@ -507,7 +510,11 @@ Status ReadBaseAndLength(const json& j, const json& p, const RopeSource& src, co
   if (!(rc.base > 0) || !std::isfinite(rc.base))
     return KeyError(source, "rope_theta", fmt::format("is {}, must be finite and positive", rc.base));
   std::string mk = FirstKey(j, {"max_position_embeddings", "n_positions", "max_sequence_length", "seq_length"});
-  if (!mk.empty()) { POSENC_ASSIGN_OR_RETURN(rc.max_position_embeddings, GetInt(j, mk, source)); }
+  if (!mk.empty()) {
+    POSENC_ASSIGN_OR_RETURN(rc.max_position_embeddings, GetInt(j, mk, source));
+    if (rc.max_position_embeddings < 0)
+      return KeyError(source, mk, fmt::format("is {}, must be >= 0", rc.max_position_embeddings));
+  }
   s->max_position_embeddings = rc.max_position_embeddings;
   return OkStatus();
 }

@@ -1,11 +1,13 @@
 // RoPE's vocabulary types, the seed's frequencies and the cos/sin of each precision.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "posenc/math/rope_types.hpp"
+#include "posenc/core/checked_math.hpp"
 #include "core/enum_names.hpp"
 
 namespace posenc {
@@ -82,8 +84,13 @@ Status ValidateRopeFrequencies(const RopeFrequencies& freqs, std::string_view wh
                       "positions up to 2^31 would overflow",
                       what, i, w, kMaxRopeInvFreq));
   }
-  if (!std::isfinite(freqs.attention_scaling))
-    return InvalidArgumentError(fmt::format("{}: attention_scaling {} is not finite", what, freqs.attention_scaling));
+  // The combined scale (YaRN's mscale ratio, attention_factor, ggml's attn_factor product) multiplies
+  // cos/sin in float32: it must be a nonzero float32 normal there, whatever each key was alone.
+  if (!FitsFloat32(freqs.attention_scaling) || freqs.attention_scaling == 0.0)
+    return InvalidArgumentError(fmt::format(
+        "{}: attention_scaling {} is not a nonzero float32 (magnitude {} to {}), the type it "
+        "multiplies cos and sin in",
+        what, freqs.attention_scaling, std::numeric_limits<float>::min(), std::numeric_limits<float>::max()));
   return OkStatus();
 }
 

@@ -187,6 +187,14 @@ add("cfg_theta_nested_deep.json", (CFG + '"rope_theta": ' + "[" * 40 + "]" * 40 
 add("cfg_theta_array.json", (CFG + '"rope_theta": [[[1, 2], 3], {"a": [4]}, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38]}').encode(),
     INSPECT, ["cfg_theta_array.json", "'rope_theta' is [[...2],{...1},5,6", "expected a number"])
 
+add("cfg_yarn_combined_scale.json", (CFG + YARN + '"mscale": 3e38, "mscale_all_dim": -7.2134752044}}').encode(),
+    INSPECT, ["cfg_yarn_combined_scale.json", "attention_scaling 6.69", "not a nonzero float32"])
+add("cfg_qk_nope_2e63.json",
+    (CFG + '"qk_rope_head_dim": 64, "qk_nope_head_dim": 9223372036854775807, "rope_theta": 10000}').encode(), INSPECT,
+    ["cfg_qk_nope_2e63.json", "'qk_nope_head_dim' = 9223372036854775807 plus qk_rope_head_dim = 64 overflows"])
+add("cfg_max_position_negative.json", CFG.replace("4096", "-1").encode()[:-2] + b'}', INSPECT,
+    ["cfg_max_position_negative.json", "'max_position_embeddings' is -1, must be >= 0"])
+
 # --- flags: strict integers, sizes bounded before allocating, patterns bounded
 add("flags_negative_heads.txt", b"", ["convert-layout", "--from", "half", "--to", "interleaved", "--heads", "-3", "{F}",
                                        "{OUT}"], ["--heads: '-3' is negative"])
