@@ -29,6 +29,17 @@ double Norm(const std::vector<float>& v) { return std::hypot(double{v[0]}, doubl
 std::string F4(double x) { return fmt::format("{:.4f}", x); }
 std::string F1(double x) { return fmt::format("{:.1f}", x); }
 
+// The seed's printout of `before` rotated into `after`, to `digits` decimals: both components, and the
+// norm, the same before and after.
+void ExpectPrinted(const std::vector<float>& before, const std::vector<float>& after, int digits, const char* x,
+                   const char* y, const char* norm) {
+  const auto print = [digits](double d) { return fmt::format("{:.{}f}", d, digits); };
+  EXPECT_EQ(print(after[0]), x);
+  EXPECT_EQ(print(after[1]), y);
+  EXPECT_EQ(print(Norm(before)), norm);
+  EXPECT_EQ(print(Norm(after)), norm);
+}
+
 struct Setting {
   RopePairing pairing;
   RopePrecision precision;
@@ -40,10 +51,7 @@ TEST_P(SeedExercises, Exercise1RotateByFortyFiveDegrees) {
   // v = [1, 0] at m = 1, theta = pi/4 -> v' = [0.7071, 0.7071], norm 1.0000.
   const auto [pairing, precision] = GetParam();
   const std::vector<float> v = Rotate2({1.0f, 0.0f}, 1, std::numbers::pi / 4, pairing, precision);
-  EXPECT_EQ(F4(v[0]), "0.7071");
-  EXPECT_EQ(F4(v[1]), "0.7071");
-  EXPECT_EQ(F4(Norm({1.0f, 0.0f})), "1.0000");
-  EXPECT_EQ(F4(Norm(v)), "1.0000");
+  ExpectPrinted({1.0f, 0.0f}, v, 4, "0.7071", "0.7071", "1.0000");
   EXPECT_NEAR(v[0], std::sqrt(0.5), 1e-7);
 }
 
@@ -68,10 +76,7 @@ TEST_P(SeedExercises, Exercise3HalfTurnFlipsTheVectorKeepsTheNorm) {
   // w = [3, 4] at m = 2, theta = pi/2 (a 180 degree turn) -> w' = [-3.0, -4.0], norm 5.0.
   const auto [pairing, precision] = GetParam();
   const std::vector<float> w = Rotate2({3.0f, 4.0f}, 2, std::numbers::pi / 2, pairing, precision);
-  EXPECT_EQ(F1(w[0]), "-3.0");
-  EXPECT_EQ(F1(w[1]), "-4.0");
-  EXPECT_EQ(F1(Norm({3.0f, 4.0f})), "5.0");
-  EXPECT_EQ(F1(Norm(w)), "5.0");
+  ExpectPrinted({3.0f, 4.0f}, w, 1, "-3.0", "-4.0", "5.0");
   EXPECT_NEAR(w[0], -3.0, 2e-6);
   EXPECT_NEAR(w[1], -4.0, 2e-6);
 }
