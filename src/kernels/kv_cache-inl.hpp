@@ -9,6 +9,7 @@
 #define POSENC_KERNELS_KV_CACHE_INL_H_
 #endif
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <type_traits>
@@ -38,19 +39,21 @@ HWY_INLINE void ConvertRow(const TS* src, TD* dst, size_t n) {
   }
 }
 
-// roundf: halves away from zero. Exact for |v| < 2^23 (Q8_0's |x * id| is at most about 127).
-HWY_INLINE hn::Vec<DF> RoundHalfAway(hn::Vec<DF> v) {
+// roundf(v) as int32: halves away from zero. v + copysign(0.49999997, v) (the float below 0.5) rounds,
+// in float32 round-to-nearest-even, to a value whose truncation is roundf(v) for every |v| < 2^23: a
+// fraction of exactly .5 reaches the next integer (n + 0.99999997 rounds up to n + 1, and at v = 0.5 the
+// sum is the midpoint 1 - 2^-25, which rounds to the even 1.0), a fraction below .5 stays below it
+// (0.49999997 + 0.49999997 = 1 - 2^-24 is exact). ConvertTo truncates toward zero. Q8_0's |x * id| is
+// at most about 127.
+HWY_INLINE hn::Vec<hn::RebindToSigned<DF>> RoundHalfAwayToInt(hn::Vec<DF> v) {
   const DF df;
-  const auto t = hn::Trunc(v);
-  const auto half_or_more = hn::Ge(hn::Abs(hn::Sub(v, t)), hn::Set(df, 0.5f));
-  return hn::Add(t, hn::IfThenElseZero(half_or_more, hn::CopySign(hn::Set(df, 1.0f), v)));
+  return hn::ConvertTo(hn::RebindToSigned<DF>(), hn::Add(v, hn::CopySign(hn::Set(df, 0.49999997f), v)));
 }
 
 // n / 32 blocks of ggml's block_q8_0 from n values (n a multiple of 32).
 template <typename T>
 HWY_INLINE void QuantizeRowQ8(const T* src, BlockQ8_0* dst, size_t n) {
   const DF df;
-  const hn::RebindToSigned<DF> di;
   const hn::Rebind<int8_t, DF> d8;
   const size_t N = hn::Lanes(df);
   if (N > static_cast<size_t>(kQ8_0Block) || kQ8_0Block % N != 0) {  // vectors wider than a block
@@ -61,18 +64,37 @@ HWY_INLINE void QuantizeRowQ8(const T* src, BlockQ8_0* dst, size_t n) {
     }
     return;
   }
-  for (size_t b = 0; b < n / kQ8_0Block; ++b) {
-    const T* x = src + b * kQ8_0Block;
-    auto vmax = hn::Zero(df);
-    for (size_t j = 0; j < static_cast<size_t>(kQ8_0Block); j += N) vmax = hn::Max(vmax, hn::Abs(LoadF(df, x + j)));
-    const float amax = hn::GetLane(hn::MaxOfLanes(df, vmax));
-    const float d = amax / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    dst[b].d = F32ToF16(d);
-    const auto vid = hn::Set(df, id);
-    for (size_t j = 0; j < static_cast<size_t>(kQ8_0Block); j += N) {
-      const auto q = hn::ConvertTo(di, RoundHalfAway(hn::Mul(LoadF(df, x + j), vid)));
-      hn::StoreU(hn::DemoteTo(d8, q), d8, dst[b].qs + j);
+  // Three passes over the row (it is in L1): each block's amax; d and id for up to kGroup blocks at once
+  // in full vectors (one division per N blocks instead of two scalar divisions per block); the quants.
+  constexpr size_t kGroup = 64;
+  HWY_ALIGN float amax[kGroup + hn::MaxLanes(df)], ids[kGroup + hn::MaxLanes(df)];
+  HWY_ALIGN f16_t ds[kGroup + hn::MaxLanes(df)];
+  const size_t nb = n / kQ8_0Block;
+  for (size_t g = 0; g < nb; g += kGroup) {
+    const size_t m = std::min(kGroup, nb - g);
+    const T* xg = src + g * kQ8_0Block;
+    for (size_t b = 0; b < m; ++b) {
+      const T* x = xg + b * kQ8_0Block;
+      auto vmax = hn::Abs(LoadF(df, x));
+      for (size_t j = N; j < static_cast<size_t>(kQ8_0Block); j += N) vmax = hn::Max(vmax, hn::Abs(LoadF(df, x + j)));
+      amax[b] = hn::GetLane(hn::MaxOfLanes(df, vmax));
+    }
+    for (size_t b = m; b < (m + N - 1) / N * N; ++b) amax[b] = 0.0f;
+    const auto v127 = hn::Set(df, 127.0f), one = hn::Set(df, 1.0f);
+    for (size_t b = 0; b < m; b += N) {
+      const auto d = hn::Div(hn::Load(df, amax + b), v127);
+      hn::Store(hn::IfThenZeroElse(hn::Eq(d, hn::Zero(df)), hn::Div(one, d)), df, ids + b);
+      StoreF(df, d, ds + b);  // float16, nearest even (F32ToF16)
+    }
+    for (size_t b = 0; b < m; ++b) {
+      const T* x = xg + b * kQ8_0Block;
+      BlockQ8_0& out = dst[g + b];
+      out.d = ds[b];
+      const auto vid = hn::Set(df, ids[b]);
+      for (size_t j = 0; j < static_cast<size_t>(kQ8_0Block); j += N) {
+        const auto q = RoundHalfAwayToInt(hn::Mul(LoadF(df, x + j), vid));
+        hn::StoreU(hn::DemoteTo(d8, q), d8, out.qs + j);
+      }
     }
   }
 }

@@ -339,16 +339,39 @@ TEST(Q8_0, EdgeValuesAsGgmlDefinesThem) {
   DequantizeRowUnchecked(/*GGML_TYPE_Q8_0=*/8, reinterpret_cast<const std::byte*>(ref.data()), 96, back.data());
   for (int i = 0; i < 96; ++i) EXPECT_NEAR(back[i], x[i], 0.5 * F16ToF32(ref[i / 32].d) + 1e-3) << i;
 
-  // Every target quantizes the same bytes (through StoreKvCache: one token, one head of 96).
+  // Values next to the rounding boundaries (id = 1 exactly: amax 127 in the last lane): n + 0.5 and the
+  // floats either side of it, 0.5 and the float below, negatives.
+  std::vector<float> edge(32, 0.0f);
+  const float near[] = {0.5f,
+                        0.49999997f,
+                        2.5f,
+                        std::nextafter(2.5f, 0.0f),
+                        std::nextafter(2.5f, 9.0f),
+                        126.5f,
+                        std::nextafter(126.5f, 0.0f),
+                        1.5f,
+                        3.49999976f,
+                        0.0f};
+  for (int j = 0; j < 10; ++j) edge[static_cast<size_t>(j)] = near[j], edge[static_cast<size_t>(j + 10)] = -near[j];
+  edge[31] = 127.0f;
+  x.insert(x.end(), edge.begin(), edge.end());
+  ref.resize(4);
+  QuantizeRowQ8_0Reference(x.data(), 128, ref.data());
+  EXPECT_EQ(ref[3].qs[0], 1);
+  EXPECT_EQ(ref[3].qs[1], 0);
+  EXPECT_EQ(ref[3].qs[3], 2);
+  EXPECT_EQ(ref[3].qs[4], 3);
+  EXPECT_EQ(ref[3].qs[15], -127);  // -126.5 -> -127
+  // Every target quantizes the same bytes (through StoreKvCache: one token, one head of 128).
   for (const auto& target : AvailableSimdTargets()) {
     ASSERT_TRUE(ForceSimdTarget(target).ok());
-    std::vector<BlockQ8_0> k(3), v(3);
-    KvCacheView cache{k.data(), v.data(), KvCacheType::kQ8_0, 1, 1, 1, 96};
+    std::vector<BlockQ8_0> k(4), v(4);
+    KvCacheView cache{k.data(), v.data(), KvCacheType::kQ8_0, 1, 1, 1, 128};
     std::vector<int64_t> slot{0};
-    HeadsView xv = HeadsView::Dense(x.data(), DType::kF32, 1, 1, 96);
+    HeadsView xv = HeadsView::Dense(x.data(), DType::kF32, 1, 1, 128);
     ASSERT_TRUE(StoreKvCache(cache, 0, slot, xv, xv).ok());
-    EXPECT_TRUE(SameBytes(k.data(), ref.data(), 102)) << target;
-    EXPECT_TRUE(SameBytes(v.data(), ref.data(), 102)) << target;
+    EXPECT_TRUE(SameBytes(k.data(), ref.data(), 4 * 34)) << target;
+    EXPECT_TRUE(SameBytes(v.data(), ref.data(), 4 * 34)) << target;
   }
   EXPECT_TRUE(ForceSimdTarget("best").ok());
 }
