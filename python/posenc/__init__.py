@@ -95,12 +95,12 @@ class Scheme:
         return Scheme(_posenc.Scheme.from_hf_config(os.fspath(config), layer_type))
 
     @staticmethod
-    def from_gguf(path: PathLike, *, allow_default_freq_base: bool = False) -> "Scheme":
+    def from_gguf(path: PathLike, *, allow_default_freq_base: bool = True) -> "Scheme":
         """A GGUF file's metadata, with llama.cpp's per-architecture pairing."""
         return Scheme(_posenc.Scheme.from_gguf(os.fspath(path), allow_default_freq_base))
 
     @staticmethod
-    def from_model(path: PathLike, *, allow_default_freq_base: bool = False, layer_type: str = "") -> "Scheme":
+    def from_model(path: PathLike, *, allow_default_freq_base: bool = True, layer_type: str = "") -> "Scheme":
         """Any model posenc opens: a GGUF file, a Hugging Face folder, safetensors with config.json."""
         return Scheme(_posenc.Scheme.from_model(os.fspath(path), allow_default_freq_base, layer_type))
 
@@ -251,7 +251,7 @@ _SCALING_KEYS = {
 }
 
 
-def load_scheme(source: ConfigSource, *, layer_type: str = "", allow_default_freq_base: bool = False,
+def load_scheme(source: ConfigSource, *, layer_type: str = "", allow_default_freq_base: bool = True,
                 model_type: Optional[str] = None) -> Scheme:
     """A scheme from a dict (Hugging Face config), a config.json path, a .gguf file or a model folder
     (or a .safetensors / llama2.c file posenc opens). A Scheme is returned as it is."""

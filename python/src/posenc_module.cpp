@@ -404,14 +404,14 @@ PYBIND11_MODULE(_posenc, m) {
             o.allow_default_freq_base = allow_default;
             return Take(LoadGgufConfig(path, o));
           },
-          py::arg("path"), py::arg("allow_default_freq_base") = false)
+          py::arg("path"), py::arg("allow_default_freq_base") = true)
       .def_static(
           "from_rope_json",
           [](const std::string& text, int64_t head_dim, const std::string& source) {
             return SchemeOfRopeConfig(Take(ParseRopeConfigJson(text, head_dim, source)));
           },
           py::arg("text"), py::arg("head_dim"), py::arg("source"))
-      .def_static("from_model", &SchemeOfModel, py::arg("path"), py::arg("allow_default_freq_base") = false,
+      .def_static("from_model", &SchemeOfModel, py::arg("path"), py::arg("allow_default_freq_base") = true,
                   py::arg("layer_type") = "")
       .def_property_readonly("kind", [](const PositionScheme& s) { return std::string(ToString(s.kind)); })
       .def_readonly("model_type", &PositionScheme::model_type)

@@ -38,6 +38,11 @@ def test_gguf_embeddings():
         np.testing.assert_array_equal(rows, 2.0 * m.token_embedding()[ids].astype(np.float32))
     scheme = m.scheme(allow_default_freq_base=True)
     assert scheme.kind == "rope" and scheme.pairing == "interleaved"
+    # No rope.freq_base in the file: llama.cpp's 10000 by default, said in a note; refused on request.
+    default = posenc.Scheme.from_gguf(path)
+    assert default.base == 10000.0 and any("base 10000 assumed" in n for n in default.notes), default.notes
+    with pytest.raises(OSError, match="llama.rope.freq_base"):  # kNotFound, as a missing file
+        posenc.Scheme.from_gguf(path, allow_default_freq_base=False)
 
 
 @pytest.mark.parametrize("folder", ALIBI, ids=[c.name for c in ALIBI])

@@ -235,8 +235,8 @@ Status ReadBase(const ArchKeys& k, const GgufConfigOptions& options, RopeConfig*
     rc->notes.push_back(fmt::format("no {}: base 10000 assumed (llama.cpp's default)", k.Key("rope.freq_base")));
   } else {
     return NotFoundError(
-        fmt::format("gguf {}: key '{}' is missing (llama.cpp would silently use 10000; posenc refuses)", path,
-                    k.Key("rope.freq_base")));
+        fmt::format("gguf {}: key '{}' is missing (llama.cpp would use 10000; refused because the key was required)",
+                    path, k.Key("rope.freq_base")));
   }
   if (!(rc->base > 0) || !std::isfinite(rc->base))
     return InvalidArgumentError(

@@ -23,9 +23,10 @@ using ::posenc::testing::GgufBuilder;
 
 constexpr const char* kTiny = "models/llama-2-tiny-random/llama-2-tiny-random.gguf";
 
-TEST(GgufConfig, MissingFreqBaseIsAnErrorNamingTheKey) {
+// Refused when the caller asks for the key (the default takes llama.cpp's 10000: next test).
+TEST(GgufConfig, MissingFreqBaseIsAnErrorNamingTheKeyWhenRequired) {
   POSENC_REQUIRE_DATA(path, kTiny);
-  Result<PositionScheme> s = LoadGgufConfig(path);
+  Result<PositionScheme> s = LoadGgufConfig(path, GgufConfigOptions{.allow_default_freq_base = false});
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), StatusCode::kNotFound);
   EXPECT_NE(s.status().message().find("llama.rope.freq_base"), std::string::npos) << s.status().message();
@@ -34,7 +35,7 @@ TEST(GgufConfig, MissingFreqBaseIsAnErrorNamingTheKey) {
 
 TEST(GgufConfig, TinyLlamaWithLlamaCppDefaultBase) {
   POSENC_REQUIRE_DATA(path, kTiny);
-  Result<PositionScheme> s = LoadGgufConfig(path, GgufConfigOptions{.allow_default_freq_base = true});
+  Result<PositionScheme> s = LoadGgufConfig(path);  // the default: llama.cpp's 10000, noted
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_EQ(s->kind, PositionKind::kRope);
   EXPECT_EQ(s->model_type, "llama");

@@ -28,11 +28,13 @@ bool AnyContains(const std::vector<std::string>& notes, const std::string& needl
   return false;
 }
 
-TEST(ModelScheme, GgufWithoutFreqBaseIsRefusedUnlessAllowed) {
+TEST(ModelScheme, GgufWithoutFreqBaseRunsAtTheDefaultUnlessRequired) {
   POSENC_REQUIRE_DATA(path, "models/llama-2-tiny-random/llama-2-tiny-random.gguf");
   auto m = OpenModel(path);
   ASSERT_TRUE(m.ok()) << m.status().ToString();
-  auto refused = ModelScheme(*m);
+  ModelSchemeOptions require;
+  require.allow_default_freq_base = false;
+  auto refused = ModelScheme(*m, require);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), StatusCode::kNotFound);
   EXPECT_NE(refused.status().message().find("'llama.rope.freq_base' is missing"), std::string::npos)

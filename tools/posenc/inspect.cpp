@@ -207,7 +207,7 @@ void RegisterInspect(CLI::App& app) {
   static int64_t seq_len = -1;
   static bool as_json = false;
   static std::string layer_type;
-  static bool allow_default_base = false;
+  static bool allow_default_base = false, require_freq_base = false;
   cmd->add_option("config", path, "config.json, or a model: .gguf, .safetensors, a Hugging Face folder, llama2.c .bin")
       ->required();
   cmd->add_option("--seq-len", seq_len, "Sequence length (largest position + 1); default max_position_embeddings")
@@ -216,7 +216,10 @@ void RegisterInspect(CLI::App& app) {
   cmd->add_option("--layer-type", layer_type,
                   "Nested rope_parameters (Gemma 3/4 style): which layer type, e.g. sliding_attention");
   cmd->add_flag("--allow-default-base", allow_default_base,
-                "GGUF without <arch>.rope.freq_base: take llama.cpp's 10000 (noted) instead of failing");
+                "GGUF without <arch>.rope.freq_base: take llama.cpp's 10000, noted (the default; kept for scripts)");
+  cmd->add_flag("--require-freq-base", require_freq_base,
+                "GGUF without <arch>.rope.freq_base: fail naming the key instead of taking llama.cpp's 10000")
+      ->excludes("--allow-default-base");
   cmd->callback([] {
     // A config.json describes the scheme alone; a model file (GGUF, safetensors, HF folder, llama2.c,
     // .npy) also lists its identity and position tensors, and the scheme comes from its metadata or
@@ -229,7 +232,7 @@ void RegisterInspect(CLI::App& app) {
     }
     ModelSchemeOptions options;
     options.layer_type = layer_type;
-    options.allow_default_freq_base = allow_default_base;
+    options.allow_default_freq_base = !require_freq_base;
     Result<PositionScheme> s = model ? ModelScheme(*model, options) : ConfigFileScheme(path, options);
     if (!s.ok()) return ReportError("inspect", s.status());
     Result<json> d = Describe(*s, path, seq_len);

@@ -19,10 +19,11 @@ class GgufFile;
 // (llama_model_rope_type). kNotFound: file or required key missing; kUnimplemented: an architecture
 // whose rope type posenc does not know, or an M-RoPE / vision one.
 //
-// llama.cpp itself falls back to base 10000 when freq_base is absent; posenc refuses that unless
-// `options.allow_default_freq_base` is set (then the fallback is taken and noted).
+// llama.cpp falls back to base 10000 when freq_base is absent (every early Llama 2 GGUF lacks the
+// key); posenc does the same and says so in a note, unless `options.allow_default_freq_base` is
+// cleared (then a missing key is kNotFound naming it).
 struct GgufConfigOptions {
-  bool allow_default_freq_base = false;
+  bool allow_default_freq_base = true;
 };
 Result<PositionScheme> LoadGgufConfig(const std::string& path, const GgufConfigOptions& options = {});
 // The same from a GGUF file already open (or parsed from bytes); errors name f.name().

@@ -40,8 +40,9 @@ struct Llama2cConfig;
 struct ModelSchemeOptions {
   // Nested rope_parameters (Gemma 3 style): which layer type to describe (HfConfigOptions::layer_type).
   std::string layer_type;
-  // A GGUF without <arch>.rope.freq_base: take llama.cpp's 10000 (noted) instead of kNotFound.
-  bool allow_default_freq_base = false;
+  // A GGUF without <arch>.rope.freq_base: llama.cpp's 10000, noted (true, as llama.cpp runs it), or
+  // kNotFound naming the key (false).
+  bool allow_default_freq_base = true;
   // The pair layout, replacing the format's or the family's (RoPE schemes only; noted when it differs).
   std::optional<RopePairing> pairing;
 };
