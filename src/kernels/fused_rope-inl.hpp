@@ -50,6 +50,7 @@ void FusedTokensT(const detail::FusedRopeJob& job, int64_t begin, int64_t end) {
   const KvCacheView& cache = job.cache;
   const size_t n = static_cast<size_t>(cache.kv_heads * cache.head_dim);
   const RopeTable& table = *job.rope.table;
+  const size_t slot_bytes = static_cast<size_t>(cache.slot_bytes());
   const size_t row_lines = (static_cast<size_t>(table.num_pairs()) * sizeof(float) + 63) / 64;
   hwy::AlignedFreeUniquePtr<T[]> k_row = hwy::AllocateAligned<T>(n), v_row = hwy::AllocateAligned<T>(n);
   detail::RopeJob rj = job.rope;
@@ -69,6 +70,16 @@ void FusedTokensT(const detail::FusedRopeJob& job, int64_t begin, int64_t end) {
           hwy::Prefetch(nc + 64 * l);
           hwy::Prefetch(ns + 64 * l);
         }
+      }
+    }
+    // And the next token's cache rows: decode slots are scattered, so the hardware prefetcher cannot
+    // find them, and every store to a row not in cache waits for its line.
+    if (t + 1 < end) {
+      const std::byte* nk = cache.k_row(job.layer, job.slots[t + 1]);
+      const std::byte* nv = cache.v_row(job.layer, job.slots[t + 1]);
+      for (size_t l = 0; l < slot_bytes; l += 64) {
+        hwy::Prefetch(nk + l);
+        hwy::Prefetch(nv + l);
       }
     }
     const int64_t slot = job.slots[t];
