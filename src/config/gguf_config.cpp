@@ -24,6 +24,7 @@
 #include "posenc/core/checked_math.hpp"
 #include "posenc/io/gguf.hpp"
 #include "posenc/config/gguf_config.hpp"
+#include "config/multi_axis_json.hpp"
 
 namespace posenc {
 namespace {
@@ -96,6 +97,8 @@ ArchRope RopeTypeOf(std::string_view arch) {
   static constexpr std::string_view kNone[] = {
       "clip",         "gpt2", "gptj",      "mpt",  "refact", "bloom",      "mamba", "mamba2", "jamba",
       "jina-bert-v2", "t5",   "t5encoder", "jais", "rwkv6",  "rwkv6qwen2", "rwkv7", "arwkv7", "wavtokenizer-dec"};
+  // M-RoPE: qwen2vl (Qwen2-VL and Qwen2.5-VL text models) LLAMA_ROPE_TYPE_MROPE; qwen3vl / qwen3vlmoe
+  // LLAMA_ROPE_TYPE_IMROPE (GgmlMultiAxisMode).
   static constexpr std::string_view kMulti[] = {"qwen2vl", "qwen3vl", "qwen3vlmoe"};
   for (auto a : kNorm)
     if (a == arch) return ArchRope::kNorm;
@@ -185,9 +188,6 @@ Status NonRopeScheme(const ArchKeys& k, ArchRope rope_type, PositionScheme* s) {
           "gguf {}: architecture '{}' uses no RoPE and posenc does not read its scheme from GGUF", path, arch));
     return OkStatus();
   }
-  if (rope_type == ArchRope::kMulti)
-    return UnimplementedError(
-        fmt::format("gguf {}: architecture '{}' uses M-RoPE (multi-axis positions), not supported", path, arch));
   if (rope_type == ArchRope::kUnknown)
     return UnimplementedError(
         fmt::format("gguf {}: general.architecture = '{}' is not in posenc's copy of llama.cpp's rope type table, so "
@@ -222,6 +222,28 @@ Status ReadLayout(const ArchKeys& k, ArchRope rope_type, const PositionScheme& s
                     k.Key("rope.dimension_count"), n_rot, head_dim));
   rc->layout.head_dim = head_dim;
   rc->layout.rotary_dim = n_rot;
+  return OkStatus();
+}
+
+// ggml_rope_multi's mode for an M-RoPE architecture (llama_model_rope_type): MROPE 8, IMROPE 40.
+int64_t GgmlMultiAxisMode(std::string_view arch) { return arch == "qwen2vl" ? 8 : 40; }
+
+// M-RoPE architectures: <arch>.rope.dimension_sections (4 integers, llama.cpp's rope_sections) over
+// the n_rot rotated dims, in ggml's rules (the pairs no section claims take the fourth row).
+Status ReadMultiAxis(const ArchKeys& k, RopeConfig* rc) {
+  const std::string key = k.Key("rope.dimension_sections");
+  if (!k.Has("rope.dimension_sections"))
+    return NotFoundError(
+        fmt::format("gguf {}: key '{}' is missing (architecture '{}' uses M-RoPE, whose sections it "
+                    "gives)",
+                    k.f.name(), key, k.arch));
+  POSENC_ASSIGN_OR_RETURN(std::vector<int64_t> sections, k.f.GetIntArray(key));
+  const int64_t mode = GgmlMultiAxisMode(k.arch);
+  POSENC_RETURN_IF_ERROR(multi_axis_json::SetGgmlTextMultiAxis(std::move(sections), mode, rc->layout.rotary_dim,
+                                                               rc->layout.head_dim,
+                                                               fmt::format("gguf {}: key '{}'", k.f.name(), key), rc));
+  rc->notes.push_back(fmt::format("M-RoPE: ggml mode {} ({}), positions are 4 rows per token (t, h, w, e)", mode,
+                                  mode == 8 ? "MROPE, chunked sections" : "IMROPE, interleaved sections"));
   return OkStatus();
 }
 
@@ -345,6 +367,7 @@ Result<PositionScheme> GgufConfigFromFile(const GgufFile& f, const GgufConfigOpt
   rc.source = f.name();
   rc.scaling.type = RopeScalingType::kGgml;
   POSENC_RETURN_IF_ERROR(ReadLayout(keys, rope_type, s, &rc));
+  if (rope_type == ArchRope::kMulti) POSENC_RETURN_IF_ERROR(ReadMultiAxis(keys, &rc));
   POSENC_RETURN_IF_ERROR(ReadBase(keys, options, &rc));
   rc.max_position_embeddings = s.max_position_embeddings;
   POSENC_RETURN_IF_ERROR(ReadScaling(keys, s.max_position_embeddings, &rc.scaling));

@@ -12,6 +12,7 @@
 #include "posenc/config/multi_axis_config.hpp"
 #include "core/enum_names.hpp"
 #include "posenc/io/json_guard.hpp"
+#include "posenc/core/checked_math.hpp"
 #include "posenc/math/multi_axis.hpp"
 
 namespace posenc {
@@ -110,28 +111,39 @@ Status ReadHfMultiAxis(const json& j, const json& params, const std::string& sou
 
 bool IsGgmlMultiAxisMode(int64_t mode) { return mode == 8 || mode == 24 || mode == 40; }
 
+namespace {
+// ggml_rope_multi's sections: 4 integers whose (non-negative) sum does not pass head_dim (ggml
+// asserts sum <= ne0).
+Status CheckGgmlSections(const std::vector<int64_t>& sections, int64_t head_dim, const std::string& what) {
+  if (sections.size() != 4)
+    return InvalidArgumentError(fmt::format("{} is {}, ggml_rope_multi takes 4 integers", what, ListString(sections)));
+  int64_t sum = 0;
+  for (int64_t v : sections)
+    if (v >= 0 && !CheckedAdd(sum, v, &sum)) sum = INT64_MAX;
+  if (sum > head_dim)
+    return InvalidArgumentError(fmt::format("{} = {} sums to {}, beyond head_dim {} (ggml asserts sum <= ne0)", what,
+                                            ListString(sections), sum, head_dim));
+  return OkStatus();
+}
+}  // namespace
+
 Status ReadGgmlMultiAxis(const json& j, int64_t mode, int64_t n_dims, int64_t head_dim, const std::string& source,
                          RopeConfig* rc) {
   if (!Has(j, "sections"))
     return NotFoundError(
         fmt::format("ggml params {}: key 'sections' is missing (mode {} is ggml_rope_multi's)", source, mode));
   POSENC_ASSIGN_OR_RETURN(std::vector<int64_t> sections, GetIntList(j, "sections", source));
-  if (sections.size() != 4)
-    return KeyError(source, "sections", fmt::format("is {}, ggml_rope_multi takes 4 integers", ListString(sections)));
-  int64_t sum = 0;
-  for (int64_t v : sections)
-    if (v >= 0) sum += v;
-  if (sum > head_dim)
-    return KeyError(source, "sections",
-                    fmt::format("= {} sums to {}, beyond head_dim {} (ggml asserts sum <= ne0)", ListString(sections),
-                                sum, head_dim));
+  if (mode != 24)
+    return SetGgmlTextMultiAxis(std::move(sections), mode, n_dims, head_dim,
+                                fmt::format("ggml params {}: key 'sections'", source), rc);
+  POSENC_RETURN_IF_ERROR(CheckGgmlSections(sections, head_dim, fmt::format("ggml params {}: key 'sections'", source)));
   rc->layout.pairing = RopePairing::kHalf;  // every ggml_rope_multi mode rotates NEOX pairs
   rc->layout.rotary_start = 0;
   MultiAxisRope m;
   m.rules = SectionRules::kGgml;
   m.num_components = 4;
   m.sections = sections;
-  if (mode == 24) {
+  {
     // VISION: n_dims pairs (j, j + n_dims) over a head of 2 * n_dims.
     if (head_dim != 2 * n_dims)
       return InvalidArgumentError(
@@ -151,12 +163,27 @@ Status ReadGgmlMultiAxis(const json& j, int64_t mode, int64_t n_dims, int64_t he
           fmt::format("ggml params {}: key 'freq_factors' with mode 24 (vision) is not supported", source));
     rc->layout.rotary_dim = 2 * n_dims;
     m.layout = SectionLayout::kChunkedRestart;
-  } else {
-    rc->layout.rotary_dim = n_dims;
-    m.layout = mode == 40 ? SectionLayout::kInterleaved : SectionLayout::kChunked;
   }
   POSENC_RETURN_IF_ERROR(
       ValidateMultiAxisRope(m, rc->layout.num_pairs(), fmt::format("ggml params {}: key 'sections'", source)));
+  rc->multi_axis = std::move(m);
+  return OkStatus();
+}
+
+Status SetGgmlTextMultiAxis(std::vector<int64_t> sections, int64_t mode, int64_t n_dims, int64_t head_dim,
+                            const std::string& what, RopeConfig* rc) {
+  if (mode != 8 && mode != 40)
+    return InvalidArgumentError(fmt::format("{}: mode {} is not ggml's MROPE (8) or IMROPE (40)", what, mode));
+  POSENC_RETURN_IF_ERROR(CheckGgmlSections(sections, head_dim, what));
+  rc->layout.pairing = RopePairing::kHalf;  // every ggml_rope_multi mode rotates NEOX pairs
+  rc->layout.rotary_start = 0;
+  rc->layout.rotary_dim = n_dims;
+  MultiAxisRope m;
+  m.rules = SectionRules::kGgml;
+  m.num_components = 4;
+  m.sections = std::move(sections);
+  m.layout = mode == 40 ? SectionLayout::kInterleaved : SectionLayout::kChunked;
+  POSENC_RETURN_IF_ERROR(ValidateMultiAxisRope(m, rc->layout.num_pairs(), what));
   rc->multi_axis = std::move(m);
   return OkStatus();
 }

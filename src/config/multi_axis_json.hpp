@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -32,5 +33,11 @@ bool IsGgmlMultiAxisMode(int64_t mode);
 // rc->multi_axis; errors name `source`, the key and its value.
 Status ReadGgmlMultiAxis(const nlohmann::json& j, int64_t mode, int64_t n_dims, int64_t head_dim,
                          const std::string& source, RopeConfig* rc);
+
+// The same from sections already read (GGUF's <arch>.rope.dimension_sections, or the JSON's
+// `sections`), for MROPE (8) and IMROPE (40): n_dims rotated dims in NEOX pairs, the sections in ggml's
+// rules. `what` names the file and key in errors. (VISION needs the JSON form's extra checks.)
+Status SetGgmlTextMultiAxis(std::vector<int64_t> sections, int64_t mode, int64_t n_dims, int64_t head_dim,
+                            const std::string& what, RopeConfig* rc);
 
 }  // namespace posenc::multi_axis_json

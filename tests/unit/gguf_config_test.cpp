@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "model_builders.hpp"
@@ -11,7 +12,9 @@
 #include "scheme_models.hpp"
 
 #include "posenc/config/hf_config.hpp"
+#include "posenc/config/ggml_config.hpp"
 #include "posenc/config/gguf_config.hpp"
+#include "posenc/math/multi_axis.hpp"
 #include "test_support.hpp"
 
 namespace posenc {
@@ -192,6 +195,98 @@ TEST(GgufConfig, MissingFileIsAnError) {
   Result<PositionScheme> s = LoadGgufConfig("/nonexistent/model.gguf");
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.status().message().find("/nonexistent/model.gguf"), std::string::npos) << s.status().message();
+}
+
+}  // namespace
+}  // namespace posenc
+
+namespace posenc {
+namespace {
+
+// GGUF M-RoPE architectures (issue 18): qwen2vl is ggml's MROPE (mode 8, chunked sections), qwen3vl and
+// qwen3vlmoe IMROPE (mode 40, interleaved), with <arch>.rope.dimension_sections. The scheme read from
+// GGUF metadata must be the one RopeConfigFromGgmlParams reads from the same ggml_rope_multi
+// parameters (the path the golden ggml mrope / imrope cases check): the same frequencies, attention
+// scaling and per-pair position row.
+struct MropeGguf {
+  const char* arch;
+  int64_t mode;
+  uint32_t head_dim, n_rot;
+  std::vector<int32_t> sections;
+  float base;
+};
+
+class GgufMultiAxis : public ::testing::TestWithParam<MropeGguf> {};
+
+TEST_P(GgufMultiAxis, SameSchemeAsTheGgmlParameters) {
+  const MropeGguf& c = GetParam();
+  const std::string a = c.arch;
+  ::posenc::testing::GgufBuilder b;
+  b.KvString("general.architecture", a)
+      .KvU32(a + ".embedding_length", 8 * c.head_dim)
+      .KvU32(a + ".attention.head_count", 8)
+      .KvU32(a + ".attention.key_length", c.head_dim)
+      .KvU32(a + ".rope.dimension_count", c.n_rot)
+      .KvU32(a + ".context_length", 32768)
+      .KvF32(a + ".rope.freq_base", c.base)
+      .KvArray<int32_t>(a + ".rope.dimension_sections", 5, c.sections);
+  Result<PositionScheme> s = FromBuilt(b);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_TRUE(s->rope.multi_axis.has_value());
+  EXPECT_EQ(s->rope.multi_axis->num_components, 4);
+  EXPECT_EQ(s->rope.multi_axis->layout, c.mode == 8 ? SectionLayout::kChunked : SectionLayout::kInterleaved);
+
+  std::string sections;
+  for (int32_t v : c.sections) sections += (sections.empty() ? "" : ",") + std::to_string(v);
+  const std::string params = fmt::format(
+      R"({{"n_dims": {}, "mode": {}, "sections": [{}], "n_ctx_orig": 32768, "freq_base": {}, "freq_scale": 1.0,
+          "ext_factor": 0.0, "attn_factor": 1.0, "beta_fast": 32.0, "beta_slow": 1.0}})",
+      c.n_rot, c.mode, sections, c.base);
+  Result<RopeConfig> want = RopeConfigFromGgmlParams(params, c.head_dim, "params");
+  ASSERT_TRUE(want.ok()) << want.status().ToString();
+  EXPECT_EQ(s->rope.layout.pairing, want->layout.pairing);
+  EXPECT_EQ(s->rope.layout.rotary_dim, want->layout.rotary_dim);
+  Result<MultiAxisPlan> got_plan = ComputeMultiAxisRope(s->rope, 4096);
+  Result<MultiAxisPlan> want_plan = ComputeMultiAxisRope(*want, 4096);
+  ASSERT_TRUE(got_plan.ok()) << got_plan.status().ToString();
+  ASSERT_TRUE(want_plan.ok()) << want_plan.status().ToString();
+  EXPECT_EQ(got_plan->pair_component, want_plan->pair_component);
+  EXPECT_EQ(got_plan->freqs.inv_freq, want_plan->freqs.inv_freq);
+  EXPECT_EQ(got_plan->freqs.attention_scaling, want_plan->freqs.attention_scaling);
+}
+
+INSTANTIATE_TEST_SUITE_P(Architectures, GgufMultiAxis,
+                         ::testing::Values(MropeGguf{"qwen2vl", 8, 128, 128, {16, 24, 24, 0}, 1000000.0f},
+                                           MropeGguf{"qwen2vl", 8, 128, 64, {8, 12, 12, 0}, 10000.0f},
+                                           MropeGguf{"qwen3vl", 40, 128, 128, {24, 20, 20, 0}, 5000000.0f},
+                                           MropeGguf{"qwen3vlmoe", 40, 128, 128, {24, 20, 20, 0}, 5000000.0f}));
+
+TEST(GgufMultiAxisErrors, MissingOrBadSectionsAreNamed) {
+  ::posenc::testing::GgufBuilder b;
+  b.KvString("general.architecture", "qwen2vl")
+      .KvU32("qwen2vl.embedding_length", 1024)
+      .KvU32("qwen2vl.attention.head_count", 8)
+      .KvF32("qwen2vl.rope.freq_base", 10000.0f);
+  Result<PositionScheme> s = FromBuilt(b, "vl.gguf");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(s.status().message().find("gguf vl.gguf: key 'qwen2vl.rope.dimension_sections' is missing"),
+            std::string::npos)
+      << s.status().message();
+  ::posenc::testing::GgufBuilder wide = b;
+  wide.KvArray<int32_t>("qwen2vl.rope.dimension_sections", 5, {64, 64, 64, 0});
+  s = FromBuilt(wide, "vl.gguf");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.status().message().find("key 'qwen2vl.rope.dimension_sections' = [64, 64, 64, 0] sums to 192, beyond "
+                                      "head_dim 128"),
+            std::string::npos)
+      << s.status().message();
+  ::posenc::testing::GgufBuilder three = b;
+  three.KvArray<int32_t>("qwen2vl.rope.dimension_sections", 5, {16, 24, 24});
+  s = FromBuilt(three, "vl.gguf");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("ggml_rope_multi takes 4 integers"), std::string::npos) << s.status().message();
 }
 
 }  // namespace
