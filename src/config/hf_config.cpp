@@ -6,12 +6,15 @@
 #include <sstream>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "posenc/config/hf_config.hpp"
+#include "posenc/config/model_families.hpp"
 #include "posenc/core/checked_math.hpp"
+#include "posenc/core/message.hpp"
 #include "config/config_json.hpp"
 #include "config/json_util.hpp"
 #include "config/multi_axis_json.hpp"
@@ -43,26 +46,82 @@ bool IsOneOf(const std::string& v, std::initializer_list<const char*> set) {
 
 // ---------- family facts ----------
 
-// What each family's modeling code fixes about its RoPE (no config key says it). One row per
-// model_type; a later family registry grows from this table.
-constexpr HfRopeFamily kRopeFamilies[] = {
-    {"gptj", RopePairing::kInterleaved, 1.0, "modeling_gptj.py: rotate_every_two on (2i, 2i+1)"},
-    {"codegen", RopePairing::kInterleaved, 1.0, "modeling_codegen.py: rotate_every_two on (2i, 2i+1)"},
-    {"cohere", RopePairing::kInterleaved, 1.0,
-     "modeling_cohere.py: repeat_interleave'd cos/sin, rotate_half on even/odd lanes"},
-    {"cohere2", RopePairing::kInterleaved, 1.0,
-     "modeling_cohere2.py: repeat_interleave'd cos/sin, rotate_half on even/odd lanes"},
-    {"glm4", RopePairing::kInterleaved, 0.5,
-     "modeling_glm4.py: first half of cos/sin repeat_interleave'd over the rotary dims; Glm4Config "
-     "partial_rotary_factor 0.5"},
-    {"llama4", RopePairing::kInterleaved, 1.0, "modeling_llama4.py: apply_rotary_emb, complex freqs_cis on (2i, 2i+1)"},
-    {"llama4_text", RopePairing::kInterleaved, 1.0,
-     "modeling_llama4.py: apply_rotary_emb, complex freqs_cis on (2i, 2i+1)"},
-};
+// The registry row of the scheme's model_type (model_families.hpp), or nullptr.
+const ModelFamily* FamilyOf(const PositionScheme& s) { return FindModelFamily(s.model_type); }
+
+// A config without model_type: the remote-code family its architectures or auto_map names
+// ("modeling_qwen.QWenLMHeadModel", or "repo--modeling_qwen.QWenLMHeadModel"), noted; else nothing.
+void FamilyFromClasses(const json& j, PositionScheme* s) {
+  std::vector<std::string> names;
+  if (Has(j, "architectures") && j["architectures"].is_array())
+    for (const json& a : j["architectures"])
+      if (a.is_string()) names.push_back(a.get<std::string>());
+  if (Has(j, "auto_map") && j["auto_map"].is_object())
+    for (auto it = j["auto_map"].begin(); it != j["auto_map"].end(); ++it)
+      if (it.value().is_string()) {
+        std::string v = it.value().get<std::string>();
+        if (const size_t dash = v.find("--"); dash != std::string::npos) v = v.substr(dash + 2);
+        names.push_back(v);
+      }
+  for (const std::string& n : names) {
+    if (const ModelFamily* f = FindModelFamilyByClass(n); f != nullptr) {
+      s->model_type = std::string(f->model_type);
+      s->notes.push_back(fmt::format("no model_type: class {} is the remote-code family '{}' ({})", QuoteForMessage(n),
+                                     f->model_type, f->source));
+      return;
+    }
+  }
+}
+
+// A RoPE config's family must be known: the pair layout is in the family's code, not in any key.
+// Returns the note to add after the RoPE keys' notes ("" none).
+Result<std::string> CheckFamilyKnown(const std::string& source, const HfConfigOptions& options,
+                                     const PositionScheme& s) {
+  if (FamilyOf(s) != nullptr) return std::string();
+  if (options.assume_layout.has_value())
+    return fmt::format(
+        "model_type {} is not in the family registry: {} pairing over the whole head, as stated (assume_layout)",
+        s.model_type.empty() ? "(none)" : QuoteForMessage(s.model_type), ToString(*options.assume_layout));
+  if (s.model_type.empty())
+    return std::string(
+        "no model_type: half pairing (Hugging Face's rotate_half) over the whole head assumed; state another with "
+        "--assume-layout half|interleaved");
+  return InvalidArgumentError(fmt::format(
+      "config {}: model_type {} is not a family posenc knows (`posenc families` lists them), so its RoPE pair layout "
+      "is unknown: state it with --assume-layout half|interleaved (HfConfigOptions::assume_layout)",
+      source, QuoteForMessage(s.model_type)));
+}
+
+// Family keys read after the scaling: a position multiplier (Phi-3-small's rope_position_scale, a
+// linear scaling by 1 / scale) and a key selecting code posenc does not implement.
+Status ReadFamilyKeys(const json& j, const std::string& source, PositionScheme* s) {
+  const ModelFamily* family = FamilyOf(*s);
+  if (family == nullptr) return OkStatus();
+  if (!family->refused_key.empty() && Has(j, family->refused_key)) {
+    const json& v = j[std::string(family->refused_key)];
+    if ((v.is_boolean() && v.get<bool>()) || (v.is_number() && v.get<double>() != 0))
+      return UnimplementedError(fmt::format("config {}: key '{}' = {}: {} with it is not implemented ({})", source,
+                                            family->refused_key, JsonForMessage(v), family->model_type,
+                                            family->source));
+  }
+  if (family->position_scale_key.empty() || !Has(j, family->position_scale_key)) return OkStatus();
+  const std::string k(family->position_scale_key);
+  POSENC_ASSIGN_OR_RETURN(const double scale, GetNumber(j, k, source));
+  if (!(scale > 0) || !std::isfinite(scale))
+    return KeyError(source, k, fmt::format("is {}, must be finite and positive", scale));
+  if (scale == 1.0) return OkStatus();
+  RopeScaling& sc = s->rope.scaling;
+  if (sc.type != RopeScalingType::kNone)
+    return UnimplementedError(fmt::format("config {}: key '{}' = {} together with rope scaling '{}' is not implemented",
+                                          source, k, scale, ToString(sc.type)));
+  sc.type = RopeScalingType::kLinear;
+  sc.factor = 1.0 / scale;
+  Note(s, fmt::format("{} {}: positions times {}, i.e. linear scaling by factor {} ({})", k, scale, scale, sc.factor,
+                      family->source));
+  return OkStatus();
+}
 
 // ---------- per-layer keys: the layer schedule's inputs, Llama 4's temperature ----------
-
-bool IsLlama4(const std::string& model_type) { return IsOneOf(model_type, {"llama4", "llama4_text"}); }
 
 Status ParseLayerKeys(const json& j, const std::string& source, PositionScheme* s) {
   if (std::string k = FirstKey(j, {"num_hidden_layers", "n_layer", "num_layers", "n_layers"}); !k.empty()) {
@@ -99,7 +158,8 @@ Status ParseLayerKeys(const json& j, const std::string& source, PositionScheme* 
     POSENC_ASSIGN_OR_RETURN(*dst, GetInt(j, key, source));
     if (*dst <= 0) return KeyError(source, key, fmt::format("is {}, must be > 0", *dst));
   }
-  if (!IsLlama4(s->model_type)) return OkStatus();
+  const ModelFamily* family = FamilyOf(*s);
+  if (family == nullptr || !family->query_temperature) return OkStatus();
   // Llama4TextConfig: attn_temperature_tuning (a truthy value: Scout's config says 4), floor_scale,
   // attn_scale, with the class defaults true, 8192, 0.1.
   AttnTemperature& t = s->attn_temperature;
@@ -170,6 +230,8 @@ Status ParseFusedQkv(const json& j, const std::string& source, PositionScheme* s
 // Returns true (and fills s) when the config names a non-RoPE scheme.
 Result<bool> ParseNonRope(const json& j, const std::string& source, PositionScheme* s) {
   const std::string& mt = s->model_type;
+  const ModelFamily* family = FamilyOf(*s);
+  const PositionKind family_kind = family != nullptr ? family->scheme : PositionKind::kRope;
   std::string hk = FirstKey(j, {"num_attention_heads", "n_head", "n_heads", "num_heads"});
   if (!hk.empty()) { POSENC_ASSIGN_OR_RETURN(s->num_heads, GetInt(j, hk, source)); }
   // ALiBi.
@@ -183,7 +245,16 @@ Result<bool> ParseNonRope(const json& j, const std::string& source, PositionSche
   }
   bool falcon_alibi = false;
   if (Has(j, "alibi")) { POSENC_ASSIGN_OR_RETURN(falcon_alibi, GetBool(j, "alibi", source)); }
-  if (mt == "bloom" || mpt_alibi || falcon_alibi) {
+  // A family whose code is ALiBi at one size and RoPE at another (Baichuan 2: 13B ALiBi, 7B RoPE),
+  // with nothing in the config saying which.
+  bool size_alibi = false;
+  if (family != nullptr && family->alibi_hidden_size > 0 && Has(j, "hidden_size")) {
+    POSENC_ASSIGN_OR_RETURN(const int64_t hidden, GetInt(j, "hidden_size", source));
+    size_alibi = hidden == family->alibi_hidden_size;
+    s->notes.push_back(fmt::format("{}: hidden_size {} is the {} model (its modeling code; no config key states it)",
+                                   mt, hidden, size_alibi ? "ALiBi" : "RoPE"));
+  }
+  if ((family_kind == PositionKind::kAlibi && mt != "mpt") || mpt_alibi || falcon_alibi || size_alibi) {
     s->kind = PositionKind::kAlibi;
     s->alibi_variant = mpt_alibi ? "mpt" : "bloom";
     if (mpt_alibi) {
@@ -201,7 +272,7 @@ Result<bool> ParseNonRope(const json& j, const std::string& source, PositionSche
     return true;
   }
   // T5 relative buckets.
-  if (Has(j, "relative_attention_num_buckets") || IsOneOf(mt, {"t5", "mt5", "umt5", "longt5"})) {
+  if (Has(j, "relative_attention_num_buckets") || family_kind == PositionKind::kT5Bucket) {
     s->kind = PositionKind::kT5Bucket;
     if (!Has(j, "relative_attention_num_buckets")) {
       s->t5_num_buckets = 32;
@@ -230,9 +301,13 @@ Result<bool> ParseNonRope(const json& j, const std::string& source, PositionSche
   if (Has(j, "sinusoidal_embeddings")) {
     POSENC_ASSIGN_OR_RETURN(xlm_sin, GetBool(j, "sinusoidal_embeddings", source));
   }
-  const bool sinusoidal = xlm_sin || IsOneOf(mt, {"marian", "fsmt", "pegasus", "m2m_100", "speech_to_text", "xglm"});
-  const bool learned = !sinusoidal && IsOneOf(mt, {"gpt2", "gpt_neo", "gpt_bigcode", "opt", "bart", "mbart", "biogpt",
-                                                   "xlm", "bert", "roberta", "distilbert"});
+  if (family_kind == PositionKind::kNone) {
+    s->kind = PositionKind::kNone;
+    s->notes.push_back(fmt::format("{}: no positional encoding ({})", mt, family->source));
+    return true;
+  }
+  const bool sinusoidal = xlm_sin || family_kind == PositionKind::kSinusoidal;
+  const bool learned = !sinusoidal && family_kind == PositionKind::kLearned;
   if (!sinusoidal && !learned) return false;
   s->kind = sinusoidal ? PositionKind::kSinusoidal : PositionKind::kLearned;
   if (sinusoidal) s->sinusoidal_layout = xlm_sin || mt == "xlm" ? "interleaved" : "concat";
@@ -377,6 +452,10 @@ Result<RopeDims> ReadDims(const json& j, const std::string& source, PositionSche
   RopeDims d;
   std::string head_key = "head_dim";
   if (s->rope_layer_type == "full_attention" && Has(j, "global_head_dim")) head_key = "global_head_dim";
+  // A family's own spelling of the head size (Qwen, ChatGLM: kv_channels).
+  if (const ModelFamily* family = FamilyOf(*s);
+      family != nullptr && !family->head_dim_key.empty() && Has(j, family->head_dim_key))
+    head_key = family->head_dim_key;
   if (Has(j, "qk_rope_head_dim")) {
     // DeepSeek MLA: the query/key head is [nope part | rope part]; only the rope part rotates.
     POSENC_ASSIGN_OR_RETURN(d.rotary_dim, GetInt(j, "qk_rope_head_dim", source));
@@ -407,7 +486,7 @@ Result<RopeDims> ReadDims(const json& j, const std::string& source, PositionSche
 // rotary_pct (GPT-NeoX), rotary_dim (GPT-J, CodeGen), the family's default) and the pairing: the
 // config's layout.
 Status ReadRotaryLayout(const json& j, const json& p, const RopeSource& src, const std::string& source, RopeDims d,
-                        PositionScheme* s) {
+                        std::optional<RopePairing> assume_layout, PositionScheme* s) {
   RopeConfig& rc = s->rope;
   RopeScaling& sc = rc.scaling;
   std::optional<double> partial;
@@ -427,9 +506,9 @@ Status ReadRotaryLayout(const json& j, const json& p, const RopeSource& src, con
       partial_key = k;
     }
   }
-  const HfRopeFamily* family = FindHfRopeFamily(s->model_type);
-  if (!partial.has_value() && family != nullptr && family->default_partial_rotary_factor != 1.0 && d.rotary_dim < 0 &&
-      !Has(j, "rotary_dim")) {
+  const ModelFamily* family = FamilyOf(*s);
+  if (!partial.has_value() && family != nullptr && family->window == RotaryWindow::kFrontPartial &&
+      family->default_partial_rotary_factor != 1.0 && d.rotary_dim < 0 && !Has(j, "rotary_dim")) {
     partial = family->default_partial_rotary_factor;
     partial_key = "partial_rotary_factor";
     Note(s, fmt::format("no partial_rotary_factor: {} assumed ({}'s config default)", *partial, s->model_type));
@@ -444,9 +523,16 @@ Status ReadRotaryLayout(const json& j, const json& p, const RopeSource& src, con
       Note(s, "proportional rope without partial_rotary_factor: 1.0 assumed (Hugging Face's default)");
   } else if (d.rotary_dim < 0 && Has(j, "rotary_dim")) {
     POSENC_ASSIGN_OR_RETURN(d.rotary_dim, GetInt(j, "rotary_dim", source));
-    if (partial.has_value())
-      return KeyError(source, "rotary_dim",
-                      fmt::format("= {} and {} = {} both given", d.rotary_dim, partial_key, *partial));
+    if (partial.has_value()) {
+      // Redundant keys that agree (phi-1: rotary_dim 32 and partial_rotary_factor 0.5 of 64) are
+      // accepted, as Hugging Face reads either; keys that disagree are refused.
+      const auto from_factor = static_cast<int64_t>(static_cast<double>(d.head_dim) * *partial);
+      if (from_factor != d.rotary_dim)
+        return KeyError(source, "rotary_dim",
+                        fmt::format("= {} disagrees with {} = {} (int({} * {}) = {})", d.rotary_dim, partial_key,
+                                    *partial, d.head_dim, *partial, from_factor));
+      Note(s, fmt::format("rotary_dim {} and {} {} both given; they agree", d.rotary_dim, partial_key, *partial));
+    }
   } else if (d.rotary_dim < 0) {
     d.rotary_dim = d.head_dim;
     if (partial.has_value()) {
@@ -465,17 +551,16 @@ Status ReadRotaryLayout(const json& j, const json& p, const RopeSource& src, con
   rc.layout.head_dim = d.head_dim;
   rc.layout.rotary_dim = d.rotary_dim;
   rc.layout.rotary_start = d.rotary_start;
-  rc.layout.pairing = family != nullptr ? family->pairing : RopePairing::kHalf;
+  rc.layout.pairing = family != nullptr ? family->pairing : assume_layout.value_or(RopePairing::kHalf);
   if (Has(j, "qk_rope_head_dim")) {
-    bool interleave = true;
+    // MLA: rope_interleave states the pairing; without it, the family's (DeepSeek: interleaved).
     if (Has(j, "rope_interleave")) {
-      POSENC_ASSIGN_OR_RETURN(interleave, GetBool(j, "rope_interleave", source));
-    } else if (IsOneOf(s->model_type, {"deepseek_v2", "deepseek_v3"})) {
-      Note(s, "no rope_interleave: true assumed (DeepSeek's default: interleaved pairs)");
-    } else {
-      interleave = false;
+      POSENC_ASSIGN_OR_RETURN(const bool interleave, GetBool(j, "rope_interleave", source));
+      rc.layout.pairing = interleave ? RopePairing::kInterleaved : RopePairing::kHalf;
+    } else if (family != nullptr && family->window == RotaryWindow::kBackOfHead &&
+               family->pairing == RopePairing::kInterleaved) {
+      Note(s, fmt::format("no rope_interleave: true assumed ({}'s default: interleaved pairs)", s->model_type));
     }
-    if (interleave) rc.layout.pairing = RopePairing::kInterleaved;
   }
   return OkStatus();
 }
@@ -490,25 +575,47 @@ Status ReadBaseAndLength(const json& j, const json& p, const RopeSource& src, co
     POSENC_ASSIGN_OR_RETURN(rc.base, GetNumber(j, "rope_local_base_freq", source));
     have_base = true;
   }
+  const ModelFamily* family = FamilyOf(*s);
+  // The family's own base key (Phi-3-small: rope_embedding_base) wins; then rope_theta, rotary_emb_base.
+  std::string base_key;
+  if (family != nullptr && !family->base_key.empty() && Has(j, family->base_key) && !have_base) {
+    base_key = family->base_key;
+    POSENC_ASSIGN_OR_RETURN(rc.base, GetNumber(j, base_key, source));
+    have_base = true;
+  }
   for (const json* scope : {&p, &j}) {
     if (have_base) break;
     for (const char* k : {"rope_theta", "rotary_emb_base"}) {
       if (Has(*scope, k)) {
         POSENC_ASSIGN_OR_RETURN(rc.base, GetNumber(*scope, k, source));
         have_base = true;
+        base_key = k;
         break;
       }
     }
   }
   if (!have_base) {
-    rc.base = 10000.0;
-    if (IsOneOf(s->model_type, {"gptj", "codegen"}))
-      Note(s, fmt::format("{} fixes its RoPE base at 10000 (no key in its config)", s->model_type));
-    else
+    base_key = "rope_theta";
+    if (family != nullptr && family->fixed_base > 0) {
+      rc.base = family->fixed_base;
+      Note(s, fmt::format("{} fixes its RoPE base at {} (no key in its config)", s->model_type, rc.base));
+    } else {
+      rc.base = 10000.0;
       Note(s, "no rope_theta in the config: base 10000 assumed (Hugging Face's default_theta)");
+    }
+  }
+  // A key that multiplies the base (ChatGLM: base = 10000 * rope_ratio).
+  if (family != nullptr && !family->base_scale_key.empty() && Has(j, family->base_scale_key)) {
+    const std::string k(family->base_scale_key);
+    POSENC_ASSIGN_OR_RETURN(const double ratio, GetNumber(j, k, source));
+    if (!(ratio > 0) || !std::isfinite(ratio))
+      return KeyError(source, k, fmt::format("is {}, must be finite and positive", ratio));
+    Note(s, fmt::format("{} {}: base {} * {} = {} ({})", k, ratio, rc.base, ratio, rc.base * ratio, family->source));
+    rc.base *= ratio;
+    base_key = k;
   }
   if (!(rc.base > 0) || !std::isfinite(rc.base))
-    return KeyError(source, "rope_theta", fmt::format("is {}, must be finite and positive", rc.base));
+    return KeyError(source, base_key, fmt::format("is {}, must be finite and positive", rc.base));
   std::string mk = FirstKey(j, {"max_position_embeddings", "n_positions", "max_sequence_length", "seq_length"});
   if (!mk.empty()) {
     POSENC_ASSIGN_OR_RETURN(rc.max_position_embeddings, GetInt(j, mk, source));
@@ -641,12 +748,13 @@ Status ParseRope(const json& j, const std::string& source, const HfConfigOptions
   std::string type;
   POSENC_ASSIGN_OR_RETURN(const RopeScalingSpec* row, ReadScalingType(j, p, src, source, s, &type));
   POSENC_ASSIGN_OR_RETURN(RopeDims dims, ReadDims(j, source, s));
-  POSENC_RETURN_IF_ERROR(ReadRotaryLayout(j, p, src, source, dims, s));
+  POSENC_RETURN_IF_ERROR(ReadRotaryLayout(j, p, src, source, dims, options.assume_layout, s));
   POSENC_RETURN_IF_ERROR(ReadBaseAndLength(j, p, src, source, s));
   POSENC_RETURN_IF_ERROR(ReadOriginalLength(j, p, src, *row, type, source, s));
   POSENC_RETURN_IF_ERROR(ReadFactor(p, *row, type, source, s));
   POSENC_RETURN_IF_ERROR(ReadRowKeys(p, *row, type, source, &rc));
   ScalingNotes(p, s);
+  POSENC_RETURN_IF_ERROR(ReadFamilyKeys(j, source, s));
   // M-RoPE (mrope_section; the section layout by model_type): multi_axis_config.cpp.
   POSENC_RETURN_IF_ERROR(multi_axis_json::ReadHfMultiAxis(j, p, source, s));
   // The row's range rules and the frequencies, checked once; ComputeRopeFrequencies trusts the record.
@@ -654,14 +762,6 @@ Status ParseRope(const json& j, const std::string& source, const HfConfigOptions
 }
 
 }  // namespace
-
-std::span<const HfRopeFamily> HfRopeFamilies() { return kRopeFamilies; }
-
-const HfRopeFamily* FindHfRopeFamily(std::string_view model_type) {
-  for (const HfRopeFamily& f : kRopeFamilies)
-    if (f.model_type == model_type) return &f;
-  return nullptr;
-}
 
 namespace config_json {
 
@@ -687,6 +787,7 @@ Result<PositionScheme> ParseHfConfigJsonAt(const json& j, const std::string& sou
   if (!j.is_object()) return InvalidArgumentError(fmt::format("config {}: top level is not a JSON object", source));
   PositionScheme s;
   if (Has(j, "model_type") && j["model_type"].is_string()) s.model_type = j["model_type"].get<std::string>();
+  if (s.model_type.empty()) FamilyFromClasses(j, &s);
   // Multimodal configs keep the language model's keys in text_config.
   if (Has(j, "text_config") && j["text_config"].is_object() && !Has(j, "hidden_size") && !Has(j, "rope_theta")) {
     if (depth >= kMaxTextConfigDepth)
@@ -702,7 +803,9 @@ Result<PositionScheme> ParseHfConfigJsonAt(const json& j, const std::string& sou
   POSENC_ASSIGN_OR_RETURN(bool non_rope, ParseNonRope(j, source, &s));
   if (non_rope) return s;
   s.kind = PositionKind::kRope;
+  POSENC_ASSIGN_OR_RETURN(std::string family_note, CheckFamilyKnown(source, options, s));
   POSENC_RETURN_IF_ERROR(ParseRope(j, source, options, &s));
+  if (!family_note.empty()) Note(&s, std::move(family_note));
   POSENC_RETURN_IF_ERROR(ParseLayerKeys(j, source, &s));
   return s;
 }

@@ -9,6 +9,7 @@
 #include "config/config_json.hpp"
 #include "config/json_util.hpp"
 #include "config/multi_axis_json.hpp"
+#include "posenc/config/model_families.hpp"
 #include "posenc/config/multi_axis_config.hpp"
 #include "core/enum_names.hpp"
 #include "posenc/io/json_guard.hpp"
@@ -39,21 +40,6 @@ std::string ListString(const std::vector<int64_t>& v) {
   return out + "]";
 }
 
-// The model family without a "_text" suffix (Qwen3-VL's text_config says qwen3_vl_text).
-std::string Family(const std::string& model_type) {
-  const std::string suffix = "_text";
-  if (model_type.size() > suffix.size() &&
-      model_type.compare(model_type.size() - suffix.size(), suffix.size(), suffix) == 0)
-    return model_type.substr(0, model_type.size() - suffix.size());
-  return model_type;
-}
-
-bool IsOneOf(const std::string& v, std::initializer_list<const char*> set) {
-  for (const char* x : set)
-    if (v == x) return true;
-  return false;
-}
-
 void Note(PositionScheme* s, std::string note) {
   s->rope.notes.push_back(note);
   s->notes.push_back(std::move(note));
@@ -63,35 +49,29 @@ void Note(PositionScheme* s, std::string note) {
 
 namespace multi_axis_json {
 
-Status ReadHfMultiAxis(const json& j, const json& params, const std::string& source, PositionScheme* s) {
+Status ReadHfMultiAxis(const json& /*j*/, const json& params, const std::string& source, PositionScheme* s) {
   RopeConfig& rc = s->rope;
-  const std::string family = Family(s->model_type);
-  const bool chunked = IsOneOf(family, {"qwen2_vl", "qwen2_5_vl"});
-  const bool interleaved = IsOneOf(family, {"qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe"});
-  if (IsOneOf(family, {"qwen3_5", "qwen3_5_moe"}) && rc.layout.rotary_dim == rc.layout.head_dim &&
-      !Has(params, "partial_rotary_factor") && !Has(j, "partial_rotary_factor") && !Has(j, "rotary_pct") &&
-      !Has(j, "rotary_dim")) {
-    // Qwen3.5's config class defaults partial_rotary_factor to 0.25; Hugging Face truncates int(D * f).
-    const int64_t r = static_cast<int64_t>(static_cast<double>(rc.layout.head_dim) * 0.25);
-    if (r <= 0 || r % 2 != 0)
-      return KeyError(source, "head_dim",
-                      fmt::format("= {} gives rotary dimension int({} * 0.25) = {}, which must be even and positive",
-                                  rc.layout.head_dim, rc.layout.head_dim, r));
-    rc.layout.rotary_dim = r;
-    Note(s, fmt::format("{}: no partial_rotary_factor, 0.25 assumed (its config class's default): rotary_dim {}",
-                        s->model_type, r));
-  }
+  // The section layout is the family's (model_families.hpp; a "_text" model_type is its family's), as
+  // is Qwen3.5's default partial factor 0.25 (read with the rotary window, hf_config.cpp).
+  const ModelFamily* family = FindModelFamily(s->model_type);
+  const FamilySections layout = family != nullptr ? family->sections : FamilySections::kNone;
+  const bool chunked = layout == FamilySections::kChunked;
+  const bool interleaved = layout == FamilySections::kInterleaved;
   if (!Has(params, "mrope_section")) {
     if (chunked || interleaved)
       Note(s, fmt::format("{} config without mrope_section: 1-D RoPE (the same rotation for text tokens, t = h = w)",
                           s->model_type));
     return OkStatus();
   }
-  if (!chunked && !interleaved)
+  if (!chunked && !interleaved) {
+    std::string known;
+    for (const ModelFamily& f : ModelFamilies())
+      if (f.sections != FamilySections::kNone)
+        known += fmt::format("{}{}: {}", known.empty() ? "" : ", ", f.model_type, ToString(f.sections));
     return UnimplementedError(fmt::format(
-        "config {}: key 'mrope_section' given, but model_type '{}' is not one whose section layout posenc knows "
-        "(qwen2_vl, qwen2_5_vl: chunked; qwen3_vl, qwen3_vl_moe, qwen3_5, qwen3_5_moe: interleaved)",
-        source, s->model_type));
+        "config {}: key 'mrope_section' given, but model_type '{}' is not one whose section layout posenc knows ({})",
+        source, s->model_type, known));
+  }
   POSENC_ASSIGN_OR_RETURN(std::vector<int64_t> sections, GetIntList(params, "mrope_section", source));
   MultiAxisRope m;
   m.layout = chunked ? SectionLayout::kChunked : SectionLayout::kInterleaved;

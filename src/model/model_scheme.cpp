@@ -5,11 +5,16 @@
 
 #include "posenc/config/gguf_config.hpp"
 #include "posenc/config/hf_config.hpp"
+#include "posenc/config/model_families.hpp"
 #include "posenc/io/gguf.hpp"
 #include "posenc/io/llama2c.hpp"
 
 namespace posenc {
 namespace {
+
+HfConfigOptions HfOptions(const ModelSchemeOptions& o) {
+  return HfConfigOptions{.layer_type = o.layer_type, .assume_layout = o.assume_layout};
+}
 
 // The scheme as the file's format gives it, before what the caller states.
 Result<PositionScheme> FormatScheme(const ModelFile& m, const ModelSchemeOptions& o) {
@@ -19,8 +24,7 @@ Result<PositionScheme> FormatScheme(const ModelFile& m, const ModelSchemeOptions
     case ModelFormat::kLlama2c: return Llama2cScheme(m.llama2c()->config(), m.path());
     case ModelFormat::kHuggingFaceFolder:
     case ModelFormat::kSafetensors:
-      if (!m.config_path().empty())
-        return ParseHfConfig(m.config_text(), m.config_path(), HfConfigOptions{.layer_type = o.layer_type});
+      if (!m.config_path().empty()) return ParseHfConfig(m.config_text(), m.config_path(), HfOptions(o));
       break;
     case ModelFormat::kNpy: break;
   }
@@ -48,8 +52,7 @@ Result<PositionScheme> ModelScheme(const ModelFile& model, const ModelSchemeOpti
 }
 
 Result<PositionScheme> ConfigFileScheme(const std::string& config_path, const ModelSchemeOptions& options) {
-  POSENC_ASSIGN_OR_RETURN(PositionScheme s,
-                          LoadHfConfig(config_path, HfConfigOptions{.layer_type = options.layer_type}));
+  POSENC_ASSIGN_OR_RETURN(PositionScheme s, LoadHfConfig(config_path, HfOptions(options)));
   return WithCallerOptions(std::move(s), options);
 }
 
@@ -103,13 +106,18 @@ ModelRopeInfo RopeInfoOf(const ModelFile& m, const PositionScheme& s) {
     case ModelFormat::kSafetensors:
     case ModelFormat::kNpy:
       // A config.json states no pairing: Hugging Face's rotate_half unless the family's modeling code
-      // fixes another (the HfRopeFamilies table ParseHfConfig reads).
+      // fixes another (the family registry ParseHfConfig reads, model_families.hpp).
       r.theta = rc.base;
       if (rc.layout.rotary_dim != rc.layout.head_dim) r.rotary_dim = rc.layout.rotary_dim;
       r.note = "from config.json (Hugging Face pairs x[i] with x[i + d/2] unless the family says otherwise)";
-      if (const HfRopeFamily* family = FindHfRopeFamily(s.model_type); family != nullptr) {
+      if (const ModelFamily* family = FindModelFamily(s.model_type);
+          family != nullptr && family->pairing != RopePairing::kHalf) {
         r.pairing = family->pairing;
-        r.note += fmt::format("; '{}' pairs {}: {}", family->model_type, ToString(family->pairing), family->source);
+        // The one-line summary names the modeling file and function, not the folder it sits in.
+        std::string_view source = family->source;
+        if (const size_t slash = source.rfind('/', source.find(".py")); slash != std::string_view::npos)
+          source = source.substr(slash + 1);
+        r.note += fmt::format("; '{}' pairs {}: {}", family->model_type, ToString(family->pairing), source);
       }
       break;
   }

@@ -8,6 +8,7 @@
 
 #include "posenc/config/hf_config.hpp"
 #include "posenc/config/layer_schedule.hpp"
+#include "posenc/config/model_families.hpp"
 
 namespace posenc {
 namespace {
@@ -33,16 +34,19 @@ void ExpectScheduleError(const std::string& text, const std::string& key, const 
 // ---------- family table ----------
 
 TEST(HfRopeFamily, TableRows) {
+  // The seven interleaved families of the old kRopeFamilies table, now registry rows
+  // (model_families.hpp); llama4_text is llama4's row through the "_text" fallback.
   for (const char* mt : {"gptj", "codegen", "cohere", "cohere2", "glm4", "llama4", "llama4_text"}) {
-    const HfRopeFamily* f = FindHfRopeFamily(mt);
+    const ModelFamily* f = FindModelFamily(mt);
     ASSERT_NE(f, nullptr) << mt;
     EXPECT_EQ(f->pairing, RopePairing::kInterleaved) << mt;
     EXPECT_FALSE(f->source.empty()) << mt;
     EXPECT_EQ(f->default_partial_rotary_factor, std::string(mt) == "glm4" ? 0.5 : 1.0) << mt;
   }
-  EXPECT_EQ(FindHfRopeFamily("llama"), nullptr);
-  EXPECT_EQ(FindHfRopeFamily(""), nullptr);
-  EXPECT_EQ(HfRopeFamilies().size(), 7u);
+  ASSERT_NE(FindModelFamily("llama"), nullptr);
+  EXPECT_EQ(FindModelFamily("llama")->pairing, RopePairing::kHalf);
+  EXPECT_EQ(FindModelFamily(""), nullptr);
+  EXPECT_EQ(FindModelFamily("no_such_family"), nullptr);
 }
 
 TEST(HfRopeFamily, CohereInterleavedWholeHead) {

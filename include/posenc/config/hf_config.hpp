@@ -1,33 +1,24 @@
 // Hugging Face config.json -> PositionScheme.
 #pragma once
 
-#include <span>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "posenc/config/position_scheme.hpp"
 #include "posenc/core/status.hpp"
+#include "posenc/math/rope_types.hpp"
 
 namespace posenc {
-
-// What a model family's Hugging Face modeling code fixes about its RoPE, which no config key states:
-// how rotate_half pairs the dims, and the config class's partial_rotary_factor default (used when
-// the config gives no partial_rotary_factor, rotary_pct or rotary_dim; 1 = the whole head).
-struct HfRopeFamily {
-  std::string_view model_type;
-  RopePairing pairing = RopePairing::kHalf;
-  double default_partial_rotary_factor = 1.0;
-  std::string_view source;  // the Hugging Face code that fixes it
-};
-// The table ParseHfConfig reads (gptj, codegen, cohere, cohere2, glm4, llama4, llama4_text), and one
-// row of it; nullptr for a model type it does not list (half pairing over the whole head).
-std::span<const HfRopeFamily> HfRopeFamilies();
-const HfRopeFamily* FindHfRopeFamily(std::string_view model_type);
 
 struct HfConfigOptions {
   // Nested rope_parameters: the layer type to describe. Empty: "full_attention" when present, else the
   // first type in key order (noted). A name that is not there is kNotFound listing the ones that are.
   std::string layer_type;
+  // The pair layout of a RoPE config whose model_type is not in the family registry
+  // (model_families.hpp): without it such a config is refused (kInvalidArgument naming the model_type).
+  // Ignored for a known family; a config with no model_type at all is read as half pairing (noted).
+  std::optional<RopePairing> assume_layout{};
 };
 
 // Parses a Hugging Face config.json text; `source` names it in errors. RoPE configs in both

@@ -20,7 +20,7 @@
 // else (and llama2.c, whose run.c defines head_size that way).
 //
 // The family-specific facts that no key carries (the pair layout of a family's modeling code, the
-// defaults of remote-code families) belong here, in one table per source, as the registry grows.
+// defaults of remote-code families) are the family registry's (posenc/config/model_families.hpp).
 #pragma once
 
 #include <cstdint>
@@ -45,6 +45,9 @@ struct ModelSchemeOptions {
   bool allow_default_freq_base = true;
   // The pair layout, replacing the format's or the family's (RoPE schemes only; noted when it differs).
   std::optional<RopePairing> pairing;
+  // A Hugging Face config whose model_type is not in the family registry: the pair layout to read it
+  // with (HfConfigOptions::assume_layout); without it such a config is refused. Known families ignore it.
+  std::optional<RopePairing> assume_layout{};
 };
 
 // The scheme of an opened model. Errors name the file: the config readers' errors, kNotFound when the

@@ -1,0 +1,68 @@
+// The model-family registry: one row per model family, the facts of its positional scheme that its
+// modeling code fixes and no config key states (docs/MODEL_FAMILIES.md).
+//
+// Keyed by Hugging Face model_type (a "_text" suffix, as multimodal text_configs spell it, falls back
+// to the family without it), by architectures / auto_map class names for remote-code families, and by
+// llama.cpp's GGUF general.architecture where llama.cpp has the family. ParseHfConfig reads the
+// pairing, the rotary window and its default factor, the family's own key spellings and fixed values
+// from here; every other reader of family facts (model_scheme, multi_axis_config) does too.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "posenc/config/position_scheme.hpp"
+#include "posenc/math/rope_types.hpp"
+
+namespace posenc {
+
+// Where the rotary dims sit in each query/key head.
+enum class RotaryWindow {
+  kWholeHead,     // every dim rotates (unless the config says partial_rotary_factor / rotary_dim)
+  kFrontPartial,  // the first int(head_dim * factor) dims; the family's config class defaults factor
+  kBackOfHead,    // DeepSeek MLA: qk_rope_head_dim dims after qk_nope_head_dim
+  kNone,          // not RoPE
+};
+std::string_view ToString(RotaryWindow w);
+
+// M-RoPE section layout a family's modeling code applies to mrope_section (none: 1-D only).
+enum class FamilySections { kNone, kChunked, kInterleaved };
+std::string_view ToString(FamilySections s);
+
+struct ModelFamily {
+  std::string_view model_type{};  // Hugging Face model_type
+  PositionKind scheme = PositionKind::kRope;
+  RopePairing pairing = RopePairing::kHalf;  // RoPE only: how the modeling code pairs dims
+  RotaryWindow window = RotaryWindow::kWholeHead;
+  double default_partial_rotary_factor = 1.0;  // kFrontPartial: the config class's default
+  std::string_view gguf_architecture{};        // llama.cpp general.architecture; "" where llama.cpp has none
+  // Keys the family spells its own way (read by ParseHfConfig where it lists them below).
+  std::string_view base_key{};            // the RoPE base, tried before rope_theta ("" none)
+  std::string_view base_scale_key{};      // multiplies the base (ChatGLM's rope_ratio; "" none)
+  std::string_view head_dim_key{};        // the head size, before head_dim ("" none)
+  double fixed_base = 0.0;                // the modeling code's base where no key gives one (0: Hugging Face's default)
+  int64_t alibi_hidden_size = 0;          // a hidden_size at which the family's code is ALiBi, not RoPE (0: none)
+  std::string_view position_scale_key{};  // positions multiplied by it (Phi-3-small's rope_position_scale; "" none)
+  std::string_view refused_key{};         // a truthy value selects code posenc does not implement ("" none)
+  std::string_view own_keys{};            // what the family's own keys mean, for the table ("" none)
+  std::string_view layer_schedule{};      // the per-layer rule ("" the same scheme on every layer)
+  std::string_view position_scaling{};    // position-dependent scaling of the family's own ("" none)
+  FamilySections sections = FamilySections::kNone;
+  bool query_temperature = false;  // Llama 4's attn_temperature_tuning keys apply
+  bool remote_code = false;        // no class in transformers: the model's repo ships the code
+  std::string_view classes{};      // remote code: architectures / auto_map class names, ',' separated
+  std::string_view source{};       // the file (and function) each fact was read from
+};
+
+// Every row; no model_type repeats.
+std::span<const ModelFamily> ModelFamilies();
+// The row of a model_type (exact, else without a "_text" suffix); nullptr for an unknown one.
+const ModelFamily* FindModelFamily(std::string_view model_type);
+// The remote-code row naming `class_name` (an architectures entry, or an auto_map value such as
+// "modeling_qwen.QWenLMHeadModel"); nullptr if none.
+const ModelFamily* FindModelFamilyByClass(std::string_view class_name);
+// The first row whose gguf_architecture is `arch`; nullptr if none.
+const ModelFamily* FindModelFamilyByGguf(std::string_view arch);
+
+}  // namespace posenc
