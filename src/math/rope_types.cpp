@@ -73,6 +73,20 @@ void ComputeCosSin(const RopeFrequencies& freqs, int64_t pos, RopePrecision prec
   }
 }
 
+Result<RotaryLayout> RotaryLayoutForInput(const RotaryLayout& layout, int64_t input_head_dim, std::string_view what) {
+  if (input_head_dim == layout.head_dim) return layout;
+  if (input_head_dim == layout.rotary_dim && layout.rotary_dim < layout.head_dim) {
+    RotaryLayout slice = layout;
+    slice.head_dim = layout.rotary_dim;
+    slice.rotary_start = 0;
+    return slice;
+  }
+  return InvalidArgumentError(
+      fmt::format("{}: head_dim {} is neither the config's head_dim {} nor its rotary slice of {} dims (dims [{}, {}))",
+                  what, input_head_dim, layout.head_dim, layout.rotary_dim, layout.rotary_start,
+                  layout.rotary_start + layout.rotary_dim));
+}
+
 Status ValidateRopeFrequencies(const RopeFrequencies& freqs, std::string_view what) {
   for (size_t i = 0; i < freqs.inv_freq.size(); ++i) {
     // Negative frequencies are allowed: they rotate the other way (re-rotation, rerotate.hpp, uses them).

@@ -100,6 +100,30 @@ TEST_F(FamilyGoldenRunner, LayoutAndRotaryDimAreCheckedNotTaken) {
   ExpectFail(glm, {"rotary_dim 64, case says 128"});
 }
 
+// The rotary slice alone (issue 18: DeepSeek's q_pe, which Hugging Face rotates on its own; here
+// Phi-2's q_rot, the same rule): the case with input and outputs cut to the rotary window [0, 32)
+// passes through the config's head_dim 80, its frequencies unchanged; a width that is neither 80 nor
+// the window fails naming all three.
+TEST_F(FamilyGoldenRunner, TheRotarySliceAloneIsRotatedAsHuggingFaceDoes) {
+  COPY_OR_SKIP(dir, "rope_partial_phi2");
+  auto cut = [&](const std::string& file, int64_t width) {
+    const std::string path = (fs::path(dir) / file).string();
+    const Array stored = ReadNpy(path).value();
+    const Array a = stored.AsType(DType::kF64).value();
+    const int64_t t = a.dim(0), h = a.dim(1), d = a.dim(2);
+    Array b = Array::Zeros(DType::kF64, {t, h, width}).value();
+    for (int64_t i = 0; i < t * h; ++i)
+      for (int64_t k = 0; k < width; ++k) b.data<double>()[i * width + k] = a.data<double>()[i * d + k];
+    ASSERT_TRUE(WriteNpy(path, b.AsType(stored.dtype()).value()).ok());
+  };
+  for (const char* f : {"input.npy", "expected.npy", "expected_exact.npy"}) cut(f, 32);
+  std::string out;
+  EXPECT_EQ(Golden(dir, &out), 0) << out;
+  EXPECT_NE(out.find("1 passed, 0 failed"), std::string::npos) << out;
+  for (const char* f : {"input.npy", "expected.npy", "expected_exact.npy"}) cut(f, 16);
+  ExpectFail(dir, {"head_dim 16 is neither the config's head_dim 80 nor its rotary slice of 32 dims"});
+}
+
 TEST_F(FamilyGoldenRunner, PairComponentAndScheduleComparedExactly) {
   COPY_OR_SKIP(dir, "rope_cohere2_r7b_schedule");
   FlipInt(dir, "pair_component.npy", 5);

@@ -95,3 +95,60 @@ TEST(RopeCli, EveryGoldenRopeConfigInEverySpelling) {
 
 }  // namespace
 }  // namespace posenc
+
+namespace posenc {
+namespace {
+
+// DeepSeek MLA (issue 18): Hugging Face rotates q_pe, the qk_rope_head_dim slice, on its own. `posenc
+// rope` takes that slice as input and gives bit for bit the back 64 dims of the whole 192-dim head
+// rotated (whose front 128 dims pass through); a width that is neither is refused naming all three.
+TEST(RopeCli, DeepSeekRopeSliceAloneEqualsTheWholeHeadsWindow) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("posenc_rope_slice_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string cfg = (dir / "config.json").string();
+  std::ofstream(cfg) << R"({"model_type": "deepseek_v3", "hidden_size": 7168, "num_attention_heads": 128,
+    "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128, "max_position_embeddings": 163840,
+    "rope_theta": 10000, "rope_scaling": {"type": "yarn", "factor": 40, "original_max_position_embeddings": 4096,
+    "beta_fast": 32, "beta_slow": 1, "mscale": 1.0, "mscale_all_dim": 1.0}})";
+  constexpr int64_t T = 5, H = 2, D = 192, R = 64;
+  std::mt19937_64 rng = testing::MakeRng(7);
+  const std::vector<float> values = testing::RandomNormal(rng, T * H * D);
+  Array full = Array::Zeros(DType::kF32, {T, H, D}).value(), pe = Array::Zeros(DType::kF32, {T, H, R}).value();
+  for (int64_t i = 0; i < T * H; ++i)
+    for (int64_t k = 0; k < D; ++k) {
+      full.data<float>()[i * D + k] = values[i * D + k];
+      if (k >= D - R) pe.data<float>()[i * R + k - (D - R)] = values[i * D + k];
+    }
+  Array pos = Array::Zeros(DType::kI64, {T}).value();
+  const int64_t p[T] = {0, 1, 7, 100, 5000};
+  for (int64_t t = 0; t < T; ++t) pos.data<int64_t>()[t] = p[t];
+  const auto path = [&](const char* n) { return (dir / n).string(); };
+  ASSERT_TRUE(WriteNpy(path("full.npy"), full).ok());
+  ASSERT_TRUE(WriteNpy(path("pe.npy"), pe).ok());
+  ASSERT_TRUE(WriteNpy(path("pos.npy"), pos).ok());
+  const std::string base = testing::CliPath() + " rope --config " + cfg + " --positions " + path("pos.npy");
+  std::string out;
+  ASSERT_EQ(testing::RunCommand(base + " --input " + path("full.npy") + " --output " + path("full_out.npy"), &out), 0)
+      << out;
+  ASSERT_EQ(testing::RunCommand(base + " --input " + path("pe.npy") + " --output " + path("pe_out.npy"), &out), 0)
+      << out;
+  const Array a = ReadNpy(path("full_out.npy")).value(), b = ReadNpy(path("pe_out.npy")).value();
+  for (int64_t i = 0; i < T * H; ++i)
+    for (int64_t k = 0; k < R; ++k)
+      ASSERT_EQ(a.data<float>()[i * D + D - R + k], b.data<float>()[i * R + k]) << "row " << i << " dim " << k;
+  const int64_t token1 = (1 * H) * D + (D - R);        // token 1 (position 1), head 0, first rotated dim
+  ASSERT_NE(a.data<float>()[token1], values[token1]);  // it did rotate
+
+  ASSERT_TRUE(WriteNpy(path("bad.npy"), Array::Zeros(DType::kF32, {T, H, 48}).value()).ok());
+  EXPECT_EQ(testing::RunCommand(base + " --input " + path("bad.npy") + " --output " + path("bad_out.npy"), &out), 2);
+  EXPECT_NE(out.find("head_dim 48 is neither the config's head_dim 192 nor its rotary slice of 64 dims (dims [128, "
+                     "192))"),
+            std::string::npos)
+      << out;
+  EXPECT_FALSE(std::filesystem::exists(path("bad_out.npy")));
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace posenc

@@ -43,8 +43,11 @@ Status CheckAttentionScaling(const Case& c, double got, std::string* checked) {
 // --- rope -----------------------------------------------------------------------------------------
 
 // The case's layout, head_dim and rotary_dim (where it states them) against what posenc derived from
-// its config, and the config's head_dim against the input's: checked, never used in place of the config.
-Status CheckCaseLayout(const json& j, const RotaryLayout& layout, int64_t head_dim) {
+// its config (checked, never used in place of the config), and the layout that rotates the input: the
+// config's, or its rotary window alone when the input is that slice (DeepSeek's q_pe, as Hugging Face
+// rotates it; RotaryLayoutForInput). A case's head_dim may name either width.
+Result<RotaryLayout> CheckCaseLayout(const json& j, const RotaryLayout& layout, int64_t head_dim) {
+  POSENC_ASSIGN_OR_RETURN(RotaryLayout apply, RotaryLayoutForInput(layout, head_dim, "input"));
   if (j.contains("layout")) {
     RopePairing p;
     if (!ParseRopePairing(j["layout"].get<std::string>(), &p))
@@ -57,11 +60,10 @@ Status CheckCaseLayout(const json& j, const RotaryLayout& layout, int64_t head_d
     if (!j.contains(key)) continue;
     const int64_t want = j[key].get<int64_t>();
     const int64_t got = std::string(key) == "head_dim" ? layout.head_dim : layout.rotary_dim;
-    if (got != want) return InvalidArgumentError(fmt::format("config gives {} {}, case says {}", key, got, want));
+    if (got != want && !(std::string(key) == "head_dim" && want == apply.head_dim))
+      return InvalidArgumentError(fmt::format("config gives {} {}, case says {}", key, got, want));
   }
-  if (layout.head_dim != head_dim)
-    return InvalidArgumentError(fmt::format("config gives head_dim {}, input has {}", layout.head_dim, head_dim));
-  return OkStatus();
+  return apply;
 }
 
 // The case's RoPE config, derived from its `config` as FORMAT.md says: ggml parameters (n_dims and
@@ -92,10 +94,12 @@ Result<RopeConfig> CaseConfig(const Case& c, int64_t head_dim, PositionScheme* s
   return rc;
 }
 
-// The RoPE config of a 1-D rope case (CaseConfig), its layout, head_dim and rotary_dim checked.
-Result<RopeConfig> CaseRopeConfig(const Case& c, int64_t head_dim, PositionScheme* scheme = nullptr) {
+// The RoPE config of a 1-D rope case (CaseConfig), its layout, head_dim and rotary_dim checked, and
+// the layout that rotates the input (*apply).
+Result<RopeConfig> CaseRopeConfig(const Case& c, int64_t head_dim, RotaryLayout* apply,
+                                  PositionScheme* scheme = nullptr) {
   POSENC_ASSIGN_OR_RETURN(RopeConfig rc, CaseConfig(c, head_dim, scheme));
-  POSENC_RETURN_IF_ERROR(CheckCaseLayout(c.j(), rc.layout, head_dim));
+  POSENC_ASSIGN_OR_RETURN(*apply, CheckCaseLayout(c.j(), rc.layout, head_dim));
   return rc;
 }
 
@@ -126,7 +130,8 @@ Result<std::string> RunRope(const Case& c) {
     return DataLossError(fmt::format("input shape {} is not [T, H, D]", ShapeToString(input.shape())));
   POSENC_ASSIGN_OR_RETURN(std::vector<int64_t> positions, c.ReadInts("positions"));
   PositionScheme scheme;
-  POSENC_ASSIGN_OR_RETURN(RopeConfig rc, CaseRopeConfig(c, input.dim(2), &scheme));
+  RotaryLayout apply;
+  POSENC_ASSIGN_OR_RETURN(RopeConfig rc, CaseRopeConfig(c, input.dim(2), &apply, &scheme));
   if (c.Has("freq_factors")) {
     POSENC_ASSIGN_OR_RETURN(Array ff, c.Read("freq_factors"));
     rc.scaling.freq_factors = ToDoubles(ff);
@@ -143,8 +148,7 @@ Result<std::string> RunRope(const Case& c) {
       POSENC_RETURN_IF_ERROR(Compare(role, freqs.inv_freq, want, c.Tol(role, {0, kTwoUlpRtol})));
     } else if (role == "expected" || role == "expected_exact") {
       const RopePrecision precision = role == "expected" ? RopePrecision::kReference : RopePrecision::kExact;
-      POSENC_ASSIGN_OR_RETURN(std::vector<double> got,
-                              RotateCase(input, storage, rc.layout, freqs, positions, precision));
+      POSENC_ASSIGN_OR_RETURN(std::vector<double> got, RotateCase(input, storage, apply, freqs, positions, precision));
       POSENC_RETURN_IF_ERROR(
           Compare(fmt::format("{} ({} precision)", role, ToString(precision)), got, want, c.Tol(role, {})));
     } else if (role == "pair_component") {
@@ -178,7 +182,10 @@ Result<RopeConfig> MultiAxisCaseConfig(const Case& c, int64_t head_dim) {
   if (!rc.multi_axis.has_value())
     return InvalidArgumentError("case config: not a multi-axis rope (no mrope_section / sections / vision variant)");
   const MultiAxisRope& m = *rc.multi_axis;
-  POSENC_RETURN_IF_ERROR(CheckCaseLayout(j, rc.layout, head_dim));
+  POSENC_ASSIGN_OR_RETURN(RotaryLayout apply, CheckCaseLayout(j, rc.layout, head_dim));
+  if (apply.head_dim != rc.layout.head_dim)
+    return InvalidArgumentError(fmt::format(
+        "config gives head_dim {}, input has {} (a multi-axis input is the whole head)", rc.layout.head_dim, head_dim));
   if (j.contains("section_layout")) {
     SectionLayout want;
     const std::string name = j["section_layout"].get<std::string>();

@@ -118,9 +118,9 @@ Status RunRope(const RopeOptions& o) {
         fmt::format("positions {}: dtype {} is not int64 or int32", o.positions, ToString(pos_array.dtype())));
   POSENC_ASSIGN_OR_RETURN(Array pos64, pos_array.AsType(DType::kI64));
   std::span<const int64_t> positions = pos64.span<int64_t>();
-  if (head_dim != rc.layout.head_dim)
-    return InvalidArgumentError(
-        fmt::format("input {}: head_dim {} differs from the config's {}", o.input, head_dim, rc.layout.head_dim));
+  // The whole head, or the rotary slice alone (DeepSeek's q_pe / k_pe, as Hugging Face rotates it).
+  POSENC_ASSIGN_OR_RETURN(RotaryLayout layout,
+                          RotaryLayoutForInput(rc.layout, head_dim, fmt::format("input {}", o.input)));
   if (tokens != static_cast<int64_t>(positions.size()))
     return InvalidArgumentError(
         fmt::format("input {} has {} tokens, positions {} has {}", o.input, tokens, o.positions, positions.size()));
@@ -133,7 +133,7 @@ Status RunRope(const RopeOptions& o) {
   const HeadsView view = heads_first
                              ? HeadsView{x.bytes(), x.dtype(), tokens, heads, head_dim, head_dim, tokens * head_dim}
                              : HeadsView::Dense(x.bytes(), x.dtype(), tokens, heads, head_dim);
-  RopeArgs args{rc.layout, &table, positions,
+  RopeArgs args{layout, &table, positions,
                 o.direction == "backward" ? RopeDirection::kBackward : RopeDirection::kForward};
   POSENC_RETURN_IF_ERROR(ApplyRope(args, view).WithContext(o.input));
   return WriteNpy(o.output, x);

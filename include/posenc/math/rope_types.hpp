@@ -57,6 +57,14 @@ struct RotaryLayout {
   Status Validate() const;
 };
 
+// The layout to rotate an input whose heads are `input_head_dim` wide with a config's `layout`: the
+// layout itself when the widths agree; when the input is exactly the config's rotary window of a
+// partial or back-of-head layout (DeepSeek MLA's q_pe / k_pe slice of qk_rope_head_dim, Hugging Face's
+// q_rot of a partial rotary), that window alone (head_dim = rotary_dim, rotary_start 0), as Hugging
+// Face rotates it. Frequencies stay the config's. Anything else is kInvalidArgument naming `what`, the
+// input's width and both of the config's.
+Result<RotaryLayout> RotaryLayoutForInput(const RotaryLayout& layout, int64_t input_head_dim, std::string_view what);
+
 // Per-pair angular frequencies (radians per position, float64) and the factor applied to cos and sin.
 struct RopeFrequencies {
   std::vector<double> inv_freq;
