@@ -39,9 +39,12 @@ Status ApplyRopeKvCache(const FusedRopeArgs& args, const QkvViews& qkv, HeadsVie
   job.k_direct = (cache.type == KvCacheType::kF32 && qkv.q.dtype == DType::kF32) ||
                  (cache.type == KvCacheType::kF16 && qkv.q.dtype == DType::kF16) ||
                  (cache.type == KvCacheType::kBF16 && qkv.q.dtype == DType::kBF16);
-  const int64_t es = static_cast<int64_t>(SizeOf(qkv.q.dtype));
-  const int64_t row = cache.kv_heads * cache.head_dim;
-  const int64_t bytes = tokens * (2 * qkv.q.heads * qkv.q.head_dim * es + 2 * row * es + 2 * cache.slot_bytes());
+  // Bytes touched, for the threads-or-inline choice only (in double: no overflow for any validated size).
+  const double es = static_cast<double>(SizeOf(qkv.q.dtype));
+  const double row = static_cast<double>(cache.kv_heads * cache.head_dim);
+  const double touched = static_cast<double>(tokens) * (2.0 * static_cast<double>(qkv.q.heads * qkv.q.head_dim) * es +
+                                                        2.0 * row * es + 2.0 * static_cast<double>(cache.slot_bytes()));
+  const int64_t bytes = touched > 9e18 ? INT64_MAX : static_cast<int64_t>(touched);
   ParallelFor(args.rope.parallel, tokens, bytes, [&](int64_t b, int64_t e) {
     HWY_DYNAMIC_DISPATCH(FusedTokensTarget)(job, b, e);
   });

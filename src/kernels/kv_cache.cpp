@@ -49,8 +49,10 @@ Status StoreKvCache(const KvCacheView& cache, int64_t layer, std::span<const int
   const int64_t tokens = static_cast<int64_t>(slots.size());
   if (tokens == 0 || (k.tokens == 0 && v.tokens == 0)) return OkStatus();
   const DType dt = k.tokens > 0 ? k.dtype : v.dtype;
-  const int64_t n = cache.kv_heads * cache.head_dim;
-  const int64_t bytes = tokens * 2 * (n * static_cast<int64_t>(SizeOf(dt)) + cache.slot_bytes());
+  const double n = static_cast<double>(cache.kv_heads * cache.head_dim);
+  const double touched = static_cast<double>(tokens) * 2.0 *
+                         (n * static_cast<double>(SizeOf(dt)) + static_cast<double>(cache.slot_bytes()));
+  const int64_t bytes = touched > 9e18 ? INT64_MAX : static_cast<int64_t>(touched);  // threads-or-inline choice only
   ParallelFor(parallel, tokens, bytes,
               [&](int64_t b, int64_t e) { detail::StoreKvTokens(cache, layer, slots.data(), k, v, b, e); });
   return OkStatus();

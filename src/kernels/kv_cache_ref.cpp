@@ -76,7 +76,13 @@ Status KvCacheView::Validate() const {
     return InvalidArgumentError(
         fmt::format("kv cache: q8_0 needs kv_heads * head_dim a multiple of 32, got {} * {} = {}", kv_heads, head_dim,
                     static_cast<int64_t>(row)));
-  if (row * 4 * layers * slots > Wide{INT64_MAX})
+  // Step by step, each product of two values below 2^63 fits in 128 bits.
+  Wide total = row > Wide{INT64_MAX} ? row : row * 4;  // row < 2^126: row * 4 fits
+  for (const int64_t f : {layers, slots}) {
+    if (total > Wide{INT64_MAX}) break;
+    total *= f;
+  }
+  if (total > Wide{INT64_MAX})
     return InvalidArgumentError(
         fmt::format("kv cache: {} layers x {} slots x {} x {} is too large", layers, slots, kv_heads, head_dim));
   if (slots == 0) return OkStatus();

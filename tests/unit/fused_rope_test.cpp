@@ -474,6 +474,13 @@ TEST(FusedRopeErrors, OtherBadInput) {
   s = e.cache.Validate();
   EXPECT_NE(s.message().find("multiple of 32"), std::string::npos) << s.message();
   EXPECT_TRUE(e.Untouched());
+  // Sizes past int64 (each factor alone is fine).
+  KvCacheView huge{e.mem.data(), e.mem.data() + 1, KvCacheType::kF32, int64_t{1} << 40, int64_t{1} << 40, 8, 128};
+  s = huge.Validate();
+  EXPECT_NE(s.message().find("is too large"), std::string::npos) << s.message();
+  huge.layers = INT64_MAX, huge.slots = INT64_MAX, huge.kv_heads = INT64_MAX, huge.head_dim = INT64_MAX;
+  s = huge.Validate();
+  EXPECT_NE(s.message().find("is too large"), std::string::npos) << s.message();
   // q_scale of the wrong length or not finite.
   e.cache = ErrorSetup().cache;
   e.cache.k = e.mem.data(), e.cache.v = e.mem.data() + e.cache.bytes();
