@@ -72,11 +72,13 @@ struct Case {
   size_t misalign_elems;
   bool q_scale;
   bool in_place;
+  bool backward = false;
   std::string Name() const {
     return fmt::format("T{} Hq{} Hkv{} D{} window[{}, +{}) {} {} cache {} page {} misalign {}{}{}", tokens, q_heads,
                        kv_heads, head_dim, rotary_start, rotary_dim, ToString(pairing), ToString(dtype),
                        ToString(cache_type), page_size, misalign_elems, q_scale ? " q_scale" : "",
-                       in_place ? " in-place" : "");
+                       in_place ? " in-place" : "") +
+           (backward ? " backward" : "");
   }
 };
 
@@ -150,6 +152,7 @@ void RunCase(const Case& c, bool check_reference, ParallelRunner* runner) {
     cache.v = vc.data();
     RopeArgs ra{L, &table, positions};
     ra.parallel = runner;
+    if (c.backward) ra.direction = RopeDirection::kBackward;
     if (fused) {
       FusedRopeArgs fa{ra, paged.slots, /*layer=*/1, scales};
       const Status s =
@@ -218,6 +221,7 @@ std::vector<Case> Grid() {
           const int64_t tokens = (i % 5 == 0) ? 1 : 17;
           Case c{tokens, h.q, h.kv, D, rs, rd, pr, dt, ct, (i % 2) ? 16 : 256, i % 3, i % 4 == 1, i % 7 == 3};
           if (ct == KvCacheType::kQ8_0 && (h.kv * D) % 32 != 0) c.kv_heads = 8, c.q_heads = 32;  // q8_0 rows
+          c.backward = i % 6 == 5;
           cases.push_back(c);
           ++i;
         }
