@@ -104,6 +104,33 @@ Status ReadFamilyKeys(const json& j, const std::string& source, PositionScheme* 
                                             family->refused_key, JsonForMessage(v), family->model_type,
                                             family->source));
   }
+  if (!family->dynamic_ntk_key.empty() && Has(j, family->dynamic_ntk_key)) {
+    // Qwen 1.0: use_dynamic_ntk scales the base past seq_length (rope scaling qwen_dynamic_ntk).
+    const std::string k(family->dynamic_ntk_key);
+    POSENC_ASSIGN_OR_RETURN(const bool on, GetBool(j, k, source));
+    RopeScaling& sc = s->rope.scaling;
+    if (on && sc.type != RopeScalingType::kNone)
+      return UnimplementedError(
+          fmt::format("config {}: key '{}' = true together with rope scaling '{}' is not "
+                      "implemented",
+                      source, k, ToString(sc.type)));
+    if (on) {
+      if (!Has(j, "seq_length"))
+        return KeyError(source, "seq_length", fmt::format("is missing ({} = true scales past it)", k));
+      POSENC_ASSIGN_OR_RETURN(sc.original_max_position_embeddings, GetInt(j, "seq_length", source));
+      if (sc.original_max_position_embeddings <= 0)
+        return KeyError(source, "seq_length", fmt::format("is {}, must be > 0", sc.original_max_position_embeddings));
+      sc.type = RopeScalingType::kQwenDynamicNtk;
+      Note(s, fmt::format("{} = true: dynamic NTK past seq_length {}: base * alpha^(R/(R-2)), alpha = "
+                          "max(2^ceil(log2(L / {}) + 1) - 1, 1) at sequence length L ({}; Qwen fixes alpha at the "
+                          "prefill length, so pass that length)",
+                          k, sc.original_max_position_embeddings, sc.original_max_position_embeddings, family->source));
+    }
+    if (Has(j, "use_logn_attn") && j["use_logn_attn"].is_boolean() && j["use_logn_attn"].get<bool>())
+      Note(s,
+           "use_logn_attn = true: Qwen also scales queries past seq_length by log(position + 1) / "
+           "log(seq_length); posenc does not apply it");
+  }
   if (family->position_scale_key.empty() || !Has(j, family->position_scale_key)) return OkStatus();
   const std::string k(family->position_scale_key);
   POSENC_ASSIGN_OR_RETURN(const double scale, GetNumber(j, k, source));
@@ -152,9 +179,23 @@ Status ParseLayerKeys(const json& j, const std::string& source, PositionScheme* 
       s->no_rope_layers.push_back(t[i].is_boolean() ? int64_t{t[i].get<bool>()} : t[i].get<int64_t>());
     }
   }
+  s->has_sliding_window = Has(j, "sliding_window") && !j["sliding_window"].is_null();
+  // EXAONE 4 spells sliding_window_pattern as a string, "LLLG": layer i is sliding (L) or global (G)
+  // by pattern[i % length]; it gives layer_types where the config does not list them.
+  if (Has(j, "sliding_window_pattern") && j["sliding_window_pattern"].is_string()) {
+    const std::string pattern = j["sliding_window_pattern"].get<std::string>();
+    if (pattern.empty() || pattern.find_first_not_of("LG") != std::string::npos)
+      return KeyError(source, "sliding_window_pattern",
+                      fmt::format("is {}, expected an integer or a string of L (sliding) and G (global)",
+                                  JsonForMessage(j["sliding_window_pattern"])));
+    if (s->layer_types.empty())
+      for (int64_t i = 0; i < s->num_layers; ++i)
+        s->layer_types.push_back(pattern[static_cast<size_t>(i) % pattern.size()] == 'L' ? "sliding_attention"
+                                                                                         : "full_attention");
+  }
   for (auto [key, dst] : {std::pair{"no_rope_layer_interval", &s->no_rope_layer_interval},
                           std::pair{"sliding_window_pattern", &s->sliding_window_pattern}}) {
-    if (!Has(j, key)) continue;
+    if (!Has(j, key) || (std::string_view(key) == "sliding_window_pattern" && j[key].is_string())) continue;
     POSENC_ASSIGN_OR_RETURN(*dst, GetInt(j, key, source));
     if (*dst <= 0) return KeyError(source, key, fmt::format("is {}, must be > 0", *dst));
   }
@@ -328,6 +369,7 @@ Result<bool> ParseNonRope(const json& j, const std::string& source, PositionSche
 struct RopeSource {
   const json* params = nullptr;  // rope_parameters / rope_scaling object, or nullptr
   std::string spelling = "plain";
+  bool plain_type = false;  // the layer type takes plain RoPE: the params' base, not their scaling (OLMo 3)
 };
 
 Result<RopeSource> SelectRopeParams(const json& j, const std::string& source, const HfConfigOptions& options,
@@ -378,13 +420,39 @@ Result<RopeSource> SelectRopeParams(const json& j, const std::string& source, co
       r.params = &(*r.params)[pick];
       r.spelling += "." + pick;
     }
-  } else if (!options.layer_type.empty() && options.layer_type != "full_attention") {
-    // Gemma 3's legacy spelling: rope_theta + rope_scaling for global layers, rope_local_base_freq for
-    // sliding ones.
-    if (!(options.layer_type == "sliding_attention" && Has(j, "rope_local_base_freq")))
+  }
+  if (s->rope_layer_types.empty() && !options.layer_type.empty() &&
+      !(options.layer_type == "sliding_attention" && Has(j, "rope_local_base_freq"))) {
+    // (Gemma 3's legacy spelling, rope_local_base_freq for the sliding layers, is read below.) One RoPE
+    // section: a layer type the config declares takes it (OLMo 3's sliding layers without its
+    // scaling); one it does not declare is refused naming those it does.
+    std::vector<std::string> declared;
+    for (const std::string& t : s->layer_types)
+      if (std::find(declared.begin(), declared.end(), t) == declared.end()) declared.push_back(t);
+    const bool known = std::find(declared.begin(), declared.end(), options.layer_type) != declared.end() ||
+                       (declared.empty() && options.layer_type == "full_attention");
+    if (!known) {
+      std::string have;
+      for (const auto& t : declared) have += (have.empty() ? "" : ", ") + t;
       return NotFoundError(
-          fmt::format("config {}: layer type '{}' requested but the config has one RoPE for all layers", source,
-                      options.layer_type));
+          declared.empty()
+              ? fmt::format("config {}: layer type '{}' requested but the config declares no layer_types (one RoPE "
+                            "for all layers)",
+                            source, options.layer_type)
+              : fmt::format("config {}: layer type '{}' is not one of the config's layer_types ({})", source,
+                            options.layer_type, have));
+    }
+    s->rope_layer_types = declared;
+    s->rope_layer_type = options.layer_type;
+    const ModelFamily* family = FamilyOf(*s);
+    if (family != nullptr && family->layer_rule == LayerRule::kScalingOnFullLayersOnly &&
+        options.layer_type != "full_attention") {
+      r.plain_type = true;
+      Note(s, fmt::format("{}: {} layers take plain RoPE; {} applies to full_attention layers only", s->model_type,
+                          options.layer_type, r.params != nullptr ? r.spelling : "the scaling"));
+    } else if (declared.size() > 1) {
+      Note(s, fmt::format("layer type '{}': the config has one RoPE for every layer type", options.layer_type));
+    }
   }
   if (Has(j, "rope_local_base_freq") && s->rope_layer_types.empty()) {
     s->rope_layer_types = {"full_attention", "sliding_attention"};
@@ -412,7 +480,8 @@ Result<const RopeScalingSpec*> ReadScalingType(const json& j, const json& p, con
       Note(s, fmt::format("rope_type '{}' and type '{}' disagree: rope_type used (as Hugging Face)", *type,
                           p["type"].get<std::string>()));
   }
-  if (s->rope_layer_type == "sliding_attention" && Has(j, "rope_local_base_freq") && src.params == nullptr)
+  if ((s->rope_layer_type == "sliding_attention" && Has(j, "rope_local_base_freq") && src.params == nullptr) ||
+      src.plain_type)
     *type = "default";
   const ScalingSpelling* spelling = nullptr;
   const RopeScalingSpec* row = FindRopeScaling(*type, &spelling);
@@ -804,9 +873,10 @@ Result<PositionScheme> ParseHfConfigJsonAt(const json& j, const std::string& sou
   if (non_rope) return s;
   s.kind = PositionKind::kRope;
   POSENC_ASSIGN_OR_RETURN(std::string family_note, CheckFamilyKnown(source, options, s));
+  // The layer keys first: a layer type asked for is checked against the config's layer_types.
+  POSENC_RETURN_IF_ERROR(ParseLayerKeys(j, source, &s));
   POSENC_RETURN_IF_ERROR(ParseRope(j, source, options, &s));
   if (!family_note.empty()) Note(&s, std::move(family_note));
-  POSENC_RETURN_IF_ERROR(ParseLayerKeys(j, source, &s));
   return s;
 }
 

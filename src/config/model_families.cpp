@@ -126,6 +126,7 @@ constexpr ModelFamily kFamilies[] = {
      .pairing = RopePairing::kInterleaved,
      .gguf_architecture = "cohere2",
      .layer_schedule = "sliding_window_pattern 4 / layer_types: RoPE on sliding layers, NoPE on full ones",
+     .layer_rule = LayerRule::kSlidingRopeFullNope,
      .source = "transformers src/transformers/models/cohere2/modeling_cohere2.py: repeat_interleave'd cos/sin, "
                "rotate_half on even/odd lanes"},
     {.model_type = "ctrl",
@@ -195,6 +196,7 @@ constexpr ModelFamily kFamilies[] = {
     {.model_type = "exaone4",
      .gguf_architecture = "exaone4",
      .layer_schedule = "layer_types: RoPE on sliding layers, NoPE on full ones when sliding_window is set",
+     .layer_rule = LayerRule::kSlidingRopeIfWindowed,
      .source = "transformers src/transformers/models/exaone4/modeling_exaone4.py: rotate_half, apply_rotary_pos_emb"},
     {.model_type = "falcon",
      .gguf_architecture = "falcon",
@@ -373,6 +375,7 @@ constexpr ModelFamily kFamilies[] = {
      .pairing = RopePairing::kInterleaved,
      .gguf_architecture = "llama4",
      .layer_schedule = "no_rope_layers (1 = RoPE), default NoPE every no_rope_layer_interval = 4th layer",
+     .layer_rule = LayerRule::kLlama4NoRope,
      .position_scaling =
          "attn_temperature_tuning: query scale log1p(floor((pos + 1) / floor_scale)) * attn_scale + 1 on NoPE layers",
      .query_temperature = true,
@@ -496,6 +499,7 @@ constexpr ModelFamily kFamilies[] = {
      .source = "transformers src/transformers/models/olmo2/modeling_olmo2.py: rotate_half, apply_rotary_pos_emb"},
     {.model_type = "olmo3",
      .layer_schedule = "layer_types: rope_scaling (yarn) on full_attention layers only, plain RoPE on sliding ones",
+     .layer_rule = LayerRule::kScalingOnFullLayersOnly,
      .source = "transformers src/transformers/models/olmo3/modeling_olmo3.py: rotate_half, apply_rotary_pos_emb"},
     {.model_type = "olmoe",
      .gguf_architecture = "olmoe",
@@ -582,6 +586,7 @@ constexpr ModelFamily kFamilies[] = {
      .gguf_architecture = "qwen",
      .base_key = "rotary_emb_base",
      .head_dim_key = "kv_channels",
+     .dynamic_ntk_key = "use_dynamic_ntk",
      .own_keys = "rotary_emb_base, rotary_pct, kv_channels, seq_length, use_dynamic_ntk, use_logn_attn",
      .position_scaling = "use_dynamic_ntk: base * alpha^(R/(R-2)), alpha = max(2^ceil(log2(L / seq_length) + 1) - 1, "
                          "1) (rope scaling qwen_dynamic_ntk)",

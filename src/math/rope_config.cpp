@@ -240,6 +240,21 @@ Result<RopeFrequencies> DynamicNtk(const RopeConfig& c, int64_t seq_len) {
   return DefaultRopeFrequencies(dim, base);
 }
 
+// Qwen 1.0 (modeling_qwen.py, QWenModel.get_ntk_alpha and RotaryEmbedding): the NTK alpha steps
+// through 1, 3, 7, 15, ... as the length passes seq_length times a power of two.
+double QwenNtkAlpha(const RopeConfig& c, int64_t seq_len) {
+  const double ratio = static_cast<double>(seq_len) / static_cast<double>(c.scaling.original_max_position_embeddings);
+  if (!(ratio > 0)) return 1.0;
+  return std::max(std::pow(2.0, std::ceil(std::log2(ratio) + 1.0)) - 1.0, 1.0);
+}
+
+Result<RopeFrequencies> QwenDynamicNtk(const RopeConfig& c, int64_t seq_len) {
+  const int64_t dim = c.layout.rotary_dim;
+  const double alpha = QwenNtkAlpha(c, seq_len);
+  const double base = c.base * std::pow(alpha, static_cast<double>(dim) / static_cast<double>(dim - 2));
+  return DefaultRopeFrequencies(dim, base);
+}
+
 // ---------- regimes ----------
 
 // The long regime's length: one past the original (and max) length.
@@ -257,6 +272,12 @@ int64_t GgmlRegime(const RopeConfig& c, int64_t seq_len) {
 // Dynamic NTK: the unscaled frequencies up to max_position_embeddings, a new base at every length past it.
 int64_t DynamicRegime(const RopeConfig& c, int64_t seq_len) {
   return seq_len <= c.max_position_embeddings ? 1 : seq_len;
+}
+// Qwen's alpha: 1 up to seq_length; past it each length is its own regime (alpha steps at powers of two).
+int64_t QwenNtkRegime(const RopeConfig& c, int64_t seq_len) {
+  const int64_t s = c.scaling.original_max_position_embeddings;
+  if (seq_len <= s || s <= 0) return 1;
+  return seq_len;
 }
 
 // ---------- where each key lives ----------
@@ -363,6 +384,7 @@ constexpr ScalingSpelling kLlama3Names[] = {{"llama3", ""}};
 constexpr ScalingSpelling kLongRopeNames[] = {{"longrope", ""},
                                               {"su", "rope type 'su' is LongRoPE's old name (read as longrope)"}};
 constexpr ScalingSpelling kProportionalNames[] = {{"proportional", ""}};
+// Set by the Hugging Face reader for Qwen 1.0 (use_dynamic_ntk), not a rope_type: no spelling.
 
 constexpr RopeScalingKey kLinearKeys[] = {{"factor", K::kNumber, R::kPositive, Rd::kRequired, 1.0, false, Factor}};
 constexpr RopeScalingKey kDynamicKeys[] = {
@@ -397,6 +419,9 @@ constexpr RopeScalingKey kLongRopeKeys[] = {
 constexpr RopeScalingKey kProportionalKeys[] = {
     {"factor", K::kNumber, R::kPositive, Rd::kOptional, 1.0, false, Factor},
     {"partial_rotary_factor", K::kNumber, R::kUnitInterval, Rd::kNotRead, 1.0, false, PartialRotary},
+};
+constexpr RopeScalingKey kQwenNtkKeys[] = {
+    {"original_max_position_embeddings", K::kInteger, R::kGivenPositive, Rd::kNotRead, 0.0, false, Original},
 };
 constexpr RopeScalingKey kGgmlKeys[] = {
     {"freq_scale", K::kNumber, R::kPositive, Rd::kOptional, 1.0, true, FreqScale},
@@ -455,6 +480,15 @@ constexpr RopeScalingSpec kScalings[] = {
      ByFactor,
      /*unscaled_over_head_dim=*/true},
     {RopeScalingType::kGgml, "ggml", {}, kGgmlKeys, {}, GgmlRules, GgmlRegime, Ggml, ByFreqScale},
+    {RopeScalingType::kQwenDynamicNtk,
+     "qwen_dynamic_ntk",
+     {},
+     kQwenNtkKeys,
+     {},
+     NtkRules,
+     QwenNtkRegime,
+     QwenDynamicNtk,
+     NoFactor},
 };
 
 std::atomic<int64_t> g_computations{0};

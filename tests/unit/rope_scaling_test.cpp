@@ -450,7 +450,7 @@ RopeConfig ValidConfigOf(const RopeScalingSpec& row) {
 }
 
 TEST(RopeScalingTable, OneRowPerTypeInEnumOrder) {
-  ASSERT_EQ(RopeScalings().size(), static_cast<size_t>(RopeScalingType::kGgml) + 1);
+  ASSERT_EQ(RopeScalings().size(), static_cast<size_t>(RopeScalingType::kQwenDynamicNtk) + 1);
   for (size_t i = 0; i < RopeScalings().size(); ++i) {
     const RopeScalingSpec& row = RopeScalings()[i];
     EXPECT_EQ(static_cast<size_t>(row.type), i);
@@ -501,8 +501,9 @@ TEST(RopeScalingTable, EveryRowsKeysAreValidatedAndComputed) {
       }
     }
   }
-  EXPECT_EQ(broken,
-            26);  // the rules of linear 1, ntk 1, dynamic 2, yarn 5, llama3 4, longrope 5, proportional 2, ggml 6
+  // The rules of linear 1, ntk 1, dynamic 2, yarn 5, llama3 4, longrope 5, proportional 2, ggml 6,
+  // qwen_dynamic_ntk 1 (seq_length as original_max_position_embeddings).
+  EXPECT_EQ(broken, 27);
 }
 
 // The ordering rules accept equality (Kimi K2's betas, Llama 4's band factors) and refuse the reverse.

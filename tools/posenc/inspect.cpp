@@ -208,6 +208,7 @@ void RegisterInspect(CLI::App& app) {
   static bool as_json = false;
   static std::string layer_type;
   static bool allow_default_base = false, require_freq_base = false;
+  static std::string assume_layout;
   cmd->add_option("config", path, "config.json, or a model: .gguf, .safetensors, a Hugging Face folder, llama2.c .bin")
       ->required();
   cmd->add_option("--seq-len", seq_len, "Sequence length (largest position + 1); default max_position_embeddings")
@@ -215,6 +216,10 @@ void RegisterInspect(CLI::App& app) {
   cmd->add_flag("--json", as_json, "Print the same as JSON");
   cmd->add_option("--layer-type", layer_type,
                   "Nested rope_parameters (Gemma 3/4 style): which layer type, e.g. sliding_attention");
+  cmd->add_option("--assume-layout", assume_layout,
+                  "Pair layout for a config.json whose model_type posenc does not know (see posenc families): "
+                  "half or interleaved")
+      ->check(CLI::IsMember({"half", "interleaved"}));
   cmd->add_flag("--allow-default-base", allow_default_base,
                 "GGUF without <arch>.rope.freq_base: take llama.cpp's 10000, noted (the default; kept for scripts)");
   cmd->add_flag("--require-freq-base", require_freq_base,
@@ -233,6 +238,8 @@ void RegisterInspect(CLI::App& app) {
     ModelSchemeOptions options;
     options.layer_type = layer_type;
     options.allow_default_freq_base = !require_freq_base;
+    if (RopePairing pairing; !assume_layout.empty() && ParseRopePairing(assume_layout, &pairing))
+      options.assume_layout = pairing;
     Result<PositionScheme> s = model ? ModelScheme(*model, options) : ConfigFileScheme(path, options);
     if (!s.ok()) return ReportError("inspect", s.status());
     Result<json> d = Describe(*s, path, seq_len);

@@ -24,6 +24,7 @@ struct RopeOptions {
   std::string config, model, positions, input, output;
   std::string precision = "reference";
   std::string layout;
+  std::string assume_layout;  // a config.json of a model_type posenc does not know: its pair layout
   std::string direction = "forward";
   std::string order = "tokens-first";
   int64_t seq_len = 0;
@@ -36,13 +37,27 @@ struct RopeOptions {
 Result<RopeConfig> LoadRopeConfig(const RopeOptions& o, int64_t input_head_dim) {
   if (o.model.empty() == o.config.empty()) return InvalidArgumentError("give exactly one of --config and --model");
   const std::string& path = o.model.empty() ? o.config : o.model;
+  ModelSchemeOptions scheme_options;
+  if (RopePairing pairing; !o.assume_layout.empty()) {
+    if (!ParseRopePairing(o.assume_layout, &pairing))
+      return InvalidArgumentError(fmt::format("--assume-layout '{}' (expected half or interleaved)", o.assume_layout));
+    scheme_options.assume_layout = pairing;
+  }
+  if (o.model.empty() && !o.config.ends_with(".gguf") && scheme_options.assume_layout.has_value()) {
+    // --assume-layout states that --config is a Hugging Face config.json (ggml parameters give their mode).
+    POSENC_ASSIGN_OR_RETURN(PositionScheme scheme, ConfigFileScheme(o.config, scheme_options));
+    if (scheme.kind != PositionKind::kRope)
+      return InvalidArgumentError(
+          fmt::format("config {}: the model's scheme is {}, not rope", o.config, ToString(scheme.kind)));
+    return scheme.rope;
+  }
   if (o.model.empty() && !o.config.ends_with(".gguf")) {
     Result<std::string> text = ReadFileToString(o.config);  // a regular file, bounded, never blocking
     if (!text.ok()) return text.status().WithContext(fmt::format("config {}: cannot open file: ", o.config));
     return ParseRopeConfigJson(*text, input_head_dim, o.config);
   }
   POSENC_ASSIGN_OR_RETURN(ModelFile model, OpenModel(path));
-  POSENC_ASSIGN_OR_RETURN(PositionScheme scheme, ModelScheme(model));
+  POSENC_ASSIGN_OR_RETURN(PositionScheme scheme, ModelScheme(model, scheme_options));
   if (scheme.kind != PositionKind::kRope)
     return InvalidArgumentError(
         fmt::format("config {}: the model's scheme is {}, not rope", path, ToString(scheme.kind)));
@@ -161,6 +176,10 @@ void RegisterRope(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--layout", o.layout,
                   "Override the pair layout: half (GPT-NeoX, HF Llama) or interleaved (GPT-J, Meta Llama)");
+  cmd->add_option("--assume-layout", o.assume_layout,
+                  "Hugging Face config.json whose model_type posenc does not know (see posenc families): read it with "
+                  "this pair layout, half or interleaved")
+      ->check(CLI::IsMember({"half", "interleaved"}));
   cmd->add_option("--seq-len", o.seq_len, "Sequence length for length-dependent scalings (default: max position + 1)")
       ->check(NonNegativeInteger());
   cmd->add_option("--direction", o.direction, "forward, or backward (rotate by -angle: the gradient)")

@@ -28,6 +28,15 @@ std::string_view ToString(RotaryWindow w);
 
 // M-RoPE section layout a family's modeling code applies to mrope_section (none: 1-D only).
 enum class FamilySections { kNone, kChunked, kInterleaved };
+
+// The per-layer rule of a family's modeling code (LayerRopeSchedule and ParseHfConfig apply it).
+enum class LayerRule {
+  kEveryLayer,              // the same RoPE on every layer
+  kLlama4NoRope,            // no_rope_layers (1 = RoPE), else NoPE on every no_rope_layer_interval-th layer
+  kSlidingRopeFullNope,     // Cohere2: RoPE on sliding_attention layers, NoPE on full_attention ones
+  kSlidingRopeIfWindowed,   // EXAONE 4: as Cohere2 when sliding_window is set, else RoPE on every layer
+  kScalingOnFullLayersOnly  // OLMo 3: rope_scaling on full_attention layers, plain RoPE on sliding ones
+};
 std::string_view ToString(FamilySections s);
 
 struct ModelFamily {
@@ -44,10 +53,12 @@ struct ModelFamily {
   double fixed_base = 0.0;                // the modeling code's base where no key gives one (0: Hugging Face's default)
   int64_t alibi_hidden_size = 0;          // a hidden_size at which the family's code is ALiBi, not RoPE (0: none)
   std::string_view position_scale_key{};  // positions multiplied by it (Phi-3-small's rope_position_scale; "" none)
+  std::string_view dynamic_ntk_key{};     // a boolean turning on the family's dynamic NTK past seq_length (Qwen)
   std::string_view refused_key{};         // a truthy value selects code posenc does not implement ("" none)
   std::string_view own_keys{};            // what the family's own keys mean, for the table ("" none)
   std::string_view layer_schedule{};      // the per-layer rule ("" the same scheme on every layer)
-  std::string_view position_scaling{};    // position-dependent scaling of the family's own ("" none)
+  LayerRule layer_rule = LayerRule::kEveryLayer;
+  std::string_view position_scaling{};  // position-dependent scaling of the family's own ("" none)
   FamilySections sections = FamilySections::kNone;
   bool query_temperature = false;  // Llama 4's attn_temperature_tuning keys apply
   bool remote_code = false;        // no class in transformers: the model's repo ships the code

@@ -29,6 +29,8 @@ enum class RopeScalingType {
   kLongRope,      // Phi-3: per-pair short/long factors switched at original_max_position_embeddings
   kProportional,  // Gemma 4 p-RoPE: frequencies over head_dim, unrotated pairs at frequency 0
   kGgml,          // llama.cpp/ggml's own parameters (freq_scale, ext_factor, ...), as ggml computes
+  // Qwen (1.0) use_dynamic_ntk: base * alpha^(R/(R-2)), alpha from the length in powers of 2.
+  kQwenDynamicNtk,
 };
 std::string_view ToString(RopeScalingType t);
 
@@ -107,6 +109,9 @@ struct RopeConfig {
 //                  sqrt(1 + ln(factor)/ln(original)) (1 when factor <= 1)
 //   kProportional  base^(-2i/head_dim) for the first floor(partial_rotary_factor*head_dim/2) pairs, 0
 //                  for the rest, all / factor
+//   kQwenDynamicNtk  Qwen 1.0's modeling_qwen.py (use_dynamic_ntk): L = seq_len, S = seq_length
+//                  (scaling.original_max_position_embeddings); alpha = max(2^ceil(log2(L/S) + 1) - 1, 1);
+//                  base' = base * alpha^(R/(R-2)) (unscaled for L <= S)
 //   kGgml          as ggml_rope_ext: base^(-2i/R) / freq_factors[i], blended between freq_scale*that
 //                  and that by the YaRN ramp times ext_factor; attention_scaling = attn_factor
 //                  (times 1 + 0.1 ln(1/freq_scale) when ext_factor != 0)

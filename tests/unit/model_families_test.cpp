@@ -1,0 +1,296 @@
+// The model-family registry (config/model_families.hpp): its invariants, rows against what
+// ParseHfConfig does for a config of the family, the unknown-model_type refusal and its options, and
+// the remote-code families on configs shaped like the published ones (each test cites its repo).
+#include <cmath>
+#include <set>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "posenc/config/hf_config.hpp"
+#include "posenc/config/model_families.hpp"
+#include "posenc/math/rope_config.hpp"
+#include "test_support.hpp"
+
+namespace posenc {
+namespace {
+
+PositionScheme Parse(const std::string& text, const HfConfigOptions& options = {}) {
+  Result<PositionScheme> s = ParseHfConfig(text, "test.json", options);
+  EXPECT_TRUE(s.ok()) << s.status().ToString();
+  return s.ok() ? *s : PositionScheme{};
+}
+
+std::vector<double> InvFreq(const PositionScheme& s, int64_t seq_len) {
+  Result<RopeFrequencies> f = ComputeRopeFrequencies(s.rope, seq_len);
+  EXPECT_TRUE(f.ok()) << f.status().ToString();
+  return f.ok() ? f->inv_freq : std::vector<double>{};
+}
+
+bool HasNote(const PositionScheme& s, const std::string& needle) {
+  for (const std::string& n : s.notes)
+    if (n.find(needle) != std::string::npos) return true;
+  return false;
+}
+
+// ---------- the table ----------
+
+TEST(ModelFamilies, RowsHaveSourcesAndUniqueModelTypes) {
+  EXPECT_GE(ModelFamilies().size(), 100u);
+  std::set<std::string_view> seen;
+  for (const ModelFamily& f : ModelFamilies()) {
+    EXPECT_FALSE(f.model_type.empty());
+    EXPECT_TRUE(seen.insert(f.model_type).second) << "repeated model_type " << f.model_type;
+    EXPECT_FALSE(f.source.empty()) << f.model_type;
+    // Every source names the file it was read from.
+    EXPECT_NE(f.source.find(".py"), std::string_view::npos) << f.model_type << ": " << f.source;
+    EXPECT_EQ(f.remote_code, f.source.starts_with("huggingface.co ")) << f.model_type;
+    if (!f.remote_code) { EXPECT_TRUE(f.source.starts_with("transformers src/transformers/models/")) << f.model_type; }
+    EXPECT_EQ(f.scheme == PositionKind::kRope, f.window != RotaryWindow::kNone) << f.model_type;
+    if (f.window == RotaryWindow::kFrontPartial)
+      EXPECT_TRUE(f.default_partial_rotary_factor > 0 && f.default_partial_rotary_factor < 1) << f.model_type;
+    else
+      EXPECT_EQ(f.default_partial_rotary_factor, 1.0) << f.model_type;
+  }
+}
+
+TEST(ModelFamilies, Lookups) {
+  ASSERT_NE(FindModelFamily("qwen3_vl_text"), nullptr);
+  EXPECT_EQ(FindModelFamily("qwen3_vl_text")->model_type, "qwen3_vl");
+  EXPECT_EQ(FindModelFamily("_text"), nullptr);
+  EXPECT_EQ(FindModelFamily("nonexistent_text"), nullptr);
+  ASSERT_NE(FindModelFamilyByClass("modeling_qwen.QWenLMHeadModel"), nullptr);
+  EXPECT_EQ(FindModelFamilyByClass("modeling_qwen.QWenLMHeadModel")->model_type, "qwen");
+  EXPECT_EQ(FindModelFamilyByClass("LlamaForCausalLM"), nullptr);  // in-library classes are model_type's job
+  ASSERT_NE(FindModelFamilyByGguf("command-r"), nullptr);
+  EXPECT_EQ(FindModelFamilyByGguf("command-r")->model_type, "cohere");
+  EXPECT_EQ(FindModelFamilyByGguf(""), nullptr);
+}
+
+// Spot checks: a config of the family read by ParseHfConfig has the row's scheme, pairing and window.
+TEST(ModelFamilies, RowsAgreeWithTheParser) {
+  struct Case {
+    const char* model_type;
+    const char* extra;  // keys beyond the head
+    int64_t rotary_dim;
+  };
+  const Case cases[] = {
+      {"llama", "", 128},   {"mistral", "", 128},   {"qwen2", "", 128},
+      {"gemma2", "", 128},  {"cohere", "", 128},    {"gptj", "", 128},
+      {"llama4", "", 128},  {"ernie4_5", "", 128},  {"glm", "", 64},
+      {"glm4", "", 64},     {"glm4_moe", "", 64},   {"phi", "", 64},
+      {"stablelm", "", 32}, {"persimmon", "", 64},  {"nemotron", "", 64},
+      {"gpt_neox", "", 32}, {"qwen3_next", "", 32}, {"recurrent_gemma", "", 64},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.model_type);
+    const ModelFamily* f = FindModelFamily(c.model_type);
+    ASSERT_NE(f, nullptr);
+    const PositionScheme s = Parse(std::string(R"({"model_type": ")") + c.model_type +
+                                   R"(", "hidden_size": 4096, "num_attention_heads": 32)" + c.extra + "}");
+    EXPECT_EQ(s.kind, f->scheme);
+    EXPECT_EQ(s.rope.layout.pairing, f->pairing);
+    EXPECT_EQ(s.rope.layout.head_dim, 128);
+    EXPECT_EQ(s.rope.layout.rotary_dim, c.rotary_dim);
+    EXPECT_EQ(s.rope.layout.rotary_start, 0);
+  }
+  // DeepSeek MLA: the back of the head, the row's pairing.
+  const PositionScheme ds = Parse(R"({"model_type": "deepseek_v2", "num_attention_heads": 16, "hidden_size": 2048,
+      "qk_nope_head_dim": 128, "qk_rope_head_dim": 64})");
+  EXPECT_EQ(FindModelFamily("deepseek_v2")->window, RotaryWindow::kBackOfHead);
+  EXPECT_EQ(ds.rope.layout.rotary_start, 128);
+  EXPECT_EQ(ds.rope.layout.pairing, FindModelFamily("deepseek_v2")->pairing);
+  // Non-RoPE rows.
+  for (const char* mt : {"bloom", "t5", "gpt2", "marian", "mamba", "jamba", "umt5", "openai-gpt", "ctrl"}) {
+    SCOPED_TRACE(mt);
+    const PositionScheme s =
+        Parse(std::string(R"({"model_type": ")") + mt + R"(", "n_head": 16, "n_embd": 1024, "n_positions": 1024})");
+    EXPECT_EQ(s.kind, FindModelFamily(mt)->scheme);
+  }
+}
+
+// ---------- unknown model_type ----------
+
+TEST(ModelFamilies, UnknownModelTypeIsAnErrorNamingItAndTheOption) {
+  const std::string text = R"({"model_type": "my_new_lm", "hidden_size": 512, "num_attention_heads": 8})";
+  Result<PositionScheme> s = ParseHfConfig(text, "new.json");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
+  for (const char* needle : {"new.json", "'my_new_lm'", "--assume-layout half|interleaved", "assume_layout"})
+    EXPECT_NE(s.status().message().find(needle), std::string::npos) << needle << " in: " << s.status().message();
+  // Stated: read with that layout, noted.
+  const PositionScheme i = Parse(text, HfConfigOptions{.layer_type = "", .assume_layout = RopePairing::kInterleaved});
+  EXPECT_EQ(i.rope.layout.pairing, RopePairing::kInterleaved);
+  EXPECT_TRUE(HasNote(i, "as stated (assume_layout)"));
+  // A known family ignores the option.
+  EXPECT_EQ(Parse(R"({"model_type": "llama", "hidden_size": 512, "num_attention_heads": 8})",
+                  HfConfigOptions{.layer_type = "", .assume_layout = RopePairing::kInterleaved})
+                .rope.layout.pairing,
+            RopePairing::kHalf);
+  // No model_type at all: half pairing, as before, with a note.
+  const PositionScheme none = Parse(R"({"hidden_size": 512, "num_attention_heads": 8})");
+  EXPECT_EQ(none.rope.layout.pairing, RopePairing::kHalf);
+  EXPECT_TRUE(HasNote(none, "no model_type"));
+  // A scheme the keys name (T5 buckets) needs no layout.
+  EXPECT_EQ(Parse(R"({"model_type": "my_t5", "relative_attention_num_buckets": 32})").kind, PositionKind::kT5Bucket);
+}
+
+TEST(ModelFamilies, CliFlagAndFamiliesCommand) {
+  const auto dir = testing::TempDir("model_families", "cli");
+  const std::string path = (dir / "config.json").string();
+  testing::WriteFile(path, R"({"model_type": "my_new_lm", "hidden_size": 512, "num_attention_heads": 8})");
+  std::string out;
+  EXPECT_EQ(testing::RunCommand(testing::CliPath() + " inspect " + path, &out), 2) << out;
+  EXPECT_NE(out.find("'my_new_lm'"), std::string::npos) << out;
+  ASSERT_EQ(testing::RunCommand(testing::CliPath() + " inspect " + path + " --assume-layout interleaved --json", &out),
+            0)
+      << out;
+  EXPECT_EQ(nlohmann::json::parse(out.substr(out.find('{')))["layout"], "interleaved") << out;
+  EXPECT_NE(testing::RunCommand(testing::CliPath() + " inspect " + path + " --assume-layout diagonal", &out), 0);
+  // posenc families --json: one object per row, sources and model types as the table.
+  ASSERT_EQ(testing::RunCommand(testing::CliPath() + " families --json 2>/dev/null", &out), 0) << out;
+  const nlohmann::json rows = nlohmann::json::parse(out);
+  ASSERT_EQ(rows.size(), ModelFamilies().size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(rows[i]["model_type"], ModelFamilies()[i].model_type);
+    EXPECT_FALSE(rows[i]["source"].get<std::string>().empty());
+  }
+  ASSERT_EQ(testing::RunCommand(testing::CliPath() + " families", &out), 0) << out;
+  EXPECT_NE(out.find(std::to_string(ModelFamilies().size()) + " families"), std::string::npos);
+}
+
+// ---------- item 5: redundant keys that agree ----------
+
+TEST(ModelFamilies, Phi1RedundantRotaryKeysThatAgree) {
+  // microsoft/phi-1 config.json: head 64 (2048 / 32), partial_rotary_factor 0.5 and rotary_dim 32 (older
+  // exports); both say 32 rotary dims.
+  const PositionScheme s = Parse(R"({"model_type": "phi", "hidden_size": 2048, "num_attention_heads": 32,
+      "partial_rotary_factor": 0.5, "rotary_dim": 32, "rope_theta": 10000.0})");
+  EXPECT_EQ(s.rope.layout.rotary_dim, 32);
+  EXPECT_TRUE(HasNote(s, "they agree"));
+  Result<PositionScheme> bad = ParseHfConfig(R"({"model_type": "phi", "hidden_size": 2048, "num_attention_heads": 32,
+      "partial_rotary_factor": 0.5, "rotary_dim": 48})",
+                                             "phi.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("'rotary_dim'"), std::string::npos) << bad.status().message();
+  EXPECT_NE(bad.status().message().find("disagrees"), std::string::npos) << bad.status().message();
+}
+
+// ---------- remote-code families ----------
+
+// huggingface.co/microsoft/Phi-3-small-8k-instruct config.json (model_type phi3small).
+TEST(ModelFamilies, Phi3SmallBaseFromRopeEmbeddingBase) {
+  const std::string text = R"({"model_type": "phi3small", "architectures": ["Phi3SmallForCausalLM"],
+      "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8, "num_hidden_layers": 32,
+      "max_position_embeddings": 8192, "rope_embedding_base": 1000000, "rope_position_scale": 1.0,
+      "rope_scaling": null})";
+  const PositionScheme s = Parse(text);
+  EXPECT_EQ(s.rope.base, 1000000.0);
+  EXPECT_EQ(s.rope.layout.pairing, RopePairing::kHalf);
+  EXPECT_EQ(s.rope.layout.rotary_dim, 128);
+  EXPECT_EQ(s.rope.scaling.type, RopeScalingType::kNone);
+  const std::vector<double> f = InvFreq(s, 1);
+  ASSERT_EQ(f.size(), 64u);
+  EXPECT_NEAR(f[63], std::pow(1e6, -126.0 / 128.0), 1e-18);
+  // rope_position_scale != 1: positions times the scale, i.e. linear scaling by 1 / scale.
+  std::string scaled = text;
+  scaled.replace(scaled.find("\"rope_position_scale\": 1.0"), 26, "\"rope_position_scale\": 0.5");
+  const PositionScheme h = Parse(scaled);
+  EXPECT_EQ(h.rope.scaling.type, RopeScalingType::kLinear);
+  EXPECT_EQ(h.rope.scaling.factor, 2.0);
+  EXPECT_NEAR(InvFreq(h, 1)[1], 0.5 * f[1], 1e-15);
+  // Without model_type, the architectures class finds the family.
+  std::string no_type = text;
+  no_type.erase(no_type.find("\"model_type\": \"phi3small\", "), 27);
+  const PositionScheme c = Parse(no_type);
+  EXPECT_EQ(c.model_type, "phi3small");
+  EXPECT_EQ(c.rope.base, 1000000.0);
+}
+
+// huggingface.co/baichuan-inc/Baichuan2-13B-Base and Baichuan2-7B-Base config.json: the same
+// model_type and class; the 13B's modeling_baichuan.py is ALiBi, the 7B's RoPE.
+TEST(ModelFamilies, Baichuan2ThirteenBIsAlibiSevenBIsRope) {
+  const PositionScheme b13 = Parse(R"({"model_type": "baichuan", "architectures": ["BaichuanForCausalLM"],
+      "auto_map": {"AutoConfig": "configuration_baichuan.BaichuanConfig",
+                   "AutoModelForCausalLM": "modeling_baichuan.BaichuanForCausalLM"},
+      "hidden_size": 5120, "num_attention_heads": 40, "num_hidden_layers": 40, "intermediate_size": 13696,
+      "model_max_length": 4096, "vocab_size": 125696})");
+  EXPECT_EQ(b13.kind, PositionKind::kAlibi);
+  EXPECT_EQ(b13.num_heads, 40);
+  EXPECT_EQ(b13.alibi_variant, "bloom");
+  EXPECT_TRUE(HasNote(b13, "hidden_size 5120 is the ALiBi model"));
+  const PositionScheme b7 = Parse(R"({"model_type": "baichuan", "architectures": ["BaichuanForCausalLM"],
+      "hidden_size": 4096, "num_attention_heads": 32, "num_hidden_layers": 32, "max_position_embeddings": 4096})");
+  EXPECT_EQ(b7.kind, PositionKind::kRope);
+  EXPECT_EQ(b7.rope.base, 10000.0);
+  EXPECT_EQ(b7.rope.layout.pairing, RopePairing::kHalf);
+  EXPECT_EQ(b7.rope.layout.rotary_dim, 128);
+}
+
+// huggingface.co/Qwen/Qwen-7B config.json (model_type qwen, modeling_qwen.py).
+TEST(ModelFamilies, QwenOwnKeysAndDynamicNtk) {
+  const std::string text = R"({"model_type": "qwen", "architectures": ["QWenLMHeadModel"],
+      "hidden_size": 4096, "num_attention_heads": 32, "num_hidden_layers": 32, "kv_channels": 128,
+      "rotary_emb_base": 10000, "rotary_pct": 1.0, "seq_length": 8192, "max_position_embeddings": 32768,
+      "use_dynamic_ntk": true, "use_logn_attn": true})";
+  const PositionScheme s = Parse(text);
+  EXPECT_EQ(s.rope.layout.head_dim, 128);
+  EXPECT_EQ(s.rope.layout.rotary_dim, 128);
+  EXPECT_EQ(s.rope.layout.pairing, RopePairing::kHalf);
+  EXPECT_EQ(s.rope.scaling.type, RopeScalingType::kQwenDynamicNtk);
+  EXPECT_EQ(s.rope.scaling.original_max_position_embeddings, 8192);
+  EXPECT_TRUE(HasNote(s, "use_logn_attn"));
+  const double r = 128.0;
+  auto expected = [&](double alpha, int i) { return std::pow(10000.0 * std::pow(alpha, r / (r - 2.0)), -2.0 * i / r); };
+  // Up to seq_length: the plain frequencies. Past it: alpha = 2^ceil(log2(L / 8192) + 1) - 1.
+  for (auto [len, alpha] : {std::pair{1, 1.0}, std::pair{8192, 1.0}, std::pair{8193, 3.0}, std::pair{16384, 3.0},
+                            std::pair{16385, 7.0}, std::pair{32768, 7.0}}) {
+    SCOPED_TRACE(len);
+    const std::vector<double> f = InvFreq(s, len);
+    ASSERT_EQ(f.size(), 64u);
+    for (int i : {1, 31, 63}) EXPECT_NEAR(f[i] / expected(alpha, i), 1.0, 1e-12) << i;
+  }
+  // use_dynamic_ntk false: the plain frequencies at any length.
+  std::string off = text;
+  off.replace(off.find("\"use_dynamic_ntk\": true"), 23, "\"use_dynamic_ntk\": false");
+  EXPECT_EQ(Parse(off).rope.scaling.type, RopeScalingType::kNone);
+  // rotary_pct 0.5 of kv_channels 128.
+  std::string half = text;
+  half.replace(half.find("\"rotary_pct\": 1.0"), 17, "\"rotary_pct\": 0.5");
+  EXPECT_EQ(Parse(half).rope.layout.rotary_dim, 64);
+}
+
+// huggingface.co/THUDM/chatglm3-6b and chatglm3-6b-32k config.json (model_type chatglm,
+// modeling_chatglm.py).
+TEST(ModelFamilies, ChatGlmFirstHalfAdjacentPairsAndRopeRatio) {
+  const std::string text = R"({"model_type": "chatglm", "architectures": ["ChatGLMModel"],
+      "hidden_size": 4096, "num_attention_heads": 32, "num_layers": 28, "kv_channels": 128,
+      "multi_query_attention": true, "multi_query_group_num": 2, "seq_length": 8192, "original_rope": true,
+      "padded_vocab_size": 65024})";
+  const PositionScheme s = Parse(text);
+  EXPECT_EQ(s.rope.layout.head_dim, 128);
+  EXPECT_EQ(s.rope.layout.rotary_dim, 64);
+  EXPECT_EQ(s.rope.layout.rotary_start, 0);
+  EXPECT_EQ(s.rope.layout.pairing, RopePairing::kInterleaved);
+  EXPECT_EQ(s.rope.base, 10000.0);
+  std::vector<double> f = InvFreq(s, 1);
+  ASSERT_EQ(f.size(), 32u);
+  EXPECT_NEAR(f[1], std::pow(10000.0, -2.0 / 64.0), 1e-15);
+  // The 32k model: rope_ratio 50 multiplies the base.
+  std::string long_ctx = text;
+  long_ctx.replace(long_ctx.find("\"seq_length\": 8192"), 18, "\"seq_length\": 32768, \"rope_ratio\": 50");
+  const PositionScheme l = Parse(long_ctx);
+  EXPECT_EQ(l.rope.base, 500000.0);
+  EXPECT_TRUE(HasNote(l, "rope_ratio 50"));
+  // ChatGLM-6B (v1) 2-D positions: refused naming the key.
+  std::string v1 = text;
+  v1.replace(v1.find("\"original_rope\": true"), 21, "\"position_encoding_2d\": true");
+  Result<PositionScheme> r = ParseHfConfig(v1, "chatglm.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(r.status().message().find("'position_encoding_2d'"), std::string::npos) << r.status().message();
+}
+
+}  // namespace
+}  // namespace posenc

@@ -1,0 +1,83 @@
+// `posenc families`: the model-family registry (posenc/config/model_families.hpp), one row per family.
+#include <cstdio>
+#include <string>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "posenc/config/model_families.hpp"
+
+namespace posenc::cli {
+namespace {
+
+using nlohmann::json;
+
+// The rotary window as one word: whole, front(0.25), back, none.
+std::string WindowText(const ModelFamily& f) {
+  if (f.window == RotaryWindow::kFrontPartial) return fmt::format("front({})", f.default_partial_rotary_factor);
+  return std::string(ToString(f.window));
+}
+
+json RowJson(const ModelFamily& f) {
+  json r = {{"model_type", f.model_type},
+            {"scheme", ToString(f.scheme)},
+            {"window", ToString(f.window)},
+            {"remote_code", f.remote_code},
+            {"source", f.source}};
+  if (f.scheme == PositionKind::kRope) r["pairing"] = ToString(f.pairing);
+  if (f.window == RotaryWindow::kFrontPartial) r["default_partial_rotary_factor"] = f.default_partial_rotary_factor;
+  auto put = [&r](const char* key, std::string_view v) {
+    if (!v.empty()) r[key] = v;
+  };
+  put("gguf_architecture", f.gguf_architecture);
+  put("base_key", f.base_key);
+  put("base_scale_key", f.base_scale_key);
+  put("head_dim_key", f.head_dim_key);
+  put("position_scale_key", f.position_scale_key);
+  put("refused_key", f.refused_key);
+  put("own_keys", f.own_keys);
+  put("layer_schedule", f.layer_schedule);
+  put("position_scaling", f.position_scaling);
+  put("classes", f.classes);
+  if (f.fixed_base > 0) r["fixed_base"] = f.fixed_base;
+  if (f.alibi_hidden_size > 0) r["alibi_hidden_size"] = f.alibi_hidden_size;
+  if (f.sections != FamilySections::kNone) r["sections"] = ToString(f.sections);
+  if (f.query_temperature) r["query_temperature"] = true;
+  return r;
+}
+
+void RegisterFamilies(CLI::App& app) {
+  auto* cmd = app.add_subcommand("families",
+                                 "List the model-family registry: per Hugging Face model_type the positional scheme, "
+                                 "pair layout, rotary window, GGUF architecture, the family's own keys, layer "
+                                 "schedule, and the modeling file each row was read from");
+  static bool as_json = false;
+  cmd->add_flag("--json", as_json, "Print a JSON array, one object per family");
+  cmd->callback([] {
+    if (as_json) {
+      json rows = json::array();
+      for (const ModelFamily& f : ModelFamilies()) rows.push_back(RowJson(f));
+      std::printf("%s\n", rows.dump(2).c_str());
+      SetExitCode(0);
+      return;
+    }
+    std::printf("%-20s %-10s %-11s %-11s %-14s %s\n", "model_type", "scheme", "pairing", "window", "gguf", "source");
+    for (const ModelFamily& f : ModelFamilies()) {
+      const std::string pairing = f.scheme == PositionKind::kRope ? std::string(ToString(f.pairing)) : "-";
+      std::printf("%-20s %-10s %-11s %-11s %-14s %s%s\n", std::string(f.model_type).c_str(),
+                  std::string(ToString(f.scheme)).c_str(), pairing.c_str(), WindowText(f).c_str(),
+                  f.gguf_architecture.empty() ? "-" : std::string(f.gguf_architecture).c_str(),
+                  f.remote_code ? "[remote] " : "", std::string(f.source).c_str());
+      for (auto [label, v] : {std::pair{"keys", f.own_keys}, std::pair{"layers", f.layer_schedule},
+                              std::pair{"scaling", f.position_scaling}})
+        if (!v.empty()) std::printf("%-20s   %s: %s\n", "", label, std::string(v).c_str());
+    }
+    std::printf("%zu families\n", ModelFamilies().size());
+    SetExitCode(0);
+  });
+}
+
+}  // namespace
+POSENC_CLI_COMMAND(42, RegisterFamilies);
+}  // namespace posenc::cli
