@@ -23,18 +23,21 @@ struct HfConfigOptions {
 
 // Parses a Hugging Face config.json text; `source` names it in errors. RoPE configs in both
 // spellings: legacy top-level rope_theta + rope_scaling, and rope_parameters. The pairing layout
-// is not in a config: it defaults to `half` (Hugging Face's) unless model_type fixes it (the
-// HfRopeFamilies table: gptj, cohere, glm4, llama4, ... interleaved; glm4's default partial factor
-// 0.5); callers that know better set config.rope.layout.pairing afterwards.
+// is not in a config: it is the family's (ModelFamilies(), model_families.hpp, keyed by model_type, or
+// by architectures / auto_map for remote-code families without one), as are the rotary window's
+// default factor, the family's own key spellings (rope_embedding_base, kv_channels, rope_ratio,
+// use_dynamic_ntk, rope_position_scale) and fixed bases. An unknown model_type with a RoPE scheme is
+// kInvalidArgument naming it unless options.assume_layout states the layout; a config without
+// model_type is read as half pairing, noted.
 //
-// The scheme's kind comes from the config: ALiBi (BLOOM; MPT's attn_config.alibi; Falcon's
-// "alibi": true), T5 buckets (relative_attention_num_buckets), sinusoidal (XLM's
-// sinusoidal_embeddings, Marian / FSMT / Pegasus / M2M-100), learned (GPT-2, GPT-Neo, GPT-BigCode,
-// OPT, BART), otherwise RoPE. RoPE dimension keys: head_dim (null = absent), else
-// hidden_size / n_embd / d_model over num_attention_heads / n_head / n_heads; partial rotary from
-// partial_rotary_factor, rotary_pct or rotary_dim; DeepSeek MLA's qk_rope_head_dim (the rotary part
-// sits after qk_nope_head_dim). Every scaling's keys are checked as ValidateRopeConfig does; an
-// unknown rope_type is kUnimplemented naming it. Errors name the source, the key and the value.
+// The scheme's kind comes from the config's keys and the family's row: ALiBi (BLOOM, JAIS, Baichuan 2
+// 13B; MPT's attn_config.alibi; Falcon's "alibi": true), T5 buckets (relative_attention_num_buckets, the
+// T5 family), sinusoidal (XLM's sinusoidal_embeddings, Marian / FSMT / Pegasus / M2M-100, ...), learned
+// (GPT-2, GPT-Neo, GPT-BigCode, OPT, BART, ...), none (Mamba, RWKV, Jamba), otherwise RoPE. RoPE dimension keys:
+// head_dim (null = absent), else hidden_size / n_embd / d_model over num_attention_heads / n_head / n_heads; partial
+// rotary from partial_rotary_factor, rotary_pct or rotary_dim; DeepSeek MLA's qk_rope_head_dim (the rotary part sits
+// after qk_nope_head_dim). Every scaling's keys are checked as ValidateRopeConfig does; an unknown rope_type is
+// kUnimplemented naming it. Errors name the source, the key and the value.
 Result<PositionScheme> ParseHfConfig(std::string_view json_text, const std::string& source);
 Result<PositionScheme> ParseHfConfig(std::string_view json_text, const std::string& source,
                                      const HfConfigOptions& options);
