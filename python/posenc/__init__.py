@@ -363,8 +363,10 @@ class Rope:
         ("htd"); [batch, heads, seq, head_dim] (order "bhsd", default for 4-d: Hugging Face's q and k,
         possibly a transposed view) or [batch, seq, heads, head_dim] ("bshd"). positions: [tokens], or
         [batch, seq] for 4-d x (KV-cache offsets, left padding: any non-negative positions).
-        direction "backward" rotates by -angle (the gradient).
+        direction "backward" rotates by -angle (the gradient). Objects speaking DLPack are used
+        without copies (and a torch/numpy view of the same memory is returned).
         """
+        x, out = _tensors.as_tensor(x, "x"), None if out is None else _tensors.as_tensor(out, "out")
         views, rows, out_views = self._views_in_out(x, positions, out, order)
         _posenc.apply_rope(self._table_for(rows), *self._layout(), views, out_views, rows, direction, "x")
         return x if out is None else out
@@ -372,6 +374,7 @@ class Rope:
     def apply_reference(self, x: Any, positions: Any, *, out: Any = None, order: Optional[str] = None,
                         direction: str = "forward") -> Any:
         """The scalar reference kernel (float64 rotation, one rounding), same contract as `apply`."""
+        x, out = _tensors.as_tensor(x, "x"), None if out is None else _tensors.as_tensor(out, "out")
         views, rows, out_views = self._views_in_out(x, positions, out, order)
         _posenc.apply_rope(self._table_for(rows), *self._layout(), views, out_views, rows, direction, "x", True)
         return x if out is None else out
@@ -380,6 +383,7 @@ class Rope:
                  direction: str = "forward") -> Tuple[Any, Any]:
         """Rotates q and k in place at the same positions (k may have fewer heads: grouped-query
         attention). Shapes and orders as `apply`."""
+        q, k = _tensors.as_tensor(q, "q"), _tensors.as_tensor(k, "k")
         qv, tokens, _ = _tensors.heads_views(q, "q", order)
         kv, ktokens, _ = _tensors.heads_views(k, "k", order)
         batch = _tensors.batch_of(q, order)
@@ -425,18 +429,20 @@ class Rope:
         return q, k
 
     def apply_rotary_pos_emb(self, q: Any, k: Any, cos: Any = None, sin: Any = None, position_ids: Any = None,
-                             unsqueeze_dim: int = 1) -> Tuple[Any, Any]:
+                             unsqueeze_dim: int = 1, from_cos_sin: bool = True) -> Tuple[Any, Any]:
         """Hugging Face's `apply_rotary_pos_emb(q, k, cos, sin, position_ids=None, unsqueeze_dim=1)`,
         computed by posenc: returns new (q_embed, k_embed) and leaves q and k as they are.
 
         q, k: [batch, heads, seq, head_dim] (unsqueeze_dim=1) or [batch, seq, heads, head_dim]
-        (unsqueeze_dim=2). posenc computes the angles itself, from `position_ids` ([batch, seq] or
-        [seq]) when given, else from the positions that HF's `cos` and `sin` ([batch, seq, rotary_dim])
-        encode (recovered and checked: cos/sin that no integer position of this config gives raise
-        ValueError). See posenc.hf for switching a model over in one line.
+        (unsqueeze_dim=2). Given HF's `cos` and `sin` ([batch, seq, rotary_dim], q's dtype): HF's
+        formula on them, bit for bit (posenc.hf.apply_cos_sin). With position_ids only, or
+        from_cos_sin=False, posenc computes the angles itself, from `position_ids` ([batch, seq] or
+        [seq]) when given, else from the positions that `cos` and `sin` encode (recovered and
+        checked: cos/sin that no integer position of this config gives raise ValueError). See
+        posenc.hf for switching a model over in one line.
         """
         from . import hf  # noqa: PLC0415
-        return hf.apply_rotary_pos_emb(self, q, k, cos, sin, position_ids, unsqueeze_dim)
+        return hf.apply_rotary_pos_emb(self, q, k, cos, sin, position_ids, unsqueeze_dim, from_cos_sin)
 
     def __repr__(self) -> str:
         s = self.scheme

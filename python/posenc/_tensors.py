@@ -37,8 +37,46 @@ def _torch_dtype_name(torch, dtype) -> Optional[str]:
     return {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16"}.get(dtype)
 
 
+_DLPACK_DEVICES = {1: "cpu", 2: "cuda", 3: "cuda_host", 4: "opencl", 7: "vulkan", 8: "metal", 9: "vpi", 10: "rocm",
+                   11: "rocm_host", 13: "cuda_managed", 14: "oneapi"}
+
+
+def from_dlpack(x: Any, name: str) -> Any:
+    """An object speaking DLPack (__dlpack__ / __dlpack_device__) that is neither a numpy array nor a
+    torch tensor, as a torch tensor (or, without torch, a numpy array) over the same memory, no copy;
+    ValueError naming the device when it is not the CPU."""
+    try:
+        dev = x.__dlpack_device__()
+        dev_type, dev_id = int(dev[0]), int(dev[1])
+    except Exception as e:  # noqa: BLE001
+        raise ValueError(f"{name}: __dlpack_device__() failed ({e})") from None
+    if dev_type != 1:
+        raise ValueError(f"{name}: DLPack tensor is on device {_DLPACK_DEVICES.get(dev_type, f'type {dev_type}')}:{dev_id}; "
+                         "posenc runs on CPU tensors only")
+    torch = _torch()
+    try:
+        if torch is not None:
+            import torch.utils.dlpack  # noqa: PLC0415
+            return torch.utils.dlpack.from_dlpack(x)
+        return np.from_dlpack(x)
+    except Exception as e:  # noqa: BLE001
+        raise ValueError(f"{name}: DLPack import failed ({e})") from None
+
+
+def as_tensor(x: Any, name: str) -> Any:
+    """x itself if it is a numpy array or torch tensor; a zero-copy torch/numpy view of a DLPack object."""
+    if isinstance(x, np.ndarray) or is_torch(x):
+        return x
+    if hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__"):
+        return from_dlpack(x, name)
+    return x
+
+
 def describe(x: Any, name: str, writable: bool) -> Tuple[int, str, Tuple[int, ...], Tuple[int, ...]]:
-    """(data pointer, posenc dtype, shape, element strides) of a numpy array or torch CPU tensor."""
+    """(data pointer, posenc dtype, shape, element strides) of a numpy array or torch CPU tensor (or a
+    DLPack CPU tensor, viewed without a copy)."""
+    if not isinstance(x, np.ndarray) and not is_torch(x) and hasattr(x, "__dlpack__"):
+        x = as_tensor(x, name)
     if is_torch(x):
         torch = _torch()
         if x.device.type != "cpu":

@@ -5,11 +5,20 @@ Switch a model over in one line (its modeling module looks the function up at ca
     import transformers.models.llama.modeling_llama as modeling
     modeling.apply_rotary_pos_emb = posenc.hf.drop_in(posenc.Rope(model.config.to_dict()))
 
-posenc then computes cos and sin itself from the positions. HF's call passes no position ids, so the
-drop-in reads them back from the cos and sin HF built (the angle of the slowest pair, rounded to an
-integer position, then every pair checked against posenc's own cos/sin at that position: a cos/sin
-that this config does not give at any integer position raises ValueError instead of rotating by
-the wrong angles). Pass position_ids to skip the recovery.
+Given Hugging Face's own cos and sin (as every HF model passes them), the drop-in returns exactly the q
+and k of HF's formula, `q * cos + rotate_half(q) * sin` (rotate_every_two for the interleaved
+families; partial rotary: the first cos.shape[-1] dims rotated, the rest passed through), bit for bit,
+in float32, float16 and bfloat16: one pass of posenc's kernel (kernels/rope_cos_sin.hpp) over the
+caller's cos/sin rows, each product and the sum rounded to the tensor's dtype as torch rounds them.
+cos/sin must have q's dtype (HF casts them so); another dtype raises ValueError, as torch would
+promote the result.
+
+With position_ids only (no cos/sin), or with from_cos_sin=False, posenc computes cos and sin itself
+from the positions (within each golden case's tolerance of HF, not HF's bits); with cos/sin and
+from_cos_sin=False and no position_ids, the positions are read back from HF's cos/sin (the angle of
+the slowest pair, rounded to an integer position, then every pair checked against posenc's own
+cos/sin at that position: a cos/sin that this config does not give at any integer position raises
+ValueError instead of rotating by the wrong angles).
 """
 from __future__ import annotations
 
@@ -18,7 +27,27 @@ from typing import Any, Callable, Optional, Tuple
 
 import numpy as np
 
-from . import _tensors
+from . import _posenc, _tensors
+
+_TORCH_DTYPES: dict = {}
+
+
+def _desc(x: Any, name: str) -> Tuple[int, str, Any, Any]:
+    """(data pointer, dtype, shape, element strides) of a torch CPU tensor or numpy array, for
+    _posenc.apply_cos_sin_qk; the few attribute reads this costs are the drop-in's per-call Python work."""
+    if _TORCH_DTYPES and type(x) is _TORCH_DTYPES["Tensor"] or _tensors.is_torch(x):
+        if not _TORCH_DTYPES:
+            import torch  # noqa: PLC0415
+            _TORCH_DTYPES.update({torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16",
+                                  "Tensor": torch.Tensor})
+        if x.device.type != "cpu":
+            raise ValueError(f"{name}: tensor is on device {x.device}; posenc runs on CPU tensors only")
+        dt = _TORCH_DTYPES.get(x.dtype)
+        if dt is None:
+            raise ValueError(f"{name}: dtype {x.dtype} is not float32, float16 or bfloat16")
+        return x.data_ptr(), dt, x.shape, x.stride()
+    ptr, dt, shape, strides = _tensors.describe(x, name, False)
+    return ptr, dt, shape, strides
 
 
 def _to_numpy64(x: Any) -> np.ndarray:
@@ -89,9 +118,40 @@ def recover_positions(rope: Any, cos: Any, sin: Any) -> np.ndarray:
     return np.stack(rows) if rows else p
 
 
+def _torch_empty_like(x: Any) -> Any:
+    import torch  # noqa: PLC0415
+    return torch.empty_like(x)  # preserve_format: q's strides when q is dense (HF's q * cos keeps them too)
+
+
+def apply_cos_sin(q: Any, k: Any, cos: Any, sin: Any, unsqueeze_dim: int = 1,
+                  pairing: str = "half") -> Tuple[Any, Any]:
+    """HF's formula on HF's own cos/sin, bit for bit: new (q_embed, k_embed) of q's and k's dtype and
+    memory layout (torch.empty_like / np.empty_like), written in one pass with the GIL released.
+    q, k: [batch, heads, seq, head_dim] (unsqueeze_dim=1) or [batch, seq, heads, head_dim] (2), any
+    strides with a contiguous head_dim (k may have fewer heads); cos, sin: [batch or 1, seq,
+    rotary_dim] or [seq, rotary_dim] in q's dtype; pairing "half" (rotate_half) or "interleaved"
+    (rotate_every_two)."""
+    if type(q) is not _TORCH_DTYPES.get("Tensor", ()):  # DLPack objects: zero-copy torch/numpy views
+        q, k, cos, sin = (_tensors.as_tensor(x, n) for x, n in ((q, "q"), (k, "k"), (cos, "cos"), (sin, "sin")))
+    if unsqueeze_dim not in (1, 2):
+        raise ValueError(f"unsqueeze_dim: {unsqueeze_dim} (expected 1: [batch, heads, seq, dim], or 2: [batch, seq, heads, dim])")
+    qd, kd, cd, sd = _desc(q, "q"), _desc(k, "k"), _desc(cos, "cos"), _desc(sin, "sin")
+    if isinstance(q, np.ndarray):
+        q_out, k_out = np.empty_like(q), np.empty_like(k)
+    else:
+        q_out, k_out = _torch_empty_like(q), _torch_empty_like(k)
+    _posenc.apply_cos_sin_qk(pairing, qd, kd, _desc(q_out, "q_out"), _desc(k_out, "k_out"), cd, sd, unsqueeze_dim)
+    return q_out, k_out
+
+
 def apply_rotary_pos_emb(rope: Any, q: Any, k: Any, cos: Any = None, sin: Any = None, position_ids: Any = None,
-                         unsqueeze_dim: int = 1) -> Tuple[Any, Any]:
-    """HF's apply_rotary_pos_emb computed by `rope` (a posenc.Rope): new (q_embed, k_embed)."""
+                         unsqueeze_dim: int = 1, from_cos_sin: bool = True) -> Tuple[Any, Any]:
+    """HF's apply_rotary_pos_emb computed by `rope` (a posenc.Rope): new (q_embed, k_embed). Given
+    cos and sin (and from_cos_sin, the default), HF's bits from HF's cos/sin (apply_cos_sin); else
+    posenc's own angles at position_ids (or at the positions read back from cos/sin)."""
+    if from_cos_sin and cos is not None and sin is not None:
+        return apply_cos_sin(q, k, cos, sin, unsqueeze_dim, rope.scheme.pairing)
+    q, k = _tensors.as_tensor(q, "q"), _tensors.as_tensor(k, "k")
     if unsqueeze_dim not in (1, 2):
         raise ValueError(f"unsqueeze_dim: {unsqueeze_dim} (expected 1: [batch, heads, seq, dim], or 2: [batch, seq, heads, dim])")
     order = "bhsd" if unsqueeze_dim == 1 else "bshd"
@@ -108,10 +168,15 @@ def apply_rotary_pos_emb(rope: Any, q: Any, k: Any, cos: Any = None, sin: Any = 
     return q_out, k_out
 
 
-def drop_in(rope: Any) -> Callable[..., Tuple[Any, Any]]:
+def drop_in(rope: Any, from_cos_sin: bool = True) -> Callable[..., Tuple[Any, Any]]:
     """A function with HF's signature, `(q, k, cos, sin, position_ids=None, unsqueeze_dim=1)`, bound
-    to `rope`: assign it to a modeling module's apply_rotary_pos_emb."""
+    to `rope`: assign it to a modeling module's apply_rotary_pos_emb. from_cos_sin=False: posenc's
+    own angles even when HF's cos/sin are given (see the module docstring)."""
+    pairing = rope.scheme.pairing
+
     def apply_rotary_pos_emb_posenc(q, k, cos=None, sin=None, position_ids=None, unsqueeze_dim=1):
-        return apply_rotary_pos_emb(rope, q, k, cos, sin, position_ids, unsqueeze_dim)
+        if from_cos_sin and cos is not None and sin is not None:
+            return apply_cos_sin(q, k, cos, sin, unsqueeze_dim, pairing)
+        return apply_rotary_pos_emb(rope, q, k, cos, sin, position_ids, unsqueeze_dim, False)
     apply_rotary_pos_emb_posenc.__doc__ = apply_rotary_pos_emb.__doc__
     return apply_rotary_pos_emb_posenc

@@ -25,6 +25,7 @@
 #include "posenc/model/model_scheme.hpp"        // likewise
 #include "posenc/config/layer_schedule.hpp"     // likewise
 #include "posenc/kernels/attn_temperature.hpp"  // likewise
+#include "posenc/kernels/rope_cos_sin.hpp"      // likewise
 #include "posenc/posenc.hpp"
 
 namespace py = pybind11;
@@ -321,6 +322,106 @@ void ApplyTemperatureBatch(const py::list& q_views, const std::vector<py::array_
   Check(s);
 }
 
+// ---- RoPE from the caller's cos/sin (the Hugging Face drop-in) --------------------------------
+
+// A tensor as python/posenc/_tensors.py's raw_desc gives it: (data pointer, dtype, shape, element strides).
+struct Desc {
+  std::byte* data = nullptr;
+  DType dtype = DType::kF32;
+  std::vector<int64_t> shape, stride;
+};
+Desc DescOf(const py::tuple& t, const char* what) {
+  if (t.size() != 4) throw py::value_error(std::string(what) + ": internal tensor descriptor is malformed");
+  Desc d;
+  d.data = reinterpret_cast<std::byte*>(t[0].cast<uintptr_t>());
+  d.dtype = StorageType(t[1].cast<std::string>(), what);
+  d.shape = t[2].cast<std::vector<int64_t>>();
+  d.stride = t[3].cast<std::vector<int64_t>>();
+  if (d.shape.size() != d.stride.size())
+    throw py::value_error(std::string(what) + ": shape and strides differ in rank");
+  return d;
+}
+std::string ShapeText(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+// HF's apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim) into q_out / k_out: q, k [B, H, S, D]
+// (unsqueeze_dim 1) or [B, S, H, D] (2), any strides with a contiguous head_dim; cos, sin [S, R] or
+// [1 or B, S, R] with a contiguous last axis; R <= D (partial rotary: dims R.. pass through). All
+// views are checked before the GIL is released and any element is written.
+void ApplyCosSinQK(const std::string& pairing, const py::tuple& q_t, const py::tuple& k_t, const py::tuple& qo_t,
+                   const py::tuple& ko_t, const py::tuple& cos_t, const py::tuple& sin_t, int unsqueeze_dim) {
+  const Desc q = DescOf(q_t, "q"), k = DescOf(k_t, "k"), qo = DescOf(qo_t, "q_out"), ko = DescOf(ko_t, "k_out");
+  const Desc c = DescOf(cos_t, "cos"), s = DescOf(sin_t, "sin");
+  const int h_ax = unsqueeze_dim == 1 ? 1 : 2, s_ax = unsqueeze_dim == 1 ? 2 : 1;
+  if (c.shape != s.shape)
+    throw py::value_error("sin: shape " + ShapeText(s.shape) + " differs from cos's " + ShapeText(c.shape));
+  if (c.dtype != s.dtype) throw py::value_error("sin: dtype differs from cos's");
+  if (c.shape.size() != 2 && c.shape.size() != 3)
+    throw py::value_error("cos: shape " + ShapeText(c.shape) + " is not [seq, rotary_dim] or [batch, seq, rotary_dim]");
+  const size_t cr = c.shape.size();
+  const int64_t R = c.shape[cr - 1], Sc = c.shape[cr - 2], Bc = cr == 3 ? c.shape[0] : 1;
+  for (const Desc* t : {&c, &s})
+    if (R > 1 && t->stride[cr - 1] != 1)
+      throw py::value_error(std::string(t == &c ? "cos" : "sin") + ": last axis has stride " +
+                            std::to_string(t->stride[cr - 1]) + "; it must be contiguous (stride 1)");
+  struct Job {
+    RopeCosSinArgs args;
+    HeadsView in, out;
+  };
+  std::vector<Job> jobs;
+  auto pool = CurrentPool();
+  for (auto [x, o, what] : {std::tuple{&q, &qo, "q"}, std::tuple{&k, &ko, "k"}}) {
+    if (x->shape.size() != 4)
+      throw py::value_error(std::string(what) + ": shape " + ShapeText(x->shape) + " is not 4-d");
+    if (o->shape != x->shape || o->dtype != x->dtype)
+      throw py::value_error(std::string(what) + "_out: shape or dtype differs from " + what + "'s");
+    const int64_t B = x->shape[0], H = x->shape[h_ax], S = x->shape[s_ax], D = x->shape[3];
+    if (x->dtype != c.dtype)
+      throw py::value_error(std::string("cos: dtype ") + std::string(ToString(c.dtype)) + " differs from " + what +
+                            "'s " + std::string(ToString(x->dtype)) +
+                            " (torch would promote the result; Hugging Face casts cos/sin to q's dtype)");
+    if (Sc != S)
+      throw py::value_error("cos: shape " + ShapeText(c.shape) + " has " + std::to_string(Sc) + " positions for " +
+                            what + "'s " + std::to_string(S) + " tokens " + ShapeText(x->shape));
+    if (Bc != 1 && Bc != B)
+      throw py::value_error("cos: batch " + std::to_string(Bc) + " is neither 1 nor " + what + "'s " +
+                            std::to_string(B));
+    if (R > D || R % 2 != 0 || R <= 0)
+      throw py::value_error("cos: width " + std::to_string(R) + " does not fit " + what + "'s head_dim " +
+                            std::to_string(D) + " (even, at most head_dim)");
+    const size_t es = SizeOf(x->dtype);
+    for (int64_t b = 0; b < B; ++b) {
+      Job j;
+      j.args.layout = {Pairing(pairing), D, 0, R};
+      j.args.parallel = pool.get();
+      const int64_t cb = cr == 3 && Bc != 1 ? b : 0;
+      j.args.rows = {c.data + (cr == 3 ? cb * c.stride[0] : 0) * es,
+                     s.data + (cr == 3 ? cb * s.stride[0] : 0) * es,
+                     c.dtype,
+                     S,
+                     R,
+                     c.stride[cr - 2],
+                     s.stride[cr - 2]};
+      j.in = {x->data + b * x->stride[0] * es, x->dtype, S, H, D, x->stride[s_ax], x->stride[h_ax]};
+      j.out = {o->data + b * o->stride[0] * es, o->dtype, S, H, D, o->stride[s_ax], o->stride[h_ax]};
+      if (D > 1 && (x->stride[3] != 1 || o->stride[3] != 1))
+        throw py::value_error(std::string(what) + ": head_dim axis is not contiguous (stride 1)");
+      Check(ValidateRopeCosSin(j.args, j.in, j.out));
+      jobs.push_back(j);
+    }
+  }
+  Status st;
+  {
+    py::gil_scoped_release release;
+    for (const Job& j : jobs)
+      if (st.ok()) st = ApplyRopeCosSin(j.args, j.in, j.out);
+  }
+  Check(st);
+}
+
 // ---- model files -------------------------------------------------------------------------------
 
 struct PyModel {
@@ -561,6 +662,8 @@ PYBIND11_MODULE(_posenc, m) {
       py::arg("q_views"), py::arg("k_views"), py::arg("positions"), py::arg("direction"));
 
   m.def("apply_query_temperature", &ApplyTemperatureBatch, py::arg("q_views"), py::arg("scales"));
+  m.def("apply_cos_sin_qk", &ApplyCosSinQK, py::arg("pairing"), py::arg("q"), py::arg("k"), py::arg("q_out"),
+        py::arg("k_out"), py::arg("cos"), py::arg("sin"), py::arg("unsqueeze_dim"));
 
   // model files and embeddings
   py::class_<PyModel>(m, "Model")

@@ -132,19 +132,22 @@ def test_hf_formula_reproduces_golden(folder):
 @pytest.mark.parametrize("folder", HF_CASES, ids=_ids(HF_CASES))
 def test_drop_in_matches_hf_formula(folder):
     """posenc's apply_rotary_pos_emb on HF-shaped q and k (strided [B, H, S, D] views) gives HF's q and
-    k within the case's tolerance: positions read back from HF's cos/sin, and given as position_ids."""
+    k within the case's tolerance: from HF's own cos/sin (bit for bit: test_hf_bitexact.py), and from
+    posenc's angles (from_cos_sin=False) at positions read back from HF's cos/sin or given as position_ids."""
     j, a, rope, q, position_ids, cos, sin, interleaved = _hf_setup(folder)
     k = q[:, :1]  # one kv head: grouped-query attention
     want_q = hf_apply(q, cos, sin, rope.scheme.rotary_dim, interleaved)
     want_k = hf_apply(k, cos, sin, rope.scheme.rotary_dim, interleaved)
     q_before = q.clone()
-    got_q, got_k = rope.apply_rotary_pos_emb(q, k, cos, sin)
+    bits_q, _ = rope.apply_rotary_pos_emb(q, k, cos, sin)
+    _close(bits_q.numpy(), want_q.numpy(), {"atol": 0.0}, "drop-in from HF's cos/sin")
+    got_q, got_k = rope.apply_rotary_pos_emb(q, k, cos, sin, from_cos_sin=False)
     assert torch.equal(q, q_before), "the drop-in must leave q as it was (HF returns new tensors)"
     for got, want, what in ((got_q, want_q, "q"), (got_k, want_k, "k")):
         for b in range(2):
             _close(got[b].transpose(0, 1).numpy(), want[b].transpose(0, 1).numpy(), j["tolerance"]["expected"],
                    f"{what}[{b}] drop-in vs HF formula")
-    by_ids_q, by_ids_k = posenc.hf.drop_in(rope)(q, k, cos, sin, position_ids=position_ids)
+    by_ids_q, by_ids_k = posenc.hf.drop_in(rope, from_cos_sin=False)(q, k, cos, sin, position_ids=position_ids)
     assert torch.equal(by_ids_q, got_q) and torch.equal(by_ids_k, got_k)
 
 
@@ -166,7 +169,8 @@ def test_drop_in_bshd_and_bfloat16(folder):
 
 
 def test_drop_in_refuses_foreign_cos_sin():
-    """cos/sin of another config (base 10000 vs 500000) match no integer positions: ValueError."""
+    """posenc's own angles (from_cos_sin=False): cos/sin of another config (base 10000 vs 500000) match
+    no integer positions: ValueError."""
     rope = posenc.Rope({"hidden_size": 256, "num_attention_heads": 4, "max_position_embeddings": 4096,
                         "rope_theta": 500000.0})
     other = posenc.Rope({"hidden_size": 256, "num_attention_heads": 4, "max_position_embeddings": 4096,
@@ -175,9 +179,9 @@ def test_drop_in_refuses_foreign_cos_sin():
     cos, sin = hf_cos_sin(other.inv_freq.astype(np.float32), pos, 1.0, False)
     q = torch.randn(1, 4, 16, 64)
     with pytest.raises(ValueError, match="matches no integer positions"):
-        rope.apply_rotary_pos_emb(q, q, cos, sin)
+        rope.apply_rotary_pos_emb(q, q, cos, sin, from_cos_sin=False)
     cos, sin = hf_cos_sin(rope.inv_freq.astype(np.float32), pos, 1.0, False)
-    got, _ = rope.apply_rotary_pos_emb(q, q, cos, sin)
+    got, _ = rope.apply_rotary_pos_emb(q, q, cos, sin, from_cos_sin=False)
     assert torch.equal(got, rope.apply_rotary_pos_emb(q, q, position_ids=pos)[0])
 
 
