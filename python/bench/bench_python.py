@@ -12,6 +12,14 @@ place, warm buffers):
            same torch/posenc thread count; the bar: >= 20x
            (the drop-in returns new tensors as HF does, so it pays for a fresh output: the first touch
            of its pages; apply_qk in place on the same tensors is printed beside it)
+  drop-in  Hugging Face's apply_rotary_pos_emb formula (q * cos + rotate_half(q) * sin on q and k, cos/sin
+           unsqueezed, eager torch) against posenc.hf.drop_in on the same HF-made cos/sin (bit for bit the
+           same q and k; new output tensors, as HF returns), Llama-3-8B q [1, 32, T, 128] (a strided view
+           of [1, T, 32, 128]), k [1, 8, T, 128], T = 1, 16, 512, 4096, float32 and bfloat16; HF and posenc
+           alternate within each round, the ratio is HF median / posenc median (the bar: >= 20x)
+  py/C++   the same cos/sin call into given outputs: Python (posenc.hf.apply_cos_sin(out=...)) against
+           the C++ call timed in C++ on the same views (_posenc.time_cos_sin_qk); the bar for prefill:
+           Python / C++ <= 1.10
 Rounds alternate Python and C++ so background load hits both alike; medians over all rounds.
 
 Usage: PYTHONPATH=build/python /usr/bin/python3 python/bench/bench_python.py --posenc build/posenc [--threads 1,2]
@@ -52,7 +60,14 @@ def main():
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--no-torch", action="store_true", help="skip the Hugging Face comparison")
+    ap.add_argument("--sections", default="apply,dropin", help="apply (rope.apply vs the CLI), dropin (cos/sin drop-in)")
+    ap.add_argument("--tokens", default="1,16,512,4096", help="T of the drop-in section")
+    ap.add_argument("--dtypes", default="float32,bfloat16", help="dtypes of the drop-in section")
     a = ap.parse_args()
+    if "dropin" in a.sections.split(","):
+        bench_drop_in(a)
+    if "apply" not in a.sections.split(","):
+        return
     rope = posenc.Rope(CONFIG)
     rng = np.random.default_rng(3)
     dec = rng.standard_normal((64, 32, 128)).astype(np.float32)
@@ -106,6 +121,57 @@ def main():
                   f"{m['dropin']:8.3f} ms  speedup {m['hf'] / m['dropin']:.1f}x (bar >= 20x)")
             print(f"threads {threads}: HF torch formula {m['hf']:8.3f} ms  posenc apply_qk in place         "
                   f"{m['inplace']:8.3f} ms  speedup {m['hf'] / m['inplace']:.1f}x")
+    posenc.set_num_threads(0)
+
+
+def bench_drop_in(a):
+    import torch  # noqa: PLC0415
+
+    from posenc import _posenc, hf  # noqa: PLC0415
+    rope = posenc.Rope(CONFIG)
+    drop_in = hf.drop_in(rope)
+    inv = torch.from_numpy(rope.inv_freq.astype(np.float32))
+
+    def rotate_half(x):
+        x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
+        return torch.cat((-x2, x1), dim=-1)
+
+    def hf_apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1):  # transformers' Llama function
+        cos, sin = cos.unsqueeze(unsqueeze_dim), sin.unsqueeze(unsqueeze_dim)
+        return (q * cos) + (rotate_half(q) * sin), (k * cos) + (rotate_half(k) * sin)
+
+    print(f"drop-in: simd {posenc.simd_target()}; torch {torch.__version__}; medians over {a.rounds} rounds")
+    for threads in [int(t) for t in a.threads.split(",")]:
+        posenc.set_num_threads(threads)
+        torch.set_num_threads(threads)
+        for dtype_name in a.dtypes.split(","):
+            dtype = getattr(torch, dtype_name)
+            for T in [int(t) for t in a.tokens.split(",")]:
+                gen = torch.Generator().manual_seed(T)
+                q = torch.randn(1, T, 32, 128, generator=gen).to(dtype).transpose(1, 2)  # HF's strided view
+                k = torch.randn(1, T, 8, 128, generator=gen).to(dtype).transpose(1, 2)
+                pos = torch.arange(T)[None] + (8000 - T if T == 1 else 0)
+                freqs = (inv[None, :, None] @ pos[:, None, :].float()).transpose(1, 2)
+                emb = torch.cat((freqs, freqs), dim=-1)
+                cos, sin = emb.cos().to(dtype), emb.sin().to(dtype)
+                hq, hk = hf_apply_rotary_pos_emb(q, k, cos, sin)
+                pq, pk = drop_in(q, k, cos, sin)
+                assert torch.equal(hq, pq) and torch.equal(hk, pk), "not HF's bits"
+                qo, ko = torch.empty_like(q), torch.empty_like(k)
+                reps = max(5, min(2001, int(2e6 / (T * 40 * 128))))
+                r = {key: [] for key in ("hf", "posenc", "py", "cpp")}
+                for _ in range(a.rounds):
+                    r["hf"].append(median_ms(lambda: hf_apply_rotary_pos_emb(q, k, cos, sin), reps))
+                    r["posenc"].append(median_ms(lambda: drop_in(q, k, cos, sin), reps))
+                    r["py"].append(median_ms(lambda: hf.apply_cos_sin(q, k, cos, sin, out=(qo, ko)), reps))
+                    t = _posenc.time_cos_sin_qk("half", hf._desc(q, "q"), hf._desc(k, "k"), hf._desc(qo, "q_out"),
+                                                hf._desc(ko, "k_out"), hf._desc(cos, "cos"), hf._desc(sin, "sin"), 1, reps + 1)
+                    r["cpp"].append(statistics.median(t[1:]) * 1e3)
+                m = {key: statistics.median(v) for key, v in r.items()}
+                print(f"threads {threads} {dtype_name:8s} T={T:5d}: HF formula {m['hf'] * 1e3:10.1f} us  "
+                      f"posenc drop-in {m['posenc'] * 1e3:9.1f} us  HF/posenc {m['hf'] / m['posenc']:6.1f}x (bar >= 20x)  | "
+                      f"into given out: python {m['py'] * 1e3:9.1f} us  C++ {m['cpp'] * 1e3:9.1f} us  "
+                      f"python/C++ {m['py'] / m['cpp']:.3f}", flush=True)
     posenc.set_num_threads(0)
 
 

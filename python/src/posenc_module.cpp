@@ -12,6 +12,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -351,8 +352,14 @@ std::string ShapeText(const std::vector<int64_t>& v) {
 // (unsqueeze_dim 1) or [B, S, H, D] (2), any strides with a contiguous head_dim; cos, sin [S, R] or
 // [1 or B, S, R] with a contiguous last axis; R <= D (partial rotary: dims R.. pass through). All
 // views are checked before the GIL is released and any element is written.
-void ApplyCosSinQK(const std::string& pairing, const py::tuple& q_t, const py::tuple& k_t, const py::tuple& qo_t,
-                   const py::tuple& ko_t, const py::tuple& cos_t, const py::tuple& sin_t, int unsqueeze_dim) {
+struct CosSinJob {
+  RopeCosSinArgs args;
+  HeadsView in, out;
+};
+
+std::vector<CosSinJob> CosSinJobs(const std::string& pairing, const py::tuple& q_t, const py::tuple& k_t,
+                                  const py::tuple& qo_t, const py::tuple& ko_t, const py::tuple& cos_t,
+                                  const py::tuple& sin_t, int unsqueeze_dim, ParallelRunner* pool) {
   const Desc q = DescOf(q_t, "q"), k = DescOf(k_t, "k"), qo = DescOf(qo_t, "q_out"), ko = DescOf(ko_t, "k_out");
   const Desc c = DescOf(cos_t, "cos"), s = DescOf(sin_t, "sin");
   const int h_ax = unsqueeze_dim == 1 ? 1 : 2, s_ax = unsqueeze_dim == 1 ? 2 : 1;
@@ -367,12 +374,7 @@ void ApplyCosSinQK(const std::string& pairing, const py::tuple& q_t, const py::t
     if (R > 1 && t->stride[cr - 1] != 1)
       throw py::value_error(std::string(t == &c ? "cos" : "sin") + ": last axis has stride " +
                             std::to_string(t->stride[cr - 1]) + "; it must be contiguous (stride 1)");
-  struct Job {
-    RopeCosSinArgs args;
-    HeadsView in, out;
-  };
-  std::vector<Job> jobs;
-  auto pool = CurrentPool();
+  std::vector<CosSinJob> jobs;
   for (auto [x, o, what] : {std::tuple{&q, &qo, "q"}, std::tuple{&k, &ko, "k"}}) {
     if (x->shape.size() != 4)
       throw py::value_error(std::string(what) + ": shape " + ShapeText(x->shape) + " is not 4-d");
@@ -394,9 +396,9 @@ void ApplyCosSinQK(const std::string& pairing, const py::tuple& q_t, const py::t
                             std::to_string(D) + " (even, at most head_dim)");
     const size_t es = SizeOf(x->dtype);
     for (int64_t b = 0; b < B; ++b) {
-      Job j;
+      CosSinJob j;
       j.args.layout = {Pairing(pairing), D, 0, R};
-      j.args.parallel = pool.get();
+      j.args.parallel = pool;
       const int64_t cb = cr == 3 && Bc != 1 ? b : 0;
       j.args.rows = {c.data + (cr == 3 ? cb * c.stride[0] : 0) * es,
                      s.data + (cr == 3 ? cb * s.stride[0] : 0) * es,
@@ -413,13 +415,46 @@ void ApplyCosSinQK(const std::string& pairing, const py::tuple& q_t, const py::t
       jobs.push_back(j);
     }
   }
+  return jobs;
+}
+
+Status RunCosSinJobs(const std::vector<CosSinJob>& jobs) {
+  for (const CosSinJob& j : jobs) POSENC_RETURN_IF_ERROR(ApplyRopeCosSin(j.args, j.in, j.out));
+  return OkStatus();
+}
+
+void ApplyCosSinQK(const std::string& pairing, const py::tuple& q, const py::tuple& k, const py::tuple& qo,
+                   const py::tuple& ko, const py::tuple& c, const py::tuple& s, int unsqueeze_dim) {
+  auto pool = CurrentPool();
+  const std::vector<CosSinJob> jobs = CosSinJobs(pairing, q, k, qo, ko, c, s, unsqueeze_dim, pool.get());
   Status st;
   {
     py::gil_scoped_release release;
-    for (const Job& j : jobs)
-      if (st.ok()) st = ApplyRopeCosSin(j.args, j.in, j.out);
+    st = RunCosSinJobs(jobs);
   }
   Check(st);
+}
+
+// The same call timed in C++ (the benchmark's baseline for the Python call): seconds of each of
+// `reps` back-to-back ApplyRopeCosSin calls (which validate, as any C++ caller's call does) on the
+// views built once, on this module's threads.
+std::vector<double> TimeCosSinQK(const std::string& pairing, const py::tuple& q, const py::tuple& k,
+                                 const py::tuple& qo, const py::tuple& ko, const py::tuple& c, const py::tuple& s,
+                                 int unsqueeze_dim, int reps) {
+  auto pool = CurrentPool();
+  const std::vector<CosSinJob> jobs = CosSinJobs(pairing, q, k, qo, ko, c, s, unsqueeze_dim, pool.get());
+  std::vector<double> t;
+  Status st;
+  {
+    py::gil_scoped_release release;
+    for (int r = 0; r < reps && st.ok(); ++r) {
+      const auto t0 = std::chrono::steady_clock::now();
+      st = RunCosSinJobs(jobs);
+      t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+  }
+  Check(st);
+  return t;
 }
 
 // ---- model files -------------------------------------------------------------------------------
@@ -664,6 +699,8 @@ PYBIND11_MODULE(_posenc, m) {
   m.def("apply_query_temperature", &ApplyTemperatureBatch, py::arg("q_views"), py::arg("scales"));
   m.def("apply_cos_sin_qk", &ApplyCosSinQK, py::arg("pairing"), py::arg("q"), py::arg("k"), py::arg("q_out"),
         py::arg("k_out"), py::arg("cos"), py::arg("sin"), py::arg("unsqueeze_dim"));
+  m.def("time_cos_sin_qk", &TimeCosSinQK, py::arg("pairing"), py::arg("q"), py::arg("k"), py::arg("q_out"),
+        py::arg("k_out"), py::arg("cos"), py::arg("sin"), py::arg("unsqueeze_dim"), py::arg("reps"));
 
   // model files and embeddings
   py::class_<PyModel>(m, "Model")

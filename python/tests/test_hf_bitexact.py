@@ -131,3 +131,21 @@ def test_numpy_arrays_too():
     got_q, _ = rope.apply_rotary_pos_emb(q.numpy(), q.numpy(), cos.numpy(), sin.numpy())
     assert isinstance(got_q, np.ndarray)
     assert_bits(torch.from_numpy(got_q), hf_formula(q, cos, sin, False, 1), "numpy q")
+
+
+def test_into_given_outputs_and_in_place():
+    """out=(q_out, k_out): the same bits written into the caller's tensors, also in place (out = q, k)."""
+    rope = posenc.Rope({"hidden_size": 256, "num_attention_heads": 4, "rope_theta": 500000.0})
+    q, k = torch.randn(2, 4, 8, 64), torch.randn(2, 2, 8, 64)
+    cos, sin = hf_cos_sin(rope.inv_freq, torch.arange(8)[None].expand(2, -1), 1.0, False, torch.float32)
+    want_q, want_k = hf_formula(q, cos, sin, False, 1), hf_formula(k, cos, sin, False, 1)
+    qo, ko = torch.empty_like(q), torch.empty_like(k)
+    got = posenc.hf.apply_cos_sin(q, k, cos, sin, out=(qo, ko))
+    assert got[0] is qo and got[1] is ko
+    assert_bits(qo, want_q, "q_out")
+    assert_bits(ko, want_k, "k_out")
+    posenc.hf.apply_cos_sin(q, k, cos, sin, out=(q, k))
+    assert_bits(q, want_q, "q in place")
+    buf = torch.randn(q.numel() + 1)
+    with pytest.raises(ValueError, match="partly overlaps"):  # out shifted one element against the input
+        posenc.hf.apply_cos_sin(buf[:-1].view(q.shape), k, cos, sin, out=(buf[1:].view(q.shape), ko))
