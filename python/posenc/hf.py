@@ -118,9 +118,42 @@ def recover_positions(rope: Any, cos: Any, sin: Any) -> np.ndarray:
     return np.stack(rows) if rows else p
 
 
+_ELEMENT_SIZE = {"torch.float32": 4, "torch.float16": 2, "torch.bfloat16": 2}
+REUSE_FROM_BYTES = 1 << 20
+
+
+def _dense_strides(shape: Any, stride: Any) -> bool:
+    """Whether strides lay `shape` out densely with no overlap (some permutation of contiguous)."""
+    want = 1
+    for st, n in sorted(zip(stride, shape)):
+        if n == 1:
+            continue
+        if st != want:
+            return False
+        want *= n
+    return True
+
+
 def _torch_empty_like(x: Any) -> Any:
+    """torch.empty_like(x) (x's strides when x is dense, as HF's q * cos keeps them); from 1 MiB up in
+    memory reused from earlier outputs (_posenc.output_buffer: no page faults of fresh pages)."""
     import torch  # noqa: PLC0415
-    return torch.empty_like(x)  # preserve_format: q's strides when q is dense (HF's q * cos keeps them too)
+    size = _ELEMENT_SIZE.get(str(x.dtype), 0) * x.numel()
+    if size < REUSE_FROM_BYTES:
+        return torch.empty_like(x)
+    shape, stride = x.shape, x.stride()
+    if not _dense_strides(shape, stride):
+        shape_c = list(shape)
+        stride, acc = [0] * len(shape_c), 1
+        for i in range(len(shape_c) - 1, -1, -1):
+            stride[i], acc = acc, acc * shape_c[i]
+    buf = torch.from_numpy(_posenc.output_buffer(size))
+    return buf.view(x.dtype).as_strided(shape, stride)
+
+
+def clear_output_cache() -> None:
+    """Frees the memory kept for reuse by the drop-in's large outputs (at most 16 buffers, 1 GiB)."""
+    _posenc.output_cache_clear()
 
 
 def apply_cos_sin(q: Any, k: Any, cos: Any, sin: Any, unsqueeze_dim: int = 1,

@@ -149,3 +149,28 @@ def test_into_given_outputs_and_in_place():
     buf = torch.randn(q.numel() + 1)
     with pytest.raises(ValueError, match="partly overlaps"):  # out shifted one element against the input
         posenc.hf.apply_cos_sin(buf[:-1].view(q.shape), k, cos, sin, out=(buf[1:].view(q.shape), ko))
+
+
+def test_large_outputs_reuse_freed_memory():
+    """Outputs from 1 MiB up come from buffers freed by earlier outputs (no fresh pages to fault in):
+    the same address again once the first result is dropped, HF's bits still, q's strides kept, and
+    a result alive is never handed out twice."""
+    rope = posenc.Rope({"hidden_size": 4096, "num_attention_heads": 32, "rope_theta": 500000.0})
+    q = torch.randn(1, 160, 32, 128).bfloat16().transpose(1, 2)  # 1.25 MiB of bfloat16
+    k = torch.randn(1, 160, 8, 128).bfloat16().transpose(1, 2)
+    cos, sin = hf_cos_sin(rope.inv_freq, torch.arange(160)[None], 1.0, False, torch.bfloat16)
+    posenc.hf.clear_output_cache()
+    a, _ = rope.apply_rotary_pos_emb(q, k, cos, sin)
+    assert_bits(a, hf_formula(q, cos, sin, False, 1), "q (reused buffer)")
+    assert a.stride() == q.stride()
+    first = a.data_ptr()
+    b, _ = rope.apply_rotary_pos_emb(q, k, cos, sin)
+    assert b.data_ptr() != first, "a live result's memory was handed out again"
+    del a
+    assert posenc._posenc.output_cache_bytes() >= q.numel() * 2, "the freed result went back to the cache"
+    c, _ = rope.apply_rotary_pos_emb(q, k, cos, sin)
+    assert c.data_ptr() == first
+    assert_bits(c, hf_formula(q, cos, sin, False, 1), "q (reused buffer, second time)")
+    del b, c
+    posenc.hf.clear_output_cache()
+    assert posenc._posenc.output_cache_bytes() == 0
