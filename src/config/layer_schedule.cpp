@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include "posenc/config/model_families.hpp"
+
 namespace posenc {
 
 namespace {
@@ -65,8 +67,20 @@ Result<LayerSchedule> LayerRopeSchedule(const PositionScheme& s) {
                                             ToString(s.kind)));
   const int64_t n = s.num_layers;
   if (n <= 0) return KeyError(s, "num_hidden_layers", "is missing (the layer schedule needs the layer count)");
-  const std::string& mt = s.model_type;
-  if (mt == "llama4" || mt == "llama4_text") {
+  // The family's rule, from the registry (config/model_families.hpp).
+  const ModelFamily* family = FindModelFamily(s.model_type);
+  const LayerRule rule = family != nullptr ? family->layer_rule : LayerRule::kEveryLayer;
+  auto sliding_layers_rope = [&](std::string_view name) -> Result<LayerSchedule> {
+    return FromLayerList(
+        s, "layer_types", s.layer_types,
+        [name](const std::string& t) -> Result<bool> {
+          if (t == "sliding_attention") return true;
+          if (t == "full_attention") return false;
+          return InvalidArgumentError(fmt::format("is '{}', {} knows sliding_attention and full_attention", t, name));
+        },
+        fmt::format("{} layer_types", name));
+  };
+  if (rule == LayerRule::kLlama4NoRope) {
     if (s.no_rope_layers.empty())
       return EveryKthLayerNope(s, "llama4", "no_rope_layer_interval", s.no_rope_layer_interval);
     return FromLayerList(
@@ -77,17 +91,19 @@ Result<LayerSchedule> LayerRopeSchedule(const PositionScheme& s) {
         },
         "llama4 no_rope_layers");
   }
-  if (mt == "cohere2") {
+  if (rule == LayerRule::kSlidingRopeFullNope) {
     if (s.layer_types.empty())
       return EveryKthLayerNope(s, "cohere2", "sliding_window_pattern", s.sliding_window_pattern);
-    return FromLayerList(
-        s, "layer_types", s.layer_types,
-        [](const std::string& t) -> Result<bool> {
-          if (t == "sliding_attention") return true;
-          if (t == "full_attention") return false;
-          return InvalidArgumentError(fmt::format("is '{}', cohere2 knows sliding_attention and full_attention", t));
-        },
-        "cohere2 layer_types");
+    return sliding_layers_rope("cohere2");
+  }
+  // EXAONE 4 (Exaone4Attention): RoPE when the model has no sliding window at all, else on sliding
+  // layers only ("global NoPE for hybrid attention").
+  if (rule == LayerRule::kSlidingRopeIfWindowed && s.has_sliding_window) {
+    if (s.layer_types.empty())
+      return KeyError(s, "layer_types",
+                      "is missing: with sliding_window set, the layer types (or sliding_window_pattern) decide which "
+                      "layers are NoPE");
+    return sliding_layers_rope(s.model_type);
   }
   LayerSchedule out;
   out.rope.assign(static_cast<size_t>(n), true);

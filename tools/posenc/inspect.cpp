@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "posenc/config/layer_schedule.hpp"
 #include "posenc/math/multi_axis.hpp"
 #include "posenc/math/rope_config.hpp"
 #include "posenc/model/model_file.hpp"
@@ -122,6 +123,17 @@ Result<json> Describe(const PositionScheme& s, const std::string& path, int64_t 
   out["scaling_params"] = ScalingParams(rc);
   out["seq_len"] = seq_len;
   out["attention_scaling"] = f.attention_scaling;
+  // The per-layer table (LayerRopeSchedule, the family's rule): which layers rotate, which are NoPE.
+  if (s.num_layers > 0) {
+    POSENC_ASSIGN_OR_RETURN(LayerSchedule schedule, LayerRopeSchedule(s));
+    json layers;
+    layers["count"] = schedule.num_layers();
+    layers["rule"] = schedule.rule;
+    layers["rope"] = std::vector<int>(schedule.rope.begin(), schedule.rope.end());
+    layers["nope_layers"] = schedule.num_nope_layers();
+    if (!s.layer_types.empty()) layers["types"] = s.layer_types;
+    out["layers"] = layers;
+  }
   const std::vector<PairRegime> regimes = ClassifyPairs(rc, f);
   const std::vector<double> plain = UnscaledFrequencies(rc);
   json pairs = json::array();
@@ -171,6 +183,16 @@ void PrintText(const json& d) {
     std::printf("seq_len: %lld%s\n", static_cast<long long>(d["seq_len"].get<int64_t>()),
                 d.contains("seq_len_note") ? fmt::format(" ({})", d["seq_len_note"].get<std::string>()).c_str() : "");
     std::printf("attention_scaling: %s\n", num(d["attention_scaling"]).c_str());
+  }
+  if (d.contains("layers")) {
+    // R = the layer applies RoPE, N = NoPE; eight layers a group.
+    const json& l = d["layers"];
+    std::string map;
+    for (size_t i = 0; i < l["rope"].size(); ++i)
+      map += std::string(i > 0 && i % 8 == 0 ? " " : "") + (l["rope"][i].get<int>() ? "R" : "N");
+    std::printf("layers: %lld (%s), %lld NoPE: %s\n", static_cast<long long>(l["count"].get<int64_t>()),
+                l["rule"].get<std::string>().c_str(), static_cast<long long>(l["nope_layers"].get<int64_t>()),
+                map.c_str());
   }
   if (!d["notes"].empty()) {
     std::printf("notes:\n");

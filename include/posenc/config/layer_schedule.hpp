@@ -6,7 +6,11 @@
 //     (Llama4TextConfig's default interval 4). NoPE layers are where the query temperature applies.
 //   Cohere2: RoPE on sliding_attention layers only, full_attention layers are NoPE; the types come
 //     from layer_types, else every sliding_window_pattern-th layer (default 4) is full attention.
-//   Every other RoPE model: every layer applies RoPE.
+//   EXAONE 4: with sliding_window set, RoPE on sliding_attention layers only (layer_types, or its
+//     string sliding_window_pattern "LLLG"); without one, every layer.
+//   OLMo 3: every layer applies RoPE, but rope_scaling only on full_attention layers (the scheme of a
+//     layer type: ParseHfConfig's layer_type option).
+//   Every other RoPE model: every layer applies RoPE. The rule is the family's (ModelFamily::layer_rule).
 //
 // Example:
 //   auto scheme = LoadHfConfig("config.json").value();
