@@ -12,6 +12,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
 #include "kernels/convert-inl.hpp"
@@ -76,6 +77,10 @@ HWY_INLINE void CosSinRow(RopePairing pairing, int64_t R, const T* x, T* y, cons
   detail::CosSinRowScalar<T>(pairing, R, x, y, c, s, i, R);
 }
 
+// Software prefetch of the input (and, out of place, the output) rows this many bytes ahead of the
+// head being rotated, as the RoPE kernel does (rope-inl.hpp's kPrefetchAhead).
+constexpr int64_t kCosSinPrefetchAhead = 4096;
+
 template <typename T>
 void CosSinTokens(const detail::RopeCosSinJob& job, int64_t begin, int64_t end) {
   const RotaryLayout& L = job.args.layout;
@@ -87,6 +92,11 @@ void CosSinTokens(const detail::RopeCosSinJob& job, int64_t begin, int64_t end) 
     for (int64_t hd = 0; hd < job.in.heads; ++hd) {
       const T* x = job.in.at<T>(t, hd);
       T* y = job.out.at<T>(t, hd);
+      const int64_t row_bytes = D * static_cast<int64_t>(sizeof(T));
+      for (int64_t l = 0; l < row_bytes; l += 64) {
+        hwy::Prefetch(reinterpret_cast<const char*>(x) + kCosSinPrefetchAhead + l);
+        if (y != x) hwy::Prefetch(reinterpret_cast<const char*>(y) + kCosSinPrefetchAhead + l);
+      }
       CosSinRow<T>(L.pairing, R, x + start, y + start, c, s);
       if (y != x) {
         if (start > 0) std::memcpy(y, x, sizeof(T) * static_cast<size_t>(start));
