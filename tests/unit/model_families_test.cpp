@@ -10,6 +10,7 @@
 
 #include "posenc/config/hf_config.hpp"
 #include "posenc/config/model_families.hpp"
+#include "posenc/io/npy.hpp"
 #include "posenc/math/rope_config.hpp"
 #include "test_support.hpp"
 
@@ -158,6 +159,45 @@ TEST(ModelFamilies, CliFlagAndFamiliesCommand) {
   }
   ASSERT_EQ(testing::RunCommand(testing::CliPath() + " families", &out), 0) << out;
   EXPECT_NE(out.find(std::to_string(ModelFamilies().size()) + " families"), std::string::npos);
+}
+
+// posenc rope --config: an unknown model_type is refused; --assume-layout reads it with that layout,
+// giving the bytes of a known family with the same layout and keys (cohere: interleaved, llama: half).
+TEST(ModelFamilies, RopeCommandAssumeLayout) {
+  const auto dir = testing::TempDir("model_families", "rope");
+  const auto path = [&](const std::string& n) { return (dir / n).string(); };
+  const auto config = [&](const std::string& mt) {
+    testing::WriteFile(path(mt + ".json"), R"({"model_type": ")" + mt +
+                                               R"(", "hidden_size": 32, "num_attention_heads": 2, "rope_theta": 100})");
+    return path(mt + ".json");
+  };
+  constexpr int64_t T = 3, H = 2, D = 16;
+  std::mt19937_64 rng = testing::MakeRng(11);
+  const std::vector<float> values = testing::RandomNormal(rng, T * H * D);
+  Array x = Array::Zeros(DType::kF32, {T, H, D}).value();
+  std::copy(values.begin(), values.end(), x.data<float>());
+  Array pos = Array::Zeros(DType::kI64, {T}).value();
+  for (int64_t t = 0; t < T; ++t) pos.data<int64_t>()[t] = 3 * t + 1;
+  ASSERT_TRUE(WriteNpy(path("x.npy"), x).ok());
+  ASSERT_TRUE(WriteNpy(path("pos.npy"), pos).ok());
+  const auto rope = [&](const std::string& cfg, const std::string& flags, const std::string& out_name, int want) {
+    std::string out;
+    EXPECT_EQ(testing::RunCommand(testing::CliPath() + " rope --config " + cfg + " --positions " + path("pos.npy") +
+                                      " --input " + path("x.npy") + " --output " + path(out_name) + flags,
+                                  &out),
+              want)
+        << out;
+    return out;
+  };
+  const std::string unknown = config("my_new_lm");
+  EXPECT_NE(rope(unknown, "", "refused.npy", 2).find("--assume-layout"), std::string::npos);
+  rope(unknown, " --assume-layout interleaved", "unknown_interleaved.npy", 0);
+  rope(unknown, " --assume-layout half", "unknown_half.npy", 0);
+  rope(config("cohere"), "", "cohere.npy", 0);
+  rope(config("llama"), "", "llama.npy", 0);
+  EXPECT_EQ(testing::ReadFile(path("unknown_interleaved.npy")), testing::ReadFile(path("cohere.npy")));
+  EXPECT_EQ(testing::ReadFile(path("unknown_half.npy")), testing::ReadFile(path("llama.npy")));
+  EXPECT_NE(testing::ReadFile(path("cohere.npy")), testing::ReadFile(path("llama.npy")));
 }
 
 // ---------- item 5: redundant keys that agree ----------
