@@ -111,6 +111,34 @@ TEST(ModelFamilies, RowsAgreeWithTheParser) {
   }
 }
 
+// Every row: a minimal config of the family (hidden 4096 over 32 heads, n_positions for the absolute
+// tables) read by ParseHfConfig has the row's scheme; RoPE rows its pairing, window and base.
+TEST(ModelFamilies, EveryRowAgreesWithTheParser) {
+  int rope_rows = 0;
+  for (const ModelFamily& f : ModelFamilies()) {
+    SCOPED_TRACE(std::string(f.model_type));
+    const std::string mla =
+        f.window == RotaryWindow::kBackOfHead ? R"(, "qk_nope_head_dim": 64, "qk_rope_head_dim": 64)" : "";
+    const PositionScheme s =
+        Parse(std::string(R"({"model_type": ")") + std::string(f.model_type) +
+              R"(", "hidden_size": 4096, "num_attention_heads": 32, "n_positions": 2048)" + mla + "}");
+    // Baichuan's 4096 is its RoPE size.
+    EXPECT_EQ(s.kind, f.scheme);
+    if (f.scheme != PositionKind::kRope) continue;
+    ++rope_rows;
+    EXPECT_EQ(s.rope.layout.pairing, f.pairing);
+    EXPECT_EQ(s.rope.layout.head_dim, 128);
+    const int64_t want_dim = f.window == RotaryWindow::kBackOfHead ? 64
+                             : f.window == RotaryWindow::kFrontPartial
+                                 ? static_cast<int64_t>(128 * f.default_partial_rotary_factor)
+                                 : 128;
+    EXPECT_EQ(s.rope.layout.rotary_dim, want_dim);
+    EXPECT_EQ(s.rope.layout.rotary_start, f.window == RotaryWindow::kBackOfHead ? 64 : 0);
+    EXPECT_EQ(s.rope.base, f.fixed_base > 0 ? f.fixed_base : 10000.0);
+  }
+  EXPECT_GE(rope_rows, 80);
+}
+
 // ---------- unknown model_type ----------
 
 TEST(ModelFamilies, UnknownModelTypeIsAnErrorNamingItAndTheOption) {
