@@ -6,6 +6,8 @@
 // rounded to the storage type (float32, float16, bfloat16: nearest, ties to even) after each operation,
 // as torch's CPU elementwise kernels do (verified against torch 1.13: bit for bit, where one rounding
 // of the whole expression is not). No fused multiply-add. Dims outside the window are copied.
+// Every result is bit-identical between the SIMD kernel and the reference except NaN results, which
+// are NaN (their payload and sign follow the CPU's operand order, as torch's own do).
 //
 // The cos/sin rows are read as given (element j of row t is cos[t, j], not recomputed from a frequency),
 // so a caller holding Hugging Face's cos/sin gets Hugging Face's bits.
