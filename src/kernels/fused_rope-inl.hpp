@@ -60,18 +60,7 @@ void FusedTokensT(const detail::FusedRopeJob& job, int64_t begin, int64_t end) {
   if (iq >= 0) rj.tensors[iq] = {nullptr, nullptr, q.heads, 0, q.head_stride, 0, qo.head_stride};
   rj.tensors[ik] = {nullptr, nullptr, k.heads, 0, k.head_stride, 0, k.head_dim};
   for (int64_t t = begin; t < end; ++t) {
-    // The next token's cos/sin rows while this one runs (decode positions are scattered).
-    if (t + 1 < end) {
-      const int64_t next = job.rope.positions[t + 1];
-      if (next < table.num_positions()) {
-        const char* nc = reinterpret_cast<const char*>(table.cos_row(next));
-        const char* ns = reinterpret_cast<const char*>(table.sin_row(next));
-        for (size_t l = 0; l < row_lines; ++l) {
-          hwy::Prefetch(nc + 64 * l);
-          hwy::Prefetch(ns + 64 * l);
-        }
-      }
-    }
+    if (t + 1 < end) detail::PrefetchCosSinRows(table, job.rope.positions[t + 1], row_lines);
     // And the next token's cache rows: decode slots are scattered, so the hardware prefetcher cannot
     // find them, and every store to a row not in cache waits for its line.
     if (t + 1 < end) {

@@ -283,18 +283,7 @@ void RopeTokensT(const detail::RopeJob& job, int64_t begin, int64_t end) {
   const size_t row_lines = (n * sizeof(float) + 63) / 64;
   for (int64_t t = begin; t < end; ++t) {
     const int64_t pos = job.positions[t];
-    // Decode positions are scattered: fetch the next token's cos/sin rows while this one rotates.
-    if (t + 1 < end) {
-      const int64_t next = job.positions[t + 1];
-      if (next < table.num_positions()) {
-        const char* nc = reinterpret_cast<const char*>(table.cos_row(next));
-        const char* ns = reinterpret_cast<const char*>(table.sin_row(next));
-        for (size_t l = 0; l < row_lines; ++l) {
-          hwy::Prefetch(nc + 64 * l);
-          hwy::Prefetch(ns + 64 * l);
-        }
-      }
-    }
+    if (t + 1 < end) detail::PrefetchCosSinRows(table, job.positions[t + 1], row_lines);
     const float* c;
     const float* s;
     if (pos < table.num_positions()) {

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <hwy/cache_control.h>
+
 #include "posenc/kernels/rope.hpp"
 
 namespace posenc::detail {
@@ -34,6 +36,19 @@ struct RopeJob {
 
 // Rotates tokens [begin, end) of every tensor of `job` with the best enabled SIMD target.
 void RopeTokens(const RopeJob& job, int64_t begin, int64_t end);
+
+// Scattered decode positions defeat the hardware prefetcher: the fast paths fetch the next token's
+// cos and sin rows (row_lines cache lines each) while the current one rotates. A position past the
+// table (computed on the fly) has no rows to fetch.
+inline void PrefetchCosSinRows(const RopeTable& table, int64_t position, size_t row_lines) {
+  if (position >= table.num_positions()) return;
+  const char* c = reinterpret_cast<const char*>(table.cos_row(position));
+  const char* s = reinterpret_cast<const char*>(table.sin_row(position));
+  for (size_t l = 0; l < row_lines; ++l) {
+    hwy::Prefetch(c + 64 * l);
+    hwy::Prefetch(s + 64 * l);
+  }
+}
 
 // Out-of-place checks shared by the reference and the fast path: same shape and dtype, and `out`
 // is either exactly `in` or does not overlap it at all.

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "json_lines.hpp"
 #include "test_support.hpp"
 
 namespace posenc {
@@ -16,17 +17,6 @@ namespace {
 
 using namespace ::posenc::testing;  // NOLINT
 using nlohmann::json;
-
-std::vector<json> JsonLines(const std::string& output) {
-  std::vector<json> rows;
-  std::istringstream in(output);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] != '{') continue;
-    rows.push_back(json::parse(line));
-  }
-  return rows;
-}
 
 // `posenc info --json`: the target lists nest (chosen in available in compiled), and the store-prefetch
 // policy follows POSENC_PREFETCH_STORES (by default the gather prefetches; RoPE depends on the CPU).

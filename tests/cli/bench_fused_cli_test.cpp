@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "json_lines.hpp"
 #include "test_support.hpp"
 
 namespace posenc {
@@ -15,15 +16,6 @@ namespace {
 
 using namespace ::posenc::testing;  // NOLINT
 using nlohmann::json;
-
-std::vector<json> JsonLines(const std::string& output) {
-  std::vector<json> rows;
-  std::istringstream in(output);
-  std::string line;
-  while (std::getline(in, line))
-    if (!line.empty() && line[0] == '{') rows.push_back(json::parse(line));
-  return rows;
-}
 
 TEST(BenchFusedCli, FusedDecodeRowsCountEveryByte) {
   std::string out;
