@@ -1,6 +1,7 @@
 // `posenc families`: the model-family registry (posenc/config/model_families.hpp), one row per family.
 #include <cstdio>
 #include <string>
+#include <utility>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -27,19 +28,20 @@ json RowJson(const ModelFamily& f) {
             {"source", f.source}};
   if (f.scheme == PositionKind::kRope) r["pairing"] = ToString(f.pairing);
   if (f.window == RotaryWindow::kFrontPartial) r["default_partial_rotary_factor"] = f.default_partial_rotary_factor;
-  auto put = [&r](const char* key, std::string_view v) {
-    if (!v.empty()) r[key] = v;
-  };
-  put("gguf_architecture", f.gguf_architecture);
-  put("base_key", f.base_key);
-  put("base_scale_key", f.base_scale_key);
-  put("head_dim_key", f.head_dim_key);
-  put("position_scale_key", f.position_scale_key);
-  put("refused_key", f.refused_key);
-  put("own_keys", f.own_keys);
-  put("layer_schedule", f.layer_schedule);
-  put("position_scaling", f.position_scaling);
-  put("classes", f.classes);
+  // The text columns, each written where the row has it.
+  using Text = std::string_view ModelFamily::*;
+  static constexpr std::pair<const char*, Text> kText[] = {{"gguf_architecture", &ModelFamily::gguf_architecture},
+                                                           {"base_key", &ModelFamily::base_key},
+                                                           {"base_scale_key", &ModelFamily::base_scale_key},
+                                                           {"head_dim_key", &ModelFamily::head_dim_key},
+                                                           {"position_scale_key", &ModelFamily::position_scale_key},
+                                                           {"refused_key", &ModelFamily::refused_key},
+                                                           {"own_keys", &ModelFamily::own_keys},
+                                                           {"layer_schedule", &ModelFamily::layer_schedule},
+                                                           {"position_scaling", &ModelFamily::position_scaling},
+                                                           {"classes", &ModelFamily::classes}};
+  for (const auto& [key, field] : kText)
+    if (!(f.*field).empty()) r[key] = f.*field;
   if (f.fixed_base > 0) r["fixed_base"] = f.fixed_base;
   if (f.alibi_hidden_size > 0) r["alibi_hidden_size"] = f.alibi_hidden_size;
   if (f.sections != FamilySections::kNone) r["sections"] = ToString(f.sections);
