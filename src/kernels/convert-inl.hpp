@@ -35,8 +35,21 @@ HWY_INLINE hn::Vec<DF> LoadF(DF df, const f16_t* p) {
   // rebiases exponent 31 like any other); posenc's own widening is exact.
   return hn::Set(df, F16ToF32(*p));
 #else
-  const hn::Rebind<hwy::float16_t, DF> df16;  // exact widening (F16C, or Highway's integer code)
-  return hn::PromoteTo(df, hn::LoadU(df16, reinterpret_cast<const hwy::float16_t*>(p)));
+  const hn::Rebind<hwy::float16_t, DF> df16;  // F16C, or Highway's integer code
+  const auto widened = hn::PromoteTo(df, hn::LoadU(df16, reinterpret_cast<const hwy::float16_t*>(p)));
+#if HWY_ARCH_X86 && HWY_TARGET > HWY_AVX2
+  // x86 without F16C (SSE4, SSSE3): Highway 1.0.3's integer widening rebiases exponent 31 like any
+  // other, so infinities and NaNs came out finite (+-65536 and up); those lanes are rebuilt exactly.
+  const hn::RebindToUnsigned<DF> du;
+  const hn::Rebind<uint16_t, DF> du16;
+  const auto bits = hn::PromoteTo(du, hn::LoadU(du16, reinterpret_cast<const uint16_t*>(p)));
+  const auto special = hn::Eq(hn::And(bits, hn::Set(du, 0x7c00u)), hn::Set(du, 0x7c00u));
+  const auto rebuilt = hn::Or(hn::Or(hn::ShiftLeft<16>(hn::And(bits, hn::Set(du, 0x8000u))), hn::Set(du, 0x7f800000u)),
+                              hn::ShiftLeft<13>(hn::And(bits, hn::Set(du, 0x3ffu))));
+  return hn::IfThenElse(hn::RebindMask(df, special), hn::BitCast(df, rebuilt), widened);
+#else
+  return widened;
+#endif
 #endif
 }
 

@@ -23,26 +23,6 @@ namespace posenc {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// Loads as float32, exactly. convert-inl.hpp's LoadF, except float16 on x86 targets without F16C
-// (SSE4, SSSE3): Highway 1.0.3's integer widening there rebiases exponent 31 like any other, so
-// float16 infinities and NaNs became finite numbers (+-65536 and up); those lanes are rebuilt here.
-template <class DF, typename T>
-HWY_INLINE hn::Vec<DF> LoadExact(DF df, const T* p) {
-#if HWY_ARCH_X86 && HWY_TARGET > HWY_AVX2 && HWY_TARGET != HWY_SCALAR
-  if constexpr (std::is_same_v<T, f16_t>) {
-    const hn::RebindToUnsigned<DF> du;
-    const hn::Rebind<uint16_t, DF> du16;
-    const auto bits = hn::PromoteTo(du, hn::LoadU(du16, reinterpret_cast<const uint16_t*>(p)));
-    const auto special = hn::Eq(hn::And(bits, hn::Set(du, 0x7c00u)), hn::Set(du, 0x7c00u));
-    const auto rebuilt =
-        hn::Or(hn::Or(hn::ShiftLeft<16>(hn::And(bits, hn::Set(du, 0x8000u))), hn::Set(du, 0x7f800000u)),
-               hn::ShiftLeft<13>(hn::And(bits, hn::Set(du, 0x3ffu))));
-    return hn::IfThenElse(hn::RebindMask(df, special), hn::BitCast(df, rebuilt), LoadF(df, p));
-  }
-#endif
-  return LoadF(df, p);
-}
-
 // v rounded to T (nearest, ties to even, as F32ToBF16 / F32ToF16) and widened back.
 template <typename T, class DF>
 HWY_INLINE hn::Vec<DF> RoundTo(DF df, hn::Vec<DF> v) {
@@ -58,7 +38,7 @@ HWY_INLINE hn::Vec<DF> RoundTo(DF df, hn::Vec<DF> v) {
   } else {
     HWY_ALIGN T tmp[hn::MaxLanes(df)];
     StoreF(df, v, tmp);
-    return LoadExact(df, tmp);
+    return LoadF(df, tmp);
   }
 }
 
@@ -77,9 +57,9 @@ HWY_INLINE void CosSinRow(RopePairing pairing, int64_t R, const T* x, T* y, cons
   if (pairing == RopePairing::kHalf) {
     const int64_t h = R / 2;
     for (; i + N <= h; i += N) {
-      const auto a = LoadExact(df, x + i), b = LoadExact(df, x + h + i);
-      const auto ya = CosSinVec<T>(df, a, LoadExact(df, c + i), hn::Neg(b), LoadExact(df, s + i));
-      const auto yb = CosSinVec<T>(df, b, LoadExact(df, c + h + i), a, LoadExact(df, s + h + i));
+      const auto a = LoadF(df, x + i), b = LoadF(df, x + h + i);
+      const auto ya = CosSinVec<T>(df, a, LoadF(df, c + i), hn::Neg(b), LoadF(df, s + i));
+      const auto yb = CosSinVec<T>(df, b, LoadF(df, c + h + i), a, LoadF(df, s + h + i));
       StoreF(df, ya, y + i);
       StoreF(df, yb, y + h + i);
     }
@@ -88,10 +68,10 @@ HWY_INLINE void CosSinRow(RopePairing pairing, int64_t R, const T* x, T* y, cons
   }
 #if HWY_TARGET != HWY_SCALAR
   for (; i + N <= R; i += N) {  // N is even: each vector holds whole pairs
-    const auto v = LoadExact(df, x + i);
+    const auto v = LoadF(df, x + i);
     const auto rev = hn::Reverse2(df, v);
     const auto r = hn::OddEven(rev, hn::Neg(rev));  // lane 2k: -x[2k + 1], lane 2k + 1: x[2k]
-    StoreF(df, CosSinVec<T>(df, v, LoadExact(df, c + i), r, LoadExact(df, s + i)), y + i);
+    StoreF(df, CosSinVec<T>(df, v, LoadF(df, c + i), r, LoadF(df, s + i)), y + i);
   }
 #endif
   detail::CosSinRowScalar<T>(pairing, R, x, y, c, s, i, R);
