@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 #include <new>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -163,6 +164,20 @@ Result<Array> Array::AsType(DType to) const {
     }
   }
   return out;
+}
+
+bool PartlyOverlaps(const HeadsView& in, const HeadsView& out) {
+  if (in.tokens == 0 || in.heads == 0 || in.head_dim == 0 || out.tokens == 0 || out.heads == 0 || out.head_dim == 0)
+    return false;
+  if (in.data == out.data && in.token_stride == out.token_stride && in.head_stride == out.head_stride) return false;
+  auto extent = [](const HeadsView& v) {
+    const auto* b = static_cast<const std::byte*>(v.data);
+    const int64_t last = (v.tokens - 1) * v.token_stride + (v.heads - 1) * v.head_stride + v.head_dim;
+    return std::pair{b, b + last * static_cast<int64_t>(SizeOf(v.dtype))};
+  };
+  const auto [ib, ie] = extent(in);
+  const auto [ob, oe] = extent(out);
+  return ib < oe && ob < ie;
 }
 
 Result<HeadsView> HeadsView::Of(Array& a, const char* what) {

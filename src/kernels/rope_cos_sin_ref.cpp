@@ -35,20 +35,9 @@ Status ValidateRopeCosSin(const RopeCosSinArgs& args, const HeadsView& in, const
         fmt::format("cos/sin: negative token stride ({}, {})", r.cos_token_stride, r.sin_token_stride));
   if (in.tokens > 0 && r.width > 0 && (r.cos == nullptr || r.sin == nullptr))
     return InvalidArgumentError("cos/sin: null data");
-  if (in.tokens == 0 || in.heads == 0) return OkStatus();
-  const bool same = in.data == out.data && in.token_stride == out.token_stride && in.head_stride == out.head_stride;
-  if (!same) {
-    auto extent = [](const HeadsView& v) {
-      const auto* b = static_cast<const std::byte*>(v.data);
-      const int64_t last = (v.tokens - 1) * v.token_stride + (v.heads - 1) * v.head_stride + v.head_dim;
-      return std::pair{b, b + last * static_cast<int64_t>(SizeOf(v.dtype))};
-    };
-    const auto [ib, ie] = extent(in);
-    const auto [ob, oe] = extent(out);
-    if (ib < oe && ob < ie)
-      return InvalidArgumentError(
-          "rope_cos_sin: output partly overlaps the input (it must be the input exactly or disjoint)");
-  }
+  if (PartlyOverlaps(in, out))
+    return InvalidArgumentError(
+        "rope_cos_sin: output partly overlaps the input (it must be the input exactly or disjoint)");
   return OkStatus();
 }
 

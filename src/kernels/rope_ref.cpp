@@ -39,18 +39,7 @@ Status ValidateRopeOutput(const HeadsView& in, const HeadsView& out) {
     return InvalidArgumentError(fmt::format("rope: output [{}, {}, {}] {} differs from input [{}, {}, {}] {}",
                                             out.tokens, out.heads, out.head_dim, ToString(out.dtype), in.tokens,
                                             in.heads, in.head_dim, ToString(in.dtype)));
-  if (in.tokens == 0 || in.heads == 0 || in.head_dim == 0) return OkStatus();
-  const bool same = in.data == out.data && in.token_stride == out.token_stride && in.head_stride == out.head_stride;
-  if (same) return OkStatus();
-  // Byte extent of each view: from its first element to one past its last.
-  auto extent = [](const HeadsView& v) {
-    const auto* b = static_cast<const std::byte*>(v.data);
-    const int64_t last = (v.tokens - 1) * v.token_stride + (v.heads - 1) * v.head_stride + v.head_dim;
-    return std::pair{b, b + last * static_cast<int64_t>(SizeOf(v.dtype))};
-  };
-  const auto [ib, ie] = extent(in);
-  const auto [ob, oe] = extent(out);
-  if (ib < oe && ob < ie)
+  if (PartlyOverlaps(in, out))
     return InvalidArgumentError("rope: output partly overlaps the input (it must be the input exactly or disjoint)");
   return OkStatus();
 }

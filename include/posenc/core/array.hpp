@@ -104,4 +104,9 @@ struct HeadsView {
   Status Validate(const char* what) const;
 };
 
+// Whether `out` partly overlaps `in`: their byte extents (first element to one past the last)
+// intersect and `out` is not exactly `in` (same data and strides). The out-of-place kernels accept
+// exactly-in-place and disjoint outputs only. Empty views overlap nothing.
+bool PartlyOverlaps(const HeadsView& in, const HeadsView& out);
+
 }  // namespace posenc
