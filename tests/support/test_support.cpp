@@ -89,6 +89,17 @@ std::string GoldenCaseName(const ::testing::TestParamInfo<std::string>& info) {
   return name;
 }
 
+::testing::AssertionResult HasError(const Status& s, StatusCode code, std::string_view needle) {
+  if (s.ok())
+    return ::testing::AssertionFailure() << "succeeded; expected " << ToString(code) << " with '" << needle << "'";
+  if (s.code() != code)
+    return ::testing::AssertionFailure() << "code " << ToString(s.code()) << ", expected " << ToString(code) << ": "
+                                         << s.message();
+  if (s.message().find(needle) == std::string::npos)
+    return ::testing::AssertionFailure() << "message lacks '" << needle << "': " << s.message();
+  return ::testing::AssertionSuccess();
+}
+
 ::testing::AssertionResult GoldenClose(const std::string& role, std::span<const double> got, const Array& want,
                                        golden::Tolerance tol) {
   const Status s = golden::Compare(role, got, want, tol);

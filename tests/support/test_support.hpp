@@ -42,6 +42,10 @@ std::vector<std::string> GoldenCaseDirs(std::initializer_list<const char*> schem
 // "<family>_<case>" with non-alphanumerics as '_', for INSTANTIATE_TEST_SUITE_P.
 std::string GoldenCaseName(const ::testing::TestParamInfo<std::string>& info);
 // golden::Compare (the one tolerance check, shared with `posenc golden`) as a gtest assertion.
+// An error test's one check: `s` failed with `code` and its message contains `needle` (the file, key,
+// value it must name); the failure shows the whole message. EXPECT_TRUE(HasError(r.status(), ...)).
+::testing::AssertionResult HasError(const Status& s, StatusCode code, std::string_view needle);
+
 ::testing::AssertionResult GoldenClose(const std::string& role, std::span<const double> got, const Array& want,
                                        golden::Tolerance tol);
 ::testing::AssertionResult GoldenClose(const std::string& role, std::span<const double> got,
