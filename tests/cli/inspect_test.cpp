@@ -206,6 +206,19 @@ TEST(InspectModelFiles, JsonWithANonUtf8PathIsValidJson) {
   fs::remove_all(dir);
 }
 
+// A config whose file name lacks .json is recognised by its content (issue 18 item 5): it was opened as
+// a model and refused as a bad llama2.c checkpoint.
+TEST(InspectModelFiles, AConfigWithoutJsonInItsNameIsReadByContent) {
+  const fs::path dir = fs::path(TempDir()) / "noext";
+  fs::create_directories(dir);
+  const std::string path = (dir / "config").string();
+  std::ofstream(path) << "\n  " << R"({"hidden_size": 64, "num_attention_heads": 4, "rope_theta": 500000.0})";
+  const json d = InspectJson(path);
+  EXPECT_EQ(d["base"], 500000.0);
+  EXPECT_FALSE(d.contains("file"));  // a config, not a model file
+  fs::remove_all(dir);
+}
+
 TEST(InspectModelFiles, GgufListsTokenEmbedding) {
   POSENC_REQUIRE_DATA(path, "models/llama-2-tiny-random/llama-2-tiny-random.gguf");
   const json d = InspectJson(path + " --allow-default-base");

@@ -2,6 +2,7 @@
 // config describes, with every RoPE pair's frequency, wavelength and regime at one sequence length.
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <numbers>
@@ -12,6 +13,7 @@
 
 #include "commands.hpp"
 #include "posenc/config/layer_schedule.hpp"
+#include "posenc/io/mapped_file.hpp"
 #include "posenc/math/multi_axis.hpp"
 #include "posenc/math/rope_config.hpp"
 #include "posenc/model/model_file.hpp"
@@ -157,6 +159,28 @@ Result<json> Describe(const PositionScheme& s, const std::string& path, int64_t 
   return out;
 }
 
+// A config.json by its name or, whatever its name, by its content: a regular file whose first
+// non-space bytes are '{' then '"' or '}' (no model file starts so: GGUF, .npy and safetensors have
+// binary headers, a llama2.c header whose first byte is '{' has a 0 byte after it).
+bool LooksLikeJsonConfig(const std::string& path) {
+  if (path.ends_with(".json")) return true;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return false;
+  Result<MappedFile> f = MappedFile::Open(path);
+  if (!f.ok()) return false;
+  int seen = 0;
+  for (std::byte b : f->bytes()) {
+    const char c = static_cast<char>(b);
+    if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;
+    if (seen++ == 0) {
+      if (c != '{') return false;
+    } else {
+      return c == '"' || c == '}';
+    }
+  }
+  return false;
+}
+
 void PrintText(const json& d) {
   auto num = [](const json& v) { return v.is_number_float() ? fmt::format("{:.10g}", v.get<double>()) : v.dump(); };
   std::printf("source: %s\n", d["source"].get<std::string>().c_str());
@@ -252,7 +276,7 @@ void RegisterInspect(CLI::App& app) {
     // .npy) also lists its identity and position tensors, and the scheme comes from its metadata or
     // the config.json beside it.
     std::optional<ModelFile> model;
-    if (!path.ends_with(".json")) {
+    if (!LooksLikeJsonConfig(path)) {
       Result<ModelFile> m = OpenModel(path);
       if (!m.ok()) return ReportError("inspect", m.status());
       model = std::move(m).value();
