@@ -30,7 +30,8 @@ namespace posenc {
 namespace {
 
 // llama_model_rope_type, for the architecture names GGUF files carry (general.architecture).
-enum class ArchRope { kNorm, kNeox, kNone, kMulti, kUnknown };
+// kMrope / kImrope: ggml_rope_multi's MROPE (mode 8) and IMROPE (mode 40).
+enum class ArchRope { kNorm, kNeox, kNone, kMrope, kImrope, kUnknown };
 
 ArchRope RopeTypeOf(std::string_view arch) {
   static constexpr std::string_view kNorm[] = {
@@ -98,16 +99,19 @@ ArchRope RopeTypeOf(std::string_view arch) {
       "clip",         "gpt2", "gptj",      "mpt",  "refact", "bloom",      "mamba", "mamba2", "jamba",
       "jina-bert-v2", "t5",   "t5encoder", "jais", "rwkv6",  "rwkv6qwen2", "rwkv7", "arwkv7", "wavtokenizer-dec"};
   // M-RoPE: qwen2vl (Qwen2-VL and Qwen2.5-VL text models) LLAMA_ROPE_TYPE_MROPE; qwen3vl / qwen3vlmoe
-  // LLAMA_ROPE_TYPE_IMROPE (GgmlMultiAxisMode).
-  static constexpr std::string_view kMulti[] = {"qwen2vl", "qwen3vl", "qwen3vlmoe"};
+  // LLAMA_ROPE_TYPE_IMROPE.
+  static constexpr std::string_view kMrope[] = {"qwen2vl"};
+  static constexpr std::string_view kImrope[] = {"qwen3vl", "qwen3vlmoe"};
   for (auto a : kNorm)
     if (a == arch) return ArchRope::kNorm;
   for (auto a : kNeox)
     if (a == arch) return ArchRope::kNeox;
   for (auto a : kNone)
     if (a == arch) return ArchRope::kNone;
-  for (auto a : kMulti)
-    if (a == arch) return ArchRope::kMulti;
+  for (auto a : kMrope)
+    if (a == arch) return ArchRope::kMrope;
+  for (auto a : kImrope)
+    if (a == arch) return ArchRope::kImrope;
   return ArchRope::kUnknown;
 }
 
@@ -225,12 +229,9 @@ Status ReadLayout(const ArchKeys& k, ArchRope rope_type, const PositionScheme& s
   return OkStatus();
 }
 
-// ggml_rope_multi's mode for an M-RoPE architecture (llama_model_rope_type): MROPE 8, IMROPE 40.
-int64_t GgmlMultiAxisMode(std::string_view arch) { return arch == "qwen2vl" ? 8 : 40; }
-
 // M-RoPE architectures: <arch>.rope.dimension_sections (4 integers, llama.cpp's rope_sections) over
 // the n_rot rotated dims, in ggml's rules (the pairs no section claims take the fourth row).
-Status ReadMultiAxis(const ArchKeys& k, RopeConfig* rc) {
+Status ReadMultiAxis(const ArchKeys& k, ArchRope rope_type, RopeConfig* rc) {
   const std::string key = k.Key("rope.dimension_sections");
   if (!k.Has("rope.dimension_sections"))
     return NotFoundError(
@@ -238,7 +239,7 @@ Status ReadMultiAxis(const ArchKeys& k, RopeConfig* rc) {
                     "gives)",
                     k.f.name(), key, k.arch));
   POSENC_ASSIGN_OR_RETURN(std::vector<int64_t> sections, k.f.GetIntArray(key));
-  const int64_t mode = GgmlMultiAxisMode(k.arch);
+  const int64_t mode = rope_type == ArchRope::kMrope ? 8 : 40;
   POSENC_RETURN_IF_ERROR(multi_axis_json::SetGgmlTextMultiAxis(std::move(sections), mode, rc->layout.rotary_dim,
                                                                rc->layout.head_dim,
                                                                fmt::format("gguf {}: key '{}'", k.f.name(), key), rc));
@@ -367,7 +368,8 @@ Result<PositionScheme> GgufConfigFromFile(const GgufFile& f, const GgufConfigOpt
   rc.source = f.name();
   rc.scaling.type = RopeScalingType::kGgml;
   POSENC_RETURN_IF_ERROR(ReadLayout(keys, rope_type, s, &rc));
-  if (rope_type == ArchRope::kMulti) POSENC_RETURN_IF_ERROR(ReadMultiAxis(keys, &rc));
+  if (rope_type == ArchRope::kMrope || rope_type == ArchRope::kImrope)
+    POSENC_RETURN_IF_ERROR(ReadMultiAxis(keys, rope_type, &rc));
   POSENC_RETURN_IF_ERROR(ReadBase(keys, options, &rc));
   rc.max_position_embeddings = s.max_position_embeddings;
   POSENC_RETURN_IF_ERROR(ReadScaling(keys, s.max_position_embeddings, &rc.scaling));
