@@ -195,6 +195,11 @@ add("cfg_qk_nope_2e63.json",
 add("cfg_max_position_negative.json", CFG.replace("4096", "-1").encode()[:-2] + b'}', INSPECT,
     ["cfg_max_position_negative.json", "'max_position_embeddings' is -1, must be >= 0"])
 
+add("cfg_window_pattern_bad.json", (CFG + '"num_hidden_layers": 4, "sliding_window": 8, "sliding_window_pattern": "LL\\u001bG"}').encode(),
+    INSPECT, ["cfg_window_pattern_bad.json", "'sliding_window_pattern' is", "a string of L (sliding) and G (global)"])
+add("cfg_layer_type_undeclared.json", (CFG + '"layer_types": ["sliding_attention", "full_attention"]}').encode(),
+    INSPECT + ["--layer-type", "chunked\x1b[2J"], ["cfg_layer_type_undeclared.json", "is not one of the config's layer_types"])
+
 # --- flags: strict integers, sizes bounded before allocating, patterns bounded
 add("flags_negative_heads.txt", b"", ["convert-layout", "--from", "half", "--to", "interleaved", "--heads", "-3", "{F}",
                                        "{OUT}"], ["--heads: '-3' is negative"])
