@@ -17,10 +17,12 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include "posenc/config/hf_config.hpp"
+#include "posenc/config/model_families.hpp"
 #include "posenc/core/checked_math.hpp"
 #include "posenc/io/gguf.hpp"
 #include "posenc/config/gguf_config.hpp"
@@ -29,90 +31,12 @@
 namespace posenc {
 namespace {
 
-// llama_model_rope_type, for the architecture names GGUF files carry (general.architecture).
-// kMrope / kImrope: ggml_rope_multi's MROPE (mode 8) and IMROPE (mode 40).
-enum class ArchRope { kNorm, kNeox, kNone, kMrope, kImrope, kUnknown };
-
-ArchRope RopeTypeOf(std::string_view arch) {
-  static constexpr std::string_view kNorm[] = {
-      "llama",   "llada",     "llama4",       "deci",          "baichuan",   "starcoder",  "internlm2", "minicpm",
-      "xverse",  "command-r", "cohere2",      "olmo",          "arctic",     "deepseek",   "deepseek2", "plm",
-      "chatglm", "granite",   "granitemoe",   "granitehybrid", "chameleon",  "bailingmoe", "neo-bert",  "smollm3",
-      "arcee",   "ernie4_5",  "ernie4_5-moe", "mistral3",      "llama-embed"};
-  static constexpr std::string_view kNeox[] = {"falcon",
-                                               "falcon-h1",
-                                               "grok",
-                                               "dbrx",
-                                               "bert",
-                                               "jina-bert-v3",
-                                               "modern-bert",
-                                               "nomic-bert",
-                                               "nomic-bert-moe",
-                                               "eurobert",
-                                               "stablelm",
-                                               "bitnet",
-                                               "qwen",
-                                               "qwen2",
-                                               "dream",
-                                               "qwen2moe",
-                                               "qwen3",
-                                               "qwen3moe",
-                                               "llada-moe",
-                                               "olmo2",
-                                               "olmoe",
-                                               "phi2",
-                                               "phi3",
-                                               "phimoe",
-                                               "plamo",
-                                               "plamo2",
-                                               "gemma",
-                                               "gemma2",
-                                               "gemma3",
-                                               "gemma3n",
-                                               "gemma-embedding",
-                                               "starcoder2",
-                                               "openelm",
-                                               "gptneox",
-                                               "codeshell",
-                                               "orion",
-                                               "nemotron",
-                                               "exaone",
-                                               "exaone4",
-                                               "minicpm3",
-                                               "bailingmoe2",
-                                               "dots1",
-                                               "hunyuan-moe",
-                                               "gpt-oss",
-                                               "hunyuan-dense",
-                                               "lfm2",
-                                               "lfm2moe",
-                                               "smallthinker",
-                                               "seed_oss",
-                                               "grovemoe",
-                                               "apertus",
-                                               "minimax-m2",
-                                               "cogvlm",
-                                               "pangu-embedded",
-                                               "afmoe",
-                                               "qwen3next"};
-  static constexpr std::string_view kNone[] = {
-      "clip",         "gpt2", "gptj",      "mpt",  "refact", "bloom",      "mamba", "mamba2", "jamba",
-      "jina-bert-v2", "t5",   "t5encoder", "jais", "rwkv6",  "rwkv6qwen2", "rwkv7", "arwkv7", "wavtokenizer-dec"};
-  // M-RoPE: qwen2vl (Qwen2-VL and Qwen2.5-VL text models) LLAMA_ROPE_TYPE_MROPE; qwen3vl / qwen3vlmoe
-  // LLAMA_ROPE_TYPE_IMROPE.
-  static constexpr std::string_view kMrope[] = {"qwen2vl"};
-  static constexpr std::string_view kImrope[] = {"qwen3vl", "qwen3vlmoe"};
-  for (auto a : kNorm)
-    if (a == arch) return ArchRope::kNorm;
-  for (auto a : kNeox)
-    if (a == arch) return ArchRope::kNeox;
-  for (auto a : kNone)
-    if (a == arch) return ArchRope::kNone;
-  for (auto a : kMrope)
-    if (a == arch) return ArchRope::kMrope;
-  for (auto a : kImrope)
-    if (a == arch) return ArchRope::kImrope;
-  return ArchRope::kUnknown;
+// llama.cpp's rope type of the file's architecture, from the registry's table
+// (posenc/config/model_families.hpp); nullopt for an architecture it does not list.
+std::optional<GgmlRopeType> RopeTypeOf(std::string_view arch) {
+  const GgufArchitecture* a = FindGgufArchitecture(arch);
+  if (a == nullptr) return std::nullopt;
+  return a->rope;
 }
 
 Result<std::vector<double>> F32Tensor(const GgufFile& f, const GgufTensorInfo& t, int64_t want, const char* role) {
@@ -175,10 +99,10 @@ Status ReadCounts(const ArchKeys& k, PositionScheme* s) {
 
 // The scheme of an architecture llama.cpp runs without RoPE (learned, ALiBi), or why posenc cannot
 // read it; kOk with s->kind == kRope for the rest.
-Status NonRopeScheme(const ArchKeys& k, ArchRope rope_type, PositionScheme* s) {
+Status NonRopeScheme(const ArchKeys& k, std::optional<GgmlRopeType> rope_type, PositionScheme* s) {
   const std::string& path = k.f.name();
   const std::string& arch = k.arch;
-  if (rope_type == ArchRope::kNone) {
+  if (rope_type == GgmlRopeType::kNone) {
     if (arch == "gpt2")
       s->kind = PositionKind::kLearned;
     else if (arch == "bloom") {
@@ -192,7 +116,7 @@ Status NonRopeScheme(const ArchKeys& k, ArchRope rope_type, PositionScheme* s) {
           "gguf {}: architecture '{}' uses no RoPE and posenc does not read its scheme from GGUF", path, arch));
     return OkStatus();
   }
-  if (rope_type == ArchRope::kUnknown)
+  if (!rope_type)
     return UnimplementedError(
         fmt::format("gguf {}: general.architecture = '{}' is not in posenc's copy of llama.cpp's rope type table, so "
                     "its pairing is unknown",
@@ -203,9 +127,9 @@ Status NonRopeScheme(const ArchKeys& k, ArchRope rope_type, PositionScheme* s) {
 
 // The pairing llama.cpp fixes for the architecture, the head size (attention.key_length, else
 // embedding_length / head_count) and n_rot (rope.dimension_count, else the head size).
-Status ReadLayout(const ArchKeys& k, ArchRope rope_type, const PositionScheme& s, RopeConfig* rc) {
+Status ReadLayout(const ArchKeys& k, std::optional<GgmlRopeType> rope_type, const PositionScheme& s, RopeConfig* rc) {
   const std::string& path = k.f.name();
-  rc->layout.pairing = rope_type == ArchRope::kNorm ? RopePairing::kInterleaved : RopePairing::kHalf;
+  rc->layout.pairing = rope_type == GgmlRopeType::kNorm ? RopePairing::kInterleaved : RopePairing::kHalf;
   rc->notes.push_back(fmt::format("pairing {} is fixed by llama.cpp for architecture '{}' (not stored in the file)",
                                   ToString(rc->layout.pairing), k.arch));
   int64_t head_dim = 0;
@@ -231,7 +155,7 @@ Status ReadLayout(const ArchKeys& k, ArchRope rope_type, const PositionScheme& s
 
 // M-RoPE architectures: <arch>.rope.dimension_sections (4 integers, llama.cpp's rope_sections) over
 // the n_rot rotated dims, in ggml's rules (the pairs no section claims take the fourth row).
-Status ReadMultiAxis(const ArchKeys& k, ArchRope rope_type, RopeConfig* rc) {
+Status ReadMultiAxis(const ArchKeys& k, std::optional<GgmlRopeType> rope_type, RopeConfig* rc) {
   const std::string key = k.Key("rope.dimension_sections");
   if (!k.Has("rope.dimension_sections"))
     return NotFoundError(
@@ -239,7 +163,7 @@ Status ReadMultiAxis(const ArchKeys& k, ArchRope rope_type, RopeConfig* rc) {
                     "gives)",
                     k.f.name(), key, k.arch));
   POSENC_ASSIGN_OR_RETURN(std::vector<int64_t> sections, k.f.GetIntArray(key));
-  const int64_t mode = rope_type == ArchRope::kMrope ? 8 : 40;
+  const int64_t mode = rope_type == GgmlRopeType::kMrope ? 8 : 40;
   POSENC_RETURN_IF_ERROR(multi_axis_json::SetGgmlTextMultiAxis(std::move(sections), mode, rc->layout.rotary_dim,
                                                                rc->layout.head_dim,
                                                                fmt::format("gguf {}: key '{}'", k.f.name(), key), rc));
@@ -361,14 +285,14 @@ Result<PositionScheme> GgufConfigFromFile(const GgufFile& f, const GgufConfigOpt
   s.model_type = arch;
   s.rope_spelling = "gguf";
   POSENC_RETURN_IF_ERROR(ReadCounts(keys, &s));
-  const ArchRope rope_type = RopeTypeOf(arch);
+  const std::optional<GgmlRopeType> rope_type = RopeTypeOf(arch);
   POSENC_RETURN_IF_ERROR(NonRopeScheme(keys, rope_type, &s));
   if (s.kind != PositionKind::kRope) return s;
   RopeConfig& rc = s.rope;
   rc.source = f.name();
   rc.scaling.type = RopeScalingType::kGgml;
   POSENC_RETURN_IF_ERROR(ReadLayout(keys, rope_type, s, &rc));
-  if (rope_type == ArchRope::kMrope || rope_type == ArchRope::kImrope)
+  if (rope_type == GgmlRopeType::kMrope || rope_type == GgmlRopeType::kImrope)
     POSENC_RETURN_IF_ERROR(ReadMultiAxis(keys, rope_type, &rc));
   POSENC_RETURN_IF_ERROR(ReadBase(keys, options, &rc));
   rc.max_position_embeddings = s.max_position_embeddings;

@@ -791,6 +791,138 @@ const ModelFamily* FindModelFamilyByClass(std::string_view class_name) {
   return nullptr;
 }
 
+// llama_model_rope_type (llama.cpp src/llama-model.cpp), case by case: LLAMA_ROPE_TYPE_NORM, _NEOX,
+// _MROPE (qwen2vl: Qwen2-VL and Qwen2.5-VL text models), _IMROPE (qwen3vl, qwen3vlmoe), _NONE.
+constexpr GgufArchitecture kGgufArchitectures[] = {
+    {"llama", GgmlRopeType::kNorm},
+    {"llada", GgmlRopeType::kNorm},
+    {"llama4", GgmlRopeType::kNorm},
+    {"deci", GgmlRopeType::kNorm},
+    {"baichuan", GgmlRopeType::kNorm},
+    {"starcoder", GgmlRopeType::kNorm},
+    {"internlm2", GgmlRopeType::kNorm},
+    {"minicpm", GgmlRopeType::kNorm},
+    {"xverse", GgmlRopeType::kNorm},
+    {"command-r", GgmlRopeType::kNorm},
+    {"cohere2", GgmlRopeType::kNorm},
+    {"olmo", GgmlRopeType::kNorm},
+    {"arctic", GgmlRopeType::kNorm},
+    {"deepseek", GgmlRopeType::kNorm},
+    {"deepseek2", GgmlRopeType::kNorm},
+    {"plm", GgmlRopeType::kNorm},
+    {"chatglm", GgmlRopeType::kNorm},
+    {"glm4", GgmlRopeType::kNorm},
+    {"granite", GgmlRopeType::kNorm},
+    {"granitemoe", GgmlRopeType::kNorm},
+    {"granitehybrid", GgmlRopeType::kNorm},
+    {"chameleon", GgmlRopeType::kNorm},
+    {"bailingmoe", GgmlRopeType::kNorm},
+    {"neo-bert", GgmlRopeType::kNorm},
+    {"smollm3", GgmlRopeType::kNorm},
+    {"arcee", GgmlRopeType::kNorm},
+    {"ernie4_5", GgmlRopeType::kNorm},
+    {"ernie4_5-moe", GgmlRopeType::kNorm},
+    {"mistral3", GgmlRopeType::kNorm},
+    {"llama-embed", GgmlRopeType::kNorm},
+    {"falcon", GgmlRopeType::kNeox},
+    {"falcon-h1", GgmlRopeType::kNeox},
+    {"grok", GgmlRopeType::kNeox},
+    {"dbrx", GgmlRopeType::kNeox},
+    {"bert", GgmlRopeType::kNeox},
+    {"jina-bert-v3", GgmlRopeType::kNeox},
+    {"modern-bert", GgmlRopeType::kNeox},
+    {"nomic-bert", GgmlRopeType::kNeox},
+    {"nomic-bert-moe", GgmlRopeType::kNeox},
+    {"eurobert", GgmlRopeType::kNeox},
+    {"stablelm", GgmlRopeType::kNeox},
+    {"bitnet", GgmlRopeType::kNeox},
+    {"qwen", GgmlRopeType::kNeox},
+    {"qwen2", GgmlRopeType::kNeox},
+    {"dream", GgmlRopeType::kNeox},
+    {"qwen2moe", GgmlRopeType::kNeox},
+    {"qwen3", GgmlRopeType::kNeox},
+    {"qwen3moe", GgmlRopeType::kNeox},
+    {"llada-moe", GgmlRopeType::kNeox},
+    {"olmo2", GgmlRopeType::kNeox},
+    {"olmoe", GgmlRopeType::kNeox},
+    {"phi2", GgmlRopeType::kNeox},
+    {"phi3", GgmlRopeType::kNeox},
+    {"phimoe", GgmlRopeType::kNeox},
+    {"plamo", GgmlRopeType::kNeox},
+    {"plamo2", GgmlRopeType::kNeox},
+    {"gemma", GgmlRopeType::kNeox},
+    {"gemma2", GgmlRopeType::kNeox},
+    {"gemma3", GgmlRopeType::kNeox},
+    {"gemma3n", GgmlRopeType::kNeox},
+    {"gemma-embedding", GgmlRopeType::kNeox},
+    {"starcoder2", GgmlRopeType::kNeox},
+    {"openelm", GgmlRopeType::kNeox},
+    {"gptneox", GgmlRopeType::kNeox},
+    {"codeshell", GgmlRopeType::kNeox},
+    {"orion", GgmlRopeType::kNeox},
+    {"nemotron", GgmlRopeType::kNeox},
+    {"exaone", GgmlRopeType::kNeox},
+    {"exaone4", GgmlRopeType::kNeox},
+    {"minicpm3", GgmlRopeType::kNeox},
+    {"bailingmoe2", GgmlRopeType::kNeox},
+    {"dots1", GgmlRopeType::kNeox},
+    {"hunyuan-moe", GgmlRopeType::kNeox},
+    {"gpt-oss", GgmlRopeType::kNeox},
+    {"hunyuan-dense", GgmlRopeType::kNeox},
+    {"lfm2", GgmlRopeType::kNeox},
+    {"lfm2moe", GgmlRopeType::kNeox},
+    {"smallthinker", GgmlRopeType::kNeox},
+    {"seed_oss", GgmlRopeType::kNeox},
+    {"grovemoe", GgmlRopeType::kNeox},
+    {"apertus", GgmlRopeType::kNeox},
+    {"minimax-m2", GgmlRopeType::kNeox},
+    {"cogvlm", GgmlRopeType::kNeox},
+    {"pangu-embedded", GgmlRopeType::kNeox},
+    {"afmoe", GgmlRopeType::kNeox},
+    {"qwen3next", GgmlRopeType::kNeox},
+    {"glm4moe", GgmlRopeType::kNeox},
+    {"qwen2vl", GgmlRopeType::kMrope},
+    {"qwen3vl", GgmlRopeType::kImrope},
+    {"qwen3vlmoe", GgmlRopeType::kImrope},
+    {"clip", GgmlRopeType::kNone},
+    {"gpt2", GgmlRopeType::kNone},
+    {"gptj", GgmlRopeType::kNone},
+    {"mpt", GgmlRopeType::kNone},
+    {"refact", GgmlRopeType::kNone},
+    {"bloom", GgmlRopeType::kNone},
+    {"mamba", GgmlRopeType::kNone},
+    {"mamba2", GgmlRopeType::kNone},
+    {"jamba", GgmlRopeType::kNone},
+    {"jina-bert-v2", GgmlRopeType::kNone},
+    {"t5", GgmlRopeType::kNone},
+    {"t5encoder", GgmlRopeType::kNone},
+    {"jais", GgmlRopeType::kNone},
+    {"rwkv6", GgmlRopeType::kNone},
+    {"rwkv6qwen2", GgmlRopeType::kNone},
+    {"rwkv7", GgmlRopeType::kNone},
+    {"arwkv7", GgmlRopeType::kNone},
+    {"wavtokenizer-dec", GgmlRopeType::kNone},
+};
+
+std::span<const GgufArchitecture> GgufArchitectures() { return kGgufArchitectures; }
+
+const GgufArchitecture* FindGgufArchitecture(std::string_view name) {
+  for (const GgufArchitecture& a : kGgufArchitectures)
+    if (a.name == name) return &a;
+  return nullptr;
+}
+
+std::string_view ToString(GgmlRopeType t) {
+  switch (t) {
+    case GgmlRopeType::kNorm: return "norm";
+    case GgmlRopeType::kNeox: return "neox";
+    case GgmlRopeType::kMrope: return "mrope";
+    case GgmlRopeType::kImrope: return "imrope";
+    case GgmlRopeType::kNone: return "none";
+  }
+  return "?";
+}
+
 const ModelFamily* FindModelFamilyByGguf(std::string_view arch) {
   if (arch.empty()) return nullptr;
   for (const ModelFamily& f : kFamilies)

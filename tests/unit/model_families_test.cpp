@@ -4,6 +4,7 @@
 #include <cmath>
 #include <set>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -67,6 +68,35 @@ TEST(ModelFamilies, Lookups) {
   ASSERT_NE(FindModelFamilyByGguf("command-r"), nullptr);
   EXPECT_EQ(FindModelFamilyByGguf("command-r")->model_type, "cohere");
   EXPECT_EQ(FindModelFamilyByGguf(""), nullptr);
+}
+
+// One answer for GGUF: every family row's gguf_architecture is a row of the GGUF table (which the GGUF
+// reader uses), no architecture is listed twice, and every RoPE family but GPT-J is rotated by llama.cpp
+// (the converse does not hold: llama.cpp gives bert NEOX and starcoder NORM, which never reach a rope op).
+TEST(ModelFamilies, GgufColumnNamesTheGgufTable) {
+  std::set<std::string_view> names;
+  for (const GgufArchitecture& a : GgufArchitectures()) EXPECT_TRUE(names.insert(a.name).second) << a.name;
+  EXPECT_GE(names.size(), 100u);
+  std::vector<std::string> rope_rows_llama_cpp_does_not_rotate;
+  for (const ModelFamily& f : ModelFamilies()) {
+    if (f.gguf_architecture.empty()) continue;
+    const GgufArchitecture* a = FindGgufArchitecture(f.gguf_architecture);
+    if (a == nullptr) {
+      ADD_FAILURE() << f.model_type << ": gguf_architecture " << f.gguf_architecture << " not in the GGUF table";
+      continue;
+    }
+    if (f.scheme == PositionKind::kRope && a->rope == GgmlRopeType::kNone)
+      rope_rows_llama_cpp_does_not_rotate.push_back(std::string(f.model_type));
+    if (f.sections != FamilySections::kNone) {
+      EXPECT_EQ(a->rope, f.sections == FamilySections::kChunked ? GgmlRopeType::kMrope : GgmlRopeType::kImrope)
+          << f.model_type;
+    }
+  }
+  // GPT-J: llama.cpp lists LLM_ARCH_GPTJ under LLAMA_ROPE_TYPE_NONE (its graph is not built).
+  EXPECT_EQ(rope_rows_llama_cpp_does_not_rotate, std::vector<std::string>{"gptj"});
+  EXPECT_EQ(FindGgufArchitecture("llama")->rope, GgmlRopeType::kNorm);
+  EXPECT_EQ(FindGgufArchitecture("qwen2")->rope, GgmlRopeType::kNeox);
+  EXPECT_EQ(FindGgufArchitecture("no-such-arch"), nullptr);
 }
 
 // Spot checks: a config of the family read by ParseHfConfig has the row's scheme, pairing and window.

@@ -42,6 +42,7 @@ json RowJson(const ModelFamily& f) {
                                                            {"classes", &ModelFamily::classes}};
   for (const auto& [key, field] : kText)
     if (!(f.*field).empty()) r[key] = f.*field;
+  if (const GgufArchitecture* a = FindGgufArchitecture(f.gguf_architecture)) r["gguf_rope"] = ToString(a->rope);
   if (f.fixed_base > 0) r["fixed_base"] = f.fixed_base;
   if (f.alibi_hidden_size > 0) r["alibi_hidden_size"] = f.alibi_hidden_size;
   if (f.sections != FamilySections::kNone) r["sections"] = ToString(f.sections);
@@ -64,12 +65,15 @@ void RegisterFamilies(CLI::App& app) {
       SetExitCode(0);
       return;
     }
-    std::printf("%-20s %-10s %-11s %-11s %-14s %s\n", "model_type", "scheme", "pairing", "window", "gguf", "source");
+    std::printf("%-20s %-10s %-11s %-11s %-20s %s\n", "model_type", "scheme", "pairing", "window", "gguf (ggml rope)",
+                "source");
     for (const ModelFamily& f : ModelFamilies()) {
       const std::string pairing = f.scheme == PositionKind::kRope ? std::string(ToString(f.pairing)) : "-";
-      std::printf("%-20s %-10s %-11s %-11s %-14s %s%s\n", std::string(f.model_type).c_str(),
-                  std::string(ToString(f.scheme)).c_str(), pairing.c_str(), WindowText(f).c_str(),
-                  f.gguf_architecture.empty() ? "-" : std::string(f.gguf_architecture).c_str(),
+      const GgufArchitecture* arch = FindGgufArchitecture(f.gguf_architecture);
+      const std::string gguf = arch ? fmt::format("{} ({})", arch->name, ToString(arch->rope))
+                                    : std::string(f.gguf_architecture.empty() ? "-" : "?");
+      std::printf("%-20s %-10s %-11s %-11s %-20s %s%s\n", std::string(f.model_type).c_str(),
+                  std::string(ToString(f.scheme)).c_str(), pairing.c_str(), WindowText(f).c_str(), gguf.c_str(),
                   f.remote_code ? "[remote] " : "", std::string(f.source).c_str());
       for (auto [label, v] : {std::pair{"keys", f.own_keys}, std::pair{"layers", f.layer_schedule},
                               std::pair{"scaling", f.position_scaling}})

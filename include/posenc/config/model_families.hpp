@@ -76,4 +76,19 @@ const ModelFamily* FindModelFamilyByClass(std::string_view class_name);
 // The first row whose gguf_architecture is `arch`; nullptr if none.
 const ModelFamily* FindModelFamilyByGguf(std::string_view arch);
 
+// llama.cpp's rope type of a GGUF architecture (llama_model_rope_type in src/llama-model.cpp): how
+// ggml pairs the dims of the tensors llama.cpp's converter wrote. It is a fact of the file, not of the
+// Hugging Face family: a Llama GGUF is NORM (adjacent pairs) because convert_hf_to_gguf.py permuted
+// q and k out of rotate_half's order. kNone: llama.cpp applies no RoPE to the architecture.
+enum class GgmlRopeType { kNorm, kNeox, kMrope, kImrope, kNone };
+std::string_view ToString(GgmlRopeType t);
+struct GgufArchitecture {
+  std::string_view name;  // general.architecture
+  GgmlRopeType rope = GgmlRopeType::kNorm;
+};
+// Every GGUF architecture posenc reads; a family row's gguf_architecture is one of these.
+std::span<const GgufArchitecture> GgufArchitectures();
+// The row of `name`; nullptr for an architecture not listed.
+const GgufArchitecture* FindGgufArchitecture(std::string_view name);
+
 }  // namespace posenc
