@@ -150,6 +150,28 @@ Status ReadFamilyKeys(const json& j, const std::string& source, PositionScheme* 
 
 // ---------- per-layer keys: the layer schedule's inputs, Llama 4's temperature ----------
 
+// Ministral 3 / Mistral 4 (modeling_ministral3.py get_llama_4_attn_scale): every layer's queries times
+// 1 + beta * log(1 + floor(position / original_max_position_embeddings)), both read from the rope
+// parameters (rope_parameters, or rope_scaling in older spellings). Without the key there is no scale.
+Status ParseScalingBeta(const json& j, const std::string& source, PositionScheme* s) {
+  for (const char* spelling : {"rope_parameters", "rope_scaling"}) {
+    if (!Has(j, spelling) || !j[spelling].is_object() || !Has(j[spelling], "llama_4_scaling_beta")) continue;
+    const json& p = j[spelling];
+    const std::string where = fmt::format("{} ({})", source, spelling);
+    AttnTemperature& t = s->attn_temperature;
+    t = AttnTemperature{.tuning = true, .offset = 0, .every_layer = true};
+    POSENC_ASSIGN_OR_RETURN(t.attn_scale, GetNumber(p, "llama_4_scaling_beta", where));
+    if (!Has(p, "original_max_position_embeddings"))
+      return KeyError(where, "original_max_position_embeddings",
+                      "is missing: llama_4_scaling_beta scales queries by steps of it (get_llama_4_attn_scale)");
+    POSENC_ASSIGN_OR_RETURN(t.floor_scale, GetNumber(p, "original_max_position_embeddings", where));
+    if (Status st = ValidateAttnTemperature(t); !st.ok())
+      return InvalidArgumentError(fmt::format("config {}: {}", where, st.message()));
+    return OkStatus();
+  }
+  return OkStatus();
+}
+
 Status ParseLayerKeys(const json& j, const std::string& source, PositionScheme* s) {
   if (std::string k = FirstKey(j, {"num_hidden_layers", "n_layer", "num_layers", "n_layers"}); !k.empty()) {
     POSENC_ASSIGN_OR_RETURN(s->num_layers, GetInt(j, k, source));
@@ -200,7 +222,8 @@ Status ParseLayerKeys(const json& j, const std::string& source, PositionScheme* 
     if (*dst <= 0) return KeyError(source, key, fmt::format("is {}, must be > 0", *dst));
   }
   const ModelFamily* family = FamilyOf(*s);
-  if (family == nullptr || !family->query_temperature) return OkStatus();
+  if (family == nullptr || family->query_temperature == QueryTemperatureForm::kNone) return OkStatus();
+  if (family->query_temperature == QueryTemperatureForm::kScalingBeta) return ParseScalingBeta(j, source, s);
   // Llama4TextConfig: attn_temperature_tuning (a truthy value: Scout's config says 4), floor_scale,
   // attn_scale, with the class defaults true, 8192, 0.1.
   AttnTemperature& t = s->attn_temperature;

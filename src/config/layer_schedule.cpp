@@ -113,7 +113,8 @@ Result<LayerSchedule> LayerRopeSchedule(const PositionScheme& s) {
 
 bool QueryTemperatureApplies(const PositionScheme& scheme, const LayerSchedule& schedule, int64_t layer) {
   if (layer < 0 || layer >= schedule.num_layers()) return false;
-  return scheme.attn_temperature.tuning && !schedule.rope[static_cast<size_t>(layer)];
+  return scheme.attn_temperature.tuning &&
+         (scheme.attn_temperature.every_layer || !schedule.rope[static_cast<size_t>(layer)]);
 }
 
 }  // namespace posenc

@@ -378,7 +378,7 @@ constexpr ModelFamily kFamilies[] = {
      .layer_rule = LayerRule::kLlama4NoRope,
      .position_scaling =
          "attn_temperature_tuning: query scale log1p(floor((pos + 1) / floor_scale)) * attn_scale + 1 on NoPE layers",
-     .query_temperature = true,
+     .query_temperature = QueryTemperatureForm::kLlama4Tuning,
      .source = "transformers src/transformers/models/llama4/modeling_llama4.py: apply_rotary_emb, complex freqs_cis on "
                "(2i, 2i+1)"},
     {.model_type = "llava",
@@ -449,6 +449,13 @@ constexpr ModelFamily kFamilies[] = {
     {.model_type = "ministral",
      .source =
          "transformers src/transformers/models/ministral/modeling_ministral.py: rotate_half, apply_rotary_pos_emb"},
+    {.model_type = "ministral3",
+     .gguf_architecture = "mistral3",
+     .position_scaling = "rope_parameters.llama_4_scaling_beta: query scale 1 + beta * log(1 + floor(pos / "
+                         "original_max_position_embeddings)) on every layer",
+     .query_temperature = QueryTemperatureForm::kScalingBeta,
+     .source = "transformers src/transformers/models/ministral3/modeling_ministral3.py: rotate_half, "
+               "apply_rotary_pos_emb, get_llama_4_attn_scale"},
     {.model_type = "mistral",
      .gguf_architecture = "llama",
      .source = "transformers src/transformers/models/mistral/modeling_mistral.py: rotate_half, apply_rotary_pos_emb"},
@@ -675,6 +682,7 @@ constexpr ModelFamily kFamilies[] = {
     {.model_type = "smollm3",
      .gguf_architecture = "smollm3",
      .layer_schedule = "no_rope_layers (1 = RoPE), default every no_rope_layer_interval = 4th layer NoPE",
+     .layer_rule = LayerRule::kLlama4NoRope,
      .source = "transformers src/transformers/models/smollm3/modeling_smollm3.py: rotate_half, apply_rotary_pos_emb"},
     {.model_type = "speech_to_text",
      .scheme = PositionKind::kSinusoidal,

@@ -68,6 +68,8 @@ Status ValidateAttnTemperature(const AttnTemperature& t) {
   if (!std::isfinite(t.attn_scale))
     return InvalidArgumentError(
         fmt::format("attention temperature: key 'attn_scale' = {} must be finite", t.attn_scale));
+  if (t.offset != 0 && t.offset != 1)
+    return InvalidArgumentError(fmt::format("attention temperature: offset {} must be 0 or 1", t.offset));
   return OkStatus();
 }
 
@@ -78,7 +80,8 @@ Result<std::vector<float>> AttnTemperatureScales(const AttnTemperature& t, std::
   const float attn_scale = static_cast<float>(t.attn_scale);
   std::vector<float> out(positions.size());
   for (size_t i = 0; i < positions.size(); ++i) {
-    const float steps = std::floor((static_cast<float>(positions[i]) + 1.0f) / floor_scale);
+    const float p = static_cast<float>(positions[i]);
+    const float steps = std::floor((t.offset != 0 ? p + 1.0f : p) / floor_scale);
     out[i] = std::log(steps + 1.0f) * attn_scale + 1.0f;
   }
   return out;
@@ -89,8 +92,8 @@ Result<std::vector<double>> AttnTemperatureScalesExact(const AttnTemperature& t,
   POSENC_RETURN_IF_ERROR(CheckPositions(positions));
   std::vector<double> out(positions.size());
   for (size_t i = 0; i < positions.size(); ++i) {
-    // p + 1 < 2^31 + 1 is exact in float64; so is the quotient's floor for an integral floor_scale.
-    const double steps = std::floor(static_cast<double>(positions[i] + 1) / t.floor_scale);
+    // p + offset < 2^31 + 1 is exact in float64; so is the quotient's floor for an integral floor_scale.
+    const double steps = std::floor(static_cast<double>(positions[i] + t.offset) / t.floor_scale);
     out[i] = 1.0 + t.attn_scale * std::log1p(steps);
   }
   return out;

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "posenc/config/hf_config.hpp"
+#include "posenc/config/layer_schedule.hpp"
 #include "posenc/kernels/attn_temperature.hpp"
 
 namespace posenc {
@@ -51,6 +53,58 @@ TEST(AttnTemperatureScales, NonIntegralFloorScaleAndZeroWeight) {
   const std::vector<double> flat = AttnTemperatureScalesExact({true, 8192.0, 0.0}, p).value();
   for (double s : flat) EXPECT_EQ(s, 1.0);
   EXPECT_TRUE(AttnTemperatureScales(t, {}).value().empty());
+}
+
+// Ministral 3 / Mistral 4 (get_llama_4_attn_scale): offset 0, so the first step is at p = floor_scale,
+// one token later than Llama 4's; float32 as torch divides an int64 tensor by an int.
+TEST(AttnTemperatureScales, ScalingBetaFormHasNoOffset) {
+  const AttnTemperature t{.tuning = true, .floor_scale = 16384.0, .attn_scale = 0.1, .offset = 0, .every_layer = true};
+  const std::vector<int64_t> p = {0, 16382, 16383, 16384, 32767, 32768, 262143};
+  const std::vector<double> e = AttnTemperatureScalesExact(t, p).value();
+  const std::vector<float> f = AttnTemperatureScales(t, p).value();
+  EXPECT_EQ(e[1], 1.0);
+  EXPECT_EQ(e[2], 1.0);  // Llama 4's form steps here (16383 + 1 = 16384)
+  EXPECT_DOUBLE_EQ(e[3], 1.0 + 0.1 * std::log(2.0));
+  EXPECT_DOUBLE_EQ(e[4], 1.0 + 0.1 * std::log(2.0));
+  EXPECT_DOUBLE_EQ(e[5], 1.0 + 0.1 * std::log(3.0));
+  EXPECT_DOUBLE_EQ(e[6], 1.0 + 0.1 * std::log(16.0));
+  for (size_t i = 0; i < p.size(); ++i)
+    EXPECT_EQ(f[i], 1.0f + 0.1f * std::log(1.0f + std::floor(static_cast<float>(p[i]) / 16384.0f))) << p[i];
+  AttnTemperature bad = t;
+  bad.offset = 2;
+  EXPECT_FALSE(ValidateAttnTemperature(bad).ok());
+}
+
+// The config side: a Ministral 3 config (text_config, rope_parameters.llama_4_scaling_beta, as
+// mistralai/Ministral-3-3B-Instruct-2512 ships it) scales queries on every layer, RoPE layers included.
+TEST(AttnTemperatureConfig, Ministral3ScalingBetaOnEveryLayer) {
+  const char* cfg = R"({"model_type": "mistral3", "text_config": {"model_type": "ministral3", "head_dim": 128,
+      "hidden_size": 3072, "max_position_embeddings": 262144, "num_attention_heads": 32, "num_hidden_layers": 4,
+      "num_key_value_heads": 8, "rope_parameters": {"beta_fast": 32.0, "beta_slow": 1.0, "factor": 16.0,
+      "llama_4_scaling_beta": 0.1, "mscale": 1.0, "mscale_all_dim": 1.0, "original_max_position_embeddings": 16384,
+      "rope_theta": 1000000.0, "rope_type": "yarn"}}})";
+  Result<PositionScheme> s = ParseHfConfig(cfg, "ministral3.json");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  const AttnTemperature& t = s->attn_temperature;
+  EXPECT_TRUE(t.tuning);
+  EXPECT_EQ(t.attn_scale, 0.1);
+  EXPECT_EQ(t.floor_scale, 16384.0);
+  EXPECT_EQ(t.offset, 0);
+  Result<LayerSchedule> sched = LayerRopeSchedule(*s);
+  ASSERT_TRUE(sched.ok());
+  for (int64_t i = 0; i < 4; ++i) EXPECT_TRUE(QueryTemperatureApplies(*s, *sched, i)) << i;
+  // Without original_max_position_embeddings beside the beta: an error naming the key.
+  std::string no_len = cfg;
+  no_len.replace(no_len.find(R"("original_max_position_embeddings": 16384,)"), 43, "");
+  Result<PositionScheme> e = ParseHfConfig(no_len, "ministral3.json");
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("original_max_position_embeddings"), std::string::npos) << e.status().message();
+  // A Mistral config without the key has no temperature.
+  Result<PositionScheme> m = ParseHfConfig(R"({"model_type": "mistral", "hidden_size": 4096,
+      "num_attention_heads": 32, "max_position_embeddings": 32768, "rope_theta": 1000000.0})",
+                                           "m.json");
+  ASSERT_TRUE(m.ok());
+  EXPECT_FALSE(m->attn_temperature.tuning);
 }
 
 TEST(AttnTemperatureScales, Errors) {

@@ -70,6 +70,18 @@ TEST(ModelFamilies, Lookups) {
   EXPECT_EQ(FindModelFamilyByGguf(""), nullptr);
 }
 
+// A row whose schedule text says some layers go without RoPE has a rule that gives NoPE layers (SmolLM3's
+// row once described no_rope_layers and applied RoPE everywhere).
+TEST(ModelFamilies, ScheduleTextAndRuleAgree) {
+  for (const ModelFamily& f : ModelFamilies()) {
+    const bool says_nope = f.layer_schedule.find("NoPE") != std::string_view::npos;
+    const bool rule_nope = f.layer_rule == LayerRule::kLlama4NoRope || f.layer_rule == LayerRule::kSlidingRopeFullNope ||
+                           f.layer_rule == LayerRule::kSlidingRopeIfWindowed;
+    EXPECT_EQ(says_nope, rule_nope) << f.model_type << ": " << f.layer_schedule;
+    if (f.layer_rule != LayerRule::kEveryLayer) EXPECT_FALSE(f.layer_schedule.empty()) << f.model_type;
+  }
+}
+
 // One answer for GGUF: every family row's gguf_architecture is a row of the GGUF table (which the GGUF
 // reader uses), no architecture is listed twice, and every RoPE family but GPT-J is rotated by llama.cpp
 // (the converse does not hold: llama.cpp gives bert NEOX and starcoder NORM, which never reach a rope op).

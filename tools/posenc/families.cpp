@@ -46,7 +46,8 @@ json RowJson(const ModelFamily& f) {
   if (f.fixed_base > 0) r["fixed_base"] = f.fixed_base;
   if (f.alibi_hidden_size > 0) r["alibi_hidden_size"] = f.alibi_hidden_size;
   if (f.sections != FamilySections::kNone) r["sections"] = ToString(f.sections);
-  if (f.query_temperature) r["query_temperature"] = true;
+  if (f.query_temperature == QueryTemperatureForm::kLlama4Tuning) r["query_temperature"] = "attn_temperature_tuning";
+  if (f.query_temperature == QueryTemperatureForm::kScalingBeta) r["query_temperature"] = "llama_4_scaling_beta";
   return r;
 }
 

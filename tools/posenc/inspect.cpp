@@ -135,6 +135,21 @@ Result<json> Describe(const PositionScheme& s, const std::string& path, int64_t 
     layers["nope_layers"] = schedule.num_nope_layers();
     if (!s.layer_types.empty()) layers["types"] = s.layer_types;
     out["layers"] = layers;
+    // Position-dependent query temperature (Llama 4 on NoPE layers; Ministral 3 on every layer).
+    if (s.attn_temperature.tuning) {
+      const AttnTemperature& t = s.attn_temperature;
+      json qt;
+      qt["formula"] =
+          fmt::format("1 + {} * ln(1 + floor((p{}) / {}))", t.attn_scale, t.offset ? " + 1" : "", t.floor_scale);
+      qt["attn_scale"] = t.attn_scale;
+      qt["floor_scale"] = t.floor_scale;
+      qt["offset"] = t.offset;
+      qt["on"] = t.every_layer ? "every layer" : "NoPE layers";
+      std::vector<int> applies;
+      for (int64_t i = 0; i < schedule.num_layers(); ++i) applies.push_back(QueryTemperatureApplies(s, schedule, i));
+      qt["layers"] = applies;
+      out["query_temperature"] = qt;
+    }
   }
   const std::vector<PairRegime> regimes = ClassifyPairs(rc, f);
   const std::vector<double> plain = UnscaledFrequencies(rc);
@@ -217,6 +232,11 @@ void PrintText(const json& d) {
     std::printf("layers: %lld (%s), %lld NoPE: %s\n", static_cast<long long>(l["count"].get<int64_t>()),
                 l["rule"].get<std::string>().c_str(), static_cast<long long>(l["nope_layers"].get<int64_t>()),
                 map.c_str());
+  }
+  if (d.contains("query_temperature")) {
+    const json& q = d["query_temperature"];
+    std::printf("query_temperature: %s, on %s\n", q["formula"].get<std::string>().c_str(),
+                q["on"].get<std::string>().c_str());
   }
   if (!d["notes"].empty()) {
     std::printf("notes:\n");

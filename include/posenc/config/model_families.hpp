@@ -39,6 +39,13 @@ enum class LayerRule {
 };
 std::string_view ToString(FamilySections s);
 
+// A position-dependent query scale of the family's modeling code (posenc/kernels/attn_temperature.hpp).
+enum class QueryTemperatureForm {
+  kNone,
+  kLlama4Tuning,  // attn_temperature_tuning, floor_scale, attn_scale: offset 1, NoPE layers only
+  kScalingBeta    // rope_parameters.llama_4_scaling_beta over original_max_position_embeddings: offset 0, every layer
+};
+
 struct ModelFamily {
   std::string_view model_type{};  // Hugging Face model_type
   PositionKind scheme = PositionKind::kRope;
@@ -60,10 +67,10 @@ struct ModelFamily {
   LayerRule layer_rule = LayerRule::kEveryLayer;
   std::string_view position_scaling{};  // position-dependent scaling of the family's own ("" none)
   FamilySections sections = FamilySections::kNone;
-  bool query_temperature = false;  // Llama 4's attn_temperature_tuning keys apply
-  bool remote_code = false;        // no class in transformers: the model's repo ships the code
-  std::string_view classes{};      // remote code: architectures / auto_map class names, ',' separated
-  std::string_view source{};       // the file (and function) each fact was read from
+  QueryTemperatureForm query_temperature = QueryTemperatureForm::kNone;
+  bool remote_code = false;    // no class in transformers: the model's repo ships the code
+  std::string_view classes{};  // remote code: architectures / auto_map class names, ',' separated
+  std::string_view source{};   // the file (and function) each fact was read from
 };
 
 // Every row; no model_type repeats.
