@@ -50,6 +50,30 @@ def head_dim(c: dict) -> int:
     return int(c["hidden_size"]) // int(c["num_attention_heads"])
 
 
+# The defaults of the families' configuration classes (configuration_<family>.py) for the keys a
+# published config may leave out.
+CLASS_DEFAULTS = {
+    "falcon": {"max_position_embeddings": 2048},
+    "persimmon": {"partial_rotary_factor": 0.5},
+    "stablelm": {"partial_rotary_factor": 0.25},
+    "nemotron": {"partial_rotary_factor": 0.5},
+    "phi": {"partial_rotary_factor": 0.5},
+    "glm": {"partial_rotary_factor": 0.5},
+    "glm4": {"partial_rotary_factor": 0.5},
+    "glm4_moe": {"partial_rotary_factor": 0.5},
+    "qwen3_next": {"partial_rotary_factor": 0.25},
+}
+
+
+def with_class_defaults(c: dict) -> dict:
+    out = dict(CLASS_DEFAULTS.get(c.get("model_type"), {}))
+    out.update(c)
+    # NemotronConfig: the old spelling rope_percent wins over partial_rotary_factor (backward compatibility).
+    if c.get("model_type") == "nemotron" and c.get("rope_percent"):
+        out["partial_rotary_factor"] = c["rope_percent"]
+    return out
+
+
 def max_positions(c: dict) -> int:
     for k in ("max_position_embeddings", "n_positions", "seq_length", "max_sequence_length"):
         if c.get(k):
@@ -180,7 +204,7 @@ def rotary_dim(c: dict) -> int:
 
 
 def freqs(config: dict, layer_type: Optional[str] = None, seq_len: Optional[int] = None) -> Rope:
-    c = text_config(config)
+    c = with_class_defaults(text_config(config))
     mt = c.get("model_type")
     dim = rotary_dim(c)
     if mt == "chatglm":
