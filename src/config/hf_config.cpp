@@ -49,8 +49,10 @@ bool IsOneOf(const std::string& v, std::initializer_list<const char*> set) {
 // The registry row of the scheme's model_type (model_families.hpp), or nullptr.
 const ModelFamily* FamilyOf(const PositionScheme& s) { return FindModelFamily(s.model_type); }
 
-// A config without model_type: the remote-code family its architectures or auto_map names
-// ("modeling_qwen.QWenLMHeadModel", or "repo--modeling_qwen.QWenLMHeadModel"), noted; else nothing.
+// A config without model_type, or with one the registry does not have (InternLM2's 'internlm', OLMo 2's
+// early 'olmo_1124'): the family its architectures or auto_map names ("modeling_qwen.QWenLMHeadModel",
+// "repo--modeling_qwen.QWenLMHeadModel", or an in-library class such as GPT2LMHeadModel), noted; else
+// nothing.
 void FamilyFromClasses(const json& j, PositionScheme* s) {
   std::vector<std::string> names;
   if (Has(j, "architectures") && j["architectures"].is_array())
@@ -65,9 +67,13 @@ void FamilyFromClasses(const json& j, PositionScheme* s) {
       }
   for (const std::string& n : names) {
     if (const ModelFamily* f = FindModelFamilyByClass(n); f != nullptr) {
+      s->notes.push_back(
+          fmt::format("{}: class {} is the {}family '{}' ({})",
+                      s->model_type.empty()
+                          ? std::string("no model_type")
+                          : fmt::format("model_type {} is not in the family registry", QuoteForMessage(s->model_type)),
+                      QuoteForMessage(n), f->remote_code ? "remote-code " : "", f->model_type, f->source));
       s->model_type = std::string(f->model_type);
-      s->notes.push_back(fmt::format("no model_type: class {} is the remote-code family '{}' ({})", QuoteForMessage(n),
-                                     f->model_type, f->source));
       return;
     }
   }
@@ -216,7 +222,8 @@ Status ParseLayerKeys(const json& j, const std::string& source, PositionScheme* 
                                                                                          : "full_attention");
   }
   for (auto [key, dst] : {std::pair{"no_rope_layer_interval", &s->no_rope_layer_interval},
-                          std::pair{"sliding_window_pattern", &s->sliding_window_pattern}}) {
+                          std::pair{"sliding_window_pattern", &s->sliding_window_pattern},
+                          std::pair{"full_attention_interval", &s->full_attention_interval}}) {
     if (!Has(j, key) || (std::string_view(key) == "sliding_window_pattern" && j[key].is_string())) continue;
     POSENC_ASSIGN_OR_RETURN(*dst, GetInt(j, key, source));
     if (*dst <= 0) return KeyError(source, key, fmt::format("is {}, must be > 0", *dst));
@@ -879,7 +886,7 @@ Result<PositionScheme> ParseHfConfigJsonAt(const json& j, const std::string& sou
   if (!j.is_object()) return InvalidArgumentError(fmt::format("config {}: top level is not a JSON object", source));
   PositionScheme s;
   if (Has(j, "model_type") && j["model_type"].is_string()) s.model_type = j["model_type"].get<std::string>();
-  if (s.model_type.empty()) FamilyFromClasses(j, &s);
+  if (s.model_type.empty() || FindModelFamily(s.model_type) == nullptr) FamilyFromClasses(j, &s);
   // Multimodal configs keep the language model's keys in text_config.
   if (Has(j, "text_config") && j["text_config"].is_object() && !Has(j, "hidden_size") && !Has(j, "rope_theta")) {
     if (depth >= kMaxTextConfigDepth)

@@ -91,6 +91,25 @@ Result<LayerSchedule> LayerRopeSchedule(const PositionScheme& s) {
         },
         "llama4 no_rope_layers");
   }
+  // Qwen3-Next / Qwen3.5 (Qwen3NextConfig: layer_types default "linear_attention" unless (i + 1) is a
+  // multiple of full_attention_interval): only the attention layers have positions.
+  if (rule == LayerRule::kFullAttentionOnly) {
+    if (s.layer_types.empty()) {
+      LayerSchedule out = EveryKthLayerNope(s, s.model_type, "full_attention_interval", s.full_attention_interval)
+                              .value();  // k > 0: the parser refuses a non-positive interval
+      out.rope.flip();
+      return out;
+    }
+    const std::string name = s.model_type;
+    return FromLayerList(
+        s, "layer_types", s.layer_types,
+        [name](const std::string& t) -> Result<bool> {
+          if (t == "full_attention") return true;
+          if (t == "linear_attention") return false;
+          return InvalidArgumentError(fmt::format("is '{}', {} knows full_attention and linear_attention", t, name));
+        },
+        fmt::format("{} layer_types", name));
+  }
   if (rule == LayerRule::kSlidingRopeFullNope) {
     if (s.layer_types.empty())
       return EveryKthLayerNope(s, "cohere2", "sliding_window_pattern", s.sliding_window_pattern);

@@ -3,6 +3,8 @@
 #include "posenc/config/model_families.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <string>
 
 namespace posenc {
 
@@ -626,6 +628,9 @@ constexpr ModelFamily kFamilies[] = {
      .window = RotaryWindow::kFrontPartial,
      .default_partial_rotary_factor = 0.25,
      .own_keys = "partial_rotary_factor (default 0.25), rope_parameters.mrope_section",
+     .layer_schedule = "layer_types (default: full_attention every full_attention_interval = 4th layer): RoPE on "
+                       "full_attention layers, none on linear_attention (Gated DeltaNet) ones, NoPE in the table",
+     .layer_rule = LayerRule::kFullAttentionOnly,
      .sections = FamilySections::kInterleaved,
      .source = "transformers src/transformers/models/qwen3_5/modeling_qwen3_5.py: apply_interleaved_mrope; "
                "Qwen3_5TextConfig partial_rotary_factor 0.25"},
@@ -633,6 +638,9 @@ constexpr ModelFamily kFamilies[] = {
      .window = RotaryWindow::kFrontPartial,
      .default_partial_rotary_factor = 0.25,
      .own_keys = "partial_rotary_factor (default 0.25), rope_parameters.mrope_section",
+     .layer_schedule = "layer_types (default: full_attention every full_attention_interval = 4th layer): RoPE on "
+                       "full_attention layers, none on linear_attention (Gated DeltaNet) ones, NoPE in the table",
+     .layer_rule = LayerRule::kFullAttentionOnly,
      .sections = FamilySections::kInterleaved,
      .source = "transformers src/transformers/models/qwen3_5_moe/modeling_qwen3_5_moe.py: apply_interleaved_mrope; "
                "partial_rotary_factor 0.25"},
@@ -645,6 +653,9 @@ constexpr ModelFamily kFamilies[] = {
      .default_partial_rotary_factor = 0.25,
      .gguf_architecture = "qwen3next",
      .own_keys = "partial_rotary_factor (Qwen3NextConfig default 0.25)",
+     .layer_schedule = "layer_types (default: full_attention every full_attention_interval = 4th layer): RoPE on "
+                       "full_attention layers, none on linear_attention (Gated DeltaNet) ones, NoPE in the table",
+     .layer_rule = LayerRule::kFullAttentionOnly,
      .source =
          "transformers src/transformers/models/qwen3_next/modeling_qwen3_next.py: rotate_half, apply_rotary_pos_emb"},
     {.model_type = "qwen3_vl",
@@ -785,6 +796,30 @@ const ModelFamily* FindModelFamily(std::string_view model_type) {
   return nullptr;
 }
 
+namespace {
+
+// Lower case without '_' and '-': "gpt_neox" and "GPTNeoX" both read "gptneox".
+std::string Folded(std::string_view s) {
+  std::string out;
+  for (char c : s)
+    if (c != '_' && c != '-') out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  return out;
+}
+
+// transformers names a family's classes <Family><Head>: the family part of an in-library class name
+// ("" when the name has none of the heads).
+std::string_view ClassFamilyPart(std::string_view name) {
+  static constexpr std::string_view kHeads[] = {
+      "ForConditionalGeneration",  "ForCausalLM",          "LMHeadModel", "ForMaskedLM",
+      "ForSequenceClassification", "ForQuestionAnswering", "Model"};
+  if (const size_t dot = name.rfind('.'); dot != std::string_view::npos) return {};  // remote code: module.Class
+  for (std::string_view h : kHeads)
+    if (name.size() > h.size() && EndsWith(name, h)) return name.substr(0, name.size() - h.size());
+  return {};
+}
+
+}  // namespace
+
 const ModelFamily* FindModelFamilyByClass(std::string_view class_name) {
   if (class_name.empty()) return nullptr;
   for (const ModelFamily& f : kFamilies) {
@@ -796,6 +831,11 @@ const ModelFamily* FindModelFamilyByClass(std::string_view class_name) {
       list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
     }
   }
+  // An in-library class: its family part equals a row's model_type, folded.
+  const std::string part = Folded(ClassFamilyPart(class_name));
+  if (part.empty()) return nullptr;
+  for (const ModelFamily& f : kFamilies)
+    if (!f.remote_code && Folded(f.model_type) == part) return &f;
   return nullptr;
 }
 

@@ -246,4 +246,25 @@ TEST(AttnTemperatureConfig, Llama4KeysAndDefaults) {
 }
 
 }  // namespace
+// Qwen3-Next / Qwen3.5: RoPE on full_attention layers only; linear_attention (Gated DeltaNet) layers
+// carry no positions. Without layer_types, every full_attention_interval-th layer is full attention.
+TEST(LayerSchedule, Qwen3NextRotatesItsFullAttentionLayersOnly) {
+  const std::string base = R"({"model_type": "qwen3_next", "head_dim": 256, "hidden_size": 2048,
+      "num_attention_heads": 16, "num_hidden_layers": 8, "partial_rotary_factor": 0.25, "rope_theta": 5000000)";
+  Result<LayerSchedule> by_interval = LayerRopeSchedule(Parse(base + R"(, "full_attention_interval": 4})"));
+  ASSERT_TRUE(by_interval.ok()) << by_interval.status().message();
+  EXPECT_EQ(Ints(*by_interval), (std::vector<int>{0, 0, 0, 1, 0, 0, 0, 1}));
+  Result<LayerSchedule> by_default = LayerRopeSchedule(Parse(base + "}"));
+  ASSERT_TRUE(by_default.ok());
+  EXPECT_EQ(Ints(*by_default), Ints(*by_interval));
+  Result<LayerSchedule> listed = LayerRopeSchedule(Parse(base + R"(, "layer_types": ["linear_attention",
+      "full_attention", "linear_attention", "linear_attention", "full_attention", "full_attention",
+      "linear_attention", "linear_attention"]})"));
+  ASSERT_TRUE(listed.ok());
+  EXPECT_EQ(Ints(*listed), (std::vector<int>{0, 1, 0, 0, 1, 1, 0, 0}));
+  ExpectScheduleError(base + R"(, "layer_types": ["linear_attention", "full_attention", "mamba", "full_attention",
+      "linear_attention", "linear_attention", "linear_attention", "full_attention"]})",
+                      "layer_types[2]", "'mamba'");
+}
+
 }  // namespace posenc

@@ -64,7 +64,19 @@ TEST(ModelFamilies, Lookups) {
   EXPECT_EQ(FindModelFamily("nonexistent_text"), nullptr);
   ASSERT_NE(FindModelFamilyByClass("modeling_qwen.QWenLMHeadModel"), nullptr);
   EXPECT_EQ(FindModelFamilyByClass("modeling_qwen.QWenLMHeadModel")->model_type, "qwen");
-  EXPECT_EQ(FindModelFamilyByClass("LlamaForCausalLM"), nullptr);  // in-library classes are model_type's job
+  // In-library classes by their family part (configs without model_type, or with a spelling the
+  // registry lacks): GPT2LMHeadModel, InternLM2ForCausalLM (model_type 'internlm'), Olmo2ForCausalLM
+  // ('olmo_1124'), GPTNeoXForCausalLM, Qwen2MoEForCausalLM (an early spelling).
+  for (auto [cls, mt] : {std::pair{"LlamaForCausalLM", "llama"}, std::pair{"GPT2LMHeadModel", "gpt2"},
+                         std::pair{"InternLM2ForCausalLM", "internlm2"}, std::pair{"Olmo2ForCausalLM", "olmo2"},
+                         std::pair{"GPTNeoXForCausalLM", "gpt_neox"}, std::pair{"Qwen2MoEForCausalLM", "qwen2_moe"},
+                         std::pair{"T5ForConditionalGeneration", "t5"}}) {
+    const ModelFamily* f = FindModelFamilyByClass(cls);
+    ASSERT_NE(f, nullptr) << cls;
+    EXPECT_EQ(f->model_type, mt) << cls;
+  }
+  for (const char* none : {"ForCausalLM", "Model", "NoSuchFamilyForCausalLM", "modeling_x.LlamaForCausalLM", "llama"})
+    EXPECT_EQ(FindModelFamilyByClass(none), nullptr) << none;
   ASSERT_NE(FindModelFamilyByGguf("command-r"), nullptr);
   EXPECT_EQ(FindModelFamilyByGguf("command-r")->model_type, "cohere");
   EXPECT_EQ(FindModelFamilyByGguf(""), nullptr);
@@ -75,8 +87,9 @@ TEST(ModelFamilies, Lookups) {
 TEST(ModelFamilies, ScheduleTextAndRuleAgree) {
   for (const ModelFamily& f : ModelFamilies()) {
     const bool says_nope = f.layer_schedule.find("NoPE") != std::string_view::npos;
-    const bool rule_nope = f.layer_rule == LayerRule::kLlama4NoRope || f.layer_rule == LayerRule::kSlidingRopeFullNope ||
-                           f.layer_rule == LayerRule::kSlidingRopeIfWindowed;
+    const bool rule_nope =
+        f.layer_rule == LayerRule::kLlama4NoRope || f.layer_rule == LayerRule::kSlidingRopeFullNope ||
+        f.layer_rule == LayerRule::kSlidingRopeIfWindowed || f.layer_rule == LayerRule::kFullAttentionOnly;
     EXPECT_EQ(says_nope, rule_nope) << f.model_type << ": " << f.layer_schedule;
     if (f.layer_rule != LayerRule::kEveryLayer) EXPECT_FALSE(f.layer_schedule.empty()) << f.model_type;
   }
@@ -203,6 +216,15 @@ TEST(ModelFamilies, UnknownModelTypeIsAnErrorNamingItAndTheOption) {
   const PositionScheme none = Parse(R"({"hidden_size": 512, "num_attention_heads": 8})");
   EXPECT_EQ(none.rope.layout.pairing, RopePairing::kHalf);
   EXPECT_TRUE(HasNote(none, "no model_type"));
+  // A model_type the registry lacks, with an architectures class it has: that family, noted (InternLM2
+  // 1.8B ships model_type 'internlm' with InternLM2ForCausalLM; old GPT-2 configs have no model_type).
+  const PositionScheme internlm = Parse(R"({"model_type": "internlm", "architectures": ["InternLM2ForCausalLM"],
+      "hidden_size": 2048, "num_attention_heads": 16, "rope_theta": 1000000})");
+  EXPECT_EQ(internlm.model_type, "internlm2");
+  EXPECT_TRUE(HasNote(internlm, "model_type 'internlm' is not in the family registry")) << internlm.notes.size();
+  const PositionScheme gpt2 = Parse(R"({"architectures": ["GPT2LMHeadModel"], "n_embd": 1024, "n_head": 16,
+      "n_positions": 1024})");
+  EXPECT_EQ(gpt2.kind, PositionKind::kLearned);
   // A scheme the keys name (T5 buckets) needs no layout.
   EXPECT_EQ(Parse(R"({"model_type": "my_t5", "relative_attention_num_buckets": 32})").kind, PositionKind::kT5Bucket);
 }

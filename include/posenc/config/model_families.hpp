@@ -31,11 +31,13 @@ enum class FamilySections { kNone, kChunked, kInterleaved };
 
 // The per-layer rule of a family's modeling code (LayerRopeSchedule and ParseHfConfig apply it).
 enum class LayerRule {
-  kEveryLayer,              // the same RoPE on every layer
-  kLlama4NoRope,            // no_rope_layers (1 = RoPE), else NoPE on every no_rope_layer_interval-th layer
-  kSlidingRopeFullNope,     // Cohere2: RoPE on sliding_attention layers, NoPE on full_attention ones
-  kSlidingRopeIfWindowed,   // EXAONE 4: as Cohere2 when sliding_window is set, else RoPE on every layer
-  kScalingOnFullLayersOnly  // OLMo 3: rope_scaling on full_attention layers, plain RoPE on sliding ones
+  kEveryLayer,               // the same RoPE on every layer
+  kLlama4NoRope,             // no_rope_layers (1 = RoPE), else NoPE on every no_rope_layer_interval-th layer
+  kSlidingRopeFullNope,      // Cohere2: RoPE on sliding_attention layers, NoPE on full_attention ones
+  kSlidingRopeIfWindowed,    // EXAONE 4: as Cohere2 when sliding_window is set, else RoPE on every layer
+  kScalingOnFullLayersOnly,  // OLMo 3: rope_scaling on full_attention layers, plain RoPE on sliding ones
+  kFullAttentionOnly         // Qwen3-Next / Qwen3.5: RoPE on full_attention layers; linear_attention
+                             // (Gated DeltaNet) layers have no positions
 };
 std::string_view ToString(FamilySections s);
 
@@ -77,8 +79,10 @@ struct ModelFamily {
 std::span<const ModelFamily> ModelFamilies();
 // The row of a model_type (exact, else without a "_text" suffix); nullptr for an unknown one.
 const ModelFamily* FindModelFamily(std::string_view model_type);
-// The remote-code row naming `class_name` (an architectures entry, or an auto_map value such as
-// "modeling_qwen.QWenLMHeadModel"); nullptr if none.
+// The row of a class name: the remote-code row listing it (an architectures entry, or an auto_map
+// value such as "modeling_qwen.QWenLMHeadModel"), else the in-library row whose model_type is the
+// class's family part, compared in lower case without '_' and '-' (GPT2LMHeadModel -> gpt2,
+// InternLM2ForCausalLM -> internlm2, GPTNeoXForCausalLM -> gpt_neox); nullptr if none.
 const ModelFamily* FindModelFamilyByClass(std::string_view class_name);
 // The first row whose gguf_architecture is `arch`; nullptr if none.
 const ModelFamily* FindModelFamilyByGguf(std::string_view arch);
