@@ -150,6 +150,26 @@ Status ReadLayout(const ArchKeys& k, std::optional<GgmlRopeType> rope_type, cons
                     k.Key("rope.dimension_count"), n_rot, head_dim));
   rc->layout.head_dim = head_dim;
   rc->layout.rotary_dim = n_rot;
+  // MLA (deepseek2: the registry's families of the architecture rotate the back of the head): the
+  // query head is qk_nope + qk_rope (attention.key_length_mla where the file stores MLA in its absorbed
+  // form, key_length 576 = kv_lora_rank + n_rot), and llama.cpp's q_pe / k_pe views take its last n_rot
+  // dims, as Hugging Face's q_pe slice does.
+  const ModelFamily* family = FindModelFamilyByGguf(k.arch);
+  if (family != nullptr && family->window == RotaryWindow::kBackOfHead) {
+    int64_t q_head = 0;
+    POSENC_RETURN_IF_ERROR(k.OptInt("attention.key_length_mla", &q_head));
+    if (q_head > 0) {
+      if (n_rot > q_head)
+        return InvalidArgumentError(fmt::format("gguf {}: key '{}' = {} is smaller than {} = {}", path,
+                                                k.Key("attention.key_length_mla"), q_head,
+                                                k.Key("rope.dimension_count"), n_rot));
+      rc->layout.head_dim = q_head;
+      rc->notes.push_back(fmt::format("head size {} from '{}' (the query head; '{}' = {} is the absorbed MLA key)",
+                                      q_head, k.Key("attention.key_length_mla"), k.Key("attention.key_length"),
+                                      head_dim));
+    }
+    rc->layout.rotary_start = rc->layout.head_dim - n_rot;
+  }
   return OkStatus();
 }
 

@@ -92,8 +92,19 @@ def check_config(posenc, rec, tmp):
     path = os.path.join(tmp, rec.name + ".json")
     with open(path, "w") as f:
         json.dump(cfg, f)
+    expect = rec.data.get("expect", {})
+    if "error" in expect:
+        # A config the references refuse too (the record's `why` says so): posenc must refuse it, naming
+        # what is wrong, and read it once the layout is stated.
+        r = subprocess.run([posenc, "inspect", "--json", path], capture_output=True, text=True)
+        rec.check(r.returncode == 2 and expect["error"] in r.stderr,
+                  f"expected a refusal naming {expect['error']!r}, got exit {r.returncode}: {r.stderr.strip()}")
+        if "layout" in expect:
+            got = run_inspect(posenc, path, "--assume-layout", expect["layout"])
+            rec.check(got.get("layout") == expect["layout"], f"layout {got.get('layout')!r} with --assume-layout")
+        return
     got = run_inspect(posenc, path)
-    if not check_common(rec, got, rec.data.get("expect", {})):
+    if not check_common(rec, got, expect):
         return
     types = hf_reference.layer_types(cfg)
     for lt in types or [None]:
