@@ -83,16 +83,18 @@ class Scheme:
     # constructors
     @staticmethod
     def from_config(config: Union[PathLike, Mapping[str, Any]], *, layer_type: str = "",
-                    model_type: Optional[str] = None) -> "Scheme":
+                    model_type: Optional[str] = None, assume_layout: str = "") -> "Scheme":
         """A Hugging Face config.json (a path or a dict), in either spelling (rope_scaling or
         rope_parameters). `model_type` fills in a dict's missing model_type (it fixes the pairing of
-        families such as gptj, cohere, glm4)."""
+        families such as gptj, cohere, glm4). `assume_layout` ("half" or "interleaved") states the pair
+        layout of a model_type posenc does not know (`posenc families` lists those it does); without it
+        such a config raises ValueError naming the model_type. Known families ignore it."""
         if isinstance(config, Mapping):
             c = dict(config)
             if model_type is not None and "model_type" not in c:
                 c["model_type"] = model_type
-            return Scheme(_posenc.Scheme.from_hf_json(json.dumps(c), "config dict", layer_type))
-        return Scheme(_posenc.Scheme.from_hf_config(os.fspath(config), layer_type))
+            return Scheme(_posenc.Scheme.from_hf_json(json.dumps(c), "config dict", layer_type, assume_layout))
+        return Scheme(_posenc.Scheme.from_hf_config(os.fspath(config), layer_type, assume_layout))
 
     @staticmethod
     def from_gguf(path: PathLike, *, allow_default_freq_base: bool = True) -> "Scheme":
@@ -100,9 +102,11 @@ class Scheme:
         return Scheme(_posenc.Scheme.from_gguf(os.fspath(path), allow_default_freq_base))
 
     @staticmethod
-    def from_model(path: PathLike, *, allow_default_freq_base: bool = True, layer_type: str = "") -> "Scheme":
-        """Any model posenc opens: a GGUF file, a Hugging Face folder, safetensors with config.json."""
-        return Scheme(_posenc.Scheme.from_model(os.fspath(path), allow_default_freq_base, layer_type))
+    def from_model(path: PathLike, *, allow_default_freq_base: bool = True, layer_type: str = "",
+                   assume_layout: str = "") -> "Scheme":
+        """Any model posenc opens: a GGUF file, a Hugging Face folder, safetensors with config.json
+        (`assume_layout` as for from_config)."""
+        return Scheme(_posenc.Scheme.from_model(os.fspath(path), allow_default_freq_base, layer_type, assume_layout))
 
     @staticmethod
     def from_ggml(params: Mapping[str, Any], head_dim: int) -> "Scheme":
@@ -252,19 +256,21 @@ _SCALING_KEYS = {
 
 
 def load_scheme(source: ConfigSource, *, layer_type: str = "", allow_default_freq_base: bool = True,
-                model_type: Optional[str] = None) -> Scheme:
+                model_type: Optional[str] = None, assume_layout: str = "") -> Scheme:
     """A scheme from a dict (Hugging Face config), a config.json path, a .gguf file or a model folder
-    (or a .safetensors / llama2.c file posenc opens). A Scheme is returned as it is."""
+    (or a .safetensors / llama2.c file posenc opens). A Scheme is returned as it is. `assume_layout`
+    ("half" or "interleaved") states the pair layout of a model_type posenc does not know."""
     if isinstance(source, Scheme):
         return source
     if isinstance(source, Mapping):
-        return Scheme.from_config(source, layer_type=layer_type, model_type=model_type)
+        return Scheme.from_config(source, layer_type=layer_type, model_type=model_type, assume_layout=assume_layout)
     path = os.fspath(source)
     if path.endswith(".gguf"):
         return Scheme.from_gguf(path, allow_default_freq_base=allow_default_freq_base)
     if path.endswith(".json"):
-        return Scheme.from_config(path, layer_type=layer_type)
-    return Scheme.from_model(path, allow_default_freq_base=allow_default_freq_base, layer_type=layer_type)
+        return Scheme.from_config(path, layer_type=layer_type, assume_layout=assume_layout)
+    return Scheme.from_model(path, allow_default_freq_base=allow_default_freq_base, layer_type=layer_type,
+                             assume_layout=assume_layout)
 
 
 # ---- RoPE ------------------------------------------------------------------------------------------

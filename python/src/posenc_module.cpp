@@ -179,11 +179,23 @@ PositionScheme SchemeOfRopeConfig(RopeConfig rc) {
 
 // A model file or folder's scheme, as ModelScheme reads it from what OpenModel found (GGUF metadata,
 // the config.json beside the weights, a llama2.c header).
-PositionScheme SchemeOfModel(const std::string& path, bool allow_default_freq_base, const std::string& layer_type) {
+// assume_layout: "" (none), or "half" / "interleaved" for a config.json of a model_type posenc does not
+// know (HfConfigOptions::assume_layout); anything else is a ValueError naming it.
+std::optional<RopePairing> AssumedLayout(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  RopePairing p;
+  if (!ParseRopePairing(text, &p))
+    throw py::value_error("assume_layout '" + text + "': expected 'half' or 'interleaved'");
+  return p;
+}
+
+PositionScheme SchemeOfModel(const std::string& path, bool allow_default_freq_base, const std::string& layer_type,
+                             const std::string& assume_layout) {
   ModelFile model = Take(OpenModel(path));
   ModelSchemeOptions o;
   o.allow_default_freq_base = allow_default_freq_base;
   o.layer_type = layer_type;
+  o.assume_layout = AssumedLayout(assume_layout);
   return Take(ModelScheme(model, o));
 }
 
@@ -597,20 +609,23 @@ PYBIND11_MODULE(_posenc, m) {
   py::class_<PositionScheme>(m, "Scheme")
       .def_static(
           "from_hf_json",
-          [](const std::string& text, const std::string& source, const std::string& layer_type) {
+          [](const std::string& text, const std::string& source, const std::string& layer_type,
+             const std::string& assume_layout) {
             HfConfigOptions o;
             o.layer_type = layer_type;
+            o.assume_layout = AssumedLayout(assume_layout);
             return Take(ParseHfConfig(text, source, o));
           },
-          py::arg("text"), py::arg("source"), py::arg("layer_type") = "")
+          py::arg("text"), py::arg("source"), py::arg("layer_type") = "", py::arg("assume_layout") = "")
       .def_static(
           "from_hf_config",
-          [](const std::string& path, const std::string& layer_type) {
+          [](const std::string& path, const std::string& layer_type, const std::string& assume_layout) {
             ModelSchemeOptions o;
             o.layer_type = layer_type;
+            o.assume_layout = AssumedLayout(assume_layout);
             return Take(ConfigFileScheme(path, o));
           },
-          py::arg("path"), py::arg("layer_type") = "")
+          py::arg("path"), py::arg("layer_type") = "", py::arg("assume_layout") = "")
       .def_static(
           "from_gguf",
           [](const std::string& path, bool allow_default) {
@@ -626,7 +641,7 @@ PYBIND11_MODULE(_posenc, m) {
           },
           py::arg("text"), py::arg("head_dim"), py::arg("source"))
       .def_static("from_model", &SchemeOfModel, py::arg("path"), py::arg("allow_default_freq_base") = true,
-                  py::arg("layer_type") = "")
+                  py::arg("layer_type") = "", py::arg("assume_layout") = "")
       .def_property_readonly("kind", [](const PositionScheme& s) { return std::string(ToString(s.kind)); })
       .def_readonly("model_type", &PositionScheme::model_type)
       .def_readonly("num_heads", &PositionScheme::num_heads)

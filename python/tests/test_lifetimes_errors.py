@@ -109,3 +109,23 @@ def test_value_errors_name_the_key():
         posenc.Model(need(DATA / "models" / "stories260K" / "stories260K.bin", "stories260K")).embed([0, 512])
     with pytest.raises(OSError, match=r"no tensor named 'nope'"):
         posenc.Model(DATA / "models" / "stories260K" / "stories260K.bin").tensor("nope")
+
+
+def test_unknown_model_type_raises_until_the_layout_is_stated(tmp_path):
+    """A model_type posenc's registry lacks raises ValueError naming it and the option; assume_layout
+    states the layout (from a dict and from a config.json path), and a bad value is refused."""
+    cfg = {"model_type": "my_new_lm", "hidden_size": 512, "num_attention_heads": 8, "rope_theta": 10000.0}
+    with pytest.raises(ValueError, match="'my_new_lm'.*assume_layout"):
+        posenc.load_scheme(cfg)
+    assert posenc.load_scheme(cfg, assume_layout="interleaved").pairing == "interleaved"
+    assert posenc.load_scheme(cfg, assume_layout="half").pairing == "half"
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    with pytest.raises(ValueError, match="my_new_lm"):
+        posenc.load_scheme(path)
+    assert posenc.load_scheme(path, assume_layout="interleaved").pairing == "interleaved"
+    with pytest.raises(ValueError, match="assume_layout 'diagonal'"):
+        posenc.load_scheme(cfg, assume_layout="diagonal")
+    # A known family ignores it.
+    llama = dict(cfg, model_type="llama")
+    assert posenc.load_scheme(llama, assume_layout="interleaved").pairing == "half"
