@@ -70,15 +70,19 @@ Result<LayerSchedule> LayerRopeSchedule(const PositionScheme& s) {
   // The family's rule, from the registry (config/model_families.hpp).
   const ModelFamily* family = FindModelFamily(s.model_type);
   const LayerRule rule = family != nullptr ? family->layer_rule : LayerRule::kEveryLayer;
-  auto sliding_layers_rope = [&](std::string_view name) -> Result<LayerSchedule> {
+  // layer_types of two kinds: RoPE on `rope_type` layers, none on `other` ones; any other type is refused.
+  auto two_types = [&](std::string_view name, std::string_view rope_type,
+                       std::string_view other) -> Result<LayerSchedule> {
     return FromLayerList(
         s, "layer_types", s.layer_types,
-        [name](const std::string& t) -> Result<bool> {
-          if (t == "sliding_attention") return true;
-          if (t == "full_attention") return false;
-          return InvalidArgumentError(fmt::format("is '{}', {} knows sliding_attention and full_attention", t, name));
+        [name, rope_type, other](const std::string& t) -> Result<bool> {
+          if (t == rope_type || t == other) return t == rope_type;
+          return InvalidArgumentError(fmt::format("is '{}', {} knows {} and {}", t, name, rope_type, other));
         },
         fmt::format("{} layer_types", name));
+  };
+  auto sliding_layers_rope = [&](std::string_view name) {
+    return two_types(name, "sliding_attention", "full_attention");
   };
   if (rule == LayerRule::kLlama4NoRope) {
     if (s.no_rope_layers.empty())
@@ -100,15 +104,7 @@ Result<LayerSchedule> LayerRopeSchedule(const PositionScheme& s) {
       out.rope.flip();
       return out;
     }
-    const std::string name = s.model_type;
-    return FromLayerList(
-        s, "layer_types", s.layer_types,
-        [name](const std::string& t) -> Result<bool> {
-          if (t == "full_attention") return true;
-          if (t == "linear_attention") return false;
-          return InvalidArgumentError(fmt::format("is '{}', {} knows full_attention and linear_attention", t, name));
-        },
-        fmt::format("{} layer_types", name));
+    return two_types(s.model_type, "full_attention", "linear_attention");
   }
   if (rule == LayerRule::kSlidingRopeFullNope) {
     if (s.layer_types.empty())

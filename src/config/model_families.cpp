@@ -6,6 +6,8 @@
 #include <cctype>
 #include <string>
 
+#include "core/enum_names.hpp"
+
 namespace posenc {
 
 namespace {
@@ -767,24 +769,16 @@ const ModelFamily* FindExact(std::string_view model_type) {
 
 }  // namespace
 
-std::string_view ToString(RotaryWindow w) {
-  switch (w) {
-    case RotaryWindow::kWholeHead: return "whole";
-    case RotaryWindow::kFrontPartial: return "front";
-    case RotaryWindow::kBackOfHead: return "back";
-    case RotaryWindow::kNone: return "none";
-  }
-  return "unknown";
-}
+constexpr detail::EnumName<RotaryWindow> kRotaryWindowNames[] = {{RotaryWindow::kWholeHead, "whole"},
+                                                                 {RotaryWindow::kFrontPartial, "front"},
+                                                                 {RotaryWindow::kBackOfHead, "back"},
+                                                                 {RotaryWindow::kNone, "none"}};
+std::string_view ToString(RotaryWindow v) { return detail::NameOf(v, kRotaryWindowNames); }
 
-std::string_view ToString(FamilySections s) {
-  switch (s) {
-    case FamilySections::kNone: return "none";
-    case FamilySections::kChunked: return "chunked";
-    case FamilySections::kInterleaved: return "interleaved";
-  }
-  return "unknown";
-}
+constexpr detail::EnumName<FamilySections> kFamilySectionsNames[] = {{FamilySections::kNone, "none"},
+                                                                     {FamilySections::kChunked, "chunked"},
+                                                                     {FamilySections::kInterleaved, "interleaved"}};
+std::string_view ToString(FamilySections v) { return detail::NameOf(v, kFamilySectionsNames); }
 
 std::span<const ModelFamily> ModelFamilies() { return kFamilies; }
 
@@ -960,16 +954,12 @@ const GgufArchitecture* FindGgufArchitecture(std::string_view name) {
   return nullptr;
 }
 
-std::string_view ToString(GgmlRopeType t) {
-  switch (t) {
-    case GgmlRopeType::kNorm: return "norm";
-    case GgmlRopeType::kNeox: return "neox";
-    case GgmlRopeType::kMrope: return "mrope";
-    case GgmlRopeType::kImrope: return "imrope";
-    case GgmlRopeType::kNone: return "none";
-  }
-  return "?";
-}
+constexpr detail::EnumName<GgmlRopeType> kGgmlRopeTypeNames[] = {{GgmlRopeType::kNorm, "norm"},
+                                                                 {GgmlRopeType::kNeox, "neox"},
+                                                                 {GgmlRopeType::kMrope, "mrope"},
+                                                                 {GgmlRopeType::kImrope, "imrope"},
+                                                                 {GgmlRopeType::kNone, "none"}};
+std::string_view ToString(GgmlRopeType v) { return detail::NameOf(v, kGgmlRopeTypeNames); }
 
 const ModelFamily* FindModelFamilyByGguf(std::string_view arch) {
   if (arch.empty()) return nullptr;

@@ -3,15 +3,14 @@
 #include <gtest/gtest.h>
 
 #include "posenc/config/hf_config.hpp"
+#include "parse_config.hpp"
 #include "posenc/config/ggml_config.hpp"
 
 namespace posenc {
 namespace {
 
 PositionScheme Parse(const std::string& text, const HfConfigOptions& o = {}) {
-  Result<PositionScheme> s = ParseHfConfig(text, "test.json", o);
-  EXPECT_TRUE(s.ok()) << s.status().ToString();
-  return s.ok() ? *s : PositionScheme{};
+  return testing::ParseConfigOrFail(text, o);
 }
 
 void ExpectError(const std::string& text, const std::string& key, const std::string& value) {

@@ -7,16 +7,15 @@
 #include <gtest/gtest.h>
 
 #include "posenc/config/hf_config.hpp"
+#include "parse_config.hpp"
 #include "posenc/config/layer_schedule.hpp"
 #include "posenc/config/model_families.hpp"
 
 namespace posenc {
 namespace {
 
-PositionScheme Parse(const std::string& text) {
-  Result<PositionScheme> s = ParseHfConfig(text, "test.json");
-  EXPECT_TRUE(s.ok()) << s.status().ToString();
-  return s.ok() ? *s : PositionScheme{};
+PositionScheme Parse(const std::string& text, const HfConfigOptions& o = {}) {
+  return testing::ParseConfigOrFail(text, o);
 }
 
 std::vector<int> Ints(const LayerSchedule& s) { return std::vector<int>(s.rope.begin(), s.rope.end()); }

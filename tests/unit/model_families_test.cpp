@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "posenc/config/hf_config.hpp"
+#include "parse_config.hpp"
 #include "posenc/config/model_families.hpp"
 #include "posenc/io/npy.hpp"
 #include "posenc/math/rope_config.hpp"
@@ -18,10 +19,8 @@
 namespace posenc {
 namespace {
 
-PositionScheme Parse(const std::string& text, const HfConfigOptions& options = {}) {
-  Result<PositionScheme> s = ParseHfConfig(text, "test.json", options);
-  EXPECT_TRUE(s.ok()) << s.status().ToString();
-  return s.ok() ? *s : PositionScheme{};
+PositionScheme Parse(const std::string& text, const HfConfigOptions& o = {}) {
+  return testing::ParseConfigOrFail(text, o);
 }
 
 std::vector<double> InvFreq(const PositionScheme& s, int64_t seq_len) {
