@@ -8,6 +8,14 @@
 //   rope_decode      [64 sequences x 1 token, 32, 128], scattered positions < 8192, in place
 //   gather           4096 ids (random, distinct) from a [128256, 4096] table -> float32 (bfloat16 for
 //                    a bfloat16 table: gather_bf16out)                roofline: memcpy of the output
+//   mrope_prefill_q  Qwen2.5-VL-7B text queries [4096, 28, 128], mrope_section [16, 24, 24] (chunked), theta 1e6,
+//                    (t, h, w) positions of 1024 text tokens, a 32 x 64 image grid, 1024 text tokens (as
+//                    get_rope_index gives them), in place, through the per-token table an engine builds once
+//                    per forward pass (RopeTable::BuildPerToken: every layer shares the positions) and ApplyRope
+//   imrope_prefill_q Qwen3-VL-8B [4096, 32, 128], sections [24, 20, 20] interleaved, theta 5e6, the same positions
+//   mrope_decode     [64x1, 28, 128]: 64 sequences decoding one text token each at scattered positions < 8192
+//   mrope_prefill_q_build  ApplyMultiAxisRope, which builds the per-token table inside the call (the one-layer
+//                    cost; bytes as mrope_prefill_q)                  roofline: in-place RMW pass
 //   fused_prefill    ApplyRopeKvCache from the fused QKV projection [4096, (32 + 2 x 8) x 128], q out of
 //                    place, k and v into slots 0..4095 of an 8192-slot cache of each cache type
 //   fused_decode     the same for 64 sequences x 1 token at scattered positions < 8192, into scattered
@@ -39,7 +47,9 @@
 #include "posenc/core/parallel.hpp"
 #include "posenc/kernels/fused_rope.hpp"
 #include "posenc/kernels/kv_cache.hpp"
+#include "posenc/kernels/multi_axis_rope.hpp"
 #include "posenc/kernels/rope.hpp"
+#include "posenc/math/multi_axis.hpp"
 
 namespace posenc::bench {
 
@@ -83,6 +93,12 @@ inline std::vector<CaseSpec> AllCases() {
       cases.push_back({"rope_prefill_q_oop", "[4096, 32, 128]", dt, l, false});
       cases.push_back({"rope_decode", "[64x1, 32, 128]", dt, l, true});
     }
+  }
+  for (DType dt : {DType::kF32, DType::kBF16, DType::kF16}) {
+    cases.push_back({"mrope_prefill_q", "[4096, 28, 128] (t, h, w)", dt, RopePairing::kHalf, true});
+    cases.push_back({"imrope_prefill_q", "[4096, 32, 128] (t, h, w)", dt, RopePairing::kHalf, true});
+    cases.push_back({"mrope_decode", "[64x1, 28, 128] (t, h, w)", dt, RopePairing::kHalf, true});
+    cases.push_back({"mrope_prefill_q_build", "[4096, 28, 128] (t, h, w)", dt, RopePairing::kHalf, true});
   }
   for (DType dt : {DType::kF32, DType::kBF16, DType::kF16})
     cases.push_back({"gather", "4096 of [128256, 4096]", dt, RopePairing::kHalf, false});
@@ -221,8 +237,84 @@ inline std::unique_ptr<Prepared> PrepareFused(const CaseSpec& c, ParallelRunner*
   return p;
 }
 
+// (t, h, w) positions [3, T] component-major, as Hugging Face's get_rope_index gives them for text, one
+// image of grid_h x grid_w merged patches, then text: text tokens have t = h = w = their index; the image's
+// tokens t = start, h = start + row, w = start + col; the text after it starts at the largest + 1.
+inline std::vector<int64_t> VisionTextPositions(int64_t text_before, int64_t grid_h, int64_t grid_w,
+                                                int64_t text_after) {
+  const int64_t T = text_before + grid_h * grid_w + text_after;
+  std::vector<int64_t> p(static_cast<size_t>(3 * T));
+  auto set = [&](int64_t tok, int64_t t, int64_t h, int64_t w) {
+    p[static_cast<size_t>(tok)] = t;
+    p[static_cast<size_t>(T + tok)] = h;
+    p[static_cast<size_t>(2 * T + tok)] = w;
+  };
+  int64_t tok = 0;
+  for (; tok < text_before; ++tok) set(tok, tok, tok, tok);
+  const int64_t start = text_before;
+  for (int64_t r = 0; r < grid_h; ++r)
+    for (int64_t col = 0; col < grid_w; ++col) set(tok++, start, start + r, start + col);
+  const int64_t next = start + std::max(grid_h, grid_w);
+  for (int64_t i = 0; i < text_after; ++i, ++tok) set(tok, next + i, next + i, next + i);
+  return p;
+}
+
+// Multi-axis rows: Qwen2.5-VL (chunked) and Qwen3-VL (interleaved) text shapes, q in place.
+inline std::unique_ptr<Prepared> PrepareMultiAxis(const CaseSpec& c, ParallelRunner* runner) {
+  auto p = std::make_unique<Prepared>();
+  const size_t es = SizeOf(c.dtype);
+  const bool decode = c.op == "mrope_decode", interleaved = c.op == "imrope_prefill_q";
+  const int64_t T = decode ? 64 : 4096, D = 128, H = interleaved ? 32 : 28;
+  MultiAxisRope m;
+  m.layout = interleaved ? SectionLayout::kInterleaved : SectionLayout::kChunked;
+  m.sections = interleaved ? std::vector<int64_t>{24, 20, 20} : std::vector<int64_t>{16, 24, 24};
+  auto freqs = std::make_shared<RopeFrequencies>(DefaultRopeFrequencies(D, interleaved ? 5e6 : 1e6).value());
+  auto comp = std::make_shared<std::vector<int64_t>>(PairComponents(m, D / 2, "bench").value());
+  auto pos = std::make_shared<std::vector<int64_t>>();
+  if (decode) {
+    std::mt19937 rng(3);
+    std::vector<int64_t> one(static_cast<size_t>(T));
+    for (auto& v : one) v = static_cast<int64_t>(rng() % 8192);
+    for (int r = 0; r < 3; ++r) pos->insert(pos->end(), one.begin(), one.end());
+  } else {
+    *pos = VisionTextPositions(1024, 32, 64, 1024);
+  }
+  auto table = std::make_shared<RopeTable>(
+      RopeTable::BuildPerToken(*freqs, *comp, 3, *pos, RopePrecision::kReference, runner).value());
+  auto rows = std::make_shared<std::vector<int64_t>>(static_cast<size_t>(T));
+  for (int64_t t = 0; t < T; ++t) (*rows)[static_cast<size_t>(t)] = t;
+  const size_t n = static_cast<size_t>(T * H * D);
+  auto q = Buffer<uint8_t>(n * es + 64);
+  FillBytes(q.get(), n * es, 1);
+  const RotaryLayout layout{c.layout, D, 0, D};
+  RopeArgs args{layout, table.get(), *rows};
+  args.parallel = runner;
+  const HeadsView qv = HeadsView::Dense(q.get(), c.dtype, T, H, D);
+  MultiAxisRopeArgs margs{layout, freqs.get(), *comp, 3, *pos};
+  margs.parallel = runner;
+  if (c.op == "mrope_prefill_q_build")
+    p->run = [margs, qv] { (void)ApplyMultiAxisRope(margs, qv); };
+  else
+    p->run = [args, qv] { (void)ApplyRope(args, qv); };
+  p->bytes = 2.0 * static_cast<double>(n * es);
+  p->roofline_bytes = p->bytes;
+  p->bytes_all = p->bytes + CosSinBytes(T, D / 2);  // each token's own cos/sin row
+  p->roofline = [q, n, es, runner] { detail::RooflineRmw(q.get(), n * es, 0, runner); };
+  const int64_t token_bytes = H * D * static_cast<int64_t>(es);
+  const int64_t Ts = std::clamp<int64_t>(16384 / token_bytes, 1, T);
+  RopeArgs core_args = args;
+  core_args.positions = std::span<const int64_t>(rows->data(), static_cast<size_t>(Ts));
+  core_args.parallel = &SerialRunner();
+  const HeadsView qs = HeadsView::Dense(q.get(), c.dtype, Ts, H, D);
+  p->core = [core_args, qs] { (void)ApplyRope(core_args, qs); };
+  p->core_bytes = 2.0 * static_cast<double>(Ts * token_bytes);
+  p->keep = {q, freqs, comp, pos, table, rows};
+  return p;
+}
+
 inline std::unique_ptr<Prepared> Prepare(const CaseSpec& c, ParallelRunner* runner) {
   if (c.fused) return PrepareFused(c, runner);
+  if (c.op.find("mrope") != std::string::npos) return PrepareMultiAxis(c, runner);
   auto p = std::make_unique<Prepared>();
   const size_t es = SizeOf(c.dtype);
   if (c.op.rfind("rope", 0) == 0) {

@@ -89,6 +89,23 @@ TEST(BenchCli, JsonRowsCarryTheFieldsAndTheirRelations) {
   EXPECT_EQ(seen, (std::set<std::pair<std::string, int>>{{"warm", 1}, {"warm", 2}, {"cold", 1}, {"cold", 2}}));
 }
 
+// A multi-axis decode row: the per-token table's cos/sin rows are counted in bytes_all, as for 1-D rows.
+TEST(BenchCli, MultiAxisDecodeRowCountsItsCosSinRows) {
+  std::string out;
+  ASSERT_EQ(
+      RunCommand(CliPath() + " bench --json --filter 'mrope_decode/float32' --threads 1 --cache warm --reps 1", &out),
+      0)
+      << out;
+  const std::vector<json> rows = JsonLines(out);
+  ASSERT_EQ(rows.size(), 1u) << out;
+  const json& r = rows[0];
+  EXPECT_EQ(r["op"], "mrope_decode");
+  const double tensor = 64.0 * 28 * 128 * 4;
+  EXPECT_DOUBLE_EQ(r["bytes"].get<double>(), 2 * tensor) << r.dump();
+  EXPECT_DOUBLE_EQ(r["bytes_all"].get<double>(), 2 * tensor + 64.0 * 64 * 8) << r.dump();
+  EXPECT_GT(r["fraction_all"].get<double>(), 0.0) << r.dump();
+}
+
 TEST(BenchCli, ListsEveryCaseOfTheIssue) {
   std::string out;
   ASSERT_EQ(RunCommand(CliPath() + " bench --list", &out), 0) << out;
@@ -100,6 +117,10 @@ TEST(BenchCli, ListsEveryCaseOfTheIssue) {
       EXPECT_NE(out.find(std::string("rope_prefill_q_oop/") + dtype + "/" + layout + "/oop"), std::string::npos);
     }
     EXPECT_NE(out.find(std::string("gather/") + dtype + "/rows/oop"), std::string::npos) << dtype;
+    // Multi-axis (issue 18): Qwen2.5-VL chunked and Qwen3-VL interleaved prefill, decode, and the call
+    // that builds its per-token table.
+    for (const char* op : {"mrope_prefill_q", "imrope_prefill_q", "mrope_decode", "mrope_prefill_q_build"})
+      EXPECT_NE(out.find(std::string(op) + "/" + dtype + "/half\n"), std::string::npos) << op << dtype;
   }
   EXPECT_NE(out.find("gather_bf16out/bfloat16/rows/oop"), std::string::npos);
   EXPECT_NE(out.find("rope_table_build"), std::string::npos);
