@@ -186,12 +186,13 @@ class Scheme:
 
     @property
     def attn_temperature(self) -> Dict[str, Any]:
-        """Llama 4's query temperature on NoPE layers: tuning, floor_scale, attn_scale."""
+        """The query temperature: tuning, floor_scale, attn_scale, offset (1: Llama 4, 0: Ministral 3) and
+        every_layer (False: NoPE layers only, as Llama 4)."""
         return self._s.attn_temperature
 
     def attn_temperature_scales(self, positions: Any, *, exact: bool = False) -> np.ndarray:
-        """1 + attn_scale * ln(1 + floor((p + 1) / floor_scale)) per position: float32 as HF computes it,
-        or float64 (exact)."""
+        """1 + attn_scale * ln(1 + floor((p + offset) / floor_scale)) per position: float32 as HF computes
+        it, or float64 (exact)."""
         return self._s.attn_temperature_scales(_ids(positions, "positions"), bool(exact))
 
     def multi_axis_plan(self, seq_len: Optional[int] = None) -> Tuple[np.ndarray, float, np.ndarray, int]:
@@ -419,15 +420,16 @@ class Rope:
         return x
 
     def apply_layer(self, q: Any, k: Any, positions: Any, layer: int, *, order: Optional[str] = None) -> Tuple[Any, Any]:
-        """What decoder layer `layer` does to q and k, in place: RoPE on a RoPE layer; on a NoPE layer
-        nothing, or (Llama 4 with attn_temperature_tuning) the query temperature at `positions`."""
+        """What decoder layer `layer` does to q and k, in place: RoPE on a RoPE layer, then the query
+        temperature at `positions` where the schedule gives one there (Llama 4's attn_temperature_tuning
+        on its NoPE layers; Ministral 3's llama_4_scaling_beta on every layer, after the rotation)."""
         if self._schedule is None:
             self._schedule = self.scheme.layer_schedule()
         sch = self._schedule
         if not 0 <= layer < len(sch.rope):
             raise ValueError(f"layer: {layer} is outside [0, {len(sch.rope)}) ({sch.rule})")
         if sch.rope[layer]:
-            return self.apply_qk(q, k, positions, order=order)
+            self.apply_qk(q, k, positions, order=order)
         if sch.temperature[layer]:
             views, tokens, _ = _tensors.heads_views(q, "q", order)
             rows = _tensors.position_rows(positions, _tensors.batch_of(q, order), tokens, views=len(views))

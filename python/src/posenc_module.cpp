@@ -692,6 +692,8 @@ PYBIND11_MODULE(_posenc, m) {
                                d["tuning"] = s.attn_temperature.tuning;
                                d["floor_scale"] = s.attn_temperature.floor_scale;
                                d["attn_scale"] = s.attn_temperature.attn_scale;
+                               d["offset"] = s.attn_temperature.offset;
+                               d["every_layer"] = s.attn_temperature.every_layer;
                                return d;
                              })
       .def(
