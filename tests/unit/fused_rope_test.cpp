@@ -24,8 +24,10 @@
 #include "posenc/kernels/attn_temperature.hpp"
 #include "posenc/kernels/fused_rope.hpp"
 #include "posenc/kernels/kv_cache.hpp"
+#include "posenc/kernels/multi_axis_rope.hpp"
 #include "posenc/kernels/rope.hpp"
 #include "posenc/kernels/simd.hpp"
+#include "posenc/math/multi_axis.hpp"
 
 namespace posenc {
 namespace {
@@ -309,6 +311,67 @@ TEST_F(FusedRope, SeparateViews) {
     ASSERT_TRUE(StoreKvCache(c2, 0, slots, ktv, x.v).ok());
     EXPECT_TRUE(SameBytes(q1.data(), q2.data(), q1.size() * 2)) << target;
     EXPECT_TRUE(m1 == m2) << target;
+  }
+}
+
+// Multi-axis positions in the fused pass: the per-token table an engine builds once per forward
+// (RopeTable::BuildPerToken, Qwen2.5-VL's chunked and Qwen3-VL's interleaved sections over (t, h, w)
+// positions of an image between text) at row indices 0..T-1 gives the same q and cache bytes as
+// ApplyMultiAxisRope on q and k followed by StoreKvCache, on every target, dtype and cache type.
+TEST_F(FusedRope, MultiAxisPositionsEqualTheUnfusedMultiAxisSequence) {
+  const int64_t T = 23, Hq = 3, Hkv = 1, D = 96,
+                pairs = D / 2;  // 48 pairs: not a multiple of 32; Q8_0 rows of 3 blocks
+  for (SectionLayout sl : {SectionLayout::kChunked, SectionLayout::kInterleaved}) {
+    MultiAxisRope m;
+    m.layout = sl;
+    m.sections = sl == SectionLayout::kChunked ? std::vector<int64_t>{8, 20, 20} : std::vector<int64_t>{18, 15, 15};
+    const std::vector<int64_t> comp = PairComponents(m, pairs, "test").value();
+    const RopeFrequencies freqs = DefaultRopeFrequencies(D, 1e6).value();
+    // 5 text tokens, a 3 x 4 grid at t = 5, then 6 text tokens from 9.
+    std::vector<int64_t> pos(static_cast<size_t>(3 * T));
+    for (int64_t t = 0; t < T; ++t) {
+      int64_t p[3];
+      if (t < 5) {
+        p[0] = p[1] = p[2] = t;
+      } else if (t < 17) {
+        p[0] = 5, p[1] = 5 + (t - 5) / 4, p[2] = 5 + (t - 5) % 4;
+      } else {
+        p[0] = p[1] = p[2] = 9 + (t - 17);
+      }
+      for (int c = 0; c < 3; ++c) pos[static_cast<size_t>(c * T + t)] = p[c];
+    }
+    const RopeTable table = RopeTable::BuildPerToken(freqs, comp, 3, pos, RopePrecision::kReference).value();
+    std::vector<int64_t> rows(static_cast<size_t>(T)), slots(static_cast<size_t>(T));
+    std::iota(rows.begin(), rows.end(), 0);
+    for (int64_t t = 0; t < T; ++t) slots[static_cast<size_t>(t)] = (t * 7) % 29;
+    for (DType dt : {DType::kF32, DType::kF16, DType::kBF16}) {
+      const size_t es = SizeOf(dt), W = static_cast<size_t>((Hq + 2 * Hkv) * D);
+      std::mt19937_64 rng(21);
+      std::vector<uint8_t> proj(static_cast<size_t>(T) * W * es);
+      Fill(dt, proj.data(), static_cast<size_t>(T) * W, rng);
+      const QkvViews x = SplitFusedQkv(proj.data(), dt, T, Hq, Hkv, D).value();
+      for (KvCacheType ct : {KvCacheType::kF32, KvCacheType::kF16, KvCacheType::kBF16, KvCacheType::kQ8_0}) {
+        for (const auto& target : AvailableSimdTargets()) {
+          ASSERT_TRUE(ForceSimdTarget(target).ok());
+          SCOPED_TRACE(fmt::format("{} {} {} {}", ToString(sl), ToString(dt), ToString(ct), target));
+          std::vector<uint8_t> q1(static_cast<size_t>(T * Hq * D) * es), q2 = q1;
+          std::vector<uint8_t> kt(static_cast<size_t>(T * Hkv * D) * es);
+          KvCacheView c1{nullptr, nullptr, ct, 1, 29, Hkv, D}, c2 = c1;
+          std::vector<uint8_t> m1(static_cast<size_t>(2 * c1.bytes())), m2 = m1;
+          c1.k = m1.data(), c1.v = m1.data() + c1.bytes(), c2.k = m2.data(), c2.v = m2.data() + c2.bytes();
+          const RotaryLayout layout{RopePairing::kHalf, D, 0, D};
+          const RopeArgs ra{layout, &table, rows};
+          ASSERT_TRUE(ApplyRopeKvCache({ra, slots, 0, {}}, x, HeadsView::Dense(q1.data(), dt, T, Hq, D), c1).ok());
+          const MultiAxisRopeArgs ma{layout, &freqs, comp, 3, pos};
+          const HeadsView ktv = HeadsView::Dense(kt.data(), dt, T, Hkv, D);
+          ASSERT_TRUE(ApplyMultiAxisRope(ma, x.q, HeadsView::Dense(q2.data(), dt, T, Hq, D)).ok());
+          ASSERT_TRUE(ApplyMultiAxisRope(ma, x.k, ktv).ok());
+          ASSERT_TRUE(StoreKvCache(c2, 0, slots, ktv, x.v).ok());
+          EXPECT_TRUE(q1 == q2);
+          EXPECT_TRUE(m1 == m2);
+        }
+      }
+    }
   }
 }
 

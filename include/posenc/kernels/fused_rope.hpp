@@ -10,6 +10,11 @@
 // k_tmp, v) (kv_cache.hpp). The fast path equals that sequence on the same SIMD target bit for bit;
 // the reference equals it with ApplyRopeReference in place of ApplyRope.
 //
+// Multi-axis positions (Qwen2-VL / Qwen2.5-VL / Qwen3-VL, posenc/math/multi_axis.hpp): give the table
+// RopeTable::BuildPerToken builds from the [C, T] positions (once per forward pass: every layer shares
+// them) and positions 0..T-1 (its row indices); the result equals ApplyMultiAxisRope on q and k followed
+// by StoreKvCache, bit for bit (tests/unit/fused_rope_test.cpp).
+//
 // Example (Llama-3-8B prefill from the fused projection output, float16 cache):
 //   auto qkv = SplitFusedQkv(proj, DType::kBF16, T, /*q_heads=*/32, /*kv_heads=*/8, 128).value();
 //   FusedRopeArgs a{{layout, &table, positions}, slots, layer};
