@@ -173,6 +173,50 @@ Status ReadLayout(const ArchKeys& k, std::optional<GgmlRopeType> rope_type, cons
   return OkStatus();
 }
 
+// The query temperature llama.cpp's load_hparams sets (src/llama-model.cpp; applied by
+// llm_graph_input_attn_temp: scale = 1 + f_attn_temp_scale * ln(1 + floor((p + offset) / floor_scale))):
+//   llama4 (the registry's Llama 4 row): fixed floor 8192, scale 0.1, offset 1, on NoPE layers, unless
+//     attention.sliding_window is present and 0 (then llama.cpp rotates every layer, no temperature);
+//   mistral3 (Ministral 3's row): attention.temperature_scale when nonzero, floor n_ctx_orig_yarn
+//     (rope.scaling.original_context_length, else context_length), offset 0, every layer;
+//   deepseek2 (Mistral Large 3 ships as it): attention.temperature_scale and .temperature_length, offset
+//     0, every layer.
+Status ReadQueryTemperature(const ArchKeys& k, AttnTemperature* t) {
+  const ModelFamily* family = FindModelFamilyByGguf(k.arch);
+  const QueryTemperatureForm form = family != nullptr ? family->query_temperature : QueryTemperatureForm::kNone;
+  if (form == QueryTemperatureForm::kLlama4Tuning) {
+    int64_t window = -1;
+    POSENC_RETURN_IF_ERROR(k.OptInt("attention.sliding_window", &window));
+    if (window != 0) *t = AttnTemperature{.tuning = true, .floor_scale = 8192, .attn_scale = 0.1, .offset = 1};
+    return OkStatus();
+  }
+  const bool scaling_beta = form == QueryTemperatureForm::kScalingBeta;
+  if (!scaling_beta && k.arch != "deepseek2") return OkStatus();
+  double scale = 0;
+  POSENC_RETURN_IF_ERROR(k.OptFloat("attention.temperature_scale", &scale));
+  if (scale == 0) return OkStatus();
+  int64_t floor_scale = 0;
+  std::string floor_key;
+  if (scaling_beta) {
+    floor_key =
+        k.Has("rope.scaling.original_context_length") ? "rope.scaling.original_context_length" : "context_length";
+    POSENC_RETURN_IF_ERROR(k.OptInt(floor_key, &floor_scale));
+  } else {
+    floor_key = "attention.temperature_length";
+    POSENC_RETURN_IF_ERROR(k.OptInt(floor_key, &floor_scale));
+  }
+  if (floor_scale <= 0)
+    return InvalidArgumentError(
+        fmt::format("gguf {}: key '{}' = {} must be > 0: '{}' = {} scales queries by steps of it", k.f.name(),
+                    k.Key(floor_key), floor_scale, k.Key("attention.temperature_scale"), scale));
+  *t = AttnTemperature{.tuning = true,
+                       .floor_scale = static_cast<double>(floor_scale),
+                       .attn_scale = scale,
+                       .offset = 0,
+                       .every_layer = true};
+  return ValidateAttnTemperature(*t);
+}
+
 // M-RoPE architectures: <arch>.rope.dimension_sections (4 integers, llama.cpp's rope_sections) over
 // the n_rot rotated dims, in ggml's rules (the pairs no section claims take the fourth row).
 Status ReadMultiAxis(const ArchKeys& k, std::optional<GgmlRopeType> rope_type, RopeConfig* rc) {
@@ -318,6 +362,7 @@ Result<PositionScheme> GgufConfigFromFile(const GgufFile& f, const GgufConfigOpt
   rc.max_position_embeddings = s.max_position_embeddings;
   POSENC_RETURN_IF_ERROR(ReadScaling(keys, s.max_position_embeddings, &rc.scaling));
   POSENC_RETURN_IF_ERROR(ReadFactorTensors(f, rc.layout.rotary_dim / 2, &rc));
+  POSENC_RETURN_IF_ERROR(ReadQueryTemperature(keys, &s.attn_temperature));
   for (auto& n : rc.notes) s.notes.push_back(n);
   POSENC_RETURN_IF_ERROR(ValidateRopeConfig(rc));
   return s;

@@ -595,7 +595,9 @@ Status ReadRotaryLayout(const json& j, const json& p, const RopeSource& src, con
     partial = v;
     partial_key = "partial_rotary_factor";
   }
-  for (const char* k : {"partial_rotary_factor", "rotary_pct"}) {
+  // The same fraction under the names families give it: rotary_pct (GPT-NeoX), rope_pct (StableLM's remote
+  // StableLMEpoch), rope_percent (Nemotron's old spelling).
+  for (const char* k : {"partial_rotary_factor", "rotary_pct", "rope_pct", "rope_percent"}) {
     if (!Has(j, k)) continue;
     POSENC_ASSIGN_OR_RETURN(double v, GetNumber(j, k, source));
     if (partial.has_value() && *partial != v)
@@ -676,11 +678,25 @@ Status ReadBaseAndLength(const json& j, const json& p, const RopeSource& src, co
   }
   const ModelFamily* family = FamilyOf(*s);
   // The family's own base key (Phi-3-small: rope_embedding_base) wins; then rope_theta, rotary_emb_base.
+  // A dotted base_key names a key of a nested object (DBRX: attn_config.rope_theta).
   std::string base_key;
-  if (family != nullptr && !family->base_key.empty() && Has(j, family->base_key) && !have_base) {
-    base_key = family->base_key;
-    POSENC_ASSIGN_OR_RETURN(rc.base, GetNumber(j, base_key, source));
-    have_base = true;
+  if (family != nullptr && !family->base_key.empty() && !have_base) {
+    const std::string_view key = family->base_key;
+    const size_t dot = key.find('.');
+    const std::string outer(key.substr(0, dot));
+    const json* scope = &j;
+    std::string leaf(key);
+    std::string where = source;
+    if (dot != std::string_view::npos) {
+      scope = Has(j, outer) && j[outer].is_object() ? &j[outer] : nullptr;
+      leaf = std::string(key.substr(dot + 1));
+      where = fmt::format("{} ({})", source, outer);
+    }
+    if (scope != nullptr && Has(*scope, leaf)) {
+      base_key = std::string(key);
+      POSENC_ASSIGN_OR_RETURN(rc.base, GetNumber(*scope, leaf, where));
+      have_base = true;
+    }
   }
   for (const json* scope : {&p, &j}) {
     if (have_base) break;
@@ -715,7 +731,8 @@ Status ReadBaseAndLength(const json& j, const json& p, const RopeSource& src, co
   }
   if (!(rc.base > 0) || !std::isfinite(rc.base))
     return KeyError(source, base_key, fmt::format("is {}, must be finite and positive", rc.base));
-  std::string mk = FirstKey(j, {"max_position_embeddings", "n_positions", "max_sequence_length", "seq_length"});
+  std::string mk =
+      FirstKey(j, {"max_position_embeddings", "n_positions", "max_sequence_length", "seq_length", "max_seq_len"});
   if (!mk.empty()) {
     POSENC_ASSIGN_OR_RETURN(rc.max_position_embeddings, GetInt(j, mk, source));
     if (rc.max_position_embeddings < 0)

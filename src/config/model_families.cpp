@@ -140,7 +140,10 @@ constexpr ModelFamily kFamilies[] = {
      .source = "transformers src/transformers/models/ctrl/modeling_ctrl.py: positional_encoding (sines | cosines)"},
     {.model_type = "dbrx",
      .gguf_architecture = "dbrx",
-     .source = "transformers src/transformers/models/dbrx/modeling_dbrx.py: rotate_half, apply_rotary_pos_emb"},
+     .base_key = "attn_config.rope_theta",
+     .own_keys = "attn_config.rope_theta (base), max_seq_len, d_model, n_heads",
+     .source = "transformers src/transformers/models/dbrx/modeling_dbrx.py: DbrxRotaryEmbedding "
+               "(config.attn_config.rope_theta), rotate_half, apply_rotary_pos_emb"},
     {.model_type = "deci",
      .gguf_architecture = "deci",
      .remote_code = true,
@@ -703,6 +706,14 @@ constexpr ModelFamily kFamilies[] = {
      .own_keys = "max_position_embeddings (table length)",
      .source = "transformers src/transformers/models/speech_to_text/modeling_speech_to_text.py: "
                "Speech2TextSinusoidalPositionalEmbedding"},
+    {.model_type = "stablelm_epoch",
+     .window = RotaryWindow::kFrontPartial,
+     .default_partial_rotary_factor = 0.25,
+     .own_keys = "rope_pct (partial rotary, StableLMEpochConfig default 0.25)",
+     .remote_code = true,
+     .classes = "StableLMEpochForCausalLM,modeling_stablelm_epoch.StableLMEpochForCausalLM",
+     .source = "huggingface.co stabilityai/stablelm-3b-4e1t modeling_stablelm_epoch.py: "
+               "_init_rope(rotary_ndims = head_dim * rope_pct), rotate_half"},
     {.model_type = "stablelm",
      .window = RotaryWindow::kFrontPartial,
      .default_partial_rotary_factor = 0.25,

@@ -42,6 +42,8 @@ def _default(base: float, dim: int) -> torch.Tensor:
 
 
 def head_dim(c: dict) -> int:
+    if c.get("d_model") and c.get("n_heads") and not c.get("hidden_size"):  # DBRX
+        return int(c["d_model"]) // int(c["n_heads"])
     hd = c.get("head_dim")
     if hd:
         return int(hd)
@@ -62,6 +64,8 @@ CLASS_DEFAULTS = {
     "glm4": {"partial_rotary_factor": 0.5},
     "glm4_moe": {"partial_rotary_factor": 0.5},
     "qwen3_next": {"partial_rotary_factor": 0.25},
+    "stablelm_epoch": {"rope_pct": 0.25},
+    "dbrx": {"max_seq_len": 2048},
 }
 
 
@@ -71,11 +75,18 @@ def with_class_defaults(c: dict) -> dict:
     # NemotronConfig: the old spelling rope_percent wins over partial_rotary_factor (backward compatibility).
     if c.get("model_type") == "nemotron" and c.get("rope_percent"):
         out["partial_rotary_factor"] = c["rope_percent"]
+    # StableLMEpoch (remote code, stabilityai/stablelm-3b-4e1t): rotary_ndims = head_dim * rope_pct.
+    if c.get("model_type") == "stablelm_epoch":
+        out["partial_rotary_factor"] = out["rope_pct"]
+    # DbrxConfig: the base is attn_config.rope_theta (DbrxRotaryEmbedding), the length max_seq_len.
+    if c.get("model_type") == "dbrx":
+        out["rope_theta"] = (c.get("attn_config") or {}).get("rope_theta", 10000.0)
+        out.setdefault("max_position_embeddings", out["max_seq_len"])
     return out
 
 
 def max_positions(c: dict) -> int:
-    for k in ("max_position_embeddings", "n_positions", "seq_length", "max_sequence_length"):
+    for k in ("max_position_embeddings", "n_positions", "seq_length", "max_sequence_length", "max_seq_len"):
         if c.get(k):
             return int(c[k])
     raise KeyError("max_position_embeddings")
@@ -242,6 +253,8 @@ def layer_types(config: dict) -> list:
     lt = c.get("layer_types")
     if isinstance(lt, list) and lt:
         return sorted(set(lt))
-    if "rope_local_base_freq" in c or isinstance(c.get("sliding_window_pattern"), (int, str)):
+    # Gemma 3: the sliding layers' base differs (rope_local_base_freq). A sliding_window_pattern alone
+    # (Cohere 2) changes which layers rotate, not the RoPE of those that do.
+    if "rope_local_base_freq" in c:
         return ["full_attention", "sliding_attention"]
     return []

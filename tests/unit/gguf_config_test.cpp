@@ -100,6 +100,54 @@ TEST(GgufConfig, HeadSizeFromKeyLengthAndRotaryDims) {
   EXPECT_EQ(s->rope.layout.rotary_dim, 32);
 }
 
+// The query temperature llama.cpp's load_hparams sets per architecture: llama4's fixed values (none
+// with attention.sliding_window 0), mistral3's temperature_scale over the YaRN original context,
+// deepseek2's temperature_scale / temperature_length; a zero floor is refused naming the key.
+TEST(GgufConfig, QueryTemperatureAsLlamaCppLoadsIt) {
+  auto base = [](const char* arch) {
+    GgufBuilder b;
+    const std::string a = arch;
+    b.KvString("general.architecture", arch)
+        .KvU32(a + ".embedding_length", 512)
+        .KvU32(a + ".attention.head_count", 4)
+        .KvU32(a + ".context_length", 262144)
+        .KvF32(a + ".rope.freq_base", 1000000.0f);
+    return b;
+  };
+  Result<PositionScheme> l4 = FromBuilt(base("llama4"));
+  ASSERT_TRUE(l4.ok()) << l4.status().ToString();
+  EXPECT_TRUE(l4->attn_temperature.tuning);
+  EXPECT_EQ(l4->attn_temperature.floor_scale, 8192.0);
+  EXPECT_EQ(l4->attn_temperature.offset, 1);
+  EXPECT_FALSE(l4->attn_temperature.every_layer);
+  GgufBuilder no_swa = base("llama4");
+  no_swa.KvU32("llama4.attention.sliding_window", 0);
+  EXPECT_FALSE(FromBuilt(no_swa).value().attn_temperature.tuning);
+
+  GgufBuilder m3 = base("mistral3");
+  m3.KvF32("mistral3.attention.temperature_scale", 0.1f).KvU32("mistral3.rope.scaling.original_context_length", 16384);
+  Result<PositionScheme> s = FromBuilt(m3);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_TRUE(s->attn_temperature.tuning);
+  EXPECT_EQ(s->attn_temperature.floor_scale, 16384.0);
+  EXPECT_FLOAT_EQ(s->attn_temperature.attn_scale, 0.1f);
+  EXPECT_EQ(s->attn_temperature.offset, 0);
+  EXPECT_TRUE(s->attn_temperature.every_layer);
+  EXPECT_FALSE(FromBuilt(base("mistral3")).value().attn_temperature.tuning);  // no key: none
+
+  GgufBuilder ds = base("deepseek2");
+  ds.KvF32("deepseek2.attention.temperature_scale", 0.1f).KvU32("deepseek2.rope.dimension_count", 64);
+  Result<PositionScheme> bad = FromBuilt(ds, "ds.gguf");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_TRUE(testing::HasError(bad.status(), StatusCode::kInvalidArgument, "deepseek2.attention.temperature_length"))
+      << bad.status().message();
+  ds.KvU32("deepseek2.attention.temperature_length", 8192);
+  s = FromBuilt(ds);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->attn_temperature.floor_scale, 8192.0);
+  EXPECT_TRUE(s->attn_temperature.every_layer);
+}
+
 TEST(GgufConfig, YarnAttnFactorAndRopeFreqs) {
   // factor 4: llama.cpp's kernel factor mscale(4) = 1 + 0.1 ln 4 is cancelled by 1 / (1 + 0.1 ln 4),
   // so attn_factor is the key's 0.5 alone.

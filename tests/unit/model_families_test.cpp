@@ -224,6 +224,15 @@ TEST(ModelFamilies, UnknownModelTypeIsAnErrorNamingItAndTheOption) {
   const PositionScheme gpt2 = Parse(R"({"architectures": ["GPT2LMHeadModel"], "n_embd": 1024, "n_head": 16,
       "n_positions": 1024})");
   EXPECT_EQ(gpt2.kind, PositionKind::kLearned);
+  // DBRX keeps its base in attn_config.rope_theta (the registry's dotted base_key) and its length in
+  // max_seq_len; StableLM's first remote-code revision (stablelm_epoch) names its partial factor rope_pct.
+  const PositionScheme dbrx = Parse(R"({"model_type": "dbrx", "d_model": 6144, "n_heads": 48, "max_seq_len": 32768,
+      "attn_config": {"kv_n_heads": 8, "rope_theta": 500000}})");
+  EXPECT_EQ(dbrx.rope.base, 500000.0);
+  EXPECT_EQ(dbrx.max_position_embeddings, 32768);
+  const PositionScheme epoch = Parse(R"({"model_type": "stablelm_epoch", "hidden_size": 2560, "num_attention_heads": 32,
+      "rope_pct": 0.25, "rope_theta": 10000})");
+  EXPECT_EQ(epoch.rope.layout.rotary_dim, 20);
   // A scheme the keys name (T5 buckets) needs no layout.
   EXPECT_EQ(Parse(R"({"model_type": "my_t5", "relative_attention_num_buckets": 32})").kind, PositionKind::kT5Bucket);
 }

@@ -135,21 +135,24 @@ Result<json> Describe(const PositionScheme& s, const std::string& path, int64_t 
     layers["nope_layers"] = schedule.num_nope_layers();
     if (!s.layer_types.empty()) layers["types"] = s.layer_types;
     out["layers"] = layers;
-    // Position-dependent query temperature (Llama 4 on NoPE layers; Ministral 3 on every layer).
-    if (s.attn_temperature.tuning) {
-      const AttnTemperature& t = s.attn_temperature;
-      json qt;
-      qt["formula"] =
-          fmt::format("1 + {} * ln(1 + floor((p{}) / {}))", t.attn_scale, t.offset ? " + 1" : "", t.floor_scale);
-      qt["attn_scale"] = t.attn_scale;
-      qt["floor_scale"] = t.floor_scale;
-      qt["offset"] = t.offset;
-      qt["on"] = t.every_layer ? "every layer" : "NoPE layers";
+  }
+  // Position-dependent query temperature (Llama 4 on NoPE layers; Ministral 3 on every layer).
+  if (s.attn_temperature.tuning) {
+    const AttnTemperature& t = s.attn_temperature;
+    json qt;
+    qt["formula"] =
+        fmt::format("1 + {} * ln(1 + floor((p{}) / {}))", t.attn_scale, t.offset ? " + 1" : "", t.floor_scale);
+    qt["attn_scale"] = t.attn_scale;
+    qt["floor_scale"] = t.floor_scale;
+    qt["offset"] = t.offset;
+    qt["on"] = t.every_layer ? "every layer" : "NoPE layers";
+    if (s.num_layers > 0) {
+      POSENC_ASSIGN_OR_RETURN(LayerSchedule schedule, LayerRopeSchedule(s));
       std::vector<int> applies;
       for (int64_t i = 0; i < schedule.num_layers(); ++i) applies.push_back(QueryTemperatureApplies(s, schedule, i));
       qt["layers"] = applies;
-      out["query_temperature"] = qt;
     }
+    out["query_temperature"] = qt;
   }
   const std::vector<PairRegime> regimes = ClassifyPairs(rc, f);
   const std::vector<double> plain = UnscaledFrequencies(rc);
