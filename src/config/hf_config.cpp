@@ -904,8 +904,12 @@ Result<PositionScheme> ParseHfConfigJsonAt(const json& j, const std::string& sou
   PositionScheme s;
   if (Has(j, "model_type") && j["model_type"].is_string()) s.model_type = j["model_type"].get<std::string>();
   if (s.model_type.empty() || FindModelFamily(s.model_type) == nullptr) FamilyFromClasses(j, &s);
-  // Multimodal configs keep the language model's keys in text_config.
-  if (Has(j, "text_config") && j["text_config"].is_object() && !Has(j, "hidden_size") && !Has(j, "rope_theta")) {
+  // Multimodal configs keep the language model's keys in text_config; some (transformers 5's Qwen3-VL) also
+  // copy hidden_size to the top level, so the outer config is the model only where it has its own heads
+  // or RoPE keys.
+  const bool outer_is_model = Has(j, "rope_theta") || Has(j, "num_attention_heads") || Has(j, "n_head") ||
+                              Has(j, "rope_scaling") || Has(j, "rope_parameters");
+  if (Has(j, "text_config") && j["text_config"].is_object() && !outer_is_model) {
     if (depth >= kMaxTextConfigDepth)
       return KeyError(
           source, "text_config",

@@ -233,6 +233,14 @@ TEST(ModelFamilies, UnknownModelTypeIsAnErrorNamingItAndTheOption) {
   const PositionScheme epoch = Parse(R"({"model_type": "stablelm_epoch", "hidden_size": 2560, "num_attention_heads": 32,
       "rope_pct": 0.25, "rope_theta": 10000})");
   EXPECT_EQ(epoch.rope.layout.rotary_dim, 20);
+  // transformers 5 saves Qwen3-VL with hidden_size at the top level too: the language model is still
+  // text_config (the outer config has no heads or RoPE keys of its own).
+  const PositionScheme vl = Parse(R"({"model_type": "qwen3_vl", "hidden_size": 5120, "text_config": {
+      "model_type": "qwen3_vl_text", "head_dim": 128, "hidden_size": 5120, "num_attention_heads": 64,
+      "rope_parameters": {"mrope_interleaved": true, "mrope_section": [24, 20, 20], "rope_theta": 5000000,
+      "rope_type": "default"}}})");
+  EXPECT_EQ(vl.num_heads, 64);
+  EXPECT_EQ(vl.rope.base, 5000000.0);
   // A scheme the keys name (T5 buckets) needs no layout.
   EXPECT_EQ(Parse(R"({"model_type": "my_t5", "relative_attention_num_buckets": 32})").kind, PositionKind::kT5Bucket);
 }
