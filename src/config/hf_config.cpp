@@ -325,6 +325,51 @@ Result<bool> ParseNonRope(const json& j, const std::string& source, PositionSche
     s->notes.push_back(fmt::format("{}: hidden_size {} is the {} model (its modeling code; no config key states it)",
                                    mt, hidden, size_alibi ? "ALiBi" : "RoPE"));
   }
+  // A family whose code chooses between ALiBi and a learned table by a key: JAIS's
+  // position_embedding_type ("alibi" or "learned", modeling_jais.py), MPT's attn_config.alibi false
+  // (MosaicML's modeling_mpt.py then adds its learned wpe table, learned_pos_emb default true;
+  // transformers' MptModel builds ALiBi whatever the key says and has no such table, so it cannot run
+  // these checkpoints as trained).
+  bool learned_instead = false;
+  if (mt == "jais" && Has(j, "position_embedding_type")) {
+    POSENC_ASSIGN_OR_RETURN(std::string pet, GetString(j, "position_embedding_type", source));
+    if (pet == "learned") {
+      learned_instead = true;
+    } else if (pet != "alibi") {
+      return KeyError(source, "position_embedding_type",
+                      fmt::format("is {}, modeling_jais.py knows alibi and learned", QuoteForMessage(pet)));
+    }
+  }
+  if (mt == "mpt" && attn != nullptr && Has(*attn, "alibi") && !mpt_alibi) {
+    bool rope = false;
+    if (Has(*attn, "rope")) { POSENC_ASSIGN_OR_RETURN(rope, GetBool(*attn, "rope", source)); }
+    if (rope)
+      return UnimplementedError(fmt::format(
+          "config {}: key 'attn_config.rope' is true: MosaicML's RoPE variant of MPT (rope_impl) is not implemented",
+          source));
+    bool learned = true;
+    if (Has(j, "learned_pos_emb")) { POSENC_ASSIGN_OR_RETURN(learned, GetBool(j, "learned_pos_emb", source)); }
+    if (!learned) {
+      s->kind = PositionKind::kNone;
+      s->notes.push_back("mpt: attn_config.alibi and learned_pos_emb false: no positional encoding (modeling_mpt.py)");
+      return true;
+    }
+    learned_instead = true;
+    s->notes.push_back(
+        "mpt: attn_config.alibi false: the learned wpe table of MosaicML's modeling_mpt.py (learned_pos_emb); "
+        "transformers' MptModel would apply ALiBi regardless");
+  }
+  if (learned_instead) {
+    s->kind = PositionKind::kLearned;
+    std::string dk = FirstKey(j, {"hidden_size", "n_embd", "d_model"});
+    if (!dk.empty()) { POSENC_ASSIGN_OR_RETURN(s->hidden_size, GetInt(j, dk, source)); }
+    std::string pk = FirstKey(j, {"n_positions", "max_position_embeddings", "max_seq_len"});
+    if (pk.empty()) return KeyError(source, "n_positions", "is missing (a learned position table needs its length)");
+    POSENC_ASSIGN_OR_RETURN(s->max_position_embeddings, GetInt(j, pk, source));
+    if (s->max_position_embeddings <= 0)
+      return KeyError(source, pk, fmt::format("is {}, must be > 0", s->max_position_embeddings));
+    return true;
+  }
   if ((family_kind == PositionKind::kAlibi && mt != "mpt") || mpt_alibi || falcon_alibi || size_alibi) {
     s->kind = PositionKind::kAlibi;
     s->alibi_variant = mpt_alibi ? "mpt" : "bloom";

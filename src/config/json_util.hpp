@@ -53,6 +53,13 @@ inline Result<bool> GetBool(const json& j, std::string_view key, const std::stri
   return it->get<bool>();
 }
 
+inline Result<std::string> GetString(const json& j, std::string_view key, const std::string& source) {
+  const auto it = j.find(std::string(key));
+  if (it == j.end() || it->is_null()) return NotFoundError(fmt::format("config {}: key '{}' is missing", source, key));
+  if (!it->is_string()) return KeyError(source, key, fmt::format("is {}, expected a string", JsonForMessage(*it)));
+  return it->get<std::string>();
+}
+
 inline Result<std::vector<double>> GetNumberList(const json& j, std::string_view key, const std::string& source) {
   const auto it = j.find(std::string(key));
   if (it == j.end() || it->is_null()) return NotFoundError(fmt::format("config {}: key '{}' is missing", source, key));

@@ -241,6 +241,32 @@ TEST(ModelFamilies, UnknownModelTypeIsAnErrorNamingItAndTheOption) {
       "rope_type": "default"}}})");
   EXPECT_EQ(vl.num_heads, 64);
   EXPECT_EQ(vl.rope.base, 5000000.0);
+  // The families whose code picks ALiBi or a learned table by a key: JAIS's position_embedding_type,
+  // MPT's attn_config.alibi false (MosaicML's learned wpe; transformers' MptModel would apply ALiBi anyway).
+  EXPECT_EQ(Parse(R"({"model_type": "jais", "n_embd": 1024, "n_head": 16, "n_positions": 2048,
+      "position_embedding_type": "learned"})")
+                .kind,
+            PositionKind::kLearned);
+  EXPECT_EQ(Parse(R"({"model_type": "jais", "n_embd": 1024, "n_head": 16, "position_embedding_type": "alibi"})").kind,
+            PositionKind::kAlibi);
+  const PositionScheme mpt_learned = Parse(R"({"model_type": "mpt", "d_model": 4096, "n_heads": 32,
+      "max_seq_len": 2048, "attn_config": {"alibi": false}})");
+  EXPECT_EQ(mpt_learned.kind, PositionKind::kLearned);
+  EXPECT_EQ(mpt_learned.max_position_embeddings, 2048);
+  EXPECT_TRUE(HasNote(mpt_learned, "would apply ALiBi regardless"));
+  EXPECT_EQ(Parse(R"({"model_type": "mpt", "d_model": 4096, "n_heads": 32, "max_seq_len": 2048,
+      "learned_pos_emb": false, "attn_config": {"alibi": false}})")
+                .kind,
+            PositionKind::kNone);
+  for (const char* bad : {R"({"model_type": "jais", "n_head": 16, "position_embedding_type": "rotary"})",
+                          R"({"model_type": "mpt", "n_heads": 32, "attn_config": {"alibi": false, "rope": true}})"}) {
+    Result<PositionScheme> r = ParseHfConfig(bad, "bad.json");
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find(std::string(bad).find("jais") != std::string::npos ? "position_embedding_type"
+                                                                                           : "attn_config.rope"),
+              std::string::npos)
+        << r.status().message();
+  }
   // A scheme the keys name (T5 buckets) needs no layout.
   EXPECT_EQ(Parse(R"({"model_type": "my_t5", "relative_attention_num_buckets": 32})").kind, PositionKind::kT5Bucket);
 }
