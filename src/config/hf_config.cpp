@@ -194,6 +194,28 @@ Status ParseLayerKeys(const json& j, const std::string& source, PositionScheme* 
       s->layer_types.push_back(t[i].get<std::string>());
     }
   }
+  // Layer indices: Mllama's cross_attention_layers; LFM2's full_attn_idxs (its layer types where the
+  // config lists none: full_attention at those indices, conv elsewhere).
+  for (const char* key : {"cross_attention_layers", "full_attn_idxs"}) {
+    if (!Has(j, key)) continue;
+    const json& t = j[key];
+    if (!t.is_array())
+      return KeyError(source, key, fmt::format("is {}, expected a list of layer indices", JsonForMessage(t)));
+    std::vector<int64_t> idx;
+    for (size_t i = 0; i < t.size(); ++i) {
+      if (!t[i].is_number_integer() || t[i].get<int64_t>() < 0 ||
+          (s->num_layers > 0 && t[i].get<int64_t>() >= s->num_layers))
+        return KeyError(source, fmt::format("{}[{}]", key, i),
+                        fmt::format("is {}, expected a layer index in [0, {})", JsonForMessage(t[i]), s->num_layers));
+      idx.push_back(t[i].get<int64_t>());
+    }
+    if (std::string_view(key) == "cross_attention_layers") {
+      s->cross_attention_layers = idx;
+    } else if (s->layer_types.empty() && s->num_layers > 0) {
+      s->layer_types.assign(static_cast<size_t>(s->num_layers), "conv");
+      for (int64_t i : idx) s->layer_types[static_cast<size_t>(i)] = "full_attention";
+    }
+  }
   if (Has(j, "no_rope_layers")) {
     const json& t = j["no_rope_layers"];
     if (!t.is_array())

@@ -70,13 +70,19 @@ Result<LayerSchedule> LayerRopeSchedule(const PositionScheme& s) {
   // The family's rule, from the registry (config/model_families.hpp).
   const ModelFamily* family = FindModelFamily(s.model_type);
   const LayerRule rule = family != nullptr ? family->layer_rule : LayerRule::kEveryLayer;
-  // layer_types of two kinds: RoPE on `rope_type` layers, none on `other` ones; any other type is refused.
+  // layer_types of two kinds: RoPE on `rope_type` layers, none on `other` ones (one of a '|' list); any
+  // other type is refused naming the known ones.
   auto two_types = [&](std::string_view name, std::string_view rope_type,
                        std::string_view other) -> Result<LayerSchedule> {
     return FromLayerList(
         s, "layer_types", s.layer_types,
         [name, rope_type, other](const std::string& t) -> Result<bool> {
-          if (t == rope_type || t == other) return t == rope_type;
+          if (t == rope_type) return true;
+          for (size_t b = 0; b <= other.size();) {
+            const size_t e = std::min(other.find('|', b), other.size());
+            if (t == other.substr(b, e - b)) return false;
+            b = e + 1;
+          }
           return InvalidArgumentError(fmt::format("is '{}', {} knows {} and {}", t, name, rope_type, other));
         },
         fmt::format("{} layer_types", name));
@@ -104,7 +110,19 @@ Result<LayerSchedule> LayerRopeSchedule(const PositionScheme& s) {
       out.rope.flip();
       return out;
     }
-    return two_types(s.model_type, "full_attention", "linear_attention");
+    return two_types(s.model_type, "full_attention", "linear_attention|conv");
+  }
+  // Mllama (MllamaTextModel): the cross-attention decoder layers apply no rotary embedding.
+  if (rule == LayerRule::kCrossAttentionNoRope) {
+    LayerSchedule out;
+    out.rope.assign(static_cast<size_t>(n), true);
+    for (int64_t i : s.cross_attention_layers) {
+      if (i >= n)
+        return KeyError(s, "cross_attention_layers", fmt::format("names layer {}, num_hidden_layers is {}", i, n));
+      out.rope[static_cast<size_t>(i)] = false;
+    }
+    out.rule = fmt::format("{} cross_attention_layers", s.model_type);
+    return out;
   }
   if (rule == LayerRule::kSlidingRopeFullNope) {
     if (s.layer_types.empty())

@@ -371,9 +371,15 @@ constexpr ModelFamily kFamilies[] = {
      .source = "transformers src/transformers/models/led/modeling_led.py: LEDLearnedPositionalEmbedding"},
     {.model_type = "lfm2",
      .gguf_architecture = "lfm2",
+     .layer_schedule = "layer_types (or full_attn_idxs): RoPE on full_attention layers, none on conv (short "
+                       "convolution) ones, NoPE in the table",
+     .layer_rule = LayerRule::kFullAttentionOnly,
      .source = "transformers src/transformers/models/lfm2/modeling_lfm2.py: rotate_half, apply_rotary_pos_emb"},
     {.model_type = "lfm2_moe",
      .gguf_architecture = "lfm2moe",
+     .layer_schedule = "layer_types (or full_attn_idxs): RoPE on full_attention layers, none on conv (short "
+                       "convolution) ones, NoPE in the table",
+     .layer_rule = LayerRule::kFullAttentionOnly,
      .source = "transformers src/transformers/models/lfm2_moe/modeling_lfm2_moe.py: rotate_half, apply_rotary_pos_emb"},
     {.model_type = "llama",
      .gguf_architecture = "llama",
@@ -475,7 +481,12 @@ constexpr ModelFamily kFamilies[] = {
      .gguf_architecture = "llama",
      .source = "transformers src/transformers/models/mixtral/modeling_mixtral.py: rotate_half, apply_rotary_pos_emb"},
     {.model_type = "mllama",
-     .source = "transformers src/transformers/models/mllama/modeling_mllama.py: rotate_half, apply_rotary_pos_emb"},
+     .own_keys = "text_config (model_type mllama_text_model)",
+     .layer_schedule = "cross_attention_layers: those layers (MllamaCrossAttentionDecoderLayer) have no RoPE, NoPE "
+                       "in the table",
+     .layer_rule = LayerRule::kCrossAttentionNoRope,
+     .source = "transformers src/transformers/models/mllama/modeling_mllama.py: rotate_half, apply_rotary_pos_emb; "
+               "MllamaTextModel (cross_attention_layers)"},
     {.model_type = "mpt",
      .scheme = PositionKind::kAlibi,
      .window = RotaryWindow::kNone,
@@ -564,6 +575,13 @@ constexpr ModelFamily kFamilies[] = {
      .gguf_architecture = "phi3",
      .position_scaling = "longrope: short_factor / long_factor switched past original_max_position_embeddings",
      .source = "transformers src/transformers/models/phi3/modeling_phi3.py: rotate_half, apply_rotary_pos_emb"},
+    {.model_type = "phi3_v",
+     .position_scaling = "longrope (rope_scaling type su / longrope): short_factor / long_factor switched past "
+                         "original_max_position_embeddings",
+     .remote_code = true,
+     .classes = "Phi3VForCausalLM,modeling_phi3_v.Phi3VForCausalLM",
+     .source = "huggingface.co microsoft/Phi-3.5-vision-instruct modeling_phi3_v.py: rotate_half, "
+               "Phi3SuScaledRotaryEmbedding"},
     {.model_type = "phi3small",
      .base_key = "rope_embedding_base",
      .position_scale_key = "rope_position_scale",
@@ -798,6 +816,8 @@ const ModelFamily* FindModelFamily(std::string_view model_type) {
   if (const ModelFamily* f = FindExact(model_type); f != nullptr) return f;
   // Multimodal text_configs: qwen3_vl_text, llama4_text, gemma3_text, ...
   if (EndsWith(model_type, "_text")) return FindExact(model_type.substr(0, model_type.size() - 5));
+  // Mllama's text_config: mllama_text_model.
+  if (EndsWith(model_type, "_text_model")) return FindExact(model_type.substr(0, model_type.size() - 11));
   return nullptr;
 }
 

@@ -106,6 +106,8 @@ def _rope_parameters(c: dict, layer_type: Optional[str]) -> dict:
         p = dict(c.get("rope_scaling") or {})
     if "rope_type" not in p:
         p["rope_type"] = p.get("type", "default")
+    if p["rope_type"] == "su":  # the old name of longrope (Phi-3 remote code; transformers maps it)
+        p["rope_type"] = "longrope"
     p.setdefault("rope_theta", c.get("rope_theta", 10000.0))
     if "partial_rotary_factor" in c and "partial_rotary_factor" not in p:
         p["partial_rotary_factor"] = c["partial_rotary_factor"]

@@ -266,4 +266,28 @@ TEST(LayerSchedule, Qwen3NextRotatesItsFullAttentionLayersOnly) {
                       "layer_types[2]", "'mamba'");
 }
 
+// LFM2: only the full_attention layers rotate (conv layers are short convolutions), from layer_types or
+// from full_attn_idxs; Mllama: no RoPE on its cross_attention_layers.
+TEST(LayerSchedule, Lfm2ConvLayersAndMllamaCrossAttentionLayersHaveNoRope) {
+  const std::string lfm = R"({"model_type": "lfm2", "hidden_size": 1024, "num_attention_heads": 16,
+      "num_hidden_layers": 6, "rope_theta": 1000000)";
+  Result<LayerSchedule> by_idx = LayerRopeSchedule(Parse(lfm + R"(, "full_attn_idxs": [2, 5]})"));
+  ASSERT_TRUE(by_idx.ok()) << by_idx.status().message();
+  EXPECT_EQ(Ints(*by_idx), (std::vector<int>{0, 0, 1, 0, 0, 1}));
+  Result<LayerSchedule> by_types = LayerRopeSchedule(Parse(lfm + R"(, "layer_types": ["conv", "full_attention",
+      "conv", "conv", "full_attention", "conv"]})"));
+  ASSERT_TRUE(by_types.ok());
+  EXPECT_EQ(Ints(*by_types), (std::vector<int>{0, 1, 0, 0, 1, 0}));
+  Result<PositionScheme> bad = ParseHfConfig(lfm + R"(, "full_attn_idxs": [2, 6]})", "test.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("full_attn_idxs[1]"), std::string::npos) << bad.status().message();
+
+  const PositionScheme ml = Parse(R"({"model_type": "mllama", "text_config": {"model_type": "mllama_text_model",
+      "hidden_size": 4096, "num_attention_heads": 32, "num_hidden_layers": 8, "rope_theta": 500000.0,
+      "cross_attention_layers": [3, 7]}})");
+  Result<LayerSchedule> m = LayerRopeSchedule(ml);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(Ints(*m), (std::vector<int>{1, 1, 1, 0, 1, 1, 1, 0}));
+}
+
 }  // namespace posenc

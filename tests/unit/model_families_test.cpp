@@ -88,7 +88,8 @@ TEST(ModelFamilies, ScheduleTextAndRuleAgree) {
     const bool says_nope = f.layer_schedule.find("NoPE") != std::string_view::npos;
     const bool rule_nope =
         f.layer_rule == LayerRule::kLlama4NoRope || f.layer_rule == LayerRule::kSlidingRopeFullNope ||
-        f.layer_rule == LayerRule::kSlidingRopeIfWindowed || f.layer_rule == LayerRule::kFullAttentionOnly;
+        f.layer_rule == LayerRule::kSlidingRopeIfWindowed || f.layer_rule == LayerRule::kFullAttentionOnly ||
+        f.layer_rule == LayerRule::kCrossAttentionNoRope;
     EXPECT_EQ(says_nope, rule_nope) << f.model_type << ": " << f.layer_schedule;
     if (f.layer_rule != LayerRule::kEveryLayer) EXPECT_FALSE(f.layer_schedule.empty()) << f.model_type;
   }

@@ -36,8 +36,9 @@ enum class LayerRule {
   kSlidingRopeFullNope,      // Cohere2: RoPE on sliding_attention layers, NoPE on full_attention ones
   kSlidingRopeIfWindowed,    // EXAONE 4: as Cohere2 when sliding_window is set, else RoPE on every layer
   kScalingOnFullLayersOnly,  // OLMo 3: rope_scaling on full_attention layers, plain RoPE on sliding ones
-  kFullAttentionOnly         // Qwen3-Next / Qwen3.5: RoPE on full_attention layers; linear_attention
-                             // (Gated DeltaNet) layers have no positions
+  kFullAttentionOnly,        // Qwen3-Next / Qwen3.5 / LFM2: RoPE on full_attention layers; linear_attention
+                             // (Gated DeltaNet) and conv layers have no positions
+  kCrossAttentionNoRope      // Mllama: no RoPE on the cross_attention_layers (they attend to the image)
 };
 std::string_view ToString(FamilySections s);
 
@@ -77,7 +78,8 @@ struct ModelFamily {
 
 // Every row; no model_type repeats.
 std::span<const ModelFamily> ModelFamilies();
-// The row of a model_type (exact, else without a "_text" suffix); nullptr for an unknown one.
+// The row of a model_type (exact, else without a "_text" or "_text_model" suffix); nullptr for an
+// unknown one.
 const ModelFamily* FindModelFamily(std::string_view model_type);
 // The row of a class name: the remote-code row listing it (an architectures entry, or an auto_map
 // value such as "modeling_qwen.QWenLMHeadModel"), else the in-library row whose model_type is the

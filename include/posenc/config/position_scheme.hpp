@@ -53,13 +53,14 @@ struct PositionScheme {
   std::string rope_layer_type;
   // The keys that decide, per decoder layer, whether RoPE is applied, as the config gives them
   // (LayerRopeSchedule in posenc/config/layer_schedule.hpp applies the family's rule to them).
-  int64_t num_layers = 0;                // num_hidden_layers (n_layer, num_layers); 0 = not given
-  std::vector<std::string> layer_types;  // layer_types ("sliding_attention", "full_attention", ...)
-  std::vector<int64_t> no_rope_layers;   // Llama 4: per layer 1 = applies RoPE (despite the name), 0 = NoPE
-  int64_t no_rope_layer_interval = 0;    // Llama 4; 0 = not given (Llama4TextConfig's default 4 applies)
-  int64_t sliding_window_pattern = 0;    // Cohere2; 0 = not given (Cohere2Config's default 4 applies)
-  int64_t full_attention_interval = 0;   // Qwen3-Next / Qwen3.5; 0 = not given (the config classes' default 4)
-  bool has_sliding_window = false;       // a non-null sliding_window key (EXAONE 4: hybrid attention)
+  int64_t num_layers = 0;                       // num_hidden_layers (n_layer, num_layers); 0 = not given
+  std::vector<std::string> layer_types;         // layer_types ("sliding_attention", "full_attention", ...)
+  std::vector<int64_t> no_rope_layers;          // Llama 4: per layer 1 = applies RoPE (despite the name), 0 = NoPE
+  std::vector<int64_t> cross_attention_layers;  // Mllama: indices of the cross-attention layers (no RoPE)
+  int64_t no_rope_layer_interval = 0;           // Llama 4; 0 = not given (Llama4TextConfig's default 4 applies)
+  int64_t sliding_window_pattern = 0;           // Cohere2; 0 = not given (Cohere2Config's default 4 applies)
+  int64_t full_attention_interval = 0;          // Qwen3-Next / Qwen3.5; 0 = not given (the config classes' default 4)
+  bool has_sliding_window = false;              // a non-null sliding_window key (EXAONE 4: hybrid attention)
   // Llama 4's query temperature on NoPE layers: tuning is false for every other family.
   AttnTemperature attn_temperature;
   // Notes on values taken from a family default or inferred (for every kind; RoPE ones are also in
