@@ -936,6 +936,19 @@ Status ParseRope(const json& j, const std::string& source, const HfConfigOptions
   POSENC_RETURN_IF_ERROR(ReadOriginalLength(j, p, src, *row, type, source, s));
   POSENC_RETURN_IF_ERROR(ReadFactor(p, *row, type, source, s));
   POSENC_RETURN_IF_ERROR(ReadRowKeys(p, *row, type, source, &rc));
+  // Hunyuan (modeling_hunyuan_v1_dense.py, vLLM's DynamicNTKAlphaRotaryEmbedding): a dynamic rope_scaling
+  // with an `alpha` is NTK-alpha, base * alpha^(R/(R-2)) at every length up to max_position_embeddings:
+  // static NTK with factor alpha.
+  if (rc.scaling.type == RopeScalingType::kDynamicNtk && Has(p, "alpha")) {
+    POSENC_ASSIGN_OR_RETURN(const double alpha, GetNumber(p, "alpha", source));
+    if (!(alpha > 0) || !std::isfinite(alpha))
+      return KeyError(source, "alpha", fmt::format("is {}, must be finite and positive", alpha));
+    rc.scaling.type = RopeScalingType::kNtk;
+    rc.scaling.factor = alpha;
+    Note(s, fmt::format("{}.alpha {}: NTK-alpha, base {} * alpha^(R/(R-2)) (Hunyuan's DynamicNTKAlpha); past "
+                        "max_position_embeddings transformers' dynamic update recomputes from rope_theta instead",
+                        src.spelling, alpha, rc.base));
+  }
   ScalingNotes(p, s);
   POSENC_RETURN_IF_ERROR(ReadFamilyKeys(j, source, s));
   // M-RoPE (mrope_section; the section layout by model_type): multi_axis_config.cpp.

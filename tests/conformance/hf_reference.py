@@ -190,6 +190,10 @@ def _standard(c: dict, p: dict, dim: int, seq_len: Optional[int]):
         return _default(base, dim), 1.0
     if kind == "linear":
         return _default(base, dim) / p["factor"], 1.0
+    if kind == "dynamic" and p.get("alpha"):
+        # modeling_hunyuan_v1_dense.py: DynamicNTKAlpha, base * alpha ** (dim / (dim - 2)) (up to
+        # max_position_embeddings, where transformers keeps these frequencies).
+        return _default(base * p["alpha"] ** (dim / (dim - 2)), dim), 1.0
     if kind == "dynamic":
         return _dynamic(p, c, base, dim, seq_len)
     if kind == "yarn":

@@ -268,6 +268,14 @@ TEST(ModelFamilies, UnknownModelTypeIsAnErrorNamingItAndTheOption) {
               std::string::npos)
         << r.status().message();
   }
+  // Hunyuan's dynamic rope_scaling with an alpha is NTK-alpha: base * alpha^(R/(R-2)) (static NTK, factor alpha).
+  const PositionScheme hy = Parse(R"({"model_type": "hunyuan_v1_dense", "hidden_size": 4096, "head_dim": 128,
+      "num_attention_heads": 32, "max_position_embeddings": 32768, "rope_theta": 10000.0,
+      "rope_scaling": {"alpha": 1000.0, "factor": 1.0, "type": "dynamic"}})");
+  EXPECT_EQ(hy.rope.scaling.type, RopeScalingType::kNtk);
+  EXPECT_EQ(hy.rope.scaling.factor, 1000.0);
+  const RopeFrequencies hf = ComputeRopeFrequencies(hy.rope, 32768).value();
+  EXPECT_NEAR(hf.inv_freq.back() / std::pow(10000.0 * std::pow(1000.0, 128.0 / 126.0), -126.0 / 128.0), 1.0, 1e-12);
   // A scheme the keys name (T5 buckets) needs no layout.
   EXPECT_EQ(Parse(R"({"model_type": "my_t5", "relative_attention_num_buckets": 32})").kind, PositionKind::kT5Bucket);
 }
