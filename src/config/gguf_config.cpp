@@ -217,6 +217,23 @@ Status ReadQueryTemperature(const ArchKeys& k, AttnTemperature* t) {
   return ValidateAttnTemperature(*t);
 }
 
+// The layer count (block_count), for the per-layer table: the architecture's family rule applies as
+// llama.cpp applies it (cohere2: RoPE on the sliding layers, pattern 4; llama4 / smollm3: NoPE every 4th
+// layer). llama4 with attention.sliding_window 0: llama.cpp sets n_no_rope_layer_step to the layer count,
+// so only the last layer is NoPE.
+Status ReadLayerCount(const ArchKeys& k, PositionScheme* s) {
+  POSENC_RETURN_IF_ERROR(k.OptInt("block_count", &s->num_layers));
+  if (s->num_layers < 0)
+    return InvalidArgumentError(
+        fmt::format("gguf {}: key '{}' = {} must be >= 0", k.f.name(), k.Key("block_count"), s->num_layers));
+  if (k.arch == "llama4" && s->num_layers > 0) {
+    int64_t window = -1;
+    POSENC_RETURN_IF_ERROR(k.OptInt("attention.sliding_window", &window));
+    if (window == 0) s->no_rope_layer_interval = s->num_layers;
+  }
+  return OkStatus();
+}
+
 // M-RoPE architectures: <arch>.rope.dimension_sections (4 integers, llama.cpp's rope_sections) over
 // the n_rot rotated dims, in ggml's rules (the pairs no section claims take the fourth row).
 Status ReadMultiAxis(const ArchKeys& k, std::optional<GgmlRopeType> rope_type, RopeConfig* rc) {
@@ -363,6 +380,7 @@ Result<PositionScheme> GgufConfigFromFile(const GgufFile& f, const GgufConfigOpt
   POSENC_RETURN_IF_ERROR(ReadScaling(keys, s.max_position_embeddings, &rc.scaling));
   POSENC_RETURN_IF_ERROR(ReadFactorTensors(f, rc.layout.rotary_dim / 2, &rc));
   POSENC_RETURN_IF_ERROR(ReadQueryTemperature(keys, &s.attn_temperature));
+  POSENC_RETURN_IF_ERROR(ReadLayerCount(keys, &s));
   for (auto& n : rc.notes) s.notes.push_back(n);
   POSENC_RETURN_IF_ERROR(ValidateRopeConfig(rc));
   return s;

@@ -49,7 +49,7 @@ TEST(InfoCli, TargetsNestAndStorePrefetchFollowsTheEnvironment) {
 TEST(BenchCli, JsonRowsCarryTheFieldsAndTheirRelations) {
   std::string out;
   const int rc = RunCommand(
-      CliPath() + " bench --json --filter 'rope_decode/float32/half' --threads 1,2 --cache both --reps 1", &out);
+      CliPath() + " bench --json --filter '^rope_decode/float32/half' --threads 1,2 --cache both --reps 1", &out);
   ASSERT_EQ(rc, 0) << out;
   const std::vector<json> rows = JsonLines(out);
   ASSERT_EQ(rows.size(), 4u) << out;
@@ -93,7 +93,7 @@ TEST(BenchCli, JsonRowsCarryTheFieldsAndTheirRelations) {
 TEST(BenchCli, MultiAxisDecodeRowCountsItsCosSinRows) {
   std::string out;
   ASSERT_EQ(
-      RunCommand(CliPath() + " bench --json --filter 'mrope_decode/float32' --threads 1 --cache warm --reps 1", &out),
+      RunCommand(CliPath() + " bench --json --filter '^mrope_decode/float32' --threads 1 --cache warm --reps 1", &out),
       0)
       << out;
   const std::vector<json> rows = JsonLines(out);

@@ -80,10 +80,12 @@ def check_common(rec, got, expect):
     for key in ("layout", "rotary_dim", "rotary_start"):
         if key in expect:
             rec.check(got.get(key) == expect[key], f"{key} {got.get(key)!r}, expected {expect[key]!r}")
+    want = sorted(expect.get("nope_layers", []))
     if "layers" in got and "rope" in got["layers"]:
         nope = [i for i, r in enumerate(got["layers"]["rope"]) if not r]
-        want = sorted(expect.get("nope_layers", []))
         rec.check(nope == want, f"layers without RoPE {nope}, expected {want}")
+    else:  # no per-layer table: only a record expecting every layer to rotate can pass
+        rec.check(not want, f"no per-layer table in posenc's output; expected layers without RoPE {want}")
     return True
 
 

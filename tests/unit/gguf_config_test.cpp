@@ -14,6 +14,7 @@
 #include "posenc/config/hf_config.hpp"
 #include "posenc/config/ggml_config.hpp"
 #include "posenc/config/gguf_config.hpp"
+#include "posenc/config/layer_schedule.hpp"
 #include "posenc/math/multi_axis.hpp"
 #include "test_support.hpp"
 
@@ -146,6 +147,37 @@ TEST(GgufConfig, QueryTemperatureAsLlamaCppLoadsIt) {
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_EQ(s->attn_temperature.floor_scale, 8192.0);
   EXPECT_TRUE(s->attn_temperature.every_layer);
+}
+
+// The per-layer table of a GGUF file, as llama.cpp applies its architecture's rule: cohere2 rotates
+// its sliding layers only (pattern 4: every 4th layer has none); llama4 with attention.sliding_window 0
+// has n_no_rope_layer_step = block_count (only the last layer is NoPE).
+TEST(GgufConfig, LayerTableFromBlockCount) {
+  GgufBuilder c;
+  c.KvString("general.architecture", "cohere2")
+      .KvU32("cohere2.embedding_length", 512)
+      .KvU32("cohere2.attention.head_count", 4)
+      .KvU32("cohere2.block_count", 8)
+      .KvF32("cohere2.rope.freq_base", 50000.0f);
+  Result<PositionScheme> s = FromBuilt(c);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  Result<LayerSchedule> l = LayerRopeSchedule(*s);
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  EXPECT_EQ(std::vector<bool>(l->rope.begin(), l->rope.end()),
+            (std::vector<bool>{true, true, true, false, true, true, true, false}));
+  GgufBuilder m;
+  m.KvString("general.architecture", "llama4")
+      .KvU32("llama4.embedding_length", 512)
+      .KvU32("llama4.attention.head_count", 4)
+      .KvU32("llama4.block_count", 6)
+      .KvU32("llama4.attention.sliding_window", 0)
+      .KvF32("llama4.rope.freq_base", 500000.0f);
+  s = FromBuilt(m);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  l = LayerRopeSchedule(*s);
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  EXPECT_EQ(l->num_nope_layers(), 1);
+  EXPECT_FALSE(l->rope[5]);
 }
 
 TEST(GgufConfig, YarnAttnFactorAndRopeFreqs) {
