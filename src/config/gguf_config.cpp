@@ -223,9 +223,9 @@ Status ReadQueryTemperature(const ArchKeys& k, AttnTemperature* t) {
 // so only the last layer is NoPE.
 Status ReadLayerCount(const ArchKeys& k, PositionScheme* s) {
   POSENC_RETURN_IF_ERROR(k.OptInt("block_count", &s->num_layers));
-  if (s->num_layers < 0)
-    return InvalidArgumentError(
-        fmt::format("gguf {}: key '{}' = {} must be >= 0", k.f.name(), k.Key("block_count"), s->num_layers));
+  if (s->num_layers < 0 || s->num_layers > kMaxLayers)
+    return InvalidArgumentError(fmt::format("gguf {}: key '{}' = {} must be in [0, {}]", k.f.name(),
+                                            k.Key("block_count"), s->num_layers, kMaxLayers));
   if (k.arch == "llama4" && s->num_layers > 0) {
     int64_t window = -1;
     POSENC_RETURN_IF_ERROR(k.OptInt("attention.sliding_window", &window));

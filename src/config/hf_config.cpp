@@ -181,7 +181,8 @@ Status ParseScalingBeta(const json& j, const std::string& source, PositionScheme
 Status ParseLayerKeys(const json& j, const std::string& source, PositionScheme* s) {
   if (std::string k = FirstKey(j, {"num_hidden_layers", "n_layer", "num_layers", "n_layers"}); !k.empty()) {
     POSENC_ASSIGN_OR_RETURN(s->num_layers, GetInt(j, k, source));
-    if (s->num_layers <= 0) return KeyError(source, k, fmt::format("is {}, must be > 0", s->num_layers));
+    if (s->num_layers <= 0 || s->num_layers > kMaxLayers)
+      return KeyError(source, k, fmt::format("is {}, must be in [1, {}]", s->num_layers, kMaxLayers));
   }
   if (Has(j, "layer_types")) {
     const json& t = j["layer_types"];

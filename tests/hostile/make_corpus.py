@@ -197,6 +197,13 @@ add("cfg_max_position_negative.json", CFG.replace("4096", "-1").encode()[:-2] + 
 
 add("cfg_window_pattern_bad.json", (CFG + '"num_hidden_layers": 4, "sliding_window": 8, "sliding_window_pattern": "LL\\u001bG"}').encode(),
     INSPECT, ["cfg_window_pattern_bad.json", "'sliding_window_pattern' is", "a string of L (sliding) and G (global)"])
+# A layer count sizes the per-layer table (EXAONE 4's "LLLG" pattern, LFM2's full_attn_idxs): 3e8
+# layers in 150 bytes took 11 GB and a minute before the bound.
+add("cfg_layers_3e8_pattern.json",
+    (CFG + '"num_hidden_layers": 300000000, "sliding_window": 8, "sliding_window_pattern": "LLLG"}').encode(),
+    INSPECT, ["cfg_layers_3e8_pattern.json", "'num_hidden_layers' is 300000000, must be in [1, 65536]"])
+add("cfg_layers_3e8_idxs.json", (CFG + '"num_hidden_layers": 300000000, "full_attn_idxs": [1]}').encode(), INSPECT,
+    ["cfg_layers_3e8_idxs.json", "'num_hidden_layers' is 300000000"])
 add("cfg_layer_type_undeclared.json", (CFG + '"layer_types": ["sliding_attention", "full_attention"]}').encode(),
     INSPECT + ["--layer-type", "chunked\x1b[2J"], ["cfg_layer_type_undeclared.json", "is not one of the config's layer_types"])
 

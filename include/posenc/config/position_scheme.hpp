@@ -25,6 +25,11 @@ enum class FusedQkvLayout {
 };
 std::string_view ToString(FusedQkvLayout l);
 
+// The most layers a config or GGUF file may declare: the per-layer table (and EXAONE 4's pattern,
+// LFM2's full_attn_idxs) is sized by the count, so a 150-byte config saying 3e8 layers took 11 GB. Real
+// models have at most a few hundred.
+inline constexpr int64_t kMaxLayers = int64_t{1} << 16;
+
 struct PositionScheme {
   PositionKind kind = PositionKind::kRope;
   std::string model_type;  // config's model_type, if any
