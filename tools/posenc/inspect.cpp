@@ -126,13 +126,14 @@ Result<json> Describe(const PositionScheme& s, const std::string& path, int64_t 
   out["seq_len"] = seq_len;
   out["attention_scaling"] = f.attention_scaling;
   // The per-layer table (LayerRopeSchedule, the family's rule): which layers rotate, which are NoPE.
+  std::optional<LayerSchedule> schedule;
   if (s.num_layers > 0) {
-    POSENC_ASSIGN_OR_RETURN(LayerSchedule schedule, LayerRopeSchedule(s));
+    POSENC_ASSIGN_OR_RETURN(schedule, LayerRopeSchedule(s));
     json layers;
-    layers["count"] = schedule.num_layers();
-    layers["rule"] = schedule.rule;
-    layers["rope"] = std::vector<int>(schedule.rope.begin(), schedule.rope.end());
-    layers["nope_layers"] = schedule.num_nope_layers();
+    layers["count"] = schedule->num_layers();
+    layers["rule"] = schedule->rule;
+    layers["rope"] = std::vector<int>(schedule->rope.begin(), schedule->rope.end());
+    layers["nope_layers"] = schedule->num_nope_layers();
     if (!s.layer_types.empty()) layers["types"] = s.layer_types;
     out["layers"] = layers;
   }
@@ -146,10 +147,9 @@ Result<json> Describe(const PositionScheme& s, const std::string& path, int64_t 
     qt["floor_scale"] = t.floor_scale;
     qt["offset"] = t.offset;
     qt["on"] = t.every_layer ? "every layer" : "NoPE layers";
-    if (s.num_layers > 0) {
-      POSENC_ASSIGN_OR_RETURN(LayerSchedule schedule, LayerRopeSchedule(s));
+    if (schedule.has_value()) {
       std::vector<int> applies;
-      for (int64_t i = 0; i < schedule.num_layers(); ++i) applies.push_back(QueryTemperatureApplies(s, schedule, i));
+      for (int64_t i = 0; i < schedule->num_layers(); ++i) applies.push_back(QueryTemperatureApplies(s, *schedule, i));
       qt["layers"] = applies;
     }
     out["query_temperature"] = qt;
