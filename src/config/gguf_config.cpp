@@ -182,8 +182,11 @@ Status ReadLayout(const ArchKeys& k, std::optional<GgmlRopeType> rope_type, cons
 //   deepseek2 (Mistral Large 3 ships as it): attention.temperature_scale and .temperature_length, offset
 //     0, every layer.
 Status ReadQueryTemperature(const ArchKeys& k, AttnTemperature* t) {
-  const ModelFamily* family = FindModelFamilyByGguf(k.arch);
-  const QueryTemperatureForm form = family != nullptr ? family->query_temperature : QueryTemperatureForm::kNone;
+  // The form of any family row of the architecture (mistral3 is both Ministral 3's row, which has the
+  // form, and the mistral3 wrapper's), not only the first row's.
+  QueryTemperatureForm form = QueryTemperatureForm::kNone;
+  for (const ModelFamily& f : ModelFamilies())
+    if (f.gguf_architecture == k.arch && f.query_temperature != QueryTemperatureForm::kNone) form = f.query_temperature;
   if (form == QueryTemperatureForm::kLlama4Tuning) {
     int64_t window = -1;
     POSENC_RETURN_IF_ERROR(k.OptInt("attention.sliding_window", &window));

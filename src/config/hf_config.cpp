@@ -321,6 +321,19 @@ Status ParseFusedQkv(const json& j, const std::string& source, PositionScheme* s
 
 // ---------- schemes that are not RoPE ----------
 
+// An absolute position table's width and length: the first of `length_keys` present, > 0.
+Status ReadAbsoluteTable(const json& j, const std::string& source, std::initializer_list<const char*> length_keys,
+                         PositionScheme* s) {
+  std::string dk = FirstKey(j, {"hidden_size", "n_embd", "d_model", "emb_dim"});
+  if (!dk.empty()) { POSENC_ASSIGN_OR_RETURN(s->hidden_size, GetInt(j, dk, source)); }
+  std::string pk = FirstKey(j, length_keys);
+  if (pk.empty()) return KeyError(source, "n_positions", "is missing (an absolute position table needs its length)");
+  POSENC_ASSIGN_OR_RETURN(s->max_position_embeddings, GetInt(j, pk, source));
+  if (s->max_position_embeddings <= 0)
+    return KeyError(source, pk, fmt::format("is {}, must be > 0", s->max_position_embeddings));
+  return OkStatus();
+}
+
 // Returns true (and fills s) when the config names a non-RoPE scheme.
 Result<bool> ParseNonRope(const json& j, const std::string& source, PositionScheme* s) {
   const std::string& mt = s->model_type;
@@ -384,13 +397,7 @@ Result<bool> ParseNonRope(const json& j, const std::string& source, PositionSche
   }
   if (learned_instead) {
     s->kind = PositionKind::kLearned;
-    std::string dk = FirstKey(j, {"hidden_size", "n_embd", "d_model"});
-    if (!dk.empty()) { POSENC_ASSIGN_OR_RETURN(s->hidden_size, GetInt(j, dk, source)); }
-    std::string pk = FirstKey(j, {"n_positions", "max_position_embeddings", "max_seq_len"});
-    if (pk.empty()) return KeyError(source, "n_positions", "is missing (a learned position table needs its length)");
-    POSENC_ASSIGN_OR_RETURN(s->max_position_embeddings, GetInt(j, pk, source));
-    if (s->max_position_embeddings <= 0)
-      return KeyError(source, pk, fmt::format("is {}, must be > 0", s->max_position_embeddings));
+    POSENC_RETURN_IF_ERROR(ReadAbsoluteTable(j, source, {"n_positions", "max_position_embeddings", "max_seq_len"}, s));
     return true;
   }
   if ((family_kind == PositionKind::kAlibi && mt != "mpt") || mpt_alibi || falcon_alibi || size_alibi) {
@@ -450,13 +457,7 @@ Result<bool> ParseNonRope(const json& j, const std::string& source, PositionSche
   if (!sinusoidal && !learned) return false;
   s->kind = sinusoidal ? PositionKind::kSinusoidal : PositionKind::kLearned;
   if (sinusoidal) s->sinusoidal_layout = xlm_sin || mt == "xlm" ? "interleaved" : "concat";
-  std::string dk = FirstKey(j, {"hidden_size", "n_embd", "d_model", "emb_dim"});
-  if (!dk.empty()) { POSENC_ASSIGN_OR_RETURN(s->hidden_size, GetInt(j, dk, source)); }
-  std::string pk = FirstKey(j, {"n_positions", "max_position_embeddings"});
-  if (pk.empty()) return KeyError(source, "n_positions", "is missing (an absolute position table needs its length)");
-  POSENC_ASSIGN_OR_RETURN(s->max_position_embeddings, GetInt(j, pk, source));
-  if (s->max_position_embeddings <= 0)
-    return KeyError(source, pk, fmt::format("is {}, must be > 0", s->max_position_embeddings));
+  POSENC_RETURN_IF_ERROR(ReadAbsoluteTable(j, source, {"n_positions", "max_position_embeddings"}, s));
   if (mt == "opt") s->notes.push_back("OPT's learned table is indexed by position + 2 (its offset)");
   return true;
 }

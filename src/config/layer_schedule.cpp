@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "posenc/config/model_families.hpp"
 
@@ -70,25 +71,22 @@ Result<LayerSchedule> LayerRopeSchedule(const PositionScheme& s) {
   // The family's rule, from the registry (config/model_families.hpp).
   const ModelFamily* family = FindModelFamily(s.model_type);
   const LayerRule rule = family != nullptr ? family->layer_rule : LayerRule::kEveryLayer;
-  // layer_types of two kinds: RoPE on `rope_type` layers, none on `other` ones (one of a '|' list); any
-  // other type is refused naming the known ones.
+  // layer_types of two kinds: RoPE on `rope_type` layers, none on the `others`; any other type is
+  // refused naming the known ones.
   auto two_types = [&](std::string_view name, std::string_view rope_type,
-                       std::string_view other) -> Result<LayerSchedule> {
+                       std::vector<std::string_view> others) -> Result<LayerSchedule> {
     return FromLayerList(
         s, "layer_types", s.layer_types,
-        [name, rope_type, other](const std::string& t) -> Result<bool> {
+        [name, rope_type, others](const std::string& t) -> Result<bool> {
           if (t == rope_type) return true;
-          for (size_t b = 0; b <= other.size();) {
-            const size_t e = std::min(other.find('|', b), other.size());
-            if (t == other.substr(b, e - b)) return false;
-            b = e + 1;
-          }
-          return InvalidArgumentError(fmt::format("is '{}', {} knows {} and {}", t, name, rope_type, other));
+          if (std::find(others.begin(), others.end(), t) != others.end()) return false;
+          return InvalidArgumentError(
+              fmt::format("is '{}', {} knows {} and {}", t, name, rope_type, fmt::join(others, ", ")));
         },
         fmt::format("{} layer_types", name));
   };
   auto sliding_layers_rope = [&](std::string_view name) {
-    return two_types(name, "sliding_attention", "full_attention");
+    return two_types(name, "sliding_attention", {"full_attention"});
   };
   if (rule == LayerRule::kLlama4NoRope) {
     if (s.no_rope_layers.empty())
@@ -110,7 +108,7 @@ Result<LayerSchedule> LayerRopeSchedule(const PositionScheme& s) {
       out.rope.flip();
       return out;
     }
-    return two_types(s.model_type, "full_attention", "linear_attention|conv");
+    return two_types(s.model_type, "full_attention", {"linear_attention", "conv"});
   }
   // Mllama (MllamaTextModel): the cross-attention decoder layers apply no rotary embedding.
   if (rule == LayerRule::kCrossAttentionNoRope) {
