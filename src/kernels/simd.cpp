@@ -47,6 +47,17 @@ bool IsIntelCpu() {
 #endif
 }
 
+// The targets this CPU runs, read before any cap: ForceSimdTarget caps Highway's own list (which then
+// shows only the forced target and worse ones), so a list read from it after a cap would silently
+// drop the better targets from every per-target loop that asks again.
+int64_t CpuTargetBits() {
+  static const int64_t bits = [] {
+    hwy::DisableTargets(0);
+    return hwy::SupportedTargets();
+  }();
+  return bits;
+}
+
 }  // namespace
 
 std::vector<std::string> CompiledSimdTargets() {
@@ -57,7 +68,7 @@ std::vector<std::string> CompiledSimdTargets() {
 
 std::vector<std::string> AvailableSimdTargets() {
   std::vector<std::string> names;
-  const int64_t supported = hwy::SupportedTargets();
+  const int64_t supported = CpuTargetBits();
   for (int64_t b : CompiledBits())
     if (supported & b) names.emplace_back(hwy::TargetName(b));
   return names;
@@ -71,6 +82,7 @@ std::string ChosenSimdTarget() {
 
 Status ForceSimdTarget(std::string_view name) {
   const std::string want = Upper(name);
+  CpuTargetBits();  // read before the first cap
   if (want.empty() || want == "BEST" || want == "AUTO") {
     hwy::DisableTargets(0);
     return OkStatus();
@@ -78,8 +90,7 @@ Status ForceSimdTarget(std::string_view name) {
   const std::vector<int64_t> bits = CompiledBits();
   for (int64_t b : bits) {
     if (Upper(hwy::TargetName(b)) != want) continue;
-    hwy::DisableTargets(0);  // lift any earlier cap before asking what the CPU runs
-    if ((hwy::SupportedTargets() & b) == 0)
+    if ((CpuTargetBits() & b) == 0)
       return UnimplementedError(fmt::format("simd: target {} is compiled but this CPU cannot run it", want));
     hwy::DisableTargets(b - 1);  // every better target (lower bits)
     return OkStatus();

@@ -204,6 +204,8 @@ TEST_F(PerTarget, ListsAndForcesTargets) {
   for (const auto& name : available) {
     ASSERT_TRUE(ForceSimdTarget(name).ok()) << name;
     EXPECT_EQ(ChosenSimdTarget(), name);
+    // The list does not shrink under a cap: per-target loops nested in other loops ask for it again.
+    EXPECT_EQ(AvailableSimdTargets(), available) << name;
   }
   Status bad = ForceSimdTarget("MMX9");
   EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);

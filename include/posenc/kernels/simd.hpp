@@ -14,9 +14,10 @@ namespace posenc {
 
 // Targets compiled into the library, best first (whether or not this CPU runs them).
 std::vector<std::string> CompiledSimdTargets();
-// Compiled targets this CPU runs (after any ForceSimdTarget cap), best first.
+// Compiled targets this CPU runs, best first; the same list before and after ForceSimdTarget (so a
+// per-target loop can ask for it inside other loops).
 std::vector<std::string> AvailableSimdTargets();
-// The target the kernels use now: the best of AvailableSimdTargets().
+// The target the kernels use now: the best of AvailableSimdTargets() at or below any cap.
 std::string ChosenSimdTarget();
 
 // Caps the choice at `name` (case-insensitive): every better target is disabled for the whole
