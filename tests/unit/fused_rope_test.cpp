@@ -443,6 +443,52 @@ TEST(Q8_0, EdgeValuesAsGgmlDefinesThem) {
   EXPECT_TRUE(ForceSimdTarget("best").ok());
 }
 
+// Every row length from 1 to 40 blocks (groups of 4, 8 or 16 blocks in the vector forms, odd tails,
+// several passes), blocks of mixed scales with zero blocks among them, from every activation dtype, on
+// every target: the bytes of the scalar definition.
+TEST(Q8_0, EveryRowLengthEqualsTheDefinitionOnEveryTarget) {
+  std::mt19937_64 rng(11);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  const auto targets = AvailableSimdTargets();
+  int checked = 0;
+  for (int64_t blocks = 1; blocks <= 40; ++blocks) {
+    const int64_t n = blocks * 32;
+    std::vector<float> x(static_cast<size_t>(n));
+    for (int64_t b = 0; b < blocks; ++b) {
+      const float scale = b % 7 == 3 ? 0.0f : std::ldexp(1.0f, static_cast<int>(rng() % 20) - 10);
+      for (int64_t j = 0; j < 32; ++j) x[static_cast<size_t>(b * 32 + j)] = scale * nd(rng);
+      if (b % 5 == 1) x[static_cast<size_t>(b * 32 + 31)] = -scale * 9.0f;  // amax in the last lane
+    }
+    for (DType dt : {DType::kF32, DType::kF16, DType::kBF16}) {
+      std::vector<uint16_t> h(static_cast<size_t>(n));
+      std::vector<float> rounded = x;  // the values the reference sees: x in the activation dtype
+      for (size_t i = 0; i < x.size(); ++i) {
+        if (dt == DType::kF16) h[i] = F32ToF16(x[i]).bits, rounded[i] = F16ToF32(f16_t{h[i]});
+        if (dt == DType::kBF16) h[i] = F32ToBF16(x[i]).bits, rounded[i] = BF16ToF32(bf16_t{h[i]});
+      }
+      std::vector<BlockQ8_0> ref(static_cast<size_t>(blocks));
+      QuantizeRowQ8_0Reference(rounded.data(), n, ref.data());
+      void* src = dt == DType::kF32 ? static_cast<void*>(x.data()) : static_cast<void*>(h.data());
+      for (const auto& target : targets) {
+        ASSERT_TRUE(ForceSimdTarget(target).ok());
+        ASSERT_EQ(ChosenSimdTarget(), target);
+        std::vector<BlockQ8_0> k(static_cast<size_t>(blocks)), v(static_cast<size_t>(blocks));
+        KvCacheView cache{k.data(), v.data(), KvCacheType::kQ8_0, 1, 1, 1, n};
+        std::vector<int64_t> slot{0};
+        HeadsView xv = HeadsView::Dense(src, dt, 1, 1, n);
+        ASSERT_TRUE(StoreKvCache(cache, 0, slot, xv, xv).ok());
+        EXPECT_TRUE(SameBytes(k.data(), ref.data(), static_cast<size_t>(blocks) * 34))
+            << target << " " << ToString(dt) << " " << blocks << " blocks";
+        EXPECT_TRUE(SameBytes(v.data(), ref.data(), static_cast<size_t>(blocks) * 34))
+            << target << " " << ToString(dt) << " " << blocks << " blocks";
+        ++checked;
+      }
+    }
+  }
+  EXPECT_EQ(checked, 40 * 3 * static_cast<int>(targets.size()));
+  EXPECT_TRUE(ForceSimdTarget("best").ok());
+}
+
 // ---- StoreKvCache ----
 
 TEST(StoreKvCache, EqualsReferenceOnEveryTarget) {
