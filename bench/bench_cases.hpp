@@ -50,6 +50,7 @@
 #include "posenc/kernels/multi_axis_rope.hpp"
 #include "posenc/kernels/rope.hpp"
 #include "posenc/math/multi_axis.hpp"
+#include "posenc/math/vision_positions.hpp"
 
 namespace posenc::bench {
 
@@ -237,28 +238,6 @@ inline std::unique_ptr<Prepared> PrepareFused(const CaseSpec& c, ParallelRunner*
   return p;
 }
 
-// (t, h, w) positions [3, T] component-major, as Hugging Face's get_rope_index gives them for text, one
-// image of grid_h x grid_w merged patches, then text: text tokens have t = h = w = their index; the image's
-// tokens t = start, h = start + row, w = start + col; the text after it starts at the largest + 1.
-inline std::vector<int64_t> VisionTextPositions(int64_t text_before, int64_t grid_h, int64_t grid_w,
-                                                int64_t text_after) {
-  const int64_t T = text_before + grid_h * grid_w + text_after;
-  std::vector<int64_t> p(static_cast<size_t>(3 * T));
-  auto set = [&](int64_t tok, int64_t t, int64_t h, int64_t w) {
-    p[static_cast<size_t>(tok)] = t;
-    p[static_cast<size_t>(T + tok)] = h;
-    p[static_cast<size_t>(2 * T + tok)] = w;
-  };
-  int64_t tok = 0;
-  for (; tok < text_before; ++tok) set(tok, tok, tok, tok);
-  const int64_t start = text_before;
-  for (int64_t r = 0; r < grid_h; ++r)
-    for (int64_t col = 0; col < grid_w; ++col) set(tok++, start, start + r, start + col);
-  const int64_t next = start + std::max(grid_h, grid_w);
-  for (int64_t i = 0; i < text_after; ++i, ++tok) set(tok, next + i, next + i, next + i);
-  return p;
-}
-
 // Multi-axis rows: Qwen2.5-VL (chunked) and Qwen3-VL (interleaved) text shapes, q in place.
 inline std::unique_ptr<Prepared> PrepareMultiAxis(const CaseSpec& c, ParallelRunner* runner) {
   auto p = std::make_unique<Prepared>();
@@ -277,7 +256,10 @@ inline std::unique_ptr<Prepared> PrepareMultiAxis(const CaseSpec& c, ParallelRun
     for (auto& v : one) v = static_cast<int64_t>(rng() % 8192);
     for (int r = 0; r < 3; ++r) pos->insert(pos->end(), one.begin(), one.end());
   } else {
-    *pos = VisionTextPositions(1024, 32, 64, 1024);
+    // 1024 text tokens, one image of 64 x 128 patches (32 x 64 tokens after the 2 x 2 merge), 1024 text.
+    const std::vector<PositionSpan> spans{PositionSpan::Text(1024), PositionSpan::Vision(1, 64, 128),
+                                          PositionSpan::Text(1024)};
+    *pos = BuildTextVisionPositions(spans, 2).value().positions;
   }
   auto table = std::make_shared<RopeTable>(
       RopeTable::BuildPerToken(*freqs, *comp, 3, *pos, RopePrecision::kReference, runner).value());

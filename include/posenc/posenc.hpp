@@ -19,6 +19,7 @@
 #include "posenc/math/rope_table.hpp"   // RopeTable: cos/sin rows built once, shared by all layers
 #include "posenc/math/rope_types.hpp"   // RotaryLayout, RopeFrequencies, precisions, ComputeCosSin
 #include "posenc/math/sinusoidal.hpp"   // sinusoidal absolute positions (Vaswani 2017)
+#include "posenc/math/vision_positions.hpp"  // (t, h, w) M-RoPE rows from a token layout; vision patch rows
 
 // ---- kernels: fast paths with their scalar references beside them
 #include "posenc/kernels/embedding.hpp"        // token embedding lookup, learned positions, the gradient

@@ -32,6 +32,7 @@ from . import hf  # noqa: F401  (posenc.hf.drop_in)
 __all__ = [
     "Scheme", "Frequencies", "LayerSchedule", "Rope", "Model", "load_scheme", "set_num_threads", "num_threads", "simd_target",
     "sinusoidal_table", "alibi_slopes", "alibi_bias", "t5_buckets", "t5_bias", "shaw_indices", "golden",
+    "text_vision_positions", "vision_patch_positions",
 ]
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -562,6 +563,59 @@ def t5_bias(table: Any, query_length: int, key_length: int, *, query_offset: int
 def shaw_indices(query_length: int, key_length: int, max_relative_position: int, *, query_offset: int = 0) -> np.ndarray:
     """Shaw et al.'s table row clip(j - i, -k, k) + k for every (query, key): int64 [Tq, Tk]."""
     return _posenc.shaw_indices(int(query_length), int(key_length), int(query_offset), int(max_relative_position))
+
+
+# ---- vision-language position rows -------------------------------------------------------------
+
+Span = Union[int, Mapping[str, Any]]
+
+
+def text_vision_positions(layout: Sequence[Span], spatial_merge_size: int = 2, *, start: int = 0,
+                          tokens_per_second: Optional[float] = None) -> Tuple[np.ndarray, int]:
+    """The (t, h, w) M-RoPE position rows [3, T] int64 of a token layout, as Qwen2-VL / Qwen2.5-VL /
+    Qwen3-VL's get_rope_index computes them, and the next free position (a decode step's position on all
+    three rows; HF's rope_deltas = next - T).
+
+    Each span is an int (that many text tokens) or a dict as the golden cases write it:
+    {"type": "text", "tokens": n} or {"type": "image" | "video" | "frame", "grid_thw": [t, h, w]} with
+    the grid in patches before the spatial merge (image_grid_thw / video_grid_thw). Time: without
+    tokens_per_second (Qwen2-VL, Qwen3-VL) frame f is at t = f; with it (Qwen2.5-VL's
+    vision_config.tokens_per_second) a video's frame f is at trunc(f * second_per_grid_t *
+    tokens_per_second) in float32 (the span's "second_per_grid_t", default 1.0) and an image's at 0.
+    ValueError names the span and field of a bad layout."""
+    spans = []
+    for i, s in enumerate(layout):
+        if isinstance(s, (int, np.integer)) and not isinstance(s, bool):
+            spans.append((False, int(s), 1, 0, 0, 1.0, 1.0))
+            continue
+        if not isinstance(s, Mapping) or "type" not in s:
+            raise ValueError(f"span {i}: {s!r} is neither a text token count nor a dict with a 'type'")
+        kind = s["type"]
+        if kind == "text":
+            spans.append((False, int(s["tokens"]), 1, 0, 0, 1.0, 1.0))
+            continue
+        if kind not in ("image", "video", "frame"):
+            raise ValueError(f"span {i}: type {kind!r} (expected text, image, video or frame)")
+        g = [int(v) for v in s.get("grid_thw", ())]
+        if len(g) != 3:
+            raise ValueError(f"span {i}: grid_thw {s.get('grid_thw')!r} is not [t, h, w]")
+        spt, tps = 1.0, 1.0
+        if tokens_per_second is not None:
+            tps = float(tokens_per_second)
+            spt = 0.0 if kind == "image" else float(s.get("second_per_grid_t", 1.0))
+        spans.append((True, 0, g[0], g[1], g[2], spt, tps))
+    rows, nxt = _posenc.text_vision_positions(spans, int(spatial_merge_size), int(start))
+    return rows, int(nxt)
+
+
+def vision_patch_positions(grid_thw: Sequence[int], spatial_merge_size: int = 2) -> np.ndarray:
+    """The (h, w) rows [2, t*h*w] int64 of a vision encoder's 2-D RoPE, in the order the encoder sees its
+    patches: spatial_merge_size windows row-major, row-major inside each, repeated per frame (Qwen2-VL);
+    spatial_merge_size 1 is plain row-major (Pixtral)."""
+    g = [int(v) for v in grid_thw]
+    if len(g) != 3:
+        raise ValueError(f"grid_thw {list(grid_thw)!r} is not [t, h, w]")
+    return _posenc.vision_patch_positions(g[0], g[1], g[2], int(spatial_merge_size))
 
 
 def golden(folder: PathLike, *, cli: Optional[PathLike] = None) -> Tuple[int, str]:

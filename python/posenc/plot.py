@@ -214,24 +214,11 @@ def rope_pair(pair: int = 2, head_dim: int = 16, positions: int = 24, base: floa
 
 
 def image_grid_positions(text_before: int, grid_h: int, grid_w: int, text_after: int) -> np.ndarray:
-    """(t, h, w) rows [3, T] for text, an image grid of grid_h x grid_w patches, and text, as Qwen2-VL's
-    get_rope_index lays out one image: text tokens t = h = w = index; the image at t = its start, h and w
-    its row and column from there; text after resumes past the image's largest position."""
-    rows: List[List[int]] = [[], [], []]
-    for i in range(text_before):
-        for r in rows:
-            r.append(i)
-    s = text_before
-    for y in range(grid_h):
-        for x in range(grid_w):
-            rows[0].append(s)
-            rows[1].append(s + y)
-            rows[2].append(s + x)
-    nxt = s + max(grid_h, grid_w)
-    for i in range(text_after):
-        for r in rows:
-            r.append(nxt + i)
-    return np.array(rows, dtype=np.int64)
+    """(t, h, w) rows [3, T] for text, an image grid of grid_h x grid_w merged patches, and text, as
+    Qwen2-VL's get_rope_index lays out one image (posenc.text_vision_positions with no further merge)."""
+    rows, _ = posenc.text_vision_positions([text_before, {"type": "image", "grid_thw": [1, grid_h, grid_w]}, text_after],
+                                           spatial_merge_size=1)
+    return rows
 
 
 def multi_axis(config: Optional[Dict[str, Any]] = None, grid_h: int = 6, grid_w: int = 8):

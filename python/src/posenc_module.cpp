@@ -703,7 +703,7 @@ PYBIND11_MODULE(_posenc, m) {
             std::vector<float> v = Take(AttnTemperatureScales(s.attn_temperature, Span(positions)));
             py::array_t<float> a(static_cast<py::ssize_t>(v.size()));
             if (!v.empty()) std::memcpy(a.mutable_data(), v.data(), v.size() * sizeof(float));
-            return std::move(a);
+            return a;
           },
           py::arg("positions"), py::arg("exact") = false)
       .def(
@@ -892,6 +892,30 @@ PYBIND11_MODULE(_posenc, m) {
       },
       py::arg("table"), py::arg("query_length"), py::arg("key_length"), py::arg("query_offset"),
       py::arg("bidirectional"), py::arg("num_buckets"), py::arg("max_distance"));
+  // vision-language position rows
+  m.def(
+      "text_vision_positions",
+      [](const std::vector<std::tuple<bool, int64_t, int64_t, int64_t, int64_t, float, float>>& spans,
+         int64_t merge, int64_t start) {
+        std::vector<PositionSpan> v;
+        v.reserve(spans.size());
+        for (const auto& [vision, n, t, h, w, spt, tps] : spans)
+          v.push_back(vision ? PositionSpan::Vision(t, h, w, spt, tps) : PositionSpan::Text(n));
+        TextVisionPositions r = Take(BuildTextVisionPositions(v, merge, start));
+        py::array_t<int64_t> out({int64_t{3}, r.tokens});
+        if (!r.positions.empty()) std::memcpy(out.mutable_data(), r.positions.data(), r.positions.size() * 8);
+        return py::make_tuple(out, r.next_position);
+      },
+      py::arg("spans"), py::arg("spatial_merge_size"), py::arg("start"));
+  m.def(
+      "vision_patch_positions",
+      [](int64_t t, int64_t h, int64_t w, int64_t merge) {
+        std::vector<int64_t> p = Take(BuildVisionPatchPositions(t, h, w, merge));
+        py::array_t<int64_t> out({int64_t{2}, static_cast<int64_t>(p.size() / 2)});
+        if (!p.empty()) std::memcpy(out.mutable_data(), p.data(), p.size() * 8);
+        return out;
+      },
+      py::arg("grid_t"), py::arg("grid_h"), py::arg("grid_w"), py::arg("spatial_merge_size"));
   m.def(
       "shaw_indices",
       [](int64_t q_len, int64_t k_len, int64_t q_offset, int64_t max_relative_position) {
