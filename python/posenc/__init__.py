@@ -32,7 +32,7 @@ from . import hf  # noqa: F401  (posenc.hf.drop_in)
 __all__ = [
     "Scheme", "Frequencies", "LayerSchedule", "Rope", "Model", "load_scheme", "set_num_threads", "num_threads", "simd_target",
     "sinusoidal_table", "alibi_slopes", "alibi_bias", "t5_buckets", "t5_bias", "shaw_indices", "golden",
-    "text_vision_positions", "vision_patch_positions",
+    "text_vision_positions", "vision_patch_positions", "split_qkv",
 ]
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -405,6 +405,41 @@ class Rope:
         _posenc.apply_rope_qk(self._table_for(rows), *self._layout(), qv, kv, rows, direction)
         return q, k
 
+    def apply_kv_cache(self, q: Any, k: Any, v: Any, positions: Any, slots: Any, k_cache: Any, v_cache: Any, *,
+                       q_out: Any = None, layer: int = 0, reference: bool = False) -> Any:
+        """RoPE fused with the KV-cache write, one pass per token (posenc's ApplyRopeKvCache), as an
+        engine runs it after its QKV projection: q_out[t] = RoPE(q[t]); k_cache[layer, slots[t]] =
+        RoPE(k[t]) and v_cache[layer, slots[t]] = v[t], converted to the cache's type (nearest even;
+        Q8_0 blocks as ggml's quantize_row_q8_0). Bit for bit `apply` on q and k followed by the copy.
+
+        q: [T, heads, head_dim], k and v: [T, kv_heads, head_dim], one dtype (views of a fused
+        projection output: `posenc.split_qkv`). positions, slots: [T] integers (a slot is a cache row:
+        contiguous, paged or scattered alike). Caches: [layers, slots, kv_heads, head_dim] (or without
+        layers) in float32 / float16 / bfloat16, or uint8 [layers, slots, kv_heads * head_dim / 32 * 34]
+        for Q8_0; both of one kind. q_out: a [T, heads, head_dim] tensor of q's dtype (q itself for in
+        place), allocated like q when None. Returns q_out. A slot outside the cache or written twice, a
+        shape, dtype or overlap that does not fit: ValueError naming it, nothing written."""
+        q, k, v = (_tensors.as_tensor(t, n) for t, n in ((q, "q"), (k, "k"), (v, "v")))
+        if q_out is None:
+            q_out = q.new_empty(q.shape) if _tensors.is_torch(q) else np.empty_like(q)
+        q_out = _tensors.as_tensor(q_out, "q_out")
+        views = []
+        for t, n in ((q, "q"), (k, "k"), (v, "v"), (q_out, "q_out")):
+            if len(t.shape) != 3:
+                raise ValueError(f"{n}: shape {list(t.shape)} is not [tokens, heads, head_dim]")
+            vs, _, _ = _tensors.heads_views(t, n, "thd", writable=(n == "q_out"))
+            views.append(vs[0])
+        kv_heads, head_dim = int(k.shape[1]), int(k.shape[2])
+        pos = _tensors.int64_row(positions, "positions", int(q.shape[0]))
+        sl = _tensors.int64_row(slots, "slots", int(q.shape[0]))
+        kp, kn, kt, kl, ks = _tensors.cache_memory(k_cache, "k_cache", kv_heads, head_dim)
+        vp, vn, vt, vl, vs_ = _tensors.cache_memory(v_cache, "v_cache", kv_heads, head_dim)
+        if (vt, vl, vs_) != (kt, kl, ks):
+            raise ValueError(f"v_cache: a {vt} cache of {vl} x {vs_} slots, k_cache a {kt} cache of {kl} x {ks}")
+        _posenc.apply_rope_kv_cache(self._table_for([pos]), *self._layout(), *views, pos, sl, kp, kn, vp, vn, kt, kl, ks,
+                                    int(layer), bool(reference))
+        return q_out
+
     def apply_multi_axis(self, x: Any, positions: Any, *, order: Optional[str] = None) -> Any:
         """Multi-axis RoPE (M-RoPE, 2-D vision) in place: positions [components, tokens] (or
         [batch, components, tokens]), e.g. the (t, h, w) rows of Qwen2-VL's get_rope_index."""
@@ -563,6 +598,29 @@ def t5_bias(table: Any, query_length: int, key_length: int, *, query_offset: int
 def shaw_indices(query_length: int, key_length: int, max_relative_position: int, *, query_offset: int = 0) -> np.ndarray:
     """Shaw et al.'s table row clip(j - i, -k, k) + k for every (query, key): int64 [Tq, Tk]."""
     return _posenc.shaw_indices(int(query_length), int(key_length), int(query_offset), int(max_relative_position))
+
+
+def split_qkv(qkv: Any, num_heads: int, num_kv_heads: int, head_dim: int) -> Tuple[Any, Any, Any]:
+    """Views (no copy) q [T, num_heads, head_dim], k and v [T, num_kv_heads, head_dim] of a fused QKV
+    projection output [T, (num_heads + 2 * num_kv_heads) * head_dim] (q heads, then k, then v in each
+    row), for Rope.apply_kv_cache. ValueError when the shape does not split or a view would need a copy."""
+    width = (int(num_heads) + 2 * int(num_kv_heads)) * int(head_dim)
+    if len(qkv.shape) != 2 or int(qkv.shape[1]) != width:
+        raise ValueError(f"qkv: shape {list(qkv.shape)} is not [tokens, ({num_heads} + 2 x {num_kv_heads}) x {head_dim}]")
+    heads = int(num_heads) + 2 * int(num_kv_heads)
+    if _tensors.is_torch(qkv):
+        try:
+            x = qkv.view(qkv.shape[0], heads, int(head_dim))
+        except RuntimeError as e:
+            raise ValueError(f"qkv: strides {list(qkv.stride())} cannot be viewed as heads without a copy") from e
+    else:
+        x = np.asarray(qkv)
+        if x.strides[1] != x.itemsize:
+            raise ValueError(f"qkv: strides {list(x.strides)} (bytes) cannot be viewed as heads without a copy")
+        x = np.lib.stride_tricks.as_strided(x, (x.shape[0], heads, int(head_dim)),
+                                            (x.strides[0], int(head_dim) * x.itemsize, x.itemsize))
+    h, kv = int(num_heads), int(num_kv_heads)
+    return x[:, :h], x[:, h:h + kv], x[:, h + kv:]
 
 
 # ---- vision-language position rows -------------------------------------------------------------

@@ -199,3 +199,61 @@ def check_no_partial_overlap(a: Sequence[View], b: Sequence[View], name: str, ot
             (a0, a1), (b0, b1) = span(va), span(vb)
             if a0 < b1 and b0 < a1:
                 raise ValueError(f"{name}: overlaps {other} without being it")
+
+
+def cache_memory(x: Any, name: str, kv_heads: int, head_dim: int) -> Tuple[int, int, str, int, int]:
+    """(data pointer, bytes, cache type, layers, slots) of a KV-cache tensor: [layers, slots, kv_heads,
+    head_dim] or [slots, kv_heads, head_dim] in float32 / float16 / bfloat16, or a uint8 tensor
+    [layers, slots, row_bytes] or [slots, row_bytes] of Q8_0 blocks (row_bytes = kv_heads * head_dim / 32
+    * 34). Contiguous and writable; anything else is a ValueError naming it (nothing is copied)."""
+    if not isinstance(x, np.ndarray) and not is_torch(x) and hasattr(x, "__dlpack__"):
+        x = as_tensor(x, name)
+    shape = tuple(int(s) for s in x.shape)
+    if is_torch(x):
+        torch = _torch()
+        if x.device.type != "cpu":
+            raise ValueError(f"{name}: tensor is on device {x.device}; posenc runs on CPU tensors only")
+        if not x.is_contiguous():
+            raise ValueError(f"{name}: tensor is not contiguous (strides {list(x.stride())})")
+        q8 = x.dtype in (torch.uint8, torch.int8)
+        dt = "q8_0" if q8 else _torch_dtype_name(torch, x.dtype)
+        ptr, nbytes = x.data_ptr(), x.numel() * x.element_size()
+    elif isinstance(x, np.ndarray):
+        if not x.flags.c_contiguous:
+            raise ValueError(f"{name}: array is not C-contiguous")
+        if not x.flags.writeable:
+            raise ValueError(f"{name}: array is read-only")
+        q8 = x.dtype in (np.dtype(np.uint8), np.dtype(np.int8))
+        dt = "q8_0" if q8 else _NUMPY_DTYPES.get(x.dtype)
+        ptr, nbytes = int(x.__array_interface__["data"][0]), x.nbytes
+    else:
+        raise ValueError(f"{name}: {type(x).__name__} is not a numpy array or a torch tensor")
+    if dt is None:
+        raise ValueError(f"{name}: dtype {x.dtype} is not float32, float16, bfloat16 or uint8 (q8_0 blocks)")
+    if dt == "q8_0":
+        row = kv_heads * head_dim // 32 * 34 if (kv_heads * head_dim) % 32 == 0 else -1
+        if row < 0:
+            raise ValueError(f"{name}: q8_0 needs kv_heads * head_dim a multiple of 32, got {kv_heads} * {head_dim}")
+        if len(shape) not in (2, 3) or shape[-1] != row:
+            raise ValueError(f"{name}: shape {list(shape)} is not [layers, slots, {row}] or [slots, {row}] "
+                             f"(q8_0 rows of {kv_heads} x {head_dim})")
+        layers, slots = (shape[0], shape[1]) if len(shape) == 3 else (1, shape[0])
+    else:
+        if len(shape) not in (3, 4) or shape[-2:] != (kv_heads, head_dim):
+            raise ValueError(f"{name}: shape {list(shape)} is not [layers, slots, {kv_heads}, {head_dim}] "
+                             f"or [slots, {kv_heads}, {head_dim}]")
+        layers, slots = (shape[0], shape[1]) if len(shape) == 4 else (1, shape[0])
+    return ptr, nbytes, dt, layers, slots
+
+
+def int64_row(x: Any, name: str, length: int) -> np.ndarray:
+    """A contiguous int64 copy of a 1-d integer array or tensor of `length` values (positions, slots)."""
+    if is_torch(x):
+        x = x.detach().cpu().numpy()
+    a = np.asarray(x)
+    if a.dtype.kind not in "iu":
+        raise ValueError(f"{name}: dtype {a.dtype} is not an integer type")
+    a = a.reshape(-1) if a.ndim != 1 and a.size == length else a
+    if a.ndim != 1 or a.shape[0] != length:
+        raise ValueError(f"{name}: shape {list(a.shape)} is not [{length}]")
+    return np.ascontiguousarray(a, dtype=np.int64)

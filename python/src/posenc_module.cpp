@@ -293,6 +293,41 @@ void ApplyRopeQKBatch(const RopeTable& table, const RotaryLayout& layout, const 
   Check(s);
 }
 
+// RoPE fused with the KV-cache write (ApplyRopeKvCache): the caches are caller memory whose byte
+// sizes the Python side read from the tensors; they must be the cache's exact size.
+void ApplyRopeKvCacheBinding(const RopeTable& table, const RotaryLayout& layout, const py::tuple& q_t,
+                             const py::tuple& k_t, const py::tuple& v_t, const py::tuple& q_out_t,
+                             const Positions& positions, const Positions& slots, uintptr_t k_cache, int64_t k_nbytes,
+                             uintptr_t v_cache, int64_t v_nbytes, const std::string& cache_type, int64_t layers,
+                             int64_t cache_slots, int64_t layer, bool reference) {
+  QkvViews x{View(q_t, "q"), View(k_t, "k"), View(v_t, "v")};
+  const HeadsView q_out = View(q_out_t, "q_out");
+  KvCacheView cache;
+  if (!ParseKvCacheType(cache_type, &cache.type))
+    throw py::value_error("cache_type: '" + cache_type + "' (expected float32, float16, bfloat16 or q8_0)");
+  cache.k = reinterpret_cast<void*>(k_cache);
+  cache.v = reinterpret_cast<void*>(v_cache);
+  cache.layers = layers;
+  cache.slots = cache_slots;
+  cache.kv_heads = x.k.heads;
+  cache.head_dim = x.k.head_dim;
+  Check(cache.Validate());
+  if (k_nbytes != cache.bytes() || v_nbytes != cache.bytes())
+    throw py::value_error("k_cache / v_cache: " + std::to_string(k_nbytes) + " / " + std::to_string(v_nbytes) +
+                          " bytes, a " + cache_type + " cache of " + std::to_string(layers) + " x " +
+                          std::to_string(cache_slots) + " x " + std::to_string(cache.kv_heads) + " x " +
+                          std::to_string(cache.head_dim) + " is " + std::to_string(cache.bytes()));
+  auto pool = CurrentPool();
+  FusedRopeArgs args{Args(table, layout, "forward", pool.get()), Span(slots), layer, {}};
+  args.rope.positions = Span(positions);
+  Status st;
+  {
+    py::gil_scoped_release release;
+    st = reference ? ApplyRopeKvCacheReference(args, x, q_out, cache) : ApplyRopeKvCache(args, x, q_out, cache);
+  }
+  Check(st);
+}
+
 void ApplyMultiAxisBatch(const RopeConfig& rc, int64_t seq_len, const py::list& x_views, const py::list& positions,
                          const std::string& precision, const std::string& what) {
   std::vector<HeadsView> x = Views(x_views, what.c_str());
@@ -791,6 +826,20 @@ PYBIND11_MODULE(_posenc, m) {
       py::arg("table"), py::arg("pairing"), py::arg("head_dim"), py::arg("rotary_start"), py::arg("rotary_dim"),
       py::arg("q_views"), py::arg("k_views"), py::arg("positions"), py::arg("direction"));
 
+  m.def(
+      "apply_rope_kv_cache",
+      [](const RopeTable& table, const std::string& pairing, int64_t head_dim, int64_t rotary_start, int64_t rotary_dim,
+         const py::tuple& q, const py::tuple& k, const py::tuple& v, const py::tuple& q_out, const Positions& positions,
+         const Positions& slots, uintptr_t k_cache, int64_t k_nbytes, uintptr_t v_cache, int64_t v_nbytes,
+         const std::string& cache_type, int64_t layers, int64_t cache_slots, int64_t layer, bool reference) {
+        ApplyRopeKvCacheBinding(table, RotaryLayout{Pairing(pairing), head_dim, rotary_start, rotary_dim}, q, k, v,
+                                q_out, positions, slots, k_cache, k_nbytes, v_cache, v_nbytes, cache_type, layers,
+                                cache_slots, layer, reference);
+      },
+      py::arg("table"), py::arg("pairing"), py::arg("head_dim"), py::arg("rotary_start"), py::arg("rotary_dim"),
+      py::arg("q"), py::arg("k"), py::arg("v"), py::arg("q_out"), py::arg("positions"), py::arg("slots"),
+      py::arg("k_cache"), py::arg("k_nbytes"), py::arg("v_cache"), py::arg("v_nbytes"), py::arg("cache_type"),
+      py::arg("layers"), py::arg("cache_slots"), py::arg("layer"), py::arg("reference"));
   m.def("apply_query_temperature", &ApplyTemperatureBatch, py::arg("q_views"), py::arg("scales"));
   m.def("apply_cos_sin_qk", &ApplyCosSinQK, py::arg("pairing"), py::arg("q"), py::arg("k"), py::arg("q_out"),
         py::arg("k_out"), py::arg("cos"), py::arg("sin"), py::arg("unsqueeze_dim"));
