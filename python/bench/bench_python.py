@@ -20,6 +20,12 @@ place, warm buffers):
   py/C++   the same cos/sin call into given outputs: Python (posenc.hf.apply_cos_sin(out=...)) against
            the C++ call timed in C++ on the same views (_posenc.time_cos_sin_qk); the bar for prefill:
            Python / C++ <= 1.10
+  kvcache  Rope.apply_kv_cache (RoPE fused with the KV-cache write, q/k/v split_qkv views of the fused
+           projection [T, 48 x 128]) against what a torch engine does: cos/sin gathered at the positions,
+           q * cos + rotate_half(q) * sin on q and k, then k and v converted and index_copy_'d into the
+           cache at the slots; prefill T = 512 (slots 0..511) and decode 64 tokens at scattered slots of
+           16384; float16 cache; the same thread count for torch and posenc. Both give the same q and cache
+           bytes for float32 activations (asserted); for 16-bit ones torch rounds after each op
 Rounds alternate Python and C++ so background load hits both alike; medians over all rounds.
 
 Usage: PYTHONPATH=build/python /usr/bin/python3 python/bench/bench_python.py --posenc build/posenc [--threads 1,2]
@@ -60,12 +66,15 @@ def main():
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--no-torch", action="store_true", help="skip the Hugging Face comparison")
-    ap.add_argument("--sections", default="apply,dropin", help="apply (rope.apply vs the CLI), dropin (cos/sin drop-in)")
+    ap.add_argument("--sections", default="apply,dropin",
+                    help="apply (rope.apply vs the CLI), dropin (cos/sin drop-in), kvcache (fused cache write vs torch)")
     ap.add_argument("--tokens", default="1,16,512,4096", help="T of the drop-in section")
     ap.add_argument("--dtypes", default="float32,bfloat16", help="dtypes of the drop-in section")
     a = ap.parse_args()
     if "dropin" in a.sections.split(","):
         bench_drop_in(a)
+    if "kvcache" in a.sections.split(","):
+        bench_kv_cache(a)
     if "apply" not in a.sections.split(","):
         return
     rope = posenc.Rope(CONFIG)
@@ -172,6 +181,59 @@ def bench_drop_in(a):
                       f"posenc drop-in {m['posenc'] * 1e3:9.1f} us  HF/posenc {m['hf'] / m['posenc']:6.1f}x (bar >= 20x)  | "
                       f"into given out: python {m['py'] * 1e3:9.1f} us  C++ {m['cpp'] * 1e3:9.1f} us  "
                       f"python/C++ {m['py'] / m['cpp']:.3f}", flush=True)
+    posenc.set_num_threads(0)
+
+
+def bench_kv_cache(a):
+    import torch  # noqa: PLC0415
+    rope = posenc.Rope(dict(CONFIG, num_key_value_heads=8))
+    inv = torch.from_numpy(rope.inv_freq.astype(np.float32))
+    freqs = torch.outer(torch.arange(8192, dtype=torch.float32), inv)
+    emb = torch.cat((freqs, freqs), dim=-1)
+    cos_table, sin_table = emb.cos(), emb.sin()
+
+    def torch_engine(q, k, v, pos, slots, kc, vc):
+        cos, sin = cos_table[pos].to(q.dtype)[:, None], sin_table[pos].to(q.dtype)[:, None]
+
+        def rot(x):
+            half = x.shape[-1] // 2
+            return x * cos + torch.cat((-x[..., half:], x[..., :half]), dim=-1) * sin
+        q_out = rot(q)
+        kc.index_copy_(0, slots, rot(k).to(kc.dtype))
+        vc.index_copy_(0, slots, v.to(vc.dtype))
+        return q_out
+
+    print(f"kvcache: simd {posenc.simd_target()}; torch {torch.__version__}; medians over {a.rounds} rounds")
+    for threads in [int(t) for t in a.threads.split(",")]:
+        posenc.set_num_threads(threads)
+        torch.set_num_threads(threads)
+        for dtype_name in a.dtypes.split(","):
+            dtype = getattr(torch, dtype_name)
+            for kind, T in (("prefill", 512), ("decode", 64)):
+                gen = torch.Generator().manual_seed(T)
+                qkv = torch.randn(T, 48 * 128, generator=gen).to(dtype)
+                q, k, v = posenc.split_qkv(qkv, 32, 8, 128)
+                if kind == "prefill":
+                    pos, slots = torch.arange(T), torch.arange(T)
+                else:
+                    pos, slots = torch.randint(0, 8192, (T,), generator=gen), torch.randperm(16384, generator=gen)[:T]
+                kc, vc = torch.zeros(16384, 8, 128, dtype=torch.float16), torch.zeros(16384, 8, 128, dtype=torch.float16)
+                kc2, vc2 = kc.clone(), vc.clone()
+                q_out = torch.empty(T, 32, 128, dtype=dtype)
+                tq = torch_engine(q, k, v, pos, slots, kc2, vc2)
+                rope.apply_kv_cache(q, k, v, pos, slots, kc, vc, q_out=q_out)
+                if dtype == torch.float32:
+                    assert torch.allclose(tq, q_out, atol=1e-5) and torch.allclose(kc.float(), kc2.float(), atol=2e-3)
+                reps = 201 if kind == "decode" else 21
+                r = {"torch": [], "posenc": []}
+                for _ in range(a.rounds):
+                    r["torch"].append(median_ms(lambda: torch_engine(q, k, v, pos, slots, kc2, vc2), reps))
+                    r["posenc"].append(median_ms(lambda: rope.apply_kv_cache(q, k, v, pos, slots, kc, vc, q_out=q_out),
+                                                 reps))
+                m = {key: statistics.median(x) for key, x in r.items()}
+                print(f"threads {threads} {dtype_name:8s} {kind:7s} T={T:4d} -> float16 cache: torch engine "
+                      f"{m['torch'] * 1e3:9.1f} us  posenc apply_kv_cache {m['posenc'] * 1e3:9.1f} us  "
+                      f"torch/posenc {m['torch'] / m['posenc']:5.1f}x", flush=True)
     posenc.set_num_threads(0)
 
 
