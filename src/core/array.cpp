@@ -197,6 +197,11 @@ Status HeadsView::Validate(const char* what) const {
     return InvalidArgumentError(fmt::format("{}: negative shape [{}, {}, {}]", what, tokens, heads, head_dim));
   if (tokens > 0 && heads > 0 && head_dim > 0) {
     if (data == nullptr) return InvalidArgumentError(fmt::format("{}: null data for a non-empty view", what));
+    // Elements at their natural alignment: the scalar paths read and write them as T (a float at an odd
+    // address is undefined behaviour in C++, and what UBSan flags); every allocator and framework gives it.
+    if (reinterpret_cast<uintptr_t>(data) % SizeOf(dtype) != 0)
+      return InvalidArgumentError(fmt::format("{}: data {} is not aligned to its {}-byte {} elements", what, data,
+                                              SizeOf(dtype), posenc::ToString(dtype)));
     // Rows are disjoint when one axis nests inside the other: heads inside a token (token-major,
     // [tokens, heads, head_dim] and fused QKV rows) or tokens inside a head (head-major, as
     // [batch, heads, seq, head_dim] tensors store them). 128-bit products: no stride can overflow.

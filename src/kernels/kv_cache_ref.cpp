@@ -87,6 +87,13 @@ Status KvCacheView::Validate() const {
         fmt::format("kv cache: {} layers x {} slots x {} x {} is too large", layers, slots, kv_heads, head_dim));
   if (slots == 0) return OkStatus();
   if (k == nullptr || v == nullptr) return InvalidArgumentError("kv cache: null k or v memory");
+  // Rows at their element's alignment (float32 4 bytes; float16, bfloat16 and Q8_0's float16 scale 2;
+  // rows are whole multiples of it): the scalar paths store them as those types.
+  const size_t align = type == KvCacheType::kF32 ? 4 : 2;
+  for (const auto& [name, p] : {std::pair{"k", k}, std::pair{"v", v}})
+    if (reinterpret_cast<uintptr_t>(p) % align != 0)
+      return InvalidArgumentError(
+          fmt::format("kv cache: {} memory {} is not aligned to {} bytes ({} cache)", name, p, align, ToString(type)));
   const auto* kb = static_cast<const std::byte*>(k);
   const auto* vb = static_cast<const std::byte*>(v);
   if (kb < vb + bytes() && vb < kb + bytes()) return InvalidArgumentError("kv cache: k and v memory overlap");

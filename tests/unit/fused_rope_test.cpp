@@ -34,18 +34,20 @@ namespace {
 
 // 64-byte aligned storage, handed out `misalign` bytes past the alignment.
 struct Buf {
+  static constexpr size_t kSlack = 192;
   std::vector<uint8_t> bytes;
   size_t off = 0;
-  Buf(size_t n, size_t misalign, uint8_t fill) : bytes(n + 128, fill) {
+  // Room for the alignment (< 64), the misalignment (< 64) and the 64 bytes past the end the tests compare.
+  Buf(size_t n, size_t misalign, uint8_t fill) : bytes(n + kSlack, fill) {
     const auto base = reinterpret_cast<uintptr_t>(bytes.data());
     off = (base + 63) / 64 * 64 - base + misalign;
   }
   Buf(const Buf& o)
-      : Buf(o.bytes.size() - 128,
+      : Buf(o.bytes.size() - kSlack,
             o.off - ((reinterpret_cast<uintptr_t>(o.bytes.data()) + 63) / 64 * 64 -
                      reinterpret_cast<uintptr_t>(o.bytes.data())),
             0) {
-    std::memcpy(data(), o.data(), o.bytes.size() - 128);
+    std::memcpy(data(), o.data(), o.bytes.size() - kSlack);
   }
   void* data() { return bytes.data() + off; }
   const void* data() const { return bytes.data() + off; }
@@ -147,7 +149,9 @@ void RunCase(const Case& c, bool check_reference, ParallelRunner* runner) {
                  std::vector<uint8_t>* v_res) {
     Buf input = in;  // fresh copy of the input (in-place cases write it)
     QkvViews x = SplitFusedQkv(input.data(), c.dtype, c.tokens, c.q_heads, c.kv_heads, c.head_dim).value();
-    Buf qo(q_bytes, mis, 0xCD), kc(cache_bytes, 3, 0xAB), vc(cache_bytes, 5, 0xAB);
+    // Caches off the vector alignment, at their element's (float32 4 bytes, the others 2).
+    const size_t ca = c.cache_type == KvCacheType::kF32 ? 4 : 2;
+    Buf qo(q_bytes, mis, 0xCD), kc(cache_bytes, 3 * ca, 0xAB), vc(cache_bytes, 5 * ca, 0xAB);
     HeadsView q_out = c.in_place ? x.q : HeadsView::Dense(qo.data(), c.dtype, c.tokens, c.q_heads, c.head_dim);
     KvCacheView cache = shape;
     cache.k = kc.data();
@@ -500,7 +504,7 @@ TEST(StoreKvCache, EqualsReferenceOnEveryTarget) {
     for (DType dt : {DType::kF32, DType::kF16, DType::kBF16})
       for (KvCacheType ct : {KvCacheType::kF32, KvCacheType::kF16, KvCacheType::kBF16, KvCacheType::kQ8_0}) {
         SCOPED_TRACE(fmt::format("{} {} -> {}", target, ToString(dt), ToString(ct)));
-        Buf k(static_cast<size_t>(T * H * D) * 4, 4, 0), v(static_cast<size_t>(T * H * D) * 4, 2, 0);
+        Buf k(static_cast<size_t>(T * H * D) * 4, 4, 0), v(static_cast<size_t>(T * H * D) * 4, SizeOf(dt), 0);
         Fill(dt, k.data(), static_cast<size_t>(T * H * D), rng);
         Fill(dt, v.data(), static_cast<size_t>(T * H * D), rng);
         // Special values for the conversions: f16 overflow, subnormals, infinities.
@@ -603,6 +607,18 @@ TEST(FusedRopeErrors, OtherBadInput) {
   std::vector<int64_t> slots{0, 1, 2, 3, 4, 5};
   s = ApplyRopeKvCache({ra, slots, 0, bad}, e.x, HeadsView::Dense(e.q.data(), DType::kF32, 6, 4, 64), e.cache);
   EXPECT_NE(s.message().find("q_scale[4]"), std::string::npos) << s.message();
+  EXPECT_TRUE(e.Untouched());
+  // Memory off its element's alignment: a float16 cache at an odd address, float32 q at 2 bytes past a
+  // float (undefined behaviour for the scalar paths), named before anything is written.
+  KvCacheView odd = e.cache;
+  odd.v = e.mem.data() + e.cache.bytes() + 1;
+  s = ApplyRopeKvCache({ra, slots, 0, {}}, e.x, HeadsView::Dense(e.q.data(), DType::kF32, 6, 4, 64), odd);
+  EXPECT_NE(s.message().find("v memory"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("is not aligned to 2 bytes (float16 cache)"), std::string::npos) << s.message();
+  HeadsView qo = HeadsView::Dense(reinterpret_cast<std::byte*>(e.q.data()) + 2, DType::kF32, 5, 4, 64);
+  s = qo.Validate("q_out");
+  EXPECT_NE(s.message().find("q_out: data"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("is not aligned to its 4-byte float32 elements"), std::string::npos) << s.message();
   EXPECT_TRUE(e.Untouched());
 }
 
