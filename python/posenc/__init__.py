@@ -414,7 +414,8 @@ class Rope:
 
         q: [T, heads, head_dim], k and v: [T, kv_heads, head_dim], one dtype (views of a fused
         projection output: `posenc.split_qkv`). positions, slots: [T] integers (a slot is a cache row:
-        contiguous, paged or scattered alike). Caches: [layers, slots, kv_heads, head_dim] (or without
+        contiguous, paged or scattered alike); positions are 1-D, which for an M-RoPE model is its text
+        tokens' rotation (t = h = w); image tokens' (t, h, w) rows go through `apply_multi_axis`. Caches: [layers, slots, kv_heads, head_dim] (or without
         layers) in float32 / float16 / bfloat16, or uint8 [layers, slots, kv_heads * head_dim / 32 * 34]
         for Q8_0; both of one kind. q_out: a [T, heads, head_dim] tensor of q's dtype (q itself for in
         place), allocated like q when None. Returns q_out. A slot outside the cache or written twice, a
