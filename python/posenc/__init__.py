@@ -445,10 +445,7 @@ class Rope:
         """Multi-axis RoPE (M-RoPE, 2-D vision) in place: positions [components, tokens] (or
         [batch, components, tokens]), e.g. the (t, h, w) rows of Qwen2-VL's get_rope_index."""
         views, tokens, _ = _tensors.heads_views(x, "x", order, fold=False)
-        p = positions.detach().cpu().numpy() if _tensors.is_torch(positions) else np.asarray(positions)
-        if p.dtype.kind not in "iu":
-            raise ValueError(f"positions: dtype {p.dtype} is not an integer type")
-        p = np.ascontiguousarray(p, dtype=np.int64)
+        p = np.ascontiguousarray(_tensors.int_array(positions, "positions"), dtype=np.int64)
         rows = [p] * len(views) if p.ndim == 2 else [np.ascontiguousarray(p[b]) for b in range(p.shape[0])]
         if len(rows) != len(views) or any(r.ndim != 2 or r.shape[1] != tokens for r in rows):
             raise ValueError(f"positions: shape {list(p.shape)} is not [components, {tokens}] per batch element")
@@ -551,12 +548,7 @@ class Model:
 
 
 def _ids(ids: Any, name: str = "ids") -> np.ndarray:
-    if _tensors.is_torch(ids):
-        ids = ids.detach().cpu().numpy()
-    a = np.asarray(ids)
-    if a.dtype.kind not in "iu":
-        raise ValueError(f"{name}: dtype {a.dtype} is not an integer type")
-    return np.ascontiguousarray(a.reshape(-1), dtype=np.int64)
+    return np.ascontiguousarray(_tensors.int_array(ids, name).reshape(-1), dtype=np.int64)
 
 
 # ---- absolute and relative schemes ------------------------------------------------------------

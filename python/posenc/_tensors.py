@@ -162,12 +162,7 @@ def position_rows(positions: Any, batch: int, tokens: int, name: str = "position
                   views: int = 0) -> List[np.ndarray]:
     """Positions as one contiguous int64 row per batch element ([S] shared by all, or [B, S]), or, when
     the batch was folded into `views` = 1 view, one row of batch * tokens."""
-    if is_torch(positions):
-        positions = positions.detach().cpu().numpy()
-    p = np.asarray(positions)
-    if p.dtype.kind not in "iu":
-        raise ValueError(f"{name}: dtype {p.dtype} is not an integer type")
-    p = np.ascontiguousarray(p, dtype=np.int64)  # a few integers per token: converted, never the tensors
+    p = np.ascontiguousarray(int_array(positions, name), dtype=np.int64)  # a few integers per token: converted, never the tensors
     if p.ndim == 1:
         rows = [p] * batch
     elif p.ndim == 2 and p.shape[0] in (1, batch):
@@ -246,13 +241,20 @@ def cache_memory(x: Any, name: str, kv_heads: int, head_dim: int) -> Tuple[int, 
     return ptr, nbytes, dt, layers, slots
 
 
-def int64_row(x: Any, name: str, length: int) -> np.ndarray:
-    """A contiguous int64 copy of a 1-d integer array or tensor of `length` values (positions, slots)."""
+def int_array(x: Any, name: str) -> np.ndarray:
+    """An integer numpy array or torch tensor as a numpy array (ids, positions, slots); ValueError for
+    any other dtype."""
     if is_torch(x):
         x = x.detach().cpu().numpy()
     a = np.asarray(x)
     if a.dtype.kind not in "iu":
         raise ValueError(f"{name}: dtype {a.dtype} is not an integer type")
+    return a
+
+
+def int64_row(x: Any, name: str, length: int) -> np.ndarray:
+    """A contiguous int64 copy of a 1-d integer array or tensor of `length` values (positions, slots)."""
+    a = int_array(x, name)
     a = a.reshape(-1) if a.ndim != 1 and a.size == length else a
     if a.ndim != 1 or a.shape[0] != length:
         raise ValueError(f"{name}: shape {list(a.shape)} is not [{length}]")
