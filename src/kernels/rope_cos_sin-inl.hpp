@@ -48,12 +48,70 @@ HWY_INLINE hn::Vec<DF> CosSinVec(DF df, hn::Vec<DF> x, hn::Vec<DF> c, hn::Vec<DF
   return hn::Add(RoundTo<T>(df, hn::Mul(x, c)), RoundTo<T>(df, hn::Mul(r, s)));
 }
 
+#if HWY_TARGET != HWY_SCALAR
+// bfloat16 products rounded to bfloat16 and widened back: (u + 0x7fff + lsb) with the lower word
+// cleared, with no NaN test. Exact here because every product the kernel makes is of two widened
+// bfloat16 (lower words zero): its NaNs are quieted operands or the default NaN, lower word zero too,
+// so the bias never carries out of the lower word and the NaN comes back as RoundTo's NaN branch
+// gives it (the argument of PackBF16Computed in convert-inl.hpp).
+HWY_INLINE hn::Vec<DF> RoundProductBF16(hn::Vec<DF> v) {
+  const DU du;
+  const auto u = hn::BitCast(du, v);
+  const auto lsb = hn::And(hn::ShiftRight<16>(u), hn::Set(du, 1u));
+  return hn::BitCast(DF(), hn::And(hn::Add(hn::Add(u, hn::Set(du, 0x7fffu)), lsb), hn::Set(du, 0xffff0000u)));
+}
+
+// y = round(round(x * c) + round(r * s)) on bfloat16 values already widened (as CosSinVec).
+HWY_INLINE hn::Vec<DF> CosSinVecBF16(hn::Vec<DF> x, hn::Vec<DF> c, hn::Vec<DF> r, hn::Vec<DF> s) {
+  return hn::Add(RoundProductBF16(hn::Mul(x, c)), RoundProductBF16(hn::Mul(r, s)));
+}
+
+// bfloat16 rows two elements to a 32-bit lane (convert-inl.hpp's LowBF16 / HighBF16 /
+// PackBF16Computed): no widening loads or narrowing packs. Each lane's two elements meet only the
+// same positions of the other rows, except the interleaved partner, which is the lane's other half.
+// Negation flips the sign bit of both halves (0x80008000), as hn::Neg does after widening.
+// Returns how far the vectors got; the caller finishes the row with the scalar code.
+HWY_INLINE int64_t CosSinRowBF16Packed(RopePairing pairing, int64_t R, const bf16_t* x, bf16_t* y, const bf16_t* c,
+                                       const bf16_t* s) {
+  const DU du;
+  const int64_t N2 = 2 * static_cast<int64_t>(hn::Lanes(du));  // bfloat16 elements per vector
+  const auto sign = hn::Set(du, 0x80008000u);
+  const auto load = [&](const bf16_t* p) { return hn::LoadU(du, reinterpret_cast<const uint32_t*>(p)); };
+  int64_t i = 0;
+  if (pairing == RopePairing::kHalf) {
+    const int64_t h = R / 2;
+    for (; i + N2 <= h; i += N2) {
+      const auto A = load(x + i), B = load(x + h + i), nB = hn::Xor(B, sign);
+      const auto Ca = load(c + i), Sa = load(s + i), Cb = load(c + h + i), Sb = load(s + h + i);
+      const auto ya_lo = CosSinVecBF16(LowBF16(A), LowBF16(Ca), LowBF16(nB), LowBF16(Sa));
+      const auto ya_hi = CosSinVecBF16(HighBF16(A), HighBF16(Ca), HighBF16(nB), HighBF16(Sa));
+      const auto yb_lo = CosSinVecBF16(LowBF16(B), LowBF16(Cb), LowBF16(A), LowBF16(Sb));
+      const auto yb_hi = CosSinVecBF16(HighBF16(B), HighBF16(Cb), HighBF16(A), HighBF16(Sb));
+      hn::StoreU(PackBF16Computed(ya_lo, ya_hi), du, reinterpret_cast<uint32_t*>(y + i));
+      hn::StoreU(PackBF16Computed(yb_lo, yb_hi), du, reinterpret_cast<uint32_t*>(y + h + i));
+    }
+    return i;
+  }
+  for (; i + N2 <= R; i += N2) {  // lane k holds the pair (2k, 2k + 1): low half even, high half odd
+    const auto X = load(x + i), Cv = load(c + i), Sv = load(s + i);
+    const auto even = LowBF16(X), odd = HighBF16(X);
+    const auto y_even = CosSinVecBF16(even, LowBF16(Cv), HighBF16(hn::Xor(X, sign)), LowBF16(Sv));
+    const auto y_odd = CosSinVecBF16(odd, HighBF16(Cv), even, HighBF16(Sv));
+    hn::StoreU(PackBF16Computed(y_even, y_odd), du, reinterpret_cast<uint32_t*>(y + i));
+  }
+  return i;
+}
+#endif  // HWY_TARGET != HWY_SCALAR
+
 // One head row: x, y at the rotary window (may be equal), c, s the token's rows.
 template <typename T>
 HWY_INLINE void CosSinRow(RopePairing pairing, int64_t R, const T* x, T* y, const T* c, const T* s) {
   const DF df;
   const int64_t N = static_cast<int64_t>(hn::Lanes(df));
   int64_t i = 0;
+#if HWY_TARGET != HWY_SCALAR
+  if constexpr (std::is_same_v<T, bf16_t>) i = CosSinRowBF16Packed(pairing, R, x, y, c, s);
+#endif
   if (pairing == RopePairing::kHalf) {
     const int64_t h = R / 2;
     for (; i + N <= h; i += N) {
