@@ -37,9 +37,7 @@ def _desc(x: Any, name: str) -> Tuple[int, str, Any, Any]:
     _posenc.apply_cos_sin_qk; the few attribute reads this costs are the drop-in's per-call Python work."""
     if _TORCH_DTYPES and type(x) is _TORCH_DTYPES["Tensor"] or _tensors.is_torch(x):
         if not _TORCH_DTYPES:
-            import torch  # noqa: PLC0415
-            _TORCH_DTYPES.update({torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16",
-                                  "Tensor": torch.Tensor})
+            _register_torch()
         if not x.is_cpu:  # (is_cpu: a seventh of x.device.type's cost)
             raise ValueError(f"{name}: tensor is on device {x.device}; posenc runs on CPU tensors only")
         dt = _TORCH_DTYPES.get(x.dtype)
@@ -48,6 +46,19 @@ def _desc(x: Any, name: str) -> Tuple[int, str, Any, Any]:
         return x.data_ptr(), dt, x.shape, x.stride()
     ptr, dt, shape, strides = _tensors.describe(x, name, False)
     return ptr, dt, shape, strides
+
+
+def _register_torch() -> None:
+    import torch  # noqa: PLC0415
+    _TORCH_DTYPES.update({torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16",
+                          "Tensor": torch.Tensor, "grad_enabled": torch.is_grad_enabled})
+    _posenc.register_torch_dtypes(torch.float32, torch.float16, torch.bfloat16)
+
+
+def _refuse_grad(x: Any, name: str) -> None:
+    if x.requires_grad and _TORCH_DTYPES["grad_enabled"]():
+        raise ValueError(f"{name}: tensor requires grad, and posenc's drop-in has no backward; call it under "
+                         "torch.no_grad() or torch.inference_mode(), or pass tensors that do not require grad")
 
 
 def _to_numpy64(x: Any) -> np.ndarray:
@@ -118,7 +129,6 @@ def recover_positions(rope: Any, cos: Any, sin: Any) -> np.ndarray:
     return np.stack(rows) if rows else p
 
 
-_ELEMENT_SIZE = {"torch.float32": 4, "torch.float16": 2, "torch.bfloat16": 2}
 REUSE_FROM_BYTES = 1 << 20
 
 
@@ -138,7 +148,7 @@ def _torch_empty_like(x: Any) -> Any:
     """torch.empty_like(x) (x's strides when x is dense, as HF's q * cos keeps them); from 1 MiB up in
     memory reused from earlier outputs (_posenc.output_buffer: no page faults of fresh pages)."""
     import torch  # noqa: PLC0415
-    size = _ELEMENT_SIZE.get(str(x.dtype), 0) * x.numel()
+    size = x.element_size() * x.numel()
     if size < REUSE_FROM_BYTES:
         return torch.empty_like(x)
     shape, stride = x.shape, x.stride()
@@ -165,11 +175,25 @@ def apply_cos_sin(q: Any, k: Any, cos: Any, sin: Any, unsqueeze_dim: int = 1,
     rotary_dim] or [seq, rotary_dim] in q's dtype; pairing "half" (rotate_half) or "interleaved"
     (rotate_every_two). out: (q_out, k_out) to write instead of new tensors (same shapes and dtypes,
     disjoint from q and k or exactly them)."""
-    if type(q) is not _TORCH_DTYPES.get("Tensor", ()):  # DLPack objects: zero-copy torch/numpy views
-        q, k, cos, sin = (_tensors.as_tensor(x, n) for x, n in ((q, "q"), (k, "k"), (cos, "cos"), (sin, "sin")))
     if unsqueeze_dim not in (1, 2):
         raise ValueError(f"unsqueeze_dim: {unsqueeze_dim} (expected 1: [batch, heads, seq, dim], or 2: [batch, seq, heads, dim])")
+    tensor = _TORCH_DTYPES.get("Tensor")
+    if tensor is None and _tensors.is_torch(q):
+        _register_torch()
+        tensor = _TORCH_DTYPES["Tensor"]
+    if out is None and type(q) is tensor and type(k) is tensor and type(cos) is tensor and type(sin) is tensor:
+        # torch tensors, the model's case: descriptors read in C++ (_posenc.apply_cos_sin_torch)
+        _refuse_grad(q, "q")
+        _refuse_grad(k, "k")
+        q_out, k_out = _torch_empty_like(q), _torch_empty_like(k)
+        _posenc.apply_cos_sin_torch(pairing, q, k, q_out, k_out, cos, sin, unsqueeze_dim)
+        return q_out, k_out
+    if type(q) is not tensor:  # DLPack objects: zero-copy torch/numpy views
+        q, k, cos, sin = (_tensors.as_tensor(x, n) for x, n in ((q, "q"), (k, "k"), (cos, "cos"), (sin, "sin")))
     qd, kd, cd, sd = _desc(q, "q"), _desc(k, "k"), _desc(cos, "cos"), _desc(sin, "sin")
+    for x, n in ((q, "q"), (k, "k")):
+        if type(x) is _TORCH_DTYPES.get("Tensor", ()):
+            _refuse_grad(x, n)
     if out is not None:
         q_out, k_out = (_tensors.as_tensor(x, n) for x, n in zip(out, ("q_out", "k_out")))
     elif isinstance(q, np.ndarray):

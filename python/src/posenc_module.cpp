@@ -405,11 +405,9 @@ struct CosSinJob {
   HeadsView in, out;
 };
 
-std::vector<CosSinJob> CosSinJobs(const std::string& pairing, const py::tuple& q_t, const py::tuple& k_t,
-                                  const py::tuple& qo_t, const py::tuple& ko_t, const py::tuple& cos_t,
-                                  const py::tuple& sin_t, int unsqueeze_dim, ParallelRunner* pool) {
-  const Desc q = DescOf(q_t, "q"), k = DescOf(k_t, "k"), qo = DescOf(qo_t, "q_out"), ko = DescOf(ko_t, "k_out");
-  const Desc c = DescOf(cos_t, "cos"), s = DescOf(sin_t, "sin");
+std::vector<CosSinJob> CosSinJobs(const std::string& pairing, const Desc& q, const Desc& k, const Desc& qo,
+                                  const Desc& ko, const Desc& c, const Desc& s, int unsqueeze_dim,
+                                  ParallelRunner* pool) {
   const int h_ax = unsqueeze_dim == 1 ? 1 : 2, s_ax = unsqueeze_dim == 1 ? 2 : 1;
   if (c.shape != s.shape)
     throw py::value_error("sin: shape " + ShapeText(s.shape) + " differs from cos's " + ShapeText(c.shape));
@@ -471,16 +469,112 @@ Status RunCosSinJobs(const std::vector<CosSinJob>& jobs) {
   return OkStatus();
 }
 
-void ApplyCosSinQK(const std::string& pairing, const py::tuple& q, const py::tuple& k, const py::tuple& qo,
-                   const py::tuple& ko, const py::tuple& c, const py::tuple& s, int unsqueeze_dim) {
-  auto pool = CurrentPool();
-  const std::vector<CosSinJob> jobs = CosSinJobs(pairing, q, k, qo, ko, c, s, unsqueeze_dim, pool.get());
+std::vector<CosSinJob> CosSinJobs(const std::string& pairing, const py::tuple& q, const py::tuple& k,
+                                  const py::tuple& qo, const py::tuple& ko, const py::tuple& c, const py::tuple& s,
+                                  int unsqueeze_dim, ParallelRunner* pool) {
+  // Named in order: the first bad tensor is the one named (argument evaluation order is unspecified).
+  const Desc qd = DescOf(q, "q"), kd = DescOf(k, "k"), qod = DescOf(qo, "q_out"), kod = DescOf(ko, "k_out");
+  const Desc cd = DescOf(c, "cos"), sd = DescOf(s, "sin");
+  return CosSinJobs(pairing, qd, kd, qod, kod, cd, sd, unsqueeze_dim, pool);
+}
+
+void RunCosSinJobsWithoutGil(const std::vector<CosSinJob>& jobs) {
   Status st;
   {
     py::gil_scoped_release release;
     st = RunCosSinJobs(jobs);
   }
   Check(st);
+}
+
+void ApplyCosSinQK(const std::string& pairing, const py::tuple& q, const py::tuple& k, const py::tuple& qo,
+                   const py::tuple& ko, const py::tuple& c, const py::tuple& s, int unsqueeze_dim) {
+  auto pool = CurrentPool();
+  RunCosSinJobsWithoutGil(CosSinJobs(pairing, q, k, qo, ko, c, s, unsqueeze_dim, pool.get()));
+}
+
+// torch's float dtypes, registered once by python/posenc/hf.py (compared by identity; held for the
+// life of the process, as torch holds them).
+struct TorchDtypes {
+  PyObject *f32 = nullptr, *f16 = nullptr, *bf16 = nullptr;
+};
+TorchDtypes& TheTorchDtypes() {
+  static TorchDtypes d;
+  return d;
+}
+void RegisterTorchDtypes(py::handle f32, py::handle f16, py::handle bf16) {
+  TorchDtypes& d = TheTorchDtypes();
+  d = {f32.inc_ref().ptr(), f16.inc_ref().ptr(), bf16.inc_ref().ptr()};
+}
+
+// A tuple of Python ints (torch.Size, the result of stride()) as int64s.
+std::vector<int64_t> IntTuple(PyObject* t, const char* what, const char* field) {
+  if (t == nullptr || !PyTuple_Check(t))
+    throw py::value_error(std::string(what) + ": " + field + " is not a tuple of ints");
+  const Py_ssize_t n = PyTuple_GET_SIZE(t);
+  std::vector<int64_t> v(static_cast<size_t>(n));
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    const long long x = PyLong_AsLongLong(PyTuple_GET_ITEM(t, i));
+    if (x == -1 && PyErr_Occurred()) throw py::error_already_set();
+    v[static_cast<size_t>(i)] = x;
+  }
+  return v;
+}
+
+// A torch CPU tensor's descriptor read in C++: the same checks and messages as hf.py's _desc, with
+// interned attribute names and the CPython tuple API (pybind11's attr() and list casts cost more than
+// hf.py's own Python reads on a decode-sized call).
+Desc DescOfTorch(py::handle x, const char* what) {
+  const TorchDtypes& td = TheTorchDtypes();
+  if (td.f32 == nullptr) throw py::value_error("internal: torch dtypes are not registered");
+  static PyObject* const is_cpu = PyUnicode_InternFromString("is_cpu");
+  static PyObject* const dtype = PyUnicode_InternFromString("dtype");
+  static PyObject* const data_ptr = PyUnicode_InternFromString("data_ptr");
+  static PyObject* const shape = PyUnicode_InternFromString("shape");
+  static PyObject* const stride = PyUnicode_InternFromString("stride");
+  const auto get = [&](PyObject* name) {
+    PyObject* r = PyObject_GetAttr(x.ptr(), name);
+    if (r == nullptr) throw py::error_already_set();
+    return py::reinterpret_steal<py::object>(r);
+  };
+  const auto call = [&](PyObject* name) {
+    PyObject* r = PyObject_CallMethodNoArgs(x.ptr(), name);
+    if (r == nullptr) throw py::error_already_set();
+    return py::reinterpret_steal<py::object>(r);
+  };
+  if (get(is_cpu).ptr() != Py_True)
+    throw py::value_error(std::string(what) + ": tensor is on device " + py::str(x.attr("device")).cast<std::string>() +
+                          "; posenc runs on CPU tensors only");
+  const py::object dt = get(dtype);
+  Desc d;
+  if (dt.ptr() == td.f32) {
+    d.dtype = DType::kF32;
+  } else if (dt.ptr() == td.f16) {
+    d.dtype = DType::kF16;
+  } else if (dt.ptr() == td.bf16) {
+    d.dtype = DType::kBF16;
+  } else {
+    throw py::value_error(std::string(what) + ": dtype " + py::str(dt).cast<std::string>() +
+                          " is not float32, float16 or bfloat16");
+  }
+  const py::object ptr = call(data_ptr);
+  const unsigned long long address = PyLong_AsUnsignedLongLong(ptr.ptr());
+  if (address == static_cast<unsigned long long>(-1) && PyErr_Occurred()) throw py::error_already_set();
+  d.data = reinterpret_cast<std::byte*>(static_cast<uintptr_t>(address));
+  d.shape = IntTuple(get(shape).ptr(), what, "shape");
+  d.stride = IntTuple(call(stride).ptr(), what, "stride()");
+  if (d.shape.size() != d.stride.size())
+    throw py::value_error(std::string(what) + ": shape and strides differ in rank");
+  return d;
+}
+
+// apply_cos_sin_qk on torch CPU tensors themselves (hf.apply_cos_sin's path when all six are tensors).
+void ApplyCosSinTorch(const std::string& pairing, py::handle q, py::handle k, py::handle qo, py::handle ko,
+                      py::handle c, py::handle s, int unsqueeze_dim) {
+  auto pool = CurrentPool();
+  const Desc qd = DescOfTorch(q, "q"), kd = DescOfTorch(k, "k"), cd = DescOfTorch(c, "cos"), sd = DescOfTorch(s, "sin");
+  const Desc qod = DescOfTorch(qo, "q_out"), kod = DescOfTorch(ko, "k_out");  // in hf.py's order
+  RunCosSinJobsWithoutGil(CosSinJobs(pairing, qd, kd, qod, kod, cd, sd, unsqueeze_dim, pool.get()));
 }
 
 // The same call timed in C++ (the benchmark's baseline for the Python call): seconds of each of
@@ -843,6 +937,9 @@ PYBIND11_MODULE(_posenc, m) {
   m.def("apply_query_temperature", &ApplyTemperatureBatch, py::arg("q_views"), py::arg("scales"));
   m.def("apply_cos_sin_qk", &ApplyCosSinQK, py::arg("pairing"), py::arg("q"), py::arg("k"), py::arg("q_out"),
         py::arg("k_out"), py::arg("cos"), py::arg("sin"), py::arg("unsqueeze_dim"));
+  m.def("apply_cos_sin_torch", &ApplyCosSinTorch, py::arg("pairing"), py::arg("q"), py::arg("k"), py::arg("q_out"),
+        py::arg("k_out"), py::arg("cos"), py::arg("sin"), py::arg("unsqueeze_dim"));
+  m.def("register_torch_dtypes", &RegisterTorchDtypes, py::arg("float32"), py::arg("float16"), py::arg("bfloat16"));
   m.def("output_buffer", &OutputBuffer, py::arg("nbytes"));
   m.def("output_cache_clear", [] { TheOutputCache().Clear(); });
   m.def("output_cache_bytes", [] { return TheOutputCache().cached_bytes(); });

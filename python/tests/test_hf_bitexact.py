@@ -122,6 +122,29 @@ def test_cos_sin_errors_name_the_argument():
         rope.apply_rotary_pos_emb(q.double(), q.double(), cos.double(), sin.double())
     with pytest.raises(ValueError, match="q: head_dim axis is not contiguous"):
         rope.apply_rotary_pos_emb(q.transpose(2, 3)[..., :8, :], q.transpose(2, 3)[..., :8, :], cos[..., :8], sin[..., :8])
+    with pytest.raises(ValueError, match="^k: dtype torch.int32 is not float32, float16 or bfloat16"):
+        rope.apply_rotary_pos_emb(q, q.int(), cos, sin)
+    with pytest.raises(ValueError, match="^sin: tensor is on device meta; posenc runs on CPU tensors only"):
+        rope.apply_rotary_pos_emb(q, q, cos, torch.empty(sin.shape, device="meta"))
+
+
+def test_cos_sin_refuses_tensors_that_require_grad():
+    """The drop-in has no backward: under autograd it refuses, instead of returning q and k cut off
+    from the graph; under no_grad (inference, HF's generate) the same tensors pass."""
+    rope = posenc.Rope({"hidden_size": 256, "num_attention_heads": 4, "rope_theta": 500000.0})
+    q, k = torch.randn(1, 4, 8, 64, requires_grad=True), torch.randn(1, 2, 8, 64)
+    cos, sin = hf_cos_sin(rope.inv_freq, torch.arange(8)[None], 1.0, False, torch.float32)
+    qo, ko = torch.zeros(1, 4, 8, 64), torch.zeros(1, 2, 8, 64)
+    for call in (lambda: rope.apply_rotary_pos_emb(q, k, cos, sin),
+                 lambda: posenc.hf.apply_cos_sin(k, q, cos, sin),
+                 lambda: posenc.hf.apply_cos_sin(q, k, cos, sin, out=(qo, ko))):
+        with pytest.raises(ValueError, match=r"^[qk]: tensor requires grad, and posenc's drop-in has no backward"):
+            call()
+    assert not qo.any() and not ko.any()
+    with torch.no_grad():
+        got_q, got_k = rope.apply_rotary_pos_emb(q, k, cos, sin)
+    assert_bits(got_q, hf_formula(q.detach(), cos, sin, False, 1), "q under no_grad")
+    assert_bits(got_k, hf_formula(k, cos, sin, False, 1), "k under no_grad")
 
 
 def test_numpy_arrays_too():
