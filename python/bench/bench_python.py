@@ -169,13 +169,22 @@ def bench_drop_in(a):
                 qo, ko = torch.empty_like(q), torch.empty_like(k)
                 reps = max(5, min(2001, int(2e6 / (T * 40 * 128))))
                 r = {key: [] for key in ("hf", "posenc", "py", "cpp")}
+                descs = [hf._desc(x, n) for x, n in ((q, "q"), (k, "k"), (qo, "q_out"), (ko, "k_out"), (cos, "cos"),
+                                                           (sin, "sin"))]
                 for _ in range(a.rounds):
                     r["hf"].append(median_ms(lambda: hf_apply_rotary_pos_emb(q, k, cos, sin), reps))
                     r["posenc"].append(median_ms(lambda: drop_in(q, k, cos, sin), reps))
-                    r["py"].append(median_ms(lambda: hf.apply_cos_sin(q, k, cos, sin, out=(qo, ko)), reps))
-                    t = _posenc.time_cos_sin_qk("half", hf._desc(q, "q"), hf._desc(k, "k"), hf._desc(qo, "q_out"),
-                                                hf._desc(ko, "k_out"), hf._desc(cos, "cos"), hf._desc(sin, "sin"), 1, reps + 1)
-                    r["cpp"].append(statistics.median(t[1:]) * 1e3)
+                    # Python and C++ alternate call by call on the same buffers, so each finds them as
+                    # the other left them (whole blocks of each favoured whichever ran second).
+                    py, cpp = [], []
+                    hf.apply_cos_sin(q, k, cos, sin, out=(qo, ko))
+                    for _ in range(reps):
+                        t0 = time.perf_counter()
+                        hf.apply_cos_sin(q, k, cos, sin, out=(qo, ko))
+                        py.append((time.perf_counter() - t0) * 1e3)
+                        cpp.append(_posenc.time_cos_sin_qk("half", *descs, 1, 1)[0] * 1e3)
+                    r["py"].append(statistics.median(py))
+                    r["cpp"].append(statistics.median(cpp))
                 m = {key: statistics.median(v) for key, v in r.items()}
                 print(f"threads {threads} {dtype_name:8s} T={T:5d}: HF formula {m['hf'] * 1e3:10.1f} us  "
                       f"posenc drop-in {m['posenc'] * 1e3:9.1f} us  HF/posenc {m['hf'] / m['posenc']:6.1f}x (bar >= 20x)  | "
