@@ -17,6 +17,7 @@
 
 #include "kernels/convert-inl.hpp"
 #include "kernels/rope_cos_sin_internal.hpp"
+#include "posenc/kernels/simd.hpp"
 
 HWY_BEFORE_NAMESPACE();
 namespace posenc {
@@ -104,13 +105,20 @@ HWY_INLINE int64_t CosSinRowBF16Packed(RopePairing pairing, int64_t R, const bf1
 #endif  // HWY_TARGET != HWY_SCALAR
 
 // One head row: x, y at the rotary window (may be equal), c, s the token's rows.
+// native_f16: float16 rows go to the CPU's float16 arithmetic first (NativeF16Arithmetic()).
 template <typename T>
-HWY_INLINE void CosSinRow(RopePairing pairing, int64_t R, const T* x, T* y, const T* c, const T* s) {
+HWY_INLINE void CosSinRow(RopePairing pairing, int64_t R, const T* x, T* y, const T* c, const T* s,
+                          [[maybe_unused]] bool native_f16) {
   const DF df;
   const int64_t N = static_cast<int64_t>(hn::Lanes(df));
   int64_t i = 0;
 #if HWY_TARGET != HWY_SCALAR
   if constexpr (std::is_same_v<T, bf16_t>) i = CosSinRowBF16Packed(pairing, R, x, y, c, s);
+#endif
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+  if constexpr (std::is_same_v<T, f16_t>) {
+    if (native_f16) i = detail::CosSinRowF16Native(pairing, R, x, y, c, s);
+  }
 #endif
   if (pairing == RopePairing::kHalf) {
     const int64_t h = R / 2;
@@ -144,6 +152,7 @@ void CosSinTokens(const detail::RopeCosSinJob& job, int64_t begin, int64_t end) 
   const RotaryLayout& L = job.args.layout;
   const CosSinRows& r = job.args.rows;
   const int64_t start = L.rotary_start, R = L.rotary_dim, D = L.head_dim;
+  const bool native_f16 = std::is_same_v<T, f16_t> && NativeF16Arithmetic();
   for (int64_t t = begin; t < end; ++t) {
     const T* c = static_cast<const T*>(r.cos) + t * r.cos_token_stride;
     const T* s = static_cast<const T*>(r.sin) + t * r.sin_token_stride;
@@ -155,7 +164,7 @@ void CosSinTokens(const detail::RopeCosSinJob& job, int64_t begin, int64_t end) 
         hwy::Prefetch(reinterpret_cast<const char*>(x) + kCosSinPrefetchAhead + l);
         if (y != x) hwy::Prefetch(reinterpret_cast<const char*>(y) + kCosSinPrefetchAhead + l);
       }
-      CosSinRow<T>(L.pairing, R, x + start, y + start, c, s);
+      CosSinRow<T>(L.pairing, R, x + start, y + start, c, s, native_f16);
       if (y != x) {
         if (start > 0) std::memcpy(y, x, sizeof(T) * static_cast<size_t>(start));
         if (start + R < D) std::memcpy(y + start + R, x + start + R, sizeof(T) * static_cast<size_t>(D - start - R));

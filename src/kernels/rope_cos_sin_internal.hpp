@@ -17,6 +17,19 @@ struct RopeCosSinJob {
 // Rotates tokens [begin, end) of `job` with the best enabled SIMD target.
 void RopeCosSinTokens(const RopeCosSinJob& job, int64_t begin, int64_t end);
 
+// x86 compilers that have the AVX512-FP16 intrinsics (g++ 12, clang 14) build rope_cos_sin_f16.cpp's row.
+#if defined(__x86_64__) && ((defined(__clang__) && __clang_major__ >= 14) || \
+                            (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 12))
+#define POSENC_HAVE_AVX512FP16 1
+#else
+#define POSENC_HAVE_AVX512FP16 0
+#endif
+
+// The float16 row [0, returned) in the CPU's float16 arithmetic (rope_cos_sin_f16.cpp): only where
+// NativeF16Arithmetic() (kernels/simd.hpp) holds; the caller finishes the row. Returns 0 where it is
+// not compiled.
+int64_t CosSinRowF16Native(RopePairing pairing, int64_t R, const f16_t* x, f16_t* y, const f16_t* c, const f16_t* s);
+
 // A float32 value rounded to T and widened back (float32: itself).
 template <typename T>
 inline float RoundTo(float v) {

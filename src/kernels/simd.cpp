@@ -47,6 +47,23 @@ bool IsIntelCpu() {
 #endif
 }
 
+// AVX512-FP16 (CPUID.(EAX=7, ECX=0):EDX bit 23), with the OS saving the opmask and zmm state (XCR0
+// bits 1, 2, 5, 6, 7).
+bool CpuHasAvx512Fp16() {
+#if defined(__x86_64__)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0 || (ecx & (1u << 27)) == 0) return false;  // OSXSAVE
+  if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) == 0 || (edx & (1u << 23)) == 0) return false;
+  unsigned lo = 0, hi = 0;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  return (lo & 0xe6u) == 0xe6u;
+#else
+  return false;
+#endif
+}
+
+bool g_allow_native_f16 = true;
+
 // The targets this CPU runs, read before any cap: ForceSimdTarget caps Highway's own list (which then
 // shows only the forced target and worse ones), so a list read from it after a cap would silently
 // drop the better targets from every per-target loop that asks again.
@@ -100,6 +117,13 @@ Status ForceSimdTarget(std::string_view name) {
   return InvalidArgumentError(
       fmt::format("simd: target '{}' is not compiled into posenc (compiled: {}; or 'best')", name, list));
 }
+
+bool NativeF16Arithmetic() {
+  static const bool has = CpuHasAvx512Fp16();
+  return has && g_allow_native_f16;
+}
+
+void AllowNativeF16Arithmetic(bool allow) { g_allow_native_f16 = allow; }
 
 StorePrefetch StorePrefetchPolicy() {
   static const StorePrefetch policy = [] {

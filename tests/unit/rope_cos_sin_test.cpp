@@ -24,7 +24,10 @@ namespace {
 
 class RopeCosSin : public ::testing::Test {
  protected:
-  void TearDown() override { EXPECT_TRUE(ForceSimdTarget("best").ok()); }
+  void TearDown() override {
+    EXPECT_TRUE(ForceSimdTarget("best").ok());
+    AllowNativeF16Arithmetic(true);
+  }
 };
 
 // Random bits of a finite value in storage type `dt` (a wide spread of magnitudes, subnormals included
@@ -136,7 +139,13 @@ TEST_F(RopeCosSin, FastEqualsReferenceOnEveryTarget) {
   int cases = 0;
   const auto targets = AvailableSimdTargets();
   ASSERT_FALSE(targets.empty());
-  for (const auto& target : targets) {
+  // Where the CPU has native float16 arithmetic, every target runs with it allowed and again without
+  // (only the AVX3 float16 rows differ between the two).
+  const bool native = NativeF16Arithmetic();
+  for (const bool allow : {true, false}) {
+   if (!allow && !native) break;
+   AllowNativeF16Arithmetic(allow);
+   for (const auto& target : targets) {
     ASSERT_TRUE(ForceSimdTarget(target).ok()) << target;
     uint32_t seed = 1;
     for (DType dt : {DType::kF32, DType::kF16, DType::kBF16})
@@ -147,13 +156,58 @@ TEST_F(RopeCosSin, FastEqualsReferenceOnEveryTarget) {
               const bool head_major = (seed % 3) == 0;
               const int64_t cs_stride = tokens == 1 && seed % 2 ? 0 : s.R + (seed % 2) * 3;
               Case c{dt, p, s.D, s.start, s.R, tokens, tokens == 17 ? 2 : 3, head_major, misalign, cs_stride};
-              SCOPED_TRACE(target);
+              SCOPED_TRACE(target + (allow && native ? " with native float16 arithmetic" : ""));
               CheckCase(c, seed++);
               if (HasFatalFailure()) return;
               ++cases;
             }
+   }
   }
-  std::printf("%d cases on %zu targets (%s first)\n", cases, targets.size(), targets.front().c_str());
+  std::printf("%d cases on %zu targets (%s first), native float16 arithmetic %s\n", cases, targets.size(),
+              targets.front().c_str(), native ? "with and without" : "not on this CPU");
+}
+
+// Uniformly random 16-bit patterns for x, cos and sin: every exponent, subnormals, products and sums
+// that overflow, cancel or land on rounding ties (the double-rounding argument of the native float16
+// path, rope_cos_sin_f16.cpp, and the packed bfloat16 rounding), on every target, native float16
+// arithmetic allowed and not.
+TEST_F(RopeCosSin, SixteenBitEveryBitPatternRegion) {
+  const bool native = NativeF16Arithmetic();
+  constexpr int64_t kTokens = 64, kHeads = 16, kDim = 128;
+  constexpr int64_t n = kTokens * kHeads * kDim;
+  std::mt19937 g(7);
+  std::uniform_int_distribution<int> bits(0, 0xffff);
+  std::vector<uint16_t> x(n), c(kTokens * kDim), s(kTokens * kDim), ref(n), fast(n);
+  for (auto* v : {&x, &c, &s})
+    for (auto& b : *v) b = static_cast<uint16_t>(bits(g));
+  int runs = 0;
+  for (DType dt : {DType::kF16, DType::kBF16})
+    for (RopePairing p : {RopePairing::kHalf, RopePairing::kInterleaved}) {
+      RopeCosSinArgs args;
+      args.layout = {p, kDim, 0, kDim};
+      args.rows = {c.data(), s.data(), dt, kTokens, kDim, kDim, kDim};
+      auto view = [&](uint16_t* d) { return HeadsView{d, dt, kTokens, kHeads, kDim, kHeads * kDim, kDim}; };
+      ASSERT_TRUE(ApplyRopeCosSinReference(args, view(x.data()), view(ref.data())).ok());
+      const auto is_nan = [&](uint16_t b) {
+        return dt == DType::kF16 ? (b & 0x7c00) == 0x7c00 && (b & 0x3ff) != 0 : (b & 0x7f80) == 0x7f80 && (b & 0x7f) != 0;
+      };
+      for (const bool allow : {true, false}) {
+        if (!allow && !native) break;
+        AllowNativeF16Arithmetic(allow);
+        for (const auto& target : AvailableSimdTargets()) {
+          ASSERT_TRUE(ForceSimdTarget(target).ok());
+          ASSERT_TRUE(ApplyRopeCosSin(args, view(x.data()), view(fast.data())).ok());
+          for (int64_t i = 0; i < n; ++i)
+            ASSERT_TRUE(ref[i] == fast[i] || (is_nan(ref[i]) && is_nan(fast[i])))
+                << ToString(dt) << (p == RopePairing::kHalf ? " half " : " interleaved ") << target
+                << (allow && native ? " native float16" : "") << ", element " << i << ": reference "
+                << Bits(reinterpret_cast<const std::byte*>(&ref[i]), 2) << ", fast "
+                << Bits(reinterpret_cast<const std::byte*>(&fast[i]), 2);
+          ++runs;
+        }
+      }
+    }
+  EXPECT_GE(runs, 4 * 2);
 }
 
 // Threads split tokens; each output element is written once: same bits as one thread.

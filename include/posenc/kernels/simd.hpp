@@ -27,6 +27,15 @@ std::string ChosenSimdTarget();
 // call it between calls (tests, CLI start-up).
 Status ForceSimdTarget(std::string_view name);
 
+// Whether the HF-exact float16 kernel (kernels/rope_cos_sin.hpp) runs on the CPU's own float16
+// arithmetic (x86 AVX512-FP16, Sapphire Rapids and later) when the AVX3 target is chosen: the same bits
+// as its float32 arithmetic rounded after each operation (the proof is in rope_cos_sin_f16.cpp), with
+// no conversions. True where this CPU has it and it is allowed (the default);
+// AllowNativeF16Arithmetic(false) turns it off for the whole process (tests compare both). Not
+// thread-safe with kernels running concurrently, as ForceSimdTarget.
+bool NativeF16Arithmetic();
+void AllowNativeF16Arithmetic(bool allow);
+
 // Whether the kernels that write a buffer other than the one they read also prefetch the
 // destination's lines ahead of their stores, so that each line is in cache before the store that
 // needs it. A tuning choice by CPU make, measured with `posenc bench` prefetch off and on alternating
