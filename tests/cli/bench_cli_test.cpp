@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "json_lines.hpp"
+#include "posenc/kernels/simd.hpp"
 #include "test_support.hpp"
 
 namespace posenc {
@@ -37,6 +38,8 @@ TEST(InfoCli, TargetsNestAndStorePrefetchFollowsTheEnvironment) {
   for (const auto& t : available) EXPECT_NE(std::find(compiled.begin(), compiled.end(), t), compiled.end()) << t;
   EXPECT_GE(d["threads"].get<int>(), 1);
   EXPECT_EQ(d["prefetch_stores"]["gather_rows"], true);
+  ASSERT_TRUE(d.contains("native_f16") && d["native_f16"].is_boolean()) << d.dump();
+  EXPECT_EQ(d["native_f16"].get<bool>(), NativeF16Arithmetic());  // this process reads the same CPU
   for (const char* v : {"0", "1"}) {
     const json f = info(std::string("POSENC_PREFETCH_STORES=") + v + " ");
     const bool on = v[0] == '1';

@@ -35,9 +35,10 @@ void RegisterInfo(CLI::App& app) {
       };
       std::printf(
           "{\"compiled\": %s, \"available\": %s, \"chosen\": \"%s\", \"threads\": %d, "
-          "\"prefetch_stores\": {\"gather_rows\": %s, \"rope_out_of_place\": %s}}\n",
+          "\"prefetch_stores\": {\"gather_rows\": %s, \"rope_out_of_place\": %s}, \"native_f16\": %s}\n",
           list(CompiledSimdTargets()).c_str(), list(AvailableSimdTargets()).c_str(), ChosenSimdTarget().c_str(),
-          DefaultThreadCount(), prefetch.gather_rows ? "true" : "false", prefetch.rope_out_of_place ? "true" : "false");
+          DefaultThreadCount(), prefetch.gather_rows ? "true" : "false", prefetch.rope_out_of_place ? "true" : "false",
+          NativeF16Arithmetic() ? "true" : "false");
       return;
     }
     std::printf("simd compiled:  %s\n", Join(CompiledSimdTargets()).c_str());
@@ -46,6 +47,8 @@ void RegisterInfo(CLI::App& app) {
     std::printf("threads:        %d (POSENC_NUM_THREADS overrides)\n", DefaultThreadCount());
     std::printf("store prefetch: gather rows %s, out-of-place rope %s (POSENC_PREFETCH_STORES=0/1 overrides)\n",
                 prefetch.gather_rows ? "on" : "off", prefetch.rope_out_of_place ? "on" : "off");
+    std::printf("native float16: %s\n", NativeF16Arithmetic() ? "yes (AVX512-FP16: the HF-exact float16 rows on AVX3)"
+                                                                : "no (float16 computed in float32)");
   });
 }
 
