@@ -112,7 +112,8 @@ class Scheme:
     @staticmethod
     def from_ggml(params: Mapping[str, Any], head_dim: int) -> "Scheme":
         """ggml_rope_ext's parameters (n_dims, mode, freq_base, freq_scale, ext_factor, ...)."""
-        return Scheme(_posenc.Scheme.from_rope_json(json.dumps(dict(params)), int(head_dim), "ggml params"))
+        return Scheme(_posenc.Scheme.from_rope_json(json.dumps(dict(params)), _tensors.int_arg(head_dim, "head_dim"),
+                                                     "ggml params"))
 
     # what it is
     kind = property(lambda self: self._s.kind, doc="rope, learned, sinusoidal, alibi, t5_bucket or none")
@@ -141,7 +142,7 @@ class Scheme:
         return Scheme(self._s.with_pairing(pairing))
 
     def _seq_len(self, seq_len: Optional[int]) -> int:
-        return int(seq_len) if seq_len is not None else int(self.max_position_embeddings)
+        return _tensors.int_arg(seq_len, "seq_len") if seq_len is not None else int(self.max_position_embeddings)
 
     def frequencies(self, seq_len: Optional[int] = None) -> Frequencies:
         """Frequencies for a sequence of `seq_len` tokens (largest position + 1; default
@@ -277,6 +278,8 @@ def load_scheme(source: ConfigSource, *, layer_type: str = "", allow_default_fre
 
 # ---- RoPE ------------------------------------------------------------------------------------------
 
+_MAX_TABLE_BYTES = 1 << 30
+
 
 class Rope:
     """RoPE for one model: frequencies, a cos/sin table built once, and the kernels.
@@ -297,11 +300,18 @@ class Rope:
         if self.scheme.kind != "rope":
             raise ValueError(f"{self.scheme.source or 'config'}: the scheme is {self.scheme.kind}, not rope")
         self.precision = precision
+        if seq_len is not None:
+            seq_len = _tensors.int_arg(seq_len, "seq_len", 0)
         self._fixed_seq_len = seq_len
         self._dynamic = self.scheme.scaling["type"] in ("dynamic", "longrope") and seq_len is None
         if max_positions is None:
             max_positions = min(int(self.scheme.max_position_embeddings or 0), 1 << 15)
-        self._max_positions = int(max_positions)
+        self._max_positions = _tensors.int_arg(max_positions, "max_positions", 0)
+        table_bytes = self._max_positions * max(int(self.scheme.rotary_dim) // 2, 1) * 8
+        if table_bytes > _MAX_TABLE_BYTES:  # cos and sin float32 per pair and position
+            raise ValueError(f"max_positions: {self._max_positions} rows of {self.scheme.rotary_dim // 2} pairs is a "
+                             f"{table_bytes} byte table, more than {_MAX_TABLE_BYTES} (later positions are computed "
+                             "on the fly: a smaller table loses nothing)")
         self._tables: Dict[Tuple[float, ...], Any] = {}
         self._schedule: Optional[LayerSchedule] = None
         self._table = None if self._dynamic else self._build(self._fixed_seq_len or self.scheme.max_position_embeddings or 1)
@@ -340,7 +350,8 @@ class Rope:
     def cos_sin(self, positions: Any) -> Tuple[np.ndarray, np.ndarray]:
         """float32 cos and sin [T, rotary_dim/2] of each position (times attention_scaling), exactly
         the numbers the kernels rotate with."""
-        rows = _tensors.position_rows(positions, 1, int(np.asarray(positions).shape[-1]))
+        p = _tensors.int_array(positions, "positions")
+        rows = _tensors.position_rows(p, 1, int(p.shape[-1]) if p.ndim else 1)
         return self._table_for(rows).cos_sin(rows[0])
 
     def _layout(self) -> Tuple[str, int, int, int]:
@@ -426,6 +437,8 @@ class Rope:
         q_out = _tensors.as_tensor(q_out, "q_out")
         views = []
         for t, n in ((q, "q"), (k, "k"), (v, "v"), (q_out, "q_out")):
+            if not isinstance(t, np.ndarray) and not _tensors.is_torch(t):
+                raise ValueError(f"{n}: {type(t).__name__} is not a numpy array or a torch tensor")
             if len(t.shape) != 3:
                 raise ValueError(f"{n}: shape {list(t.shape)} is not [tokens, heads, head_dim]")
             vs, _, _ = _tensors.heads_views(t, n, "thd", writable=(n == "q_out"))
@@ -437,6 +450,16 @@ class Rope:
         vp, vn, vt, vl, vs_ = _tensors.cache_memory(v_cache, "v_cache", kv_heads, head_dim)
         if (vt, vl, vs_) != (kt, kl, ks):
             raise ValueError(f"v_cache: a {vt} cache of {vl} x {vs_} slots, k_cache a {kt} cache of {kl} x {ks}")
+        layer = _tensors.int_arg(layer, "layer")
+        # What is written (q_out, the caches) shares no memory with what is read (q, k, v) or with each
+        # other; q_out may be q itself.
+        q_v, k_v, v_v, qo_v = views
+        _tensors.check_views_apart([k_v, v_v], [qo_v], "q_out", "k or v")
+        if qo_v != q_v:
+            _tensors.check_views_apart([q_v], [qo_v], "q_out", "q without being it")
+        spans = [_tensors.view_span(vw) for vw in views]
+        for name, span in (("k_cache", (kp, kp + kn)), ("v_cache", (vp, vp + vn))):
+            _tensors.check_spans_apart([span], spans, name, "q, k, v or q_out")
         _posenc.apply_rope_kv_cache(self._table_for([pos]), *self._layout(), *views, pos, sl, kp, kn, vp, vn, kt, kl, ks,
                                     int(layer), bool(reference))
         return q_out
@@ -445,7 +468,10 @@ class Rope:
         """Multi-axis RoPE (M-RoPE, 2-D vision) in place: positions [components, tokens] (or
         [batch, components, tokens]), e.g. the (t, h, w) rows of Qwen2-VL's get_rope_index."""
         views, tokens, _ = _tensors.heads_views(x, "x", order, fold=False)
-        p = np.ascontiguousarray(_tensors.int_array(positions, "positions"), dtype=np.int64)
+        p = _tensors.int_array(positions, "positions")
+        if p.ndim not in (2, 3) or p.shape[-1] != tokens or (p.ndim == 3 and p.shape[0] != len(views)):
+            raise ValueError(f"positions: shape {list(p.shape)} is not [components, {tokens}] per batch element")
+        p = _tensors.to_int64(p, "positions")
         rows = [p] * len(views) if p.ndim == 2 else [np.ascontiguousarray(p[b]) for b in range(p.shape[0])]
         if len(rows) != len(views) or any(r.ndim != 2 or r.shape[1] != tokens for r in rows):
             raise ValueError(f"positions: shape {list(p.shape)} is not [components, {tokens}] per batch element")
@@ -460,6 +486,7 @@ class Rope:
         if self._schedule is None:
             self._schedule = self.scheme.layer_schedule()
         sch = self._schedule
+        layer = _tensors.int_arg(layer, "layer")
         if not 0 <= layer < len(sch.rope):
             raise ValueError(f"layer: {layer} is outside [0, {len(sch.rope)}) ({sch.rule})")
         if sch.rope[layer]:
@@ -548,7 +575,7 @@ class Model:
 
 
 def _ids(ids: Any, name: str = "ids") -> np.ndarray:
-    return np.ascontiguousarray(_tensors.int_array(ids, name).reshape(-1), dtype=np.int64)
+    return _tensors.to_int64(_tensors.int_array(ids, name).reshape(-1), name)
 
 
 # ---- absolute and relative schemes ------------------------------------------------------------
@@ -557,47 +584,77 @@ def _ids(ids: Any, name: str = "ids") -> np.ndarray:
 def sinusoidal_table(positions: Any, d_model: int, layout: str = "interleaved", base: float = 10000.0) -> np.ndarray:
     """Vaswani et al.'s sinusoidal positions [T, d_model] float32: layout "interleaved" (sin at even
     dims: Vaswani, XLM) or "concat" ([sin | cos]: fairseq, Marian)."""
-    return _posenc.sinusoidal_table(_ids(positions, "positions"), int(d_model), layout, float(base))
+    p = _ids(positions, "positions")
+    d_model = _tensors.int_arg(d_model, "d_model")
+    _tensors.check_built_size("positions x d_model", (p.shape[0], d_model))
+    return _posenc.sinusoidal_table(p, d_model, layout, float(base))
 
 
 def alibi_slopes(num_heads: int, variant: str = "bloom", bias_max: float = 8.0) -> np.ndarray:
     """ALiBi head slopes (float64) by BLOOM's or MPT's rule."""
-    return _posenc.alibi_slopes(int(num_heads), variant, float(bias_max))
+    return _posenc.alibi_slopes(_tensors.int_arg(num_heads, "num_heads"), variant, float(bias_max))
 
 
 def alibi_bias(slopes: Any, query_length: int, key_length: int, query_offset: int = 0) -> np.ndarray:
     """-slope * (i - j) as float32 [heads, Tq, Tk], query i at position query_offset + i."""
-    return _posenc.alibi_bias([float(s) for s in np.asarray(slopes).reshape(-1)], int(query_length), int(key_length),
-                              int(query_offset))
+    s = _tensors.float_row(slopes, "slopes")
+    q_len, k_len, q_off = _lengths(query_length, key_length, query_offset)
+    _tensors.check_built_size("heads x query_length x key_length", (s.shape[0], q_len, k_len))
+    return _posenc.alibi_bias(s.tolist(), q_len, k_len, q_off)
+
+
+def _lengths(query_length: Any, key_length: Any, query_offset: Any) -> Tuple[int, int, int]:
+    """query_length and key_length >= 0 and |query_offset| <= 2^62: every query position and
+    relative distance is then an int64 (none overflows)."""
+    return (_tensors.int_arg(query_length, "query_length", 0, 1 << 62), _tensors.int_arg(key_length, "key_length", 0, 1 << 62),
+            _tensors.int_arg(query_offset, "query_offset", -(1 << 62), 1 << 62))
 
 
 def t5_buckets(relative_positions: Any, *, bidirectional: bool = True, num_buckets: int = 32,
                max_distance: int = 128) -> np.ndarray:
     """T5's bucket of each relative position (key - query), as HF's _relative_position_bucket."""
-    return _posenc.t5_buckets(_ids(relative_positions, "relative_positions"), bool(bidirectional), int(num_buckets),
-                              int(max_distance))
+    return _posenc.t5_buckets(_ids(relative_positions, "relative_positions"), bool(bidirectional),
+                              _tensors.int_arg(num_buckets, "num_buckets"), _tensors.int_arg(max_distance, "max_distance"))
 
 
 def t5_bias(table: Any, query_length: int, key_length: int, *, query_offset: int = 0, bidirectional: bool = True,
             num_buckets: int = 32, max_distance: int = 128) -> np.ndarray:
     """T5's learned bias table[bucket(j - i), h] as float32 [heads, Tq, Tk]; table [num_buckets, heads]."""
+    if _tensors.is_torch(table):
+        if table.device.type != "cpu":
+            raise ValueError(f"table: tensor is on device {table.device}; posenc runs on CPU tensors only")
+        table = table.detach().numpy()
     t = np.asarray(table)
     if t.dtype != np.float32:
         raise ValueError(f"table: dtype {t.dtype} is not float32")
-    return _posenc.t5_bias(np.ascontiguousarray(t), int(query_length), int(key_length), int(query_offset),
-                           bool(bidirectional), int(num_buckets), int(max_distance))
+    if t.ndim != 2:
+        raise ValueError(f"table: shape {list(t.shape)} is not [num_buckets, heads]")
+    q_len, k_len, q_off = _lengths(query_length, key_length, query_offset)
+    _tensors.check_built_size("table", t.shape)
+    _tensors.check_built_size("heads x query_length x key_length", (t.shape[1], q_len, k_len))
+    return _posenc.t5_bias(np.ascontiguousarray(t), q_len, k_len, q_off, bool(bidirectional),
+                           _tensors.int_arg(num_buckets, "num_buckets"), _tensors.int_arg(max_distance, "max_distance"))
 
 
 def shaw_indices(query_length: int, key_length: int, max_relative_position: int, *, query_offset: int = 0) -> np.ndarray:
     """Shaw et al.'s table row clip(j - i, -k, k) + k for every (query, key): int64 [Tq, Tk]."""
-    return _posenc.shaw_indices(int(query_length), int(key_length), int(query_offset), int(max_relative_position))
+    q_len, k_len, q_off = _lengths(query_length, key_length, query_offset)
+    k = _tensors.int_arg(max_relative_position, "max_relative_position", 0, 1 << 62)
+    _tensors.check_built_size("query_length x key_length", (q_len, k_len))
+    return _posenc.shaw_indices(q_len, k_len, q_off, k)
 
 
 def split_qkv(qkv: Any, num_heads: int, num_kv_heads: int, head_dim: int) -> Tuple[Any, Any, Any]:
     """Views (no copy) q [T, num_heads, head_dim], k and v [T, num_kv_heads, head_dim] of a fused QKV
     projection output [T, (num_heads + 2 * num_kv_heads) * head_dim] (q heads, then k, then v in each
     row), for Rope.apply_kv_cache. ValueError when the shape does not split or a view would need a copy."""
-    width = (int(num_heads) + 2 * int(num_kv_heads)) * int(head_dim)
+    qkv = _tensors.as_tensor(qkv, "qkv")
+    if not isinstance(qkv, np.ndarray) and not _tensors.is_torch(qkv):
+        raise ValueError(f"qkv: {type(qkv).__name__} is not a numpy array or a torch tensor")
+    num_heads = _tensors.int_arg(num_heads, "num_heads", 1, 1 << 31)
+    num_kv_heads = _tensors.int_arg(num_kv_heads, "num_kv_heads", 1, 1 << 31)
+    head_dim = _tensors.int_arg(head_dim, "head_dim", 1, 1 << 31)
+    width = (num_heads + 2 * num_kv_heads) * head_dim
     if len(qkv.shape) != 2 or int(qkv.shape[1]) != width:
         raise ValueError(f"qkv: shape {list(qkv.shape)} is not [tokens, ({num_heads} + 2 x {num_kv_heads}) x {head_dim}]")
     heads = int(num_heads) + 2 * int(num_kv_heads)
@@ -635,27 +692,33 @@ def text_vision_positions(layout: Sequence[Span], spatial_merge_size: int = 2, *
     tokens_per_second) in float32 (the span's "second_per_grid_t", default 1.0) and an image's at 0.
     ValueError names the span and field of a bad layout."""
     spans = []
+    if isinstance(layout, (str, bytes, Mapping)) or not hasattr(layout, "__iter__"):
+        raise TypeError(f"layout: {type(layout).__name__} is not a sequence of spans")
     for i, s in enumerate(layout):
-        if isinstance(s, (int, np.integer)) and not isinstance(s, bool):
-            spans.append((False, int(s), 1, 0, 0, 1.0, 1.0))
+        if isinstance(s, (int, np.integer)) and not isinstance(s, (bool, np.bool_)):
+            spans.append((False, _tensors.int_arg(s, f"span {i}: text tokens"), 1, 0, 0, 1.0, 1.0))
             continue
         if not isinstance(s, Mapping) or "type" not in s:
             raise ValueError(f"span {i}: {s!r} is neither a text token count nor a dict with a 'type'")
         kind = s["type"]
         if kind == "text":
-            spans.append((False, int(s["tokens"]), 1, 0, 0, 1.0, 1.0))
+            if "tokens" not in s:
+                raise ValueError(f"span {i}: a text span without 'tokens'")
+            spans.append((False, _tensors.int_arg(s["tokens"], f"span {i}: tokens"), 1, 0, 0, 1.0, 1.0))
             continue
         if kind not in ("image", "video", "frame"):
             raise ValueError(f"span {i}: type {kind!r} (expected text, image, video or frame)")
-        g = [int(v) for v in s.get("grid_thw", ())]
-        if len(g) != 3:
-            raise ValueError(f"span {i}: grid_thw {s.get('grid_thw')!r} is not [t, h, w]")
+        grid = s.get("grid_thw", ())
+        if isinstance(grid, (str, bytes)) or not hasattr(grid, "__len__") or len(grid) != 3:
+            raise ValueError(f"span {i}: grid_thw {grid!r} is not [t, h, w]")
+        g = [_tensors.int_arg(v, f"span {i}: grid_thw[{j}]") for j, v in enumerate(grid)]
         spt, tps = 1.0, 1.0
         if tokens_per_second is not None:
-            tps = float(tokens_per_second)
-            spt = 0.0 if kind == "image" else float(s.get("second_per_grid_t", 1.0))
+            tps = _real(tokens_per_second, "tokens_per_second")
+            spt = 0.0 if kind == "image" else _real(s.get("second_per_grid_t", 1.0), f"span {i}: second_per_grid_t")
         spans.append((True, 0, g[0], g[1], g[2], spt, tps))
-    rows, nxt = _posenc.text_vision_positions(spans, int(spatial_merge_size), int(start))
+    rows, nxt = _posenc.text_vision_positions(spans, _tensors.int_arg(spatial_merge_size, "spatial_merge_size"),
+                                              _tensors.int_arg(start, "start"))
     return rows, int(nxt)
 
 
@@ -663,10 +726,17 @@ def vision_patch_positions(grid_thw: Sequence[int], spatial_merge_size: int = 2)
     """The (h, w) rows [2, t*h*w] int64 of a vision encoder's 2-D RoPE, in the order the encoder sees its
     patches: spatial_merge_size windows row-major, row-major inside each, repeated per frame (Qwen2-VL);
     spatial_merge_size 1 is plain row-major (Pixtral)."""
-    g = [int(v) for v in grid_thw]
-    if len(g) != 3:
-        raise ValueError(f"grid_thw {list(grid_thw)!r} is not [t, h, w]")
-    return _posenc.vision_patch_positions(g[0], g[1], g[2], int(spatial_merge_size))
+    if isinstance(grid_thw, (str, bytes)) or not hasattr(grid_thw, "__len__") or len(grid_thw) != 3:
+        raise ValueError(f"grid_thw {grid_thw!r} is not [t, h, w]")
+    g = [_tensors.int_arg(v, f"grid_thw[{j}]") for j, v in enumerate(grid_thw)]
+    return _posenc.vision_patch_positions(g[0], g[1], g[2], _tensors.int_arg(spatial_merge_size, "spatial_merge_size"))
+
+
+def _real(x: Any, name: str) -> float:
+    """A real number argument (not a string or bool): TypeError naming it otherwise."""
+    if isinstance(x, (bool, np.bool_, str, bytes)) or not isinstance(x, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name}: {x!r} ({type(x).__name__}) is not a number")
+    return float(x)
 
 
 def golden(folder: PathLike, *, cli: Optional[PathLike] = None) -> Tuple[int, str]:

@@ -10,6 +10,7 @@ the argument; nothing is ever copied behind the caller's back.
 """
 from __future__ import annotations
 
+import operator
 from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -100,8 +101,54 @@ def describe(x: Any, name: str, writable: bool) -> Tuple[int, str, Tuple[int, ..
         item = x.itemsize
         if any(s % item for s in x.strides):
             raise ValueError(f"{name}: strides {x.strides} (bytes) are not multiples of the element size {item}")
-        return int(x.__array_interface__["data"][0]), dt, tuple(x.shape), tuple(s // item for s in x.strides)
+        ptr = int(x.__array_interface__["data"][0])
+        check_in_owner(x, ptr, name)
+        return ptr, dt, tuple(x.shape), tuple(s // item for s in x.strides)
     raise ValueError(f"{name}: {type(x).__name__} is not a numpy array or a torch tensor")
+
+
+def byte_range(ptr: int, shape: Sequence[int], strides: Sequence[int], item: int) -> Tuple[int, int]:
+    """[first byte, one past the last byte] that a strided array touches (strides in elements, any
+    sign); (ptr, ptr) when it has no elements."""
+    if any(int(n) == 0 for n in shape):
+        return ptr, ptr
+    lo = hi = 0
+    for n, st in zip(shape, strides):
+        if st < 0:
+            lo += (int(n) - 1) * st
+        else:
+            hi += (int(n) - 1) * st
+    return ptr + lo * item, ptr + (hi + 1) * item
+
+
+def check_in_owner(x: np.ndarray, ptr: int, name: str) -> None:
+    """Refuses a numpy view whose strides reach outside the memory of the array it was cut from
+    (np.lib.stride_tricks.as_strided makes such views; posenc would read or write past the buffer).
+    The owner is the last ndarray along .base that owns its memory; views of other buffers are not
+    checked (their extent is not known)."""
+    owner, b = None, x.base
+    while b is not None:
+        if isinstance(b, np.ndarray):
+            owner = b
+        b = getattr(b, "base", None)
+    if owner is None or not owner.flags.owndata or not (owner.flags.c_contiguous or owner.flags.f_contiguous):
+        return
+    item = x.itemsize
+    lo, hi = byte_range(ptr, x.shape, [st // item for st in x.strides], item)
+    o0 = int(owner.__array_interface__["data"][0])
+    if lo < hi and (lo < o0 or hi > o0 + owner.nbytes):
+        raise ValueError(f"{name}: shape {list(x.shape)} and strides {list(x.strides)} (bytes) reach outside the "
+                         f"{owner.nbytes} bytes of the array it views")
+
+
+def check_view_sizes(shape: Sequence[int], strides: Sequence[int], name: str) -> None:
+    """Refuses a tensor that claims more elements than any memory holds (a huge extent on a stride-0
+    or overlapping axis): the element count must fit int64 and every distinct element needs memory,
+    so an extent of n with stride 0 is refused as overlapping before anything is sized from it."""
+    for n, st in zip(shape, strides):
+        if int(n) > 1 and st == 0:
+            raise ValueError(f"{name}: an axis of extent {int(n)} has stride 0 (its elements overlap; "
+                             f"shape {list(shape)}, strides {list(strides)})")
 
 
 def heads_views(x: Any, name: str, order: Optional[str], writable: bool = True,
@@ -121,6 +168,8 @@ def heads_views(x: Any, name: str, order: Optional[str], writable: bool = True,
     t_ax = axis.get("t", axis.get("s"))
     h_ax, d_ax = axis["h"], axis["d"]
     tokens, heads, head_dim = shape[t_ax], shape[h_ax], shape[d_ax]
+    if 0 in shape:  # no elements: the strides of an empty array mean nothing (numpy gives 0)
+        strides = tuple(1 if i == d_ax else max(int(head_dim), 1) for i in range(len(shape)))
     if head_dim > 1 and strides[d_ax] != 1:
         raise ValueError(f"{name}: head_dim axis has stride {strides[d_ax]}; posenc needs it contiguous (stride 1)")
     if any(s < 0 for s in strides):
@@ -133,6 +182,7 @@ def heads_views(x: Any, name: str, order: Optional[str], writable: bool = True,
         if batch > 1 and tokens > 0 and heads > 0 and head_dim > 0 and b_stride < extent:
             raise ValueError(f"{name}: batch stride {b_stride} overlaps the {extent} elements of one batch element "
                              f"(strides {list(strides)})")
+    check_view_sizes(shape, strides, name)
     if fold and batch > 1 and (tokens == 1 or b_stride == tokens * strides[t_ax]):
         t_stride = b_stride if tokens == 1 else strides[t_ax]
         return [(ptr, dt, batch * tokens, heads, head_dim, t_stride, strides[h_ax])], tokens, head_dim
@@ -150,6 +200,8 @@ def batch_of(x: Any, order: Optional[str]) -> int:
 
 
 def same_layout(x: Any, out: Any, name: str = "out") -> None:
+    if not isinstance(out, np.ndarray) and not is_torch(out):
+        raise ValueError(f"{name}: {type(out).__name__} is not a numpy array or a torch tensor")
     if is_torch(x) != is_torch(out):
         raise ValueError(f"{name}: a {type(out).__name__}, the input a {type(x).__name__}")
     if tuple(x.shape) != tuple(out.shape):
@@ -162,7 +214,9 @@ def position_rows(positions: Any, batch: int, tokens: int, name: str = "position
                   views: int = 0) -> List[np.ndarray]:
     """Positions as one contiguous int64 row per batch element ([S] shared by all, or [B, S]), or, when
     the batch was folded into `views` = 1 view, one row of batch * tokens."""
-    p = np.ascontiguousarray(int_array(positions, name), dtype=np.int64)  # a few integers per token: converted, never the tensors
+    p = int_array(positions, name)
+    if p.ndim == 0:
+        p = p.reshape(1)
     if p.ndim == 1:
         rows = [p] * batch
     elif p.ndim == 2 and p.shape[0] in (1, batch):
@@ -172,28 +226,61 @@ def position_rows(positions: Any, batch: int, tokens: int, name: str = "position
     for r in rows[:1]:
         if r.shape[0] != tokens:
             raise ValueError(f"{name}: {r.shape[0]} positions for {tokens} tokens")
+    # a few integers per token, converted (shapes checked first: nothing is sized from a bad one)
     if views == 1 and batch > 1:
-        return [np.ascontiguousarray(np.concatenate(rows))]
-    return [np.ascontiguousarray(r) for r in rows]
+        return [to_int64(np.concatenate(rows), name)]
+    return [to_int64(r, name) for r in rows]
+
+
+def view_span(v: View) -> Tuple[int, int]:
+    """[first byte, one past the last byte] of a view; empty for a view with no elements."""
+    ptr, dt, t, h, d, ts, hs = v
+    return byte_range(ptr, (t, h, d), (ts, hs, 1), 4 if dt == "float32" else 2)
+
+
+def check_spans_apart(a: Sequence[Tuple[int, int]], b: Sequence[Tuple[int, int]], name: str, other: str,
+                      verb: str = "overlaps") -> None:
+    """Refuses memory `name` (byte spans `a`) that shares a byte with `other` (spans `b`)."""
+    for a0, a1 in a:
+        for b0, b1 in b:
+            if a0 < a1 and b0 < b1 and a0 < b1 and b0 < a1:
+                raise ValueError(f"{name}: {verb} {other}")
+
+
+def views_apart(a: View, b: View) -> bool:
+    """Whether two views share no element: their byte spans are apart, or (views of one fused row
+    buffer, as split_qkv gives) both take a disjoint slice of every row of the same token stride."""
+    (a0, a1), (b0, b1) = view_span(a), view_span(b)
+    if a0 >= a1 or b0 >= b1 or a1 <= b0 or b1 <= a0:
+        return True
+    size = 4 if a[1] == "float32" else 2
+    ts = a[5]
+    if b[5] != ts or ts <= 0 or (b[0] - a[0]) % size or (b[1] == "float32") != (a[1] == "float32"):
+        return False
+    wa, wb = (a[3] - 1) * a[6] + a[4], (b[3] - 1) * b[6] + b[4]  # each token's elements within its row
+    if a[3] > 1 and a[6] < a[4] or b[3] > 1 and b[6] < b[4] or wa > ts or wb > ts:
+        return False
+    r = ((b[0] - a[0]) // size) % ts  # where b's rows start inside a's
+    return r >= wa and r + wb <= ts
+
+
+def check_views_apart(a: Sequence[View], b: Sequence[View], name: str, other: str) -> None:
+    """Refuses views `b` sharing an element with any of `a` (`name`: b's argument)."""
+    for va in a:
+        for vb in b:
+            if not views_apart(va, vb):
+                raise ValueError(f"{name}: overlaps {other}")
 
 
 def check_no_partial_overlap(a: Sequence[View], b: Sequence[View], name: str, other: str = "the input",
                              allow_same: bool = True) -> None:
     """Refuses `b` (an out, or k beside q) sharing memory with `a` without being it exactly (or at all,
     when not allow_same)."""
-    def span(v: View) -> Tuple[int, int]:
-        ptr, dt, t, h, d, ts, hs = v
-        size = 4 if dt == "float32" else 2
-        if t == 0 or h == 0 or d == 0:
-            return ptr, ptr
-        return ptr, ptr + ((t - 1) * ts + (h - 1) * hs + d) * size
     for va in a:
         for vb in b:
             if va == vb and allow_same:
                 continue
-            (a0, a1), (b0, b1) = span(va), span(vb)
-            if a0 < b1 and b0 < a1:
-                raise ValueError(f"{name}: overlaps {other} without being it")
+            check_views_apart([va], [vb], name, f"{other} without being it")
 
 
 def cache_memory(x: Any, name: str, kv_heads: int, head_dim: int) -> Tuple[int, int, str, int, int]:
@@ -203,11 +290,16 @@ def cache_memory(x: Any, name: str, kv_heads: int, head_dim: int) -> Tuple[int, 
     * 34). Contiguous and writable; anything else is a ValueError naming it (nothing is copied)."""
     if not isinstance(x, np.ndarray) and not is_torch(x) and hasattr(x, "__dlpack__"):
         x = as_tensor(x, name)
+    if not isinstance(x, np.ndarray) and not is_torch(x):
+        raise ValueError(f"{name}: {type(x).__name__} is not a numpy array or a torch tensor")
     shape = tuple(int(s) for s in x.shape)
     if is_torch(x):
         torch = _torch()
         if x.device.type != "cpu":
             raise ValueError(f"{name}: tensor is on device {x.device}; posenc runs on CPU tensors only")
+        if x.requires_grad and torch.is_grad_enabled():
+            raise ValueError(f"{name}: tensor requires grad; posenc writes it outside autograd "
+                             "(use torch.no_grad() or detach it)")
         if not x.is_contiguous():
             raise ValueError(f"{name}: tensor is not contiguous (strides {list(x.stride())})")
         q8 = x.dtype in (torch.uint8, torch.int8)
@@ -241,15 +333,34 @@ def cache_memory(x: Any, name: str, kv_heads: int, head_dim: int) -> Tuple[int, 
     return ptr, nbytes, dt, layers, slots
 
 
+INT64_MAX = (1 << 63) - 1
+
+
 def int_array(x: Any, name: str) -> np.ndarray:
     """An integer numpy array or torch tensor as a numpy array (ids, positions, slots); ValueError for
-    any other dtype."""
+    any other dtype, a ragged nested list, or a tensor off the CPU."""
     if is_torch(x):
-        x = x.detach().cpu().numpy()
-    a = np.asarray(x)
+        if x.device.type != "cpu":
+            raise ValueError(f"{name}: tensor is on device {x.device}; posenc runs on CPU tensors only")
+        x = x.detach().numpy()
+    try:
+        a = np.asarray(x)
+    except (ValueError, TypeError, OverflowError) as e:
+        raise ValueError(f"{name}: not an array of integers ({str(e).splitlines()[0][:80]})") from None
     if a.dtype.kind not in "iu":
         raise ValueError(f"{name}: dtype {a.dtype} is not an integer type")
     return a
+
+
+def to_int64(a: np.ndarray, name: str) -> np.ndarray:
+    """A contiguous int64 copy (or a itself) of an integer array; ValueError for a uint64 value past
+    int64 (it would wrap to a negative number)."""
+    if a.dtype.kind == "u" and a.dtype.itemsize == 8 and a.size:
+        big = np.flatnonzero(a.reshape(-1) > INT64_MAX)
+        if big.size:
+            i = int(big[0])
+            raise ValueError(f"{name}: value {int(a.reshape(-1)[i])} at index {i} is beyond int64")
+    return np.ascontiguousarray(a, dtype=np.int64)
 
 
 def int64_row(x: Any, name: str, length: int) -> np.ndarray:
@@ -258,4 +369,53 @@ def int64_row(x: Any, name: str, length: int) -> np.ndarray:
     a = a.reshape(-1) if a.ndim != 1 and a.size == length else a
     if a.ndim != 1 or a.shape[0] != length:
         raise ValueError(f"{name}: shape {list(a.shape)} is not [{length}]")
-    return np.ascontiguousarray(a, dtype=np.int64)
+    return to_int64(a, name)
+
+
+def int_arg(x: Any, name: str, lo: int = -INT64_MAX - 1, hi: int = INT64_MAX) -> int:
+    """An integer argument (a Python or numpy integer, not a bool, float or string) in [lo, hi]:
+    TypeError or ValueError naming it, never a silent truncation (int(1.5)) or a cast error."""
+    if isinstance(x, (bool, np.bool_)):
+        raise TypeError(f"{name}: {x!r} is a bool, not an integer")
+    try:
+        v = operator.index(x)
+    except TypeError:
+        raise TypeError(f"{name}: {x!r} ({type(x).__name__}) is not an integer") from None
+    if not lo <= v <= hi:
+        raise ValueError(f"{name}: {v} is outside [{lo}, {hi}]")
+    return v
+
+
+def float_row(x: Any, name: str) -> np.ndarray:
+    """A 1-d float64 copy of real, finite numbers (a scalar is one value)."""
+    if is_torch(x):
+        if x.device.type != "cpu":
+            raise ValueError(f"{name}: tensor is on device {x.device}; posenc runs on CPU tensors only")
+        x = x.detach().numpy()
+    try:
+        a = np.asarray(x)
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"{name}: not an array of numbers ({str(e).splitlines()[0][:80]})") from None
+    if a.dtype.kind not in "fiu":
+        raise ValueError(f"{name}: dtype {a.dtype} is not a real number type")
+    if a.ndim > 1:
+        raise ValueError(f"{name}: shape {list(a.shape)} is not 1-d")
+    a = a.reshape(-1).astype(np.float64)
+    bad = np.flatnonzero(~np.isfinite(a))
+    if bad.size:
+        raise ValueError(f"{name}: value {a[bad[0]]} at index {int(bad[0])} is not finite")
+    return a
+
+
+MAX_BUILT_ELEMENTS = 1 << 28
+
+
+def check_built_size(name: str, dims: Sequence[int], limit: int = MAX_BUILT_ELEMENTS) -> None:
+    """Refuses, before anything is allocated, a table posenc would build whole (a bias [H, Tq, Tk],
+    a sinusoidal table) of more than `limit` elements (2^28: 1 GiB of float32)."""
+    n = 1
+    for d in dims:
+        n *= max(int(d), 0)
+    if n > limit:
+        raise ValueError(f"{name}: {' x '.join(str(int(d)) for d in dims)} = {n} elements is more than posenc "
+                         f"builds at once (2^{limit.bit_length() - 1})")

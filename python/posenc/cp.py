@@ -20,6 +20,10 @@ from typing import Sequence
 
 import numpy as np
 
+from . import _tensors
+
+MAX_SEQ_LEN = 1 << 31  # RoPE's position bound: a longer sequence has positions no kernel takes
+
 __all__ = ["Shard", "padded_length", "shard"]
 
 
@@ -35,10 +39,16 @@ class Shard:
 
 def padded_length(seq_len: int, cp_size: int, split: str = "zigzag") -> int:
     """The sequence's length after padding: a multiple of 2*cp (zigzag) or cp (contiguous)."""
+    cp_size = _tensors.int_arg(cp_size, "cp_size")
     if cp_size < 1:
         raise ValueError(f"cp_size: {cp_size} (expected >= 1)")
+    if cp_size >= MAX_SEQ_LEN:
+        raise ValueError(f"cp_size: {cp_size} is beyond 2^31")
+    seq_len = _tensors.int_arg(seq_len, "seq_len")
     if seq_len < 0:
         raise ValueError(f"seq_len: {seq_len} is negative")
+    if seq_len >= MAX_SEQ_LEN:
+        raise ValueError(f"seq_len: {seq_len} is beyond 2^31 (positions must stay below 2^31)")
     unit = {"zigzag": 2 * cp_size, "contiguous": cp_size}.get(split)
     if unit is None:
         raise ValueError(f"split: '{split}' (expected zigzag or contiguous)")
@@ -48,12 +58,20 @@ def padded_length(seq_len: int, cp_size: int, split: str = "zigzag") -> int:
 def shard(seq_lens: Sequence[int], cp_size: int, rank: int, split: str = "zigzag") -> Shard:
     """The tokens rank `rank` of `cp_size` holds for sequences of lengths `seq_lens` (one sequence:
     [S]; packed: the lengths cu_seqlens differences give)."""
+    padded_length(0, cp_size, split)  # cp_size and split checked even for no sequences
+    cp_size = int(cp_size)
+    rank = _tensors.int_arg(rank, "rank")
     if not 0 <= rank < cp_size:
         raise ValueError(f"rank: {rank} is outside [0, {cp_size})")
+    if isinstance(seq_lens, (str, bytes)) or not hasattr(seq_lens, "__iter__"):
+        raise TypeError(f"seq_lens: {type(seq_lens).__name__} is not a sequence of lengths")
+    lens = [_tensors.int_arg(x, f"seq_lens[{i}]") for i, x in enumerate(seq_lens)]
+    padded = [padded_length(n, cp_size, split) for n in lens]  # every length checked before any is sharded
+    if sum(padded) // cp_size >= MAX_SEQ_LEN:
+        raise ValueError(f"seq_lens: {sum(padded) // cp_size} tokens per rank is beyond 2^31")
     pos, idx, seq = [], [], []
     start = 0
-    for s, n in enumerate(int(x) for x in seq_lens):
-        p = padded_length(n, cp_size, split)
+    for s, (n, p) in enumerate(zip(lens, padded)):
         if split == "zigzag":
             c = p // (2 * cp_size)
             local = np.concatenate((np.arange(rank * c, (rank + 1) * c),

@@ -32,9 +32,10 @@ from . import _posenc, _tensors
 _TORCH_DTYPES: dict = {}
 
 
-def _desc(x: Any, name: str) -> Tuple[int, str, Any, Any]:
+def _desc(x: Any, name: str, writable: bool = False) -> Tuple[int, str, Any, Any]:
     """(data pointer, dtype, shape, element strides) of a torch CPU tensor or numpy array, for
-    _posenc.apply_cos_sin_qk; the few attribute reads this costs are the drop-in's per-call Python work."""
+    _posenc.apply_cos_sin_qk; the few attribute reads this costs are the drop-in's per-call Python work.
+    writable: an output the call writes (numpy: not read-only; torch: not requiring grad)."""
     if _TORCH_DTYPES and type(x) is _TORCH_DTYPES["Tensor"] or _tensors.is_torch(x):
         if not _TORCH_DTYPES:
             _register_torch()
@@ -43,8 +44,17 @@ def _desc(x: Any, name: str) -> Tuple[int, str, Any, Any]:
         dt = _TORCH_DTYPES.get(x.dtype)
         if dt is None:
             raise ValueError(f"{name}: dtype {x.dtype} is not float32, float16 or bfloat16")
+        if writable:
+            if x.requires_grad and _TORCH_DTYPES["grad_enabled"]():
+                raise ValueError(f"{name}: tensor requires grad; posenc writes it outside autograd "
+                                 "(use torch.no_grad() or detach it)")
+            _tensors.check_view_sizes(x.shape, x.stride(), name)
         return x.data_ptr(), dt, x.shape, x.stride()
-    ptr, dt, shape, strides = _tensors.describe(x, name, False)
+    ptr, dt, shape, strides = _tensors.describe(x, name, writable)
+    if any(st < 0 for st in strides):
+        raise ValueError(f"{name}: negative strides {list(strides)}")
+    if writable:  # an output element written twice: refused by name (an input may repeat elements)
+        _tensors.check_view_sizes(shape, strides, name)
     return ptr, dt, shape, strides
 
 
@@ -61,10 +71,21 @@ def _refuse_grad(x: Any, name: str) -> None:
                          "torch.no_grad() or torch.inference_mode(), or pass tensors that do not require grad")
 
 
-def _to_numpy64(x: Any) -> np.ndarray:
+def _to_numpy64(x: Any, name: str) -> np.ndarray:
     if _tensors.is_torch(x):
-        return x.detach().to("cpu").double().numpy()
-    return np.asarray(x, dtype=np.float64)
+        if x.device.type != "cpu":
+            raise ValueError(f"{name}: tensor is on device {x.device}; posenc runs on CPU tensors only")
+        if x.is_complex():
+            raise ValueError(f"{name}: dtype {x.dtype} is not a real floating type")
+        a = x.detach().double().numpy()
+    else:
+        a = np.asarray(x)
+        if a.dtype.kind not in "fiu":
+            raise ValueError(f"{name}: dtype {a.dtype} is not a real floating type")
+        a = a.astype(np.float64)
+    if a.size and not np.isfinite(a).all():
+        raise ValueError(f"{name}: holds non-finite values (no position gives them)")
+    return a
 
 
 def _empty_like(x: Any) -> Any:
@@ -86,7 +107,7 @@ def _storage_ulp(x: Any) -> float:
 def recover_positions(rope: Any, cos: Any, sin: Any) -> np.ndarray:
     """The integer positions [batch, seq] whose cos/sin (HF's layout: [batch, seq, rotary_dim], pair j
     at column j for half pairing, 2j for interleaved) `rope` gives; ValueError if there are none."""
-    c, s = _to_numpy64(cos), _to_numpy64(sin)
+    c, s = _to_numpy64(cos, "cos"), _to_numpy64(sin, "sin")
     if c.shape != s.shape:
         raise ValueError(f"sin: shape {list(s.shape)} differs from cos's {list(c.shape)}")
     if c.ndim == 2:
@@ -95,6 +116,8 @@ def recover_positions(rope: Any, cos: Any, sin: Any) -> np.ndarray:
     pairs = scheme.rotary_dim // 2
     if c.ndim != 3 or c.shape[-1] != scheme.rotary_dim:
         raise ValueError(f"cos: shape {list(c.shape)} is not [batch, seq, {scheme.rotary_dim}] (rotary_dim)")
+    if c.size == 0:
+        return np.zeros(c.shape[:2], np.int64)
     cols = np.arange(pairs) * (2 if scheme.pairing == "interleaved" else 1)
     c, s = c[..., cols], s[..., cols]
 
@@ -112,7 +135,10 @@ def recover_positions(rope: Any, cos: Any, sin: Any) -> np.ndarray:
         for j in live[1:]:
             d = np.mod(angle[..., j] - est * w[j] + math.pi, 2 * math.pi) - math.pi
             est = est + d / w[j]
-        return np.rint(est).astype(np.int64)
+        est = np.rint(est)
+        if not np.all((est >= 0) & (est < 2.0 ** 31)):  # (past RoPE's positions: no config gives them)
+            raise ValueError("cos/sin: the angles give positions outside [0, 2^31); pass position_ids")
+        return est.astype(np.int64)
 
     p = solve(None)
     if rope._dynamic:  # dynamic NTK, LongRoPE: frequencies at HF's seq_len = max position + 1
@@ -175,8 +201,8 @@ def apply_cos_sin(q: Any, k: Any, cos: Any, sin: Any, unsqueeze_dim: int = 1,
     rotary_dim] or [seq, rotary_dim] in q's dtype; pairing "half" (rotate_half) or "interleaved"
     (rotate_every_two). out: (q_out, k_out) to write instead of new tensors (same shapes and dtypes,
     disjoint from q and k or exactly them)."""
-    if unsqueeze_dim not in (1, 2):
-        raise ValueError(f"unsqueeze_dim: {unsqueeze_dim} (expected 1: [batch, heads, seq, dim], or 2: [batch, seq, heads, dim])")
+    if unsqueeze_dim not in (1, 2) or type(unsqueeze_dim) is bool:
+        raise ValueError(f"unsqueeze_dim: {unsqueeze_dim!r} (expected 1: [batch, heads, seq, dim], or 2: [batch, seq, heads, dim])")
     tensor = _TORCH_DTYPES.get("Tensor")
     if tensor is None and _tensors.is_torch(q):
         _register_torch()
@@ -195,13 +221,43 @@ def apply_cos_sin(q: Any, k: Any, cos: Any, sin: Any, unsqueeze_dim: int = 1,
         if type(x) is _TORCH_DTYPES.get("Tensor", ()):
             _refuse_grad(x, n)
     if out is not None:
+        if not isinstance(out, (tuple, list)) or len(out) != 2:
+            raise ValueError(f"out: {type(out).__name__} is not a pair (q_out, k_out)")
         q_out, k_out = (_tensors.as_tensor(x, n) for x, n in zip(out, ("q_out", "k_out")))
     elif isinstance(q, np.ndarray):
         q_out, k_out = np.empty_like(q), np.empty_like(k)
     else:
         q_out, k_out = _torch_empty_like(q), _torch_empty_like(k)
-    _posenc.apply_cos_sin_qk(pairing, qd, kd, _desc(q_out, "q_out"), _desc(k_out, "k_out"), cd, sd, unsqueeze_dim)
+    qod, kod = _desc(q_out, "q_out", out is not None), _desc(k_out, "k_out", out is not None)
+    if out is not None:
+        _check_outputs(qd, kd, qod, kod, cd, sd)
+    _posenc.apply_cos_sin_qk(pairing, qd, kd, qod, kod, cd, sd, unsqueeze_dim)
     return q_out, k_out
+
+
+def _span(d: Tuple[int, str, Any, Any]) -> Tuple[int, int]:
+    ptr, dt, shape, strides = d
+    return _tensors.byte_range(ptr, tuple(shape), tuple(strides), 4 if dt == "float32" else 2)
+
+
+def _check_outputs(qd, kd, qod, kod, cd, sd) -> None:
+    """The caller's q_out and k_out: apart from each other, from cos and sin, and from q and k, except
+    that each may be its own input exactly (in place; then q and k are only each other's concern)."""
+    q, k, qo, ko, c, s = (_span(d) for d in (qd, kd, qod, kod, cd, sd))
+    same = lambda a, b: a[0] == b[0] and a[1] == b[1] and tuple(a[2]) == tuple(b[2]) and tuple(a[3]) == tuple(b[3])  # noqa: E731
+    q_in_place, k_in_place = same(qod, qd), same(kod, kd)
+    check = _tensors.check_spans_apart
+    check([ko], [qo], "k_out", "q_out")
+    for name, o in (("q_out", qo), ("k_out", ko)):
+        check([o], [c], name, "cos")
+        check([o], [s], name, "sin")
+    if not q_in_place:
+        check([qo], [q], "q_out", "q (without being it)", "partly overlaps")
+    if not k_in_place:
+        check([ko], [k], "k_out", "k (without being it)", "partly overlaps")
+    if not (q_in_place and k_in_place):
+        check([qo], [k], "q_out", "k")
+        check([ko], [q], "k_out", "q")
 
 
 def apply_rotary_pos_emb(rope: Any, q: Any, k: Any, cos: Any = None, sin: Any = None, position_ids: Any = None,
