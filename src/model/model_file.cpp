@@ -3,7 +3,9 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -187,7 +189,9 @@ struct ModelFileBuilder {
     }
   }
 
-  // The shard files of a Hugging Face folder: model.safetensors, or those model.safetensors.index.json lists.
+  // The shard files of a Hugging Face folder: model.safetensors, or those model.safetensors.index.json
+  // lists; none for a folder with only config.json (weights in another format, or not downloaded: the
+  // scheme is config.json's, and a table lookup says there is no table).
   static Result<std::vector<std::string>> FolderShards(const std::string& path) {
     const std::string single = path + "/model.safetensors";
     const std::string index = path + "/model.safetensors.index.json";
@@ -197,8 +201,9 @@ struct ModelFileBuilder {
       return shards;
     }
     if (!Exists(index)) {
+      if (Exists(path + "/config.json")) return shards;
       return NotFoundError(
-          fmt::format("opening model folder '{}': neither model.safetensors nor "
+          fmt::format("opening model folder '{}': neither config.json, model.safetensors nor "
                       "model.safetensors.index.json is there",
                       path));
     }
@@ -382,11 +387,38 @@ struct ModelFileBuilder {
     if (m.d_model_ == 0) m.d_model_ = e.shape[1];
   }
 
+  // A folder without a Hugging Face model's files (config.json, model.safetensors, the index) that
+  // holds GGUF files, as a GGUF repository's download does: its one .gguf file; an error listing them
+  // when there are several (quantizations, or the shards of a split file). Empty: not such a folder.
+  static Result<std::string> FolderGguf(const std::string& path) {
+    for (const char* f : {"/config.json", "/model.safetensors", "/model.safetensors.index.json"})
+      if (Exists(path + f)) return std::string();
+    std::vector<std::string> ggufs;
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(path, ec)) {
+      const std::string name = entry.path().filename().string();
+      std::error_code ec2;
+      if (name.size() > 5 && name.ends_with(".gguf") && entry.is_regular_file(ec2)) ggufs.push_back(name);
+    }
+    if (ec) return NotFoundError(fmt::format("opening model folder '{}': {}", path, ec.message()));
+    if (ggufs.size() == 1) return path + "/" + ggufs[0];
+    if (ggufs.empty()) return std::string();
+    std::sort(ggufs.begin(), ggufs.end());
+    std::string list;
+    for (size_t i = 0; i < ggufs.size() && i < 6; ++i) list += (i ? ", " : "") + ggufs[i];
+    if (ggufs.size() > 6) list += fmt::format(", ... ({} in all)", ggufs.size());
+    return InvalidArgumentError(
+        fmt::format("opening model folder '{}': it holds {} GGUF files ({}); pass the one to open", path,
+                    ggufs.size(), list));
+  }
+
   static Result<ModelFile> Open(const std::string& path) {
     ModelFile m;
     m.path_ = path;
     if (!Exists(path)) return NotFoundError(fmt::format("opening model '{}': no such file or folder", path));
     if (IsDirectory(path)) {
+      POSENC_ASSIGN_OR_RETURN(std::string gguf, FolderGguf(path));
+      if (!gguf.empty()) return Open(gguf);
       POSENC_RETURN_IF_ERROR(OpenFolder(m));
     } else {
       POSENC_ASSIGN_OR_RETURN(MappedFile file, MappedFile::Open(path));

@@ -211,6 +211,55 @@ TEST(OpenModel, ShardedHuggingFaceFolder) {
   EXPECT_NE(evil.status().message().find("leaves the folder"), std::string::npos);
 }
 
+// Folders as people download them: config.json alone (weights in pytorch_model.bin, or not fetched)
+// gives the scheme and no tables; a GGUF repository's folder opens its one .gguf file, and one with
+// several names them; a folder with none of these says what it looked for.
+TEST(OpenModel, ConfigOnlyAndGgufFolders) {
+  const fs::path cfg = TempDir("config_only");
+  WriteFile(cfg / "config.json",
+            R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "rope_theta": 10000.0})");
+  WriteFile(cfg / "pytorch_model.bin", "not read");
+  auto m = OpenModel(cfg.string());
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->format(), ModelFormat::kHuggingFaceFolder);
+  EXPECT_TRUE(m->tensors().empty());
+  auto scheme = ModelScheme(*m);
+  ASSERT_TRUE(scheme.ok()) << scheme.status().ToString();
+  EXPECT_EQ(scheme->rope.base, 10000.0);
+  EXPECT_EQ(scheme->rope.layout.head_dim, 16);
+  auto table = m->TokenEmbeddingTable();
+  ASSERT_FALSE(table.ok());
+  EXPECT_EQ(table.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(table.status().message().find("no token embedding table"), std::string::npos) << table.status().ToString();
+
+  const fs::path empty = TempDir("empty_folder");
+  WriteFile(empty / "README.md", "nothing here");
+  auto none = OpenModel(empty.string());
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(none.status().message().find("neither config.json, model.safetensors nor"), std::string::npos)
+      << none.status().ToString();
+
+  POSENC_REQUIRE_DATA(gguf, "models/llama-2-tiny-random/llama-2-tiny-random.gguf");
+  const fs::path one = TempDir("one_gguf");
+  fs::remove(one / "model-q8_0.gguf");
+  fs::copy_file(gguf, one / "model-q8_0.gguf");
+  WriteFile(one / "README.md", "a GGUF repository");
+  auto g = OpenModel(one.string());
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  EXPECT_EQ(g->format(), ModelFormat::kGguf);
+  EXPECT_EQ(g->path(), (one / "model-q8_0.gguf").string());
+  EXPECT_EQ(g->vocab_size(), 32000);
+  fs::remove(one / "model-f16.gguf");
+  fs::copy_file(gguf, one / "model-f16.gguf");
+  auto two = OpenModel(one.string());
+  ASSERT_FALSE(two.ok());
+  EXPECT_EQ(two.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(two.status().message().find("it holds 2 GGUF files (model-f16.gguf, model-q8_0.gguf); pass the one"),
+            std::string::npos)
+      << two.status().ToString();
+}
+
 TEST(OpenModel, NpyAndUnknownAndMissing) {
   const fs::path dir = TempDir("npy");
   Array a = Array::Zeros(DType::kF32, {4, 3}).value();

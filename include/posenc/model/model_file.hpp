@@ -103,9 +103,11 @@ class ModelFile {
 
 // Opens a model file or folder, each file read and parsed once (the positional scheme comes from what
 // it holds: ModelScheme, posenc/model/model_scheme.hpp). The format is detected from the bytes (GGUF
-// magic, safetensors header, llama2.c header that matches the file size, .npy magic) or a directory.
-// Errors name the path: kNotFound (missing), kInvalidArgument (format not recognised), or the
-// reader's own error.
+// magic, safetensors header, llama2.c header that matches the file size, .npy magic) or a directory:
+// a Hugging Face folder (config.json with model.safetensors or its index; config.json alone gives the
+// scheme and no tables), or a folder with none of those that holds one .gguf file (a GGUF repository's
+// download; several: kInvalidArgument naming them). Errors name the path: kNotFound (missing),
+// kInvalidArgument (format not recognised), or the reader's own error.
 Result<ModelFile> OpenModel(const std::string& path);
 
 }  // namespace posenc
