@@ -1,0 +1,756 @@
+"""Hostile inputs across the whole Python API: every entry point that takes tensors, arrays or integers
+is given malformed input (wrong dtype, ndim, zero-size, mismatched shapes, overlapping / negative /
+out-of-bounds strides, read-only or aliased outputs, out-of-range / huge / float positions, slots and
+layers, huge claimed sizes, torch tensors that require grad or live on 'meta'). Each case asserts the
+exception type, that the one-line message names the argument and what is wrong, and that every buffer
+the caller owns (outputs, in-place inputs, caches) is bit for bit as it was. A seeded fuzz loop then
+mutates one property at a time of valid calls: success must equal the reference (a contiguous copy
+through the same kernel and float64 numpy math), failure must be ValueError / TypeError with nothing
+written; any other exception, or a crash, fails the test."""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import posenc
+from posenc import cp, hf
+
+CFG = {"hidden_size": 512, "num_attention_heads": 8, "num_key_value_heads": 2, "max_position_embeddings": 2048,
+       "rope_theta": 10000.0, "num_hidden_layers": 4}
+T, H, KV, D = 4, 8, 2, 64
+ast = np.lib.stride_tricks.as_strided
+
+
+@pytest.fixture(scope="module")
+def rope():
+    return posenc.Rope(CFG)
+
+
+def rnd(*shape, dtype=np.float32, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+
+
+def ro(a):
+    a.setflags(write=False)
+    return a
+
+
+def snap(x):
+    """A bit-exact copy of a caller's buffer (NaN-safe: compared as integers)."""
+    if isinstance(x, torch.Tensor):
+        return x.detach().view({8: torch.int64, 4: torch.int32, 2: torch.int16, 1: torch.uint8}[x.element_size()]).clone()
+    return np.array(x, copy=True).view({4: np.uint32, 2: np.uint16, 1: np.uint8, 8: np.uint64}[x.itemsize])
+
+
+def same(x, before):
+    if isinstance(x, torch.Tensor):
+        return torch.equal(x.detach().view(before.dtype), before)
+    return np.array_equal(np.asarray(x).view(before.dtype), before)
+
+
+def refuses(call, exc, pattern, *buffers):
+    """`call` raises `exc` whose one-line message matches `pattern`; `buffers` are left as they were."""
+    before = [snap(b) for b in buffers]
+    with pytest.raises(exc) as info:
+        call()
+    msg = str(info.value)
+    assert "\n" not in msg.strip(), msg
+    assert info.match(pattern), msg
+    for i, (b, s) in enumerate(zip(buffers, before)):
+        assert same(b, s), f"buffer {i} was written by a refused call ({msg})"
+
+
+# ---- table of cases: (id, factory) where factory(rope) returns (call, exc, pattern, buffers) -------
+
+CASES = []
+
+
+def case(name, exc, pattern):
+    def deco(f):
+        CASES.append(pytest.param(f, exc, pattern, id=name))
+        return f
+    return deco
+
+
+def _x():
+    return rnd(T, H, D)
+
+
+# Rope.apply: positions
+for _name, _pos, _pat in [
+        ("uint64 past int64", np.array([0, 1, 2, 2 ** 63 + 5], np.uint64), r"^positions: value 9223372036854775813 at index 3 is beyond int64"),
+        ("float", np.array([0.0, 1, 2, 3]), r"^positions: dtype float64 is not an integer type"),
+        ("nan", np.array([np.nan, 1, 2, 3]), r"^positions: dtype float64"),
+        ("bool", np.array([True, False, True, False]), r"^positions: dtype bool"),
+        ("ragged", [[0, 1, 2, 3], [0, 1]], r"^positions: not an array of integers"),
+        ("python int past int64", [0, 1, 2, 2 ** 70], r"^positions: dtype object"),
+        ("meta tensor", torch.zeros(T, dtype=torch.int64, device="meta"), r"^positions: tensor is on device meta"),
+        ("negative", np.array([0, 1, -2, 3]), r"position -2 at index 2 is outside \[0, 2\^31\)"),
+        ("2^62", np.array([0, 1, 2, 2 ** 62]), r"position 4611686018427387904 at index 3 is outside"),
+        ("too few", np.arange(3), r"^positions: 3 positions for 4 tokens"),
+        ("3-d", np.zeros((1, 1, T), np.int64), r"^positions: shape \[1, 1, 4\] is not \[tokens\]"),
+        ("huge stride-0 row", ast(np.zeros(1, np.int64), (2 ** 40,), (0,)), r"^positions: 1099511627776 positions for 4 tokens")]:
+    def _f(rope, _pos=_pos):
+        x = _x()
+        return (lambda: rope.apply(x, _pos)), ValueError, None, [x]
+    case(f"apply positions {_name}", ValueError, _pat)(_f)
+
+# Rope.apply: x and out
+_base = rnd(T + 1, H, D)
+for _name, _mk, _pat in [
+        ("x float64", lambda: rnd(T, H, D, dtype=np.float64), r"^x: dtype float64 is not float32 or float16"),
+        ("x complex", lambda: np.zeros((T, H, D), np.complex64), r"^x: dtype complex64"),
+        ("x bool", lambda: np.zeros((T, H, D), bool), r"^x: dtype bool"),
+        ("x int torch", lambda: torch.zeros(T, H, D, dtype=torch.int32), r"^x: dtype torch.int32"),
+        ("x 2-d", lambda: rnd(H, D), r"^x: shape \[8, 64\] is not"),
+        ("x 5-d", lambda: rnd(1, 1, T, H, D), r"^x: shape \[1, 1, 4, 8, 64\] is not"),
+        ("x byte-swapped", lambda: rnd(T, H, D).astype(">f4"), r"^x: dtype >f4"),
+        ("x negative token stride", lambda: rnd(T, H, D)[::-1], r"^x: negative strides \[-512, 64, 1\]"),
+        ("x head_dim stride 2", lambda: rnd(T, H, 2 * D)[..., ::2], r"^x: head_dim axis has stride 2"),
+        ("x stride-0 tokens", lambda: ast(rnd(1, H, D), (T, H, D), (0, 4 * D, 4)), r"^x: an axis of extent 4 has stride 0"),
+        ("x 2^40 stride-0 tokens", lambda: ast(rnd(1, H, D), (2 ** 40, H, D), (0, 4 * D, 4)), r"^x: an axis of extent 1099511627776 has stride 0"),
+        ("x heads overlapping", lambda: ast(rnd(T, H, D), (T, H, D), (4 * H * D, 4 * 32, 4)), r"^x: strides \(token 512, head 32\) overlap rows"),
+        ("x strides past its buffer", lambda: ast(rnd(1, 1, D), (1, 2, D), (4, 2 ** 62, 4)), r"^x: shape \[1, 2, 64\] and strides .* reach outside the 256 bytes"),
+        ("x read-only", lambda: ro(rnd(T, H, D)), r"^x: array is read-only"),
+        ("x broadcast (read-only)", lambda: np.broadcast_to(rnd(1, H, D), (T, H, D)), r"^x: array is read-only"),
+        ("x requires grad", lambda: torch.zeros(T, H, D, requires_grad=True), r"^x: tensor requires grad"),
+        ("x meta", lambda: torch.zeros(T, H, D, device="meta"), r"^x: tensor is on device meta"),
+        ("x list", lambda: [[0.0]], r"^x: list is not a numpy array or a torch tensor"),
+        ("x head_dim 0", lambda: rnd(T, H, 0), r"x has head_dim 0, layout says 64"),
+        ("x head_dim 32", lambda: rnd(T, H, 32), r"head_dim 32")]:
+    def _f(rope, _mk=_mk, _name=_name):
+        x = _mk()
+        # snapshot what the caller owns (not a view reaching past its buffer, not 2^40 claimed rows, not meta)
+        safe = isinstance(x, (np.ndarray, torch.Tensor)) and "2^40" not in _name and "past its buffer" not in _name \
+            and "meta" not in _name
+        bufs = [x] if safe else []
+        return (lambda: rope.apply(x, np.arange(T))), ValueError, None, bufs
+    case(f"apply {_name}", ValueError, _pat)(_f)
+
+for _name, _mk, _pat in [
+        ("read-only", lambda x: ro(rnd(T, H, D)), r"^out: array is read-only"),
+        ("float16", lambda x: rnd(T, H, D, dtype=np.float16), r"^out: dtype float16 differs from the input's float32"),
+        ("wrong shape", lambda x: rnd(T + 1, H, D), r"^out: shape \[5, 8, 64\] differs"),
+        ("torch for numpy", lambda x: torch.zeros(T, H, D), r"^out: a Tensor, the input a ndarray"),
+        ("list", lambda x: [1], r"^out: list is not a numpy array or a torch tensor"),
+        ("stride-0", lambda x: np.broadcast_to(rnd(1, H, D), (T, H, D)), r"^out: array is read-only")]:
+    def _f(rope, _mk=_mk):
+        x = _x()
+        out = _mk(x)
+        bufs = [x] + ([out] if isinstance(out, np.ndarray) and out.flags.c_contiguous else [])
+        return (lambda: rope.apply(x, np.arange(T), out=out)), ValueError, None, bufs
+    case(f"apply out {_name}", ValueError, _pat)(_f)
+
+
+@case("apply out shifted view of the input", ValueError, r"^out: overlaps the input without being it")
+def _(rope):
+    buf = rnd(T + 1, H, D)
+    return (lambda: rope.apply(buf[:T], np.arange(T), out=buf[1:])), ValueError, None, [buf]
+
+
+@case("apply out torch requires grad", ValueError, r"^out: tensor requires grad")
+def _(rope):
+    x, out = torch.zeros(T, H, D), torch.zeros(T, H, D, requires_grad=True)
+    return (lambda: rope.apply(x, np.arange(T), out=out)), ValueError, None, [x, out]
+
+
+@case("apply out meta", ValueError, r"^out: tensor is on device meta")
+def _(rope):
+    x = torch.zeros(T, H, D)
+    return (lambda: rope.apply(x, np.arange(T), out=torch.zeros(T, H, D, device="meta"))), ValueError, None, [x]
+
+
+@case("apply bad second batch row writes no element", ValueError, r"position -1 at index 1")
+def _(rope):
+    x = torch.from_numpy(rnd(2, H, 3, D))
+    return (lambda: rope.apply(x, np.array([[0, 1, 2], [0, -1, 2]]))), ValueError, None, [x]
+
+
+@case("apply batch stride 0", ValueError, r"^x: batch stride 0 overlaps")
+def _(rope):
+    return (lambda: rope.apply(torch.zeros(1, H, 5, D).expand(3, H, 5, D), np.arange(5))), ValueError, None, []
+
+
+@case("apply direction", ValueError, r"^direction 'sideways'")
+def _(rope):
+    x = _x()
+    return (lambda: rope.apply(x, np.arange(T), direction="sideways")), ValueError, None, [x]
+
+
+# Rope.apply_qk
+for _name, _mk, _pat in [
+        ("k tokens", lambda: rnd(T + 1, KV, D), r"^k: shape \[5, 2, 64\] does not match q's"),
+        ("k float16", lambda: rnd(T, KV, D, dtype=np.float16), r"keys are float16, queries float32"),
+        ("k head_dim", lambda: rnd(T, KV, 32), r"k has head_dim 32"),
+        ("k read-only", lambda: ro(rnd(T, KV, D)), r"^k: array is read-only"),
+        ("k list", lambda: [1.0], r"^k: list is not"),
+        ("k meta", lambda: torch.zeros(T, KV, D, device="meta"), r"^k: tensor is on device meta")]:
+    def _f(rope, _mk=_mk):
+        q, k = _x(), _mk()
+        bufs = [q] + ([k] if isinstance(k, np.ndarray) else [])
+        if isinstance(k, torch.Tensor):
+            q = torch.from_numpy(q)
+            bufs = [q]
+        return (lambda: rope.apply_qk(q, k, np.arange(T))), ValueError, None, bufs
+    case(f"apply_qk {_name}", ValueError, _pat)(_f)
+
+
+@case("apply_qk k inside q", ValueError, r"^k: overlaps q without being it")
+def _(rope):
+    q = _x()
+    return (lambda: rope.apply_qk(q, q[:, :2], np.arange(T))), ValueError, None, [q]
+
+
+@case("apply_qk negative position in k's call writes neither", ValueError, r"position -5 at index 3")
+def _(rope):
+    q, k = _x(), rnd(T, KV, D, seed=1)
+    return (lambda: rope.apply_qk(q, k, np.array([0, 1, 2, -5]))), ValueError, None, [q, k]
+
+
+# Rope.cos_sin, frequencies, constructor
+for _name, _call, _exc, _pat in [
+        ("cos_sin negative", lambda r: r.cos_sin(np.array([-1])), ValueError, r"^positions: position -1 at index 0 is outside"),
+        ("cos_sin float", lambda r: r.cos_sin(np.array([1.5])), ValueError, r"^positions: dtype float64"),
+        ("cos_sin 2-d", lambda r: r.cos_sin(np.zeros((2, 3), np.int64)), ValueError, r"^positions: shape \[2, 3\]"),
+        ("frequencies seq_len 2^64", lambda r: r.frequencies(2 ** 64), ValueError, r"^seq_len: 18446744073709551616 is outside"),
+        ("frequencies seq_len negative", lambda r: r.frequencies(-5), ValueError, r"seq_len -5 is negative"),
+        ("frequencies seq_len float", lambda r: r.frequencies(3.5), TypeError, r"^seq_len: 3.5 \(float\) is not an integer"),
+        ("pair_regimes seq_len 2^70", lambda r: r.scheme.pair_regimes(2 ** 70), ValueError, r"^seq_len: "),
+        ("Rope max_positions 2^31", lambda r: posenc.Rope(CFG, max_positions=2 ** 31), ValueError, r"^max_positions: 2147483648 rows of 32 pairs is a \d+ byte table"),
+        ("Rope max_positions 2^70", lambda r: posenc.Rope(CFG, max_positions=2 ** 70), ValueError, r"^max_positions: 1180591620717411303424 is outside"),
+        ("Rope max_positions -1", lambda r: posenc.Rope(CFG, max_positions=-1), ValueError, r"^max_positions: -1 is outside"),
+        ("Rope seq_len float", lambda r: posenc.Rope(CFG, seq_len=1.5), TypeError, r"^seq_len: 1.5"),
+        ("Rope seq_len -1", lambda r: posenc.Rope(CFG, seq_len=-1), ValueError, r"^seq_len: -1 is outside"),
+        ("from_ggml head_dim 2^70", lambda r: posenc.Scheme.from_ggml({"n_dims": 64}, 2 ** 70), ValueError, r"^head_dim: "),
+        ("apply_layer layer 4", lambda r: r.apply_layer(rnd(T, H, D), rnd(T, KV, D), np.arange(T), 4), ValueError, r"^layer: 4 is outside \[0, 4\)"),
+        ("apply_layer layer -1", lambda r: r.apply_layer(rnd(T, H, D), rnd(T, KV, D), np.arange(T), -1), ValueError, r"^layer: -1 is outside"),
+        ("apply_layer layer float", lambda r: r.apply_layer(rnd(T, H, D), rnd(T, KV, D), np.arange(T), 1.5), TypeError, r"^layer: 1.5 \(float\)"),
+        ("apply_layer layer str", lambda r: r.apply_layer(rnd(T, H, D), rnd(T, KV, D), np.arange(T), "1"), TypeError, r"^layer: '1' \(str\)"),
+        ("apply_multi_axis on 1-D RoPE", lambda r: r.apply_multi_axis(rnd(T, H, D), np.zeros((3, T), np.int64)), ValueError, r"not a multi-axis rope"),
+        ("attn_temperature_scales negative", lambda r: r.scheme.attn_temperature_scales(np.array([-1])), ValueError, r"positions\[0\] = -1 is outside"),
+]:
+    def _f(rope, _call=_call):
+        return (lambda: _call(rope)), None, None, []
+    case(_name, _exc, _pat)(_f)
+
+# Rope constructors from hostile config dicts
+for _key, _val, _pat in [
+        ("num_attention_heads", 2 ** 31, r"'num_attention_heads' = 2147483648 does not divide hidden_size"),
+        ("num_attention_heads", 3.5, r"'num_attention_heads' is 3.5, expected an integer"),
+        ("num_attention_heads", "8", r"'num_attention_heads' is \"8\", expected an integer"),
+        ("num_attention_heads", True, r"'num_attention_heads' is true"),
+        ("head_dim", 0, r"'head_dim' is 0, must be positive"),
+        ("head_dim", 2 ** 31, r"head_dim 2147483648 is beyond"),
+        ("head_dim", 7, r"rotary dimension 7"),
+        ("hidden_size", 2 ** 62, r"head_dim 576460752303423488 is beyond"),
+        ("rope_theta", float("nan"), r"rope_theta.*NaN is not JSON"),
+        ("rope_theta", float("inf"), r"rope_theta.*Infinity is not JSON"),
+        ("rope_theta", -1.0, r"'rope_theta' is -1, must be finite and positive"),
+        ("rope_theta", 0.0, r"'rope_theta' is 0"),
+        ("max_position_embeddings", -1, r"'max_position_embeddings' is -1"),
+        ("max_position_embeddings", 2 ** 70, r"'max_position_embeddings' is 1.18.*expected an integer"),
+        ("partial_rotary_factor", 2.0, r"'partial_rotary_factor' is 2, must be in \(0, 1\]"),
+        ("num_hidden_layers", 2 ** 40, r"'num_hidden_layers' is 1099511627776, must be in \[1, 65536\]"),
+        ("rope_scaling", {"rope_type": "dynamic", "factor": -2}, r"dynamic 'factor' = -2"),
+        ("rope_scaling", [1, 2], r"'rope_scaling' is \[1,2\], expected an object")]:
+    def _f(rope, _key=_key, _val=_val):
+        return (lambda: posenc.Rope({**CFG, _key: _val})), None, None, []
+    case(f"Rope config {_key}={_val!r}", ValueError, _pat)(_f)
+
+
+@case("Rope config huge max_position_embeddings builds a bounded table", ValueError, r"^ok: built")
+def _(rope):
+    def call():
+        r = posenc.Rope({**CFG, "max_position_embeddings": 2 ** 62})
+        assert r._max_positions == 1 << 15  # table capped; positions past it computed on the fly
+        raise ValueError("ok: built")
+    return call, ValueError, None, []
+
+
+# Rope.apply_kv_cache
+def _kv(rope, **over):
+    a = dict(q=rnd(T, H, D), k=rnd(T, KV, D, seed=1), v=rnd(T, KV, D, seed=2), positions=np.arange(T),
+             slots=np.arange(T), k_cache=np.zeros((2, 8, KV, D), np.float32), v_cache=np.zeros((2, 8, KV, D), np.float32))
+    kw = {n: over.pop(n) for n in ("q_out", "layer") if n in over}
+    a.update(over)
+    bufs = [b for b in (a["q"], a["k"], a["v"], a["k_cache"], a["v_cache"], kw.get("q_out"))
+            if isinstance(b, (np.ndarray, torch.Tensor)) and getattr(b, "device", torch.device("cpu")).type == "cpu"
+            and 0 not in (b.strides if isinstance(b, np.ndarray) else b.stride())]
+    return (lambda: rope.apply_kv_cache(**a, **kw)), None, None, bufs
+
+
+def _cache(shape=(2, 8, KV, D), dtype=np.float32):
+    return np.zeros(shape, dtype)
+
+
+_shared_cache = np.zeros((3, 8, KV, D), np.float32)
+_fused = rnd(T, H, D)
+for _name, _over, _exc, _pat in [
+        ("slot out of range", dict(slots=np.array([0, 1, 2, 8])), ValueError, r"token 3 writes slot 8 outside the cache's \[0, 8\)"),
+        ("slot negative", dict(slots=np.array([0, 1, 2, -1])), ValueError, r"token 3 writes slot -1"),
+        ("slot duplicated", dict(slots=np.array([0, 1, 1, 3])), ValueError, r"tokens 1 and 2 both write slot 1"),
+        ("slot 2^62", dict(slots=np.array([0, 1, 2, 2 ** 62])), ValueError, r"slot 4611686018427387904 outside"),
+        ("slot uint64 past int64", dict(slots=np.array([0, 1, 2, 2 ** 63 + 1], np.uint64)), ValueError, r"^slots: value 9223372036854775809 at index 3 is beyond int64"),
+        ("slot float", dict(slots=np.array([0, 1, 2, 3.0])), ValueError, r"^slots: dtype float64"),
+        ("slots meta", dict(slots=torch.zeros(T, dtype=torch.int64, device="meta")), ValueError, r"^slots: tensor is on device meta"),
+        ("slots short", dict(slots=np.arange(3)), ValueError, r"^slots: shape \[3\] is not \[4\]"),
+        ("layer 2", dict(layer=2), ValueError, r"layer 2 outside \[0, 2\)"),
+        ("layer -1", dict(layer=-1), ValueError, r"layer -1 outside"),
+        ("layer 2^63", dict(layer=2 ** 63), ValueError, r"^layer: 9223372036854775808 is outside"),
+        ("layer float", dict(layer=1.5), TypeError, r"^layer: 1.5 \(float\) is not an integer"),
+        ("layer str", dict(layer="1"), TypeError, r"^layer: '1' \(str\)"),
+        ("position negative", dict(positions=np.array([0, 1, 2, -3])), ValueError, r"position -3 at index 3"),
+        ("positions short", dict(positions=np.arange(3)), ValueError, r"^positions: shape \[3\] is not \[4\]"),
+        ("v tokens", dict(v=rnd(3, KV, D)), ValueError, r"3 value tokens for 4 query tokens"),
+        ("v dtype", dict(v=rnd(T, KV, D, dtype=np.float16)), ValueError, r"values float16; all must share one dtype"),
+        ("q float64", dict(q=rnd(T, H, D, dtype=np.float64)), ValueError, r"^q: dtype float64"),
+        ("q 4-d", dict(q=rnd(1, T, H, D)), ValueError, r"^q: shape \[1, 4, 8, 64\] is not \[tokens, heads, head_dim\]"),
+        ("q_out read-only", dict(q_out=ro(rnd(T, H, D))), ValueError, r"^q_out: array is read-only"),
+        ("q_out shape", dict(q_out=rnd(T, H, D + 2)), ValueError, r"output \[4, 8, 66\] float32 differs from input"),
+        ("q_out list", dict(q_out=[1]), ValueError, r"^q_out: list is not a numpy array"),
+        ("q_out over k", dict(k=_fused[:, :KV], q_out=_fused), ValueError, r"^q_out: overlaps k or v"),
+        ("k_cache read-only", dict(k_cache=ro(_cache())), ValueError, r"^k_cache: array is read-only"),
+        ("k_cache not contiguous", dict(k_cache=np.zeros((2, 8, KV, 2 * D), np.float32)[..., ::2]), ValueError, r"^k_cache: array is not C-contiguous"),
+        ("k_cache float64", dict(k_cache=_cache(dtype=np.float64)), ValueError, r"^k_cache: dtype float64"),
+        ("k_cache list", dict(k_cache=[0]), ValueError, r"^k_cache: list is not"),
+        ("k_cache meta", dict(k_cache=torch.zeros(2, 8, KV, D, device="meta")), ValueError, r"^k_cache: tensor is on device meta"),
+        ("k_cache requires grad", dict(q=torch.zeros(T, H, D), k=torch.zeros(T, KV, D), v=torch.zeros(T, KV, D),
+                                       k_cache=torch.zeros(2, 8, KV, D, requires_grad=True), v_cache=torch.zeros(2, 8, KV, D)),
+         ValueError, r"^k_cache: tensor requires grad"),
+        ("k_cache 2^40 stride-0 slots", dict(k_cache=ast(np.zeros(1, np.float32), (2, 2 ** 40, KV, D), (0, 0, 0, 0))), ValueError, r"^k_cache: array is not C-contiguous"),
+        ("v_cache slots differ", dict(v_cache=_cache((2, 9, KV, D))), ValueError, r"^v_cache: a float32 cache of 2 x 9 slots, k_cache a float32 cache of 2 x 8"),
+        ("caches shared", dict(k_cache=_shared_cache[:2], v_cache=_shared_cache[1:]), ValueError, r"k and v memory overlap"),
+        ("k_cache over q", dict(q=_shared_cache.reshape(-1)[:T * H * D].reshape(T, H, D), k_cache=_shared_cache[:2]), ValueError, r"^k_cache: overlaps q, k, v or q_out"),
+        ("v_cache over k", dict(k=_shared_cache.reshape(-1)[:T * KV * D].reshape(T, KV, D), v_cache=_shared_cache[:2]), ValueError, r"^v_cache: overlaps q, k, v or q_out"),
+        ("q8_0 row width", dict(k_cache=_cache((2, 8, KV * D), np.uint8), v_cache=_cache((2, 8, KV * D), np.uint8)), ValueError, r"^k_cache: shape \[2, 8, 128\] is not \[layers, slots, 136\]"),
+        ("q8_0 beside float32", dict(v_cache=_cache((2, 8, KV * D // 32 * 34), np.uint8)), ValueError, r"^v_cache: a q8_0 cache")]:
+    def _f(rope, _over=_over):
+        return _kv(rope, **dict(_over))
+    case(f"apply_kv_cache {_name}", _exc, _pat)(_f)
+
+
+# posenc.split_qkv
+for _name, _args, _exc, _pat in [
+        ("width", (rnd(T, 100), H, KV, D), ValueError, r"^qkv: shape \[4, 100\] is not \[tokens, \(8 \+ 2 x 2\) x 64\]"),
+        ("3-d", (rnd(T, 1, 768), H, KV, D), ValueError, r"^qkv: shape \[4, 1, 768\]"),
+        ("list", ([[1.0]], H, KV, D), ValueError, r"^qkv: list is not"),
+        ("negative heads", (rnd(T, 0), -2, 1, D), ValueError, r"^num_heads: -2 is outside"),
+        ("head_dim 0", (rnd(T, 0), H, KV, 0), ValueError, r"^head_dim: 0 is outside"),
+        ("heads 2^62 and negative kv", (rnd(T, 768), 2 ** 62, -2 ** 61 + 6, D), ValueError, r"^num_heads: 4611686018427387904 is outside"),
+        ("float heads", (rnd(T, 768), 8.5, KV, D), TypeError, r"^num_heads: 8.5 \(float\)"),
+        ("bool kv heads", (rnd(T, 768), H, True, D), TypeError, r"^num_kv_heads: True is a bool"),
+        ("row not contiguous", (rnd(T, 1536)[:, ::2], H, KV, D), ValueError, r"^qkv: strides \[6144, 8\] \(bytes\) cannot be viewed")]:
+    def _f(rope, _args=_args):
+        return (lambda: posenc.split_qkv(*_args)), None, None, []
+    case(f"split_qkv {_name}", _exc, _pat)(_f)
+
+
+# posenc.hf.apply_cos_sin / drop_in / apply_rotary_pos_emb
+B, S = 2, 5
+
+
+def _hf(rope, dtype=torch.float32):
+    q, k = torch.from_numpy(rnd(B, H, S, D)).to(dtype), torch.from_numpy(rnd(B, KV, S, D, seed=1)).to(dtype)
+    c, s = rope.cos_sin(np.arange(S))
+    c = torch.from_numpy(np.concatenate([c, c], -1)[None]).to(dtype)
+    s = torch.from_numpy(np.concatenate([s, s], -1)[None]).to(dtype)
+    return q, k, c, s
+
+
+for _name, _call, _pat in [
+        ("cos float64", lambda q, k, c, s: hf.apply_cos_sin(q, k, c.double(), s.double()), r"^cos: dtype torch.float64"),
+        ("q int", lambda q, k, c, s: hf.apply_cos_sin(q.int(), k, c, s), r"^q: dtype torch.int32"),
+        ("cos 1-d", lambda q, k, c, s: hf.apply_cos_sin(q, k, c[0, 0], s[0, 0]), r"^cos: shape \[64\] is not \[seq, rotary_dim\]"),
+        ("cos odd width", lambda q, k, c, s: hf.apply_cos_sin(q, k, c[..., :63], s[..., :63]), r"^cos: width 63 does not fit"),
+        ("cos width 0", lambda q, k, c, s: hf.apply_cos_sin(q, k, c[..., :0], s[..., :0]), r"^cos: width 0"),
+        ("cos wider than head_dim", lambda q, k, c, s: hf.apply_cos_sin(q, k, torch.cat([c, c], -1), torch.cat([s, s], -1)), r"^cos: width 128"),
+        ("cos seq", lambda q, k, c, s: hf.apply_cos_sin(q, k, c[:, :4], s[:, :4]), r"^cos: shape \[1, 4, 64\] has 4 positions for q's 5 tokens"),
+        ("cos batch 3", lambda q, k, c, s: hf.apply_cos_sin(q, k, c.expand(3, S, D).contiguous(), s.expand(3, S, D).contiguous()), r"^cos: batch 3 is neither 1 nor q's 2"),
+        ("cos last axis strided", lambda q, k, c, s: hf.apply_cos_sin(q, k, torch.cat([c, c], -1)[..., ::2], torch.cat([s, s], -1)[..., ::2]), r"^cos: last axis has stride 2"),
+        ("sin shape", lambda q, k, c, s: hf.apply_cos_sin(q, k, c, s[:, :4]), r"^sin: shape \[1, 4, 64\] differs from cos's"),
+        ("sin dtype", lambda q, k, c, s: hf.apply_cos_sin(q, k, c, s.half()), r"^sin: dtype differs from cos's"),
+        ("cos meta", lambda q, k, c, s: hf.apply_cos_sin(q, k, torch.zeros(1, S, D, device="meta"), s), r"^cos: tensor is on device meta"),
+        ("q meta", lambda q, k, c, s: hf.apply_cos_sin(torch.zeros(B, H, S, D, device="meta"), k, c, s), r"^q: tensor is on device meta"),
+        ("q requires grad", lambda q, k, c, s: hf.apply_cos_sin(q.clone().requires_grad_(), k, c, s), r"^q: tensor requires grad"),
+        ("q 3-d", lambda q, k, c, s: hf.apply_cos_sin(q[0], k[0], c, s), r"^q: shape \[8, 5, 64\] is not 4-d"),
+        ("q list", lambda q, k, c, s: hf.apply_cos_sin([1], k, c, s), r"^q: list is not"),
+        ("q negative strides (numpy)", lambda q, k, c, s: hf.apply_cos_sin(q.numpy()[:, :, ::-1], k.numpy(), c.numpy(), s.numpy()), r"^q: negative strides"),
+        ("k head_dim", lambda q, k, c, s: hf.apply_cos_sin(q, torch.zeros(B, KV, S, 32), c, s), r"^cos: width 64 does not fit k's head_dim 32"),
+        ("unsqueeze_dim 3", lambda q, k, c, s: hf.apply_cos_sin(q, k, c, s, unsqueeze_dim=3), r"^unsqueeze_dim: 3 \(expected 1"),
+        ("unsqueeze_dim '1'", lambda q, k, c, s: hf.apply_cos_sin(q, k, c, s, unsqueeze_dim="1"), r"^unsqueeze_dim: '1'"),
+        ("pairing", lambda q, k, c, s: hf.apply_cos_sin(q, k, c, s, pairing="diag"), r"^pairing 'diag'"),
+        ("out a 1-tuple", lambda q, k, c, s: hf.apply_cos_sin(q, k, c, s, out=(torch.empty_like(q),)), r"^out: tuple is not a pair"),
+        ("out q_out shape", lambda q, k, c, s: hf.apply_cos_sin(q, k, c, s, out=(torch.empty(B, H, S, D + 2), torch.empty_like(k))), r"^q_out: shape or dtype differs from q's"),
+        ("out q_out stride 0", lambda q, k, c, s: hf.apply_cos_sin(q, k, c, s, out=(torch.zeros(D).expand(B, H, S, D), torch.empty_like(k))), r"^q_out: an axis of extent 2 has stride 0"),
+        ("position_ids negative", lambda q, k, c, s: hf.apply_rotary_pos_emb(posenc.Rope(CFG), q, k, position_ids=torch.tensor([[0, 1, 2, 3, -4]])), r"position -4 at index 4"),
+        ("position_ids float", lambda q, k, c, s: hf.drop_in(posenc.Rope(CFG))(q, k, None, None, torch.tensor([[0, 1, 2, 3, 4.0]])), r"^positions: dtype float32"),
+        ("position_ids 3-d", lambda q, k, c, s: hf.drop_in(posenc.Rope(CFG))(q, k, None, None, torch.zeros(1, 1, S, dtype=torch.int64)), r"^positions: shape \[1, 1, 5\]"),
+        ("no positions at all", lambda q, k, c, s: hf.apply_rotary_pos_emb(posenc.Rope(CFG), q, k), r"^position_ids: none given"),
+        ("recovered from garbage cos", lambda q, k, c, s: posenc.Rope(CFG).apply_rotary_pos_emb(q, k, c * 2, s, from_cos_sin=False), r"^cos/sin: batch element 0 matches no integer positions"),
+        ("recovered from NaN cos", lambda q, k, c, s: posenc.Rope(CFG).apply_rotary_pos_emb(q, k, c * float("nan"), s, from_cos_sin=False), r"^cos: holds non-finite values"),
+        ("recovered from inf sin", lambda q, k, c, s: posenc.Rope(CFG).apply_rotary_pos_emb(q, k, c, s * float("inf"), from_cos_sin=False), r"^sin: holds non-finite values"),
+        ("recovered from meta cos", lambda q, k, c, s: posenc.Rope(CFG).apply_rotary_pos_emb(q, k, torch.zeros(1, S, D, device="meta"), s, from_cos_sin=False), r"^cos: tensor is on device meta"),
+        ("recovered from narrow cos", lambda q, k, c, s: posenc.Rope(CFG).apply_rotary_pos_emb(q, k, c[..., :32], s[..., :32], from_cos_sin=False), r"^cos: shape \[1, 5, 32\] is not \[batch, seq, 64\]")]:
+    def _f(rope, _call=_call):
+        q, k, c, s = _hf(rope)
+        return (lambda: _call(q, k, c, s)), None, None, [q, k, c, s]
+    case(f"hf {_name}", ValueError, _pat)(_f)
+
+
+def _hf_out(rope, make):
+    q, k, c, s = _hf(rope)
+    q, k, c, s = (t.numpy() for t in (q, k, c, s))
+    qo, ko = make(q, k, c, s)
+    bufs = [q, k, c, s] + [b for b in (qo, ko) if isinstance(b, np.ndarray) and b.flags.c_contiguous]
+    return (lambda: hf.apply_cos_sin(q, k, c, s, out=(qo, ko))), None, None, bufs
+
+
+for _name, _make, _pat in [
+        ("read-only q_out", lambda q, k, c, s: (ro(np.zeros_like(q)), np.zeros_like(k)), r"^q_out: array is read-only"),
+        ("read-only broadcast k_out", lambda q, k, c, s: (np.zeros_like(q), np.broadcast_to(np.zeros(D, np.float32), k.shape)), r"^k_out: array is read-only"),
+        ("k_out is q_out", lambda q, k, c, s: (lambda o: (o, o[:, :KV]))(np.zeros_like(q)), r"^k_out: overlaps q_out"),
+        ("q_out over k", lambda q, k, c, s: (k.reshape(-1)[:0].base.reshape(-1)[:q.size].reshape(q.shape) if False else np.zeros_like(q), q[:, :KV]), r"^k_out: overlaps q"),
+        ("q_out over cos", lambda q, k, c, s: (np.zeros_like(q), np.zeros_like(k)) if False else (np.zeros_like(q), ast(c, k.shape, (0, 0, c.strides[1], 4))), r"^k_out: (overlaps cos|an axis of extent)")]:
+    def _f(rope, _make=_make):
+        return _hf_out(rope, _make)
+    case(f"hf out {_name}", ValueError, _pat)(_f)
+
+
+@case("hf out shifted against q", ValueError, r"^q_out: partly overlaps q")
+def _(rope):
+    q, k, c, s = _hf(rope)
+    buf = torch.from_numpy(rnd(q.numel() + 1))
+    ko = torch.zeros_like(k)
+    qin, qo = buf[:-1].view(q.shape), buf[1:].view(q.shape)
+    return (lambda: hf.apply_cos_sin(qin, k, c, s, out=(qo, ko))), None, None, [buf, ko, k]
+
+
+@case("hf out requires grad", ValueError, r"^q_out: tensor requires grad")
+def _(rope):
+    q, k, c, s = _hf(rope)
+    qo, ko = torch.zeros_like(q).requires_grad_(), torch.zeros_like(k)
+    return (lambda: hf.apply_cos_sin(q, k, c, s, out=(qo, ko))), None, None, [qo, ko, q, k]
+
+
+# absolute and relative schemes
+_tab = np.zeros((32, 4), np.float32)
+for _name, _call, _exc, _pat in [
+        ("sinusoidal d_model 2^40", lambda: posenc.sinusoidal_table(np.arange(3), 2 ** 40), ValueError, r"^positions x d_model: 3 x 1099511627776 = \d+ elements is more than posenc builds at once"),
+        ("sinusoidal d_model 2^70", lambda: posenc.sinusoidal_table(np.arange(3), 2 ** 70), ValueError, r"^d_model: "),
+        ("sinusoidal d_model float", lambda: posenc.sinusoidal_table(np.arange(3), 8.7), TypeError, r"^d_model: 8.7 \(float\)"),
+        ("sinusoidal d_model odd", lambda: posenc.sinusoidal_table(np.arange(3), 7), ValueError, r"d_model 7 must be even and positive"),
+        ("sinusoidal position negative", lambda: posenc.sinusoidal_table(np.array([-1]), 8), ValueError, r"position -1 at index 0 is negative"),
+        ("sinusoidal positions float", lambda: posenc.sinusoidal_table(np.array([1.5]), 8), ValueError, r"^positions: dtype float64"),
+        ("sinusoidal base nan", lambda: posenc.sinusoidal_table(np.arange(3), 8, base=float("nan")), ValueError, r"base nan must be finite and positive"),
+        ("alibi_slopes 2^40 heads", lambda: posenc.alibi_slopes(2 ** 40), ValueError, r"num_heads 1099511627776 must be in \[1, 2\^20\]"),
+        ("alibi_slopes heads float", lambda: posenc.alibi_slopes(8.5), TypeError, r"^num_heads: 8.5"),
+        ("alibi_slopes variant", lambda: posenc.alibi_slopes(8, "x"), ValueError, r"^variant 'x'"),
+        ("alibi_bias 2^20 x 2^20", lambda: posenc.alibi_bias([1.0], 2 ** 20, 2 ** 20), ValueError, r"^heads x query_length x key_length: 1 x 1048576 x 1048576 = \d+ elements"),
+        ("alibi_bias negative length", lambda: posenc.alibi_bias([1.0], -1, 3), ValueError, r"^query_length: -1 is outside"),
+        ("alibi_bias offset past 2^62", lambda: posenc.alibi_bias([1.0], 2, 3, query_offset=2 ** 63 - 1), ValueError, r"^query_offset: 9223372036854775807 is outside"),
+        ("alibi_bias NaN slope", lambda: posenc.alibi_bias([float("nan")], 2, 3), ValueError, r"^slopes: value nan at index 0 is not finite"),
+        ("alibi_bias string slope", lambda: posenc.alibi_bias(["a"], 2, 3), ValueError, r"^slopes: dtype <U1 is not a real number type"),
+        ("alibi_bias complex slope", lambda: posenc.alibi_bias(np.array([1j]), 2, 3), ValueError, r"^slopes: dtype complex128"),
+        ("alibi_bias 2-d slopes", lambda: posenc.alibi_bias(np.ones((2, 2)), 2, 3), ValueError, r"^slopes: shape \[2, 2\] is not 1-d"),
+        ("alibi_bias no slopes", lambda: posenc.alibi_bias([], 2, 3), ValueError, r"no slopes"),
+        ("t5_buckets num_buckets 3", lambda: posenc.t5_buckets(np.arange(3), num_buckets=3), ValueError, r"num_buckets 3 must be even and >= 4"),
+        ("t5_buckets max_distance 0", lambda: posenc.t5_buckets(np.arange(3), max_distance=0), ValueError, r"max_distance 0 must exceed max_exact 8"),
+        ("t5_buckets float", lambda: posenc.t5_buckets(np.array([1.5])), ValueError, r"^relative_positions: dtype float64"),
+        ("t5_buckets num_buckets float", lambda: posenc.t5_buckets(np.arange(3), num_buckets=32.5), TypeError, r"^num_buckets: 32.5"),
+        ("t5_bias 2^20 x 2^20", lambda: posenc.t5_bias(_tab, 2 ** 20, 2 ** 20), ValueError, r"^heads x query_length x key_length: 4 x 1048576 x 1048576"),
+        ("t5_bias 2^31 x 2^31", lambda: posenc.t5_bias(_tab, 2 ** 31, 2 ** 31), ValueError, r"^heads x query_length x key_length"),
+        ("t5_bias negative length", lambda: posenc.t5_bias(_tab, 2, -3), ValueError, r"^key_length: -3 is outside"),
+        ("t5_bias table rows", lambda: posenc.t5_bias(np.zeros((31, 4), np.float32), 2, 3), ValueError, r"got float32 \[31, 4\]"),
+        ("t5_bias table 1-d", lambda: posenc.t5_bias(np.zeros(32, np.float32), 2, 3), ValueError, r"^table: shape \[32\] is not \[num_buckets, heads\]"),
+        ("t5_bias table float64", lambda: posenc.t5_bias(np.zeros((32, 4)), 2, 3), ValueError, r"^table: dtype float64 is not float32"),
+        ("t5_bias table stride-0 2^40 heads", lambda: posenc.t5_bias(ast(np.zeros(1, np.float32), (32, 2 ** 40), (0, 0)), 2, 3), ValueError, r"^table: 32 x 1099511627776 = \d+ elements"),
+        ("t5_bias table meta", lambda: posenc.t5_bias(torch.zeros(32, 4, device="meta"), 2, 3), ValueError, r"^table: tensor is on device meta"),
+        ("shaw 2^20 x 2^20", lambda: posenc.shaw_indices(2 ** 20, 2 ** 20, 4), ValueError, r"^query_length x key_length: 1048576 x 1048576"),
+        ("shaw negative length", lambda: posenc.shaw_indices(-1, 2, 4), ValueError, r"^query_length: -1 is outside"),
+        ("shaw negative k", lambda: posenc.shaw_indices(2, 2, -4), ValueError, r"^max_relative_position: -4 is outside"),
+        ("shaw k 2^63-1", lambda: posenc.shaw_indices(2, 2, 2 ** 63 - 1), ValueError, r"^max_relative_position: 9223372036854775807 is outside"),
+        ("shaw offset -2^63", lambda: posenc.shaw_indices(2, 2, 4, query_offset=-2 ** 63), ValueError, r"^query_offset: -9223372036854775808 is outside"),
+        # vision-language position rows
+        ("text_vision negative text", lambda: posenc.text_vision_positions([-3]), ValueError, r"^span 0: text tokens = -3 is negative"),
+        ("text_vision 2^62 text", lambda: posenc.text_vision_positions([2 ** 62]), ValueError, r"^span 0: the layout is more than 16777216 tokens"),
+        ("text_vision 2^70 text", lambda: posenc.text_vision_positions([2 ** 70]), ValueError, r"^span 0: text tokens: "),
+        ("text_vision huge grid", lambda: posenc.text_vision_positions([{"type": "image", "grid_thw": [2 ** 20] * 3}]), ValueError, r"^span 0: grid 1048576 x 1048576 x 1048576 is more than"),
+        ("text_vision grid 2^70", lambda: posenc.text_vision_positions([{"type": "image", "grid_thw": [1, 2 ** 70, 4]}]), ValueError, r"^span 0: grid_thw\[1\]: "),
+        ("text_vision grid float", lambda: posenc.text_vision_positions([{"type": "image", "grid_thw": [1, 4.5, 4]}]), TypeError, r"^span 0: grid_thw\[1\]: 4.5 \(float\)"),
+        ("text_vision grid string", lambda: posenc.text_vision_positions([{"type": "image", "grid_thw": "abc"}]), ValueError, r"^span 0: grid_thw 'abc' is not \[t, h, w\]"),
+        ("text_vision grid odd", lambda: posenc.text_vision_positions([{"type": "image", "grid_thw": [1, 3, 3]}]), ValueError, r"^span 0: grid h 3 x w 3 is not a multiple"),
+        ("text_vision grid zero", lambda: posenc.text_vision_positions([{"type": "image", "grid_thw": [0, 4, 4]}]), ValueError, r"^span 0: grid 0 x 4 x 4 has a side < 1"),
+        ("text_vision text without tokens", lambda: posenc.text_vision_positions([3, {"type": "text"}]), ValueError, r"^span 1: a text span without 'tokens'"),
+        ("text_vision tokens float", lambda: posenc.text_vision_positions([{"type": "text", "tokens": 2.5}]), TypeError, r"^span 0: tokens: 2.5"),
+        ("text_vision merge 0", lambda: posenc.text_vision_positions([3], 0), ValueError, r"spatial_merge_size = 0 must be >= 1"),
+        ("text_vision start 2^62", lambda: posenc.text_vision_positions([3], start=2 ** 62), ValueError, r"start position 4611686018427387904 is outside"),
+        ("text_vision tokens_per_second nan", lambda: posenc.text_vision_positions([{"type": "video", "grid_thw": [2, 4, 4]}], tokens_per_second=float("nan")), ValueError, r"tokens_per_second = nan is not finite"),
+        ("text_vision second_per_grid_t string", lambda: posenc.text_vision_positions([{"type": "video", "grid_thw": [2, 4, 4], "second_per_grid_t": "x"}], tokens_per_second=2), TypeError, r"^span 0: second_per_grid_t: 'x' \(str\) is not a number"),
+        ("text_vision layout an int", lambda: posenc.text_vision_positions(5), TypeError, r"^layout: int is not a sequence of spans"),
+        ("text_vision span bool", lambda: posenc.text_vision_positions([True]), ValueError, r"^span 0: True is neither"),
+        ("vision_patch huge", lambda: posenc.vision_patch_positions([1, 2 ** 16, 2 ** 16]), ValueError, r"grid 1 x 65536 x 65536 is more than 16777216 tokens"),
+        ("vision_patch negative", lambda: posenc.vision_patch_positions([1, -4, 4]), ValueError, r"grid 1 x -4 x 4 has a side < 1"),
+        ("vision_patch two sides", lambda: posenc.vision_patch_positions([4, 4]), ValueError, r"^grid_thw \[4, 4\] is not \[t, h, w\]"),
+        ("vision_patch float", lambda: posenc.vision_patch_positions([1, 4.5, 4]), TypeError, r"^grid_thw\[1\]: 4.5"),
+        ("vision_patch 2^70", lambda: posenc.vision_patch_positions([1, 2 ** 70, 4]), ValueError, r"^grid_thw\[1\]: "),
+        ("vision_patch None", lambda: posenc.vision_patch_positions(None), ValueError, r"^grid_thw None is not"),
+        ("vision_patch merge 0", lambda: posenc.vision_patch_positions([1, 4, 4], 0), ValueError, r"spatial_merge_size = 0"),
+        # context-parallel shards
+        ("cp cp_size 0", lambda: cp.shard([10], 0, 0), ValueError, r"^cp_size: 0 \(expected >= 1\)"),
+        ("cp cp_size 2^62", lambda: cp.shard([10], 2 ** 62, 0), ValueError, r"^cp_size: 4611686018427387904 is beyond 2\^31"),
+        ("cp cp_size bool", lambda: cp.shard([10], True, 0), TypeError, r"^cp_size: True is a bool"),
+        ("cp rank negative", lambda: cp.shard([10], 2, -1), ValueError, r"^rank: -1 is outside \[0, 2\)"),
+        ("cp rank float", lambda: cp.shard([10], 2, 0.5), TypeError, r"^rank: 0.5 \(float\)"),
+        ("cp seq negative", lambda: cp.shard([-10], 2, 0), ValueError, r"^seq_len: -10 is negative"),
+        ("cp seq 2^40", lambda: cp.shard([2 ** 40], 2, 0), ValueError, r"^seq_len: 1099511627776 is beyond 2\^31"),
+        ("cp seq float", lambda: cp.shard([10.7], 2, 0), TypeError, r"^seq_lens\[0\]: 10.7 \(float\)"),
+        ("cp seq string", lambda: cp.shard(["a"], 2, 0), TypeError, r"^seq_lens\[0\]: 'a' \(str\)"),
+        ("cp seq_lens an int", lambda: cp.shard(10, 2, 0), TypeError, r"^seq_lens: int is not a sequence"),
+        ("cp split with no sequences", lambda: cp.shard([], 2, 0, "x"), ValueError, r"^split: 'x' \(expected zigzag or contiguous\)"),
+        ("cp padded_length float", lambda: cp.padded_length(10.5, 2), TypeError, r"^seq_len: 10.5"),
+        ("cp padded_length cp string", lambda: cp.padded_length(10, "2"), TypeError, r"^cp_size: '2' \(str\)")]:
+    def _f(rope, _call=_call):
+        return _call, None, None, []
+    case(_name, _exc, _pat)(_f)
+
+
+@pytest.mark.parametrize("factory,exc,pattern", CASES)
+def test_hostile_input_is_refused_by_name(rope, factory, exc, pattern):
+    call, _, _, buffers = factory(rope)
+    refuses(call, exc, pattern, *buffers)
+
+
+def test_case_table_covers_the_api():
+    """Every public entry point that takes tensors, arrays or integers has cases here."""
+    names = " ".join(p.id for p in CASES)
+    for entry in ("apply positions", "apply out", "apply_qk", "cos_sin", "frequencies", "Rope config", "Rope max_positions",
+                  "apply_layer", "apply_multi_axis", "attn_temperature_scales", "apply_kv_cache", "split_qkv", "hf out",
+                  "hf position_ids", "hf recovered", "sinusoidal", "alibi_slopes", "alibi_bias", "t5_buckets", "t5_bias",
+                  "shaw", "text_vision", "vision_patch", "cp ", "from_ggml"):
+        assert entry in names, entry
+    assert len(CASES) >= 200, len(CASES)
+
+
+# ---- what is accepted stays correct --------------------------------------------------------------
+
+
+def test_edge_inputs_that_are_valid(rope):
+    """Zero-size arrays are no-ops (their strides mean nothing), a scalar position is one token, fused
+    QKV views rotate in place through apply_qk and apply_kv_cache (q and k interleave in every row
+    without sharing an element), and a huge max_position_embeddings builds a bounded table."""
+    for shape in ((0, H, D), (T, 0, D), (0, H, 2, D)):
+        x = rnd(*shape)
+        assert rope.apply(x, np.arange(shape[-3] if len(shape) == 3 else 2)).shape == shape
+    c, s = rope.cos_sin(3)
+    c2, s2 = rope.cos_sin([3])
+    assert np.array_equal(c, c2) and np.array_equal(s, s2)
+    qkv = rnd(T, (H + 2 * KV) * D)
+    q, k, v = posenc.split_qkv(qkv, H, KV, D)
+    q_ref, k_ref = q.copy(), k.copy()
+    rope.apply(q_ref, np.arange(T))
+    rope.apply(k_ref, np.arange(T))
+    rope.apply_qk(q, k, np.arange(T))
+    assert np.array_equal(q, q_ref) and np.array_equal(k, k_ref)
+    shard = cp.shard([7, 0, 5], 2, 1, "zigzag")
+    assert shard.positions.dtype == np.int64 and shard.positions.shape == shard.valid.shape
+
+
+# ---- seeded fuzz: one property of a valid call mutated at a time ---------------------------------
+
+def _np_rotate(x, pos, rope):
+    """float64 numpy RoPE (half pairing, the whole head rotated) with the kernel's float32 cos/sin."""
+    c, s = rope.cos_sin(np.asarray(pos, np.int64))
+    c, s = c.astype(np.float64)[:, None, :], s.astype(np.float64)[:, None, :]
+    x = np.asarray(x, np.float64)
+    h = x.shape[-1] // 2
+    a, b = x[..., :h], x[..., h:]
+    return np.concatenate([a * c - b * s, b * c + a * s], -1)
+
+
+MUTATIONS = {  # per entry point: the properties its fuzz changes ("none": the valid call itself)
+    "apply": ["none", "dtype_x", "dtype_pos", "ndim_x", "zero_dim", "pos_len", "pos_neg", "pos_huge", "pos_float",
+              "stride0", "neg_stride", "head_stride", "readonly_out", "out_shift", "out_dtype", "oob_strides",
+              "noncontig_heads", "torch", "torch_grad", "f16"],
+    "kv": ["none", "slot_dup", "slot_oob", "layer", "cache_dtype", "cache_alias", "kv_shape", "pos_neg", "readonly_out",
+           "out_shift"],
+    "hf": ["none", "hf_out_alias", "hf_cos_dtype", "torch_grad", "pos_len"]}
+
+
+def _fuzz_apply(rng, rope, m):
+    """(call, buffers, check) for Rope.apply with mutation m."""
+    t = int(rng.integers(1, 7))
+    x = rnd(t + 1, H, D, seed=int(rng.integers(1 << 30)))
+    pos = rng.integers(0, 3000, t)
+    xin, out = x[:t], None
+    if m == "dtype_x":
+        xin = xin.astype([np.float64, np.int32, np.complex64, np.bool_][int(rng.integers(4))])
+    elif m == "dtype_pos":
+        pos = pos.astype([np.float32, np.bool_, np.uint64, object][int(rng.integers(4))])
+    elif m == "ndim_x":
+        xin = xin.reshape((1,) * int(rng.integers(1, 3)) + xin.shape) if rng.integers(2) else xin[0]
+    elif m == "zero_dim":
+        xin = xin[:, :0] if rng.integers(2) else xin[:0]
+        pos = pos[:xin.shape[0]]
+    elif m == "pos_len":
+        pos = rng.integers(0, 10, t + int(rng.choice([-1, 1])))
+    elif m == "pos_neg":
+        pos[int(rng.integers(t))] = -int(rng.integers(1, 1 << 40))
+    elif m == "pos_huge":
+        pos[int(rng.integers(t))] = int(rng.choice([1 << 31, 1 << 62, (1 << 63) - 1]))
+    elif m == "pos_float":
+        pos = pos + 0.5
+    elif m == "stride0":
+        xin = ast(x, (t, H, D), (0, x.strides[1], 4) if rng.integers(2) else (x.strides[0], 0, 4))
+    elif m == "neg_stride":
+        xin = x[t - 1::-1] if t > 1 else x[:1, ::-1]
+    elif m == "head_stride":
+        xin = ast(x, (t, H, D), (x.strides[0], 4 * int(rng.integers(1, D)), 4))
+    elif m == "readonly_out":
+        out = ro(rnd(t, H, D))
+    elif m == "out_shift":
+        out = x[1:t + 1]
+    elif m == "out_dtype":
+        out = rnd(t, H, D, dtype=np.float16)
+    elif m == "oob_strides":
+        xin = ast(x, (t, H, D), (x.strides[0] * int(rng.integers(2, 1 << 20)), x.strides[1], 4))
+    elif m == "noncontig_heads":
+        big = rnd(t, 2 * H, D)
+        xin = big[:, ::2]
+        x = big
+    elif m == "torch":
+        xin = torch.from_numpy(x[:t].copy()).transpose(0, 1).contiguous().transpose(0, 1)
+        x = xin
+    elif m == "torch_grad":
+        xin = torch.from_numpy(x[:t].copy()).requires_grad_()
+        x = xin
+    elif m == "f16":
+        xin = x[:t].astype(np.float16)
+        x = xin
+    else:  # out of place into a fresh out
+        out = np.zeros((t, H, D), np.float32) if rng.integers(2) else None
+    ref = None  # the input's values, for the check of a call that succeeds
+    if isinstance(xin, torch.Tensor) and not xin.requires_grad:
+        ref = xin.numpy().copy()
+    elif isinstance(xin, np.ndarray) and xin.dtype in (np.float32, np.float16) and (m != "oob_strides" or t == 1):
+        ref = xin.copy()
+
+    def call():
+        return rope.apply(xin, pos, out=out)
+
+    def check(res):
+        got = res.detach().numpy() if isinstance(res, torch.Tensor) else np.asarray(res)
+        if got.size == 0:
+            return
+        assert ref is not None, m
+        want = rope.apply(np.ascontiguousarray(ref.astype(got.dtype)), pos)  # the same kernel on a contiguous copy
+        assert np.array_equal(got, want), m
+        tol = 4e-3 if got.dtype == np.float16 else 2e-5
+        np.testing.assert_allclose(got.astype(np.float64), _np_rotate(ref.astype(got.dtype), pos, rope),
+                                   atol=tol * max(1.0, float(np.abs(ref).max())), rtol=0)
+    bufs = [b for b in (x, out) if isinstance(b, (np.ndarray, torch.Tensor))]
+    return call, bufs, check
+
+
+def _fuzz_kv(rng, rope, m):
+    t = int(rng.integers(1, 5))  # (q_out over the 2048-element cache: at most 4 tokens)
+    qkv = rnd(t, (H + 2 * KV) * D, seed=int(rng.integers(1 << 30)))
+    q, k, v = posenc.split_qkv(qkv, H, KV, D)
+    pos = rng.integers(0, 3000, t)
+    slots = rng.permutation(8)[:t]
+    kc, vc = np.zeros((2, 8, KV, D), np.float32), np.zeros((2, 8, KV, D), np.float32)
+    layer, q_out = int(rng.integers(2)), None
+    if m == "slot_dup" and t > 1:
+        slots[-1] = slots[0]
+    elif m == "slot_oob":
+        slots[int(rng.integers(t))] = int(rng.choice([8, -1, 1 << 62]))
+    elif m == "layer":
+        layer = [2, -1, 1 << 63, 1.0, "0"][int(rng.integers(5))]
+    elif m == "cache_dtype":
+        kc = kc.astype([np.float64, np.int16, np.float16][int(rng.integers(3))])
+    elif m == "cache_alias":
+        if rng.integers(2):
+            vc = kc
+        else:
+            q_out = kc.reshape(-1)[:t * H * D].reshape(t, H, D)
+    elif m == "kv_shape":
+        v = rnd(t + 1, KV, D)
+    elif m == "pos_neg":
+        pos[0] = -1
+    elif m == "readonly_out":
+        q_out = ro(np.zeros((t, H, D), np.float32))
+    elif m == "out_shift":
+        q_out = qkv.reshape(-1)[1:1 + t * H * D].reshape(t, H, D)
+
+    def call():
+        return rope.apply_kv_cache(q, k, v, pos, slots, kc, vc, q_out=q_out, layer=layer)
+
+    q0, k0, v0 = q.copy(), k.copy(), v.copy()
+
+    def check(res):
+        q_ref, k_ref = q0.copy(), k0.copy()
+        rope.apply_qk(q_ref, k_ref, pos)
+        assert np.array_equal(res, q_ref), m
+        assert np.array_equal(kc[layer, slots], k_ref) and np.array_equal(vc[layer, slots], v0), m
+        np.testing.assert_allclose(res, _np_rotate(q0, pos, rope), atol=2e-5 * float(np.abs(q0).max()), rtol=0)
+    bufs = [b for b in (qkv, kc, vc, q_out) if isinstance(b, np.ndarray)]
+    return call, bufs, check
+
+
+def _fuzz_hf(rng, rope, m):
+    s_len = int(rng.integers(1, 6))
+    q = torch.from_numpy(rnd(2, H, s_len, D, seed=int(rng.integers(1 << 30))))
+    k = torch.from_numpy(rnd(2, KV, s_len, D, seed=int(rng.integers(1 << 30))))
+    c, s = rope.cos_sin(np.arange(s_len))
+    c = torch.from_numpy(np.concatenate([c, c], -1)[None])
+    s = torch.from_numpy(np.concatenate([s, s], -1)[None])
+    out = (torch.zeros_like(q), torch.zeros_like(k)) if rng.integers(2) else None
+    if m == "hf_out_alias":
+        out = [(q, torch.zeros_like(k)), (torch.zeros_like(q), q[:, :KV]), (c.expand(2, s_len, D)[:, None].expand(2, H, s_len, D), torch.zeros_like(k))][int(rng.integers(3))]
+        if out[0] is q:  # q in place, k into a fresh tensor: valid
+            pass
+    elif m == "hf_cos_dtype":
+        c = c.to([torch.float64, torch.float16, torch.int32][int(rng.integers(3))])
+    elif m == "torch_grad":
+        q = q.requires_grad_()
+    elif m == "pos_len":
+        c, s = c[:, :max(s_len - 1, 0)], s[:, :max(s_len - 1, 0)]
+    q0, k0 = q.detach().clone(), k.clone()
+
+    def call():
+        return hf.apply_cos_sin(q, k, c, s, out=out)
+
+    def check(res):
+        want_q = _np_rotate(q0.numpy().transpose(0, 2, 1, 3).reshape(-1, H, D), np.tile(np.arange(s_len), 2), rope)
+        got = res[0].detach().numpy().transpose(0, 2, 1, 3).reshape(-1, H, D)
+        np.testing.assert_allclose(got, want_q, atol=2e-5 * float(q0.abs().max()), rtol=0)
+        hf_q = q0 * c[:, None] + torch.cat([-q0[..., D // 2:], q0[..., :D // 2]], -1) * s[:, None]
+        assert torch.equal(res[0].detach(), hf_q), m  # HF's formula, bit for bit
+    bufs = [b for b in (k, c, s) + (tuple(out) if out else ())]
+    if not q.requires_grad:
+        bufs.append(q)
+    return call, bufs, check
+
+
+def test_fuzz_one_mutation_at_a_time(rope):
+    rng = np.random.default_rng(20261201)
+    outcomes = {"ok": 0, "refused": 0}
+    for i in range(360):
+        kind = ("apply", "kv", "hf")[i % 3]
+        maker = {"apply": _fuzz_apply, "kv": _fuzz_kv, "hf": _fuzz_hf}[kind]
+        m = MUTATIONS[kind][int(rng.integers(len(MUTATIONS[kind])))]
+        call, bufs, check = maker(rng, rope, m)
+        before = [snap(b) for b in bufs]
+        try:
+            res = call()
+        except (ValueError, TypeError) as e:
+            msg = str(e)
+            assert msg and "\n" not in msg.strip(), (i, m, msg)
+            assert ":" in msg, (i, m, msg)  # "<argument>: what is wrong"
+            for j, (b, sn) in enumerate(zip(bufs, before)):
+                assert same(b, sn), f"case {i} ({maker.__name__}, {m}): buffer {j} written before '{msg}'"
+            outcomes["refused"] += 1
+            continue
+        check(res)
+        outcomes["ok"] += 1
+    assert outcomes["ok"] >= 60 and outcomes["refused"] >= 100, outcomes
