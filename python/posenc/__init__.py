@@ -475,7 +475,7 @@ class Rope:
         rows = [p] * len(views) if p.ndim == 2 else [np.ascontiguousarray(p[b]) for b in range(p.shape[0])]
         if len(rows) != len(views) or any(r.ndim != 2 or r.shape[1] != tokens for r in rows):
             raise ValueError(f"positions: shape {list(p.shape)} is not [components, {tokens}] per batch element")
-        seq_len = self._fixed_seq_len or max(int(r.max()) + 1 for r in rows)
+        seq_len = self._fixed_seq_len or max((int(r.max()) + 1 for r in rows if r.size), default=1)
         self.scheme._s.apply_multi_axis(seq_len, views, [r.reshape(-1) for r in rows], self.precision, "x")
         return x
 
@@ -547,6 +547,8 @@ class Model:
 
     def tensor(self, name: str) -> np.ndarray:
         """A read-only numpy view of a float32 / float16 tensor in the file (bfloat16: its uint16 bits)."""
+        if not isinstance(name, str):
+            raise TypeError(f"name: {name!r} ({type(name).__name__}) is not a tensor name (str)")
         return self._m.tensor_array(name)
 
     def token_embedding(self) -> np.ndarray:
@@ -559,11 +561,16 @@ class Model:
     def embed(self, ids: Any, *, multiplier: float = 1.0, out_dtype: str = "float32") -> np.ndarray:
         """Rows of the token table for `ids` (any stored type, ggml blocks dequantized), times
         `multiplier` (Gemma: sqrt(d_model)): [len(ids), d_model] float32 (or bfloat16 bits as uint16)."""
-        return self._m.lookup(_ids(ids), False, float(multiplier), out_dtype)
+        return self._m.lookup(self._lookup_ids(ids, "ids"), False, _real(multiplier, "multiplier"), out_dtype)
 
     def positions(self, positions: Any) -> np.ndarray:
         """Rows of the learned position table (GPT-2's wpe) for `positions`."""
-        return self._m.lookup(_ids(positions), True, 1.0, "float32")
+        return self._m.lookup(self._lookup_ids(positions, "positions"), True, 1.0, "float32")
+
+    def _lookup_ids(self, ids: Any, name: str) -> np.ndarray:
+        a = _tensors.int_array(ids, name)
+        _tensors.check_built_size(f"{name} x d_model", (a.size, max(int(self.d_model), 1)), 1 << 31)  # before any copy
+        return _tensors.to_int64(a.reshape(-1), name)
 
     def scheme(self, **options: Any) -> Scheme:
         """The model's positional scheme (Scheme.from_model)."""

@@ -14,6 +14,7 @@ import pytest
 import torch
 
 import posenc
+from conftest import DATA, need
 from posenc import cp, hf
 
 CFG = {"hidden_size": 512, "num_attention_heads": 8, "num_key_value_heads": 2, "max_position_embeddings": 2048,
@@ -515,6 +516,50 @@ for _name, _call, _exc, _pat in [
     case(_name, _exc, _pat)(_f)
 
 
+# multi-axis RoPE (Qwen2-VL's M-RoPE)
+QWEN2_VL = {"model_type": "qwen2_vl", "hidden_size": 1536, "num_attention_heads": 12, "num_key_value_heads": 2,
+            "max_position_embeddings": 32768, "rope_theta": 1000000.0,
+            "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]}}
+for _name, _pos, _mkx, _pat in [
+        ("two components", np.zeros((2, T), np.int64), None, r"8 positions for 3 components x 4 tokens of x"),
+        ("1-d", np.zeros(T, np.int64), None, r"^positions: shape \[4\] is not \[components, 4\]"),
+        ("negative", -np.ones((3, T), np.int64), None, r"position \[0, 0\] = -1 is outside \[0, 2\^31\)"),
+        ("2^62", np.full((3, T), 2 ** 62, np.int64), None, r"= 4611686018427387904 is outside"),
+        ("uint64 past int64", np.full((3, T), 2 ** 63 + 1, np.uint64), None, r"^positions: value 9223372036854775809 at index 0 is beyond int64"),
+        ("float", np.zeros((3, T)), None, r"^positions: dtype float64"),
+        ("batch mismatch", np.zeros((3, 3, T), np.int64), lambda: rnd(2, 12, T, 128), r"^positions: shape \[3, 3, 4\] is not \[components, 4\]"),
+        ("x read-only", np.zeros((3, T), np.int64), lambda: ro(rnd(T, 12, 128)), r"^x: array is read-only"),
+        ("x float64", np.zeros((3, T), np.int64), lambda: rnd(T, 12, 128, dtype=np.float64), r"^x: dtype float64"),
+        ("x stride-0 tokens", np.zeros((3, T), np.int64), lambda: ast(rnd(1, 12, 128), (T, 12, 128), (0, 512, 4)), r"^x: an axis of extent 4 has stride 0")]:
+    def _f(rope, _pos=_pos, _mkx=_mkx):
+        x = _mkx() if _mkx else rnd(T, 12, 128)
+        r = posenc.Rope(QWEN2_VL)
+        return (lambda: r.apply_multi_axis(x, _pos)), None, None, [x] if x.strides[0] else []
+    case(f"apply_multi_axis {_name}", ValueError, _pat)(_f)
+
+
+def test_model_lookups_refuse_hostile_ids():
+    path = need(DATA / "models" / "stories260K" / "stories260K.bin", "stories260K model")
+    m = posenc.Model(path)
+    for ids, exc, pat in [
+            (np.array([2 ** 63 + 1], np.uint64), ValueError, r"^ids: value 9223372036854775809 at index 0 is beyond int64"),
+            ([2 ** 62], ValueError, r"token id 4611686018427387904 at index 0 is outside the vocabulary \[0, 512\)"),
+            ([-1], ValueError, r"token id -1 at index 0 is outside the vocabulary"),
+            ([1.5], ValueError, r"^ids: dtype float64"),
+            ([[1], [1, 2]], ValueError, r"^ids: not an array of integers"),
+            (torch.zeros(2, dtype=torch.int64, device="meta"), ValueError, r"^ids: tensor is on device meta"),
+            (ast(np.zeros(1, np.int64), (2 ** 40,), (0,)), ValueError, r"^ids x d_model: 1099511627776 x 64 = \d+ elements is more than")]:
+        refuses(lambda: m.embed(ids), exc, pat)
+    refuses(lambda: m.embed([1], multiplier="x"), TypeError, r"^multiplier: 'x' \(str\) is not a number")
+    refuses(lambda: m.embed([1], multiplier=float("nan")), ValueError, r"multiplier nan is not finite")
+    refuses(lambda: m.embed([1], out_dtype="int8"), ValueError, r"output dtype int8")
+    refuses(lambda: m.tensor(5), TypeError, r"^name: 5 \(int\) is not a tensor name")
+    refuses(lambda: m.tensor("nope"), OSError, r"no tensor named 'nope'")
+    refuses(lambda: m.positions([0]), OSError, r"no learned position table")
+    refuses(lambda: posenc.Model("/nonexistent/model"), OSError, r"no such file or folder")
+    assert m.embed(np.array([3], np.uint8)).shape == (1, 64)
+
+
 @pytest.mark.parametrize("factory,exc,pattern", CASES)
 def test_hostile_input_is_refused_by_name(rope, factory, exc, pattern):
     call, _, _, buffers = factory(rope)
@@ -527,7 +572,7 @@ def test_case_table_covers_the_api():
     for entry in ("apply positions", "apply out", "apply_qk", "cos_sin", "frequencies", "Rope config", "Rope max_positions",
                   "apply_layer", "apply_multi_axis", "attn_temperature_scales", "apply_kv_cache", "split_qkv", "hf out",
                   "hf position_ids", "hf recovered", "sinusoidal", "alibi_slopes", "alibi_bias", "t5_buckets", "t5_bias",
-                  "shaw", "text_vision", "vision_patch", "cp ", "from_ggml"):
+                  "shaw", "text_vision", "vision_patch", "cp ", "from_ggml", "apply_multi_axis negative"):
         assert entry in names, entry
     assert len(CASES) >= 200, len(CASES)
 
