@@ -85,6 +85,8 @@ def describe(x: Any, name: str, writable: bool) -> Tuple[int, str, Tuple[int, ..
         dt = _torch_dtype_name(torch, x.dtype)
         if dt is None:
             raise ValueError(f"{name}: dtype {x.dtype} is not float32, float16 or bfloat16")
+        if x.layout != torch.strided:
+            raise ValueError(f"{name}: tensor has no dense memory (layout {x.layout}); posenc needs a strided CPU tensor")
         if writable and x.requires_grad and torch.is_grad_enabled():
             raise ValueError(f"{name}: tensor requires grad; posenc writes it outside autograd "
                              "(use torch.no_grad() or detach it)")

@@ -44,6 +44,8 @@ def _desc(x: Any, name: str, writable: bool = False) -> Tuple[int, str, Any, Any
         dt = _TORCH_DTYPES.get(x.dtype)
         if dt is None:
             raise ValueError(f"{name}: dtype {x.dtype} is not float32, float16 or bfloat16")
+        if x.is_sparse:
+            raise ValueError(f"{name}: tensor has no dense memory (layout {x.layout}); posenc needs a strided CPU tensor")
         if writable:
             if x.requires_grad and _TORCH_DTYPES["grad_enabled"]():
                 raise ValueError(f"{name}: tensor requires grad; posenc writes it outside autograd "
@@ -211,13 +213,15 @@ def apply_cos_sin(q: Any, k: Any, cos: Any, sin: Any, unsqueeze_dim: int = 1,
         # torch tensors, the model's case: descriptors read in C++ (_posenc.apply_cos_sin_torch)
         _refuse_grad(q, "q")
         _refuse_grad(k, "k")
+        _refuse_grad(cos, "cos")  # (HF's q * cos carries cos's gradient too)
+        _refuse_grad(sin, "sin")
         q_out, k_out = _torch_empty_like(q), _torch_empty_like(k)
         _posenc.apply_cos_sin_torch(pairing, q, k, q_out, k_out, cos, sin, unsqueeze_dim)
         return q_out, k_out
     if type(q) is not tensor:  # DLPack objects: zero-copy torch/numpy views
         q, k, cos, sin = (_tensors.as_tensor(x, n) for x, n in ((q, "q"), (k, "k"), (cos, "cos"), (sin, "sin")))
     qd, kd, cd, sd = _desc(q, "q"), _desc(k, "k"), _desc(cos, "cos"), _desc(sin, "sin")
-    for x, n in ((q, "q"), (k, "k")):
+    for x, n in ((q, "q"), (k, "k"), (cos, "cos"), (sin, "sin")):
         if type(x) is _TORCH_DTYPES.get("Tensor", ()):
             _refuse_grad(x, n)
     if out is not None:
@@ -268,7 +272,7 @@ def apply_rotary_pos_emb(rope: Any, q: Any, k: Any, cos: Any = None, sin: Any = 
     if from_cos_sin and cos is not None and sin is not None:
         return apply_cos_sin(q, k, cos, sin, unsqueeze_dim, rope.scheme.pairing)
     q, k = _tensors.as_tensor(q, "q"), _tensors.as_tensor(k, "k")
-    if unsqueeze_dim not in (1, 2):
+    if unsqueeze_dim not in (1, 2) or type(unsqueeze_dim) is bool:
         raise ValueError(f"unsqueeze_dim: {unsqueeze_dim} (expected 1: [batch, heads, seq, dim], or 2: [batch, seq, heads, dim])")
     order = "bhsd" if unsqueeze_dim == 1 else "bshd"
     for name, x in (("q", q), ("k", k)):

@@ -457,6 +457,8 @@ std::vector<CosSinJob> CosSinJobs(const std::string& pairing, const Desc& q, con
       j.out = {o->data + b * o->stride[0] * es, o->dtype, S, H, D, o->stride[s_ax], o->stride[h_ax]};
       if (D > 1 && (x->stride[3] != 1 || o->stride[3] != 1))
         throw py::value_error(std::string(what) + ": head_dim axis is not contiguous (stride 1)");
+      Check(j.in.Validate(what));  // (by the argument's name; the kernel's own check says "input")
+      Check(j.out.Validate(o == &qo ? "q_out" : "k_out"));
       Check(ValidateRopeCosSin(j.args, j.in, j.out));
       jobs.push_back(j);
     }
@@ -557,7 +559,13 @@ Desc DescOfTorch(py::handle x, const char* what) {
     throw py::value_error(std::string(what) + ": dtype " + py::str(dt).cast<std::string>() +
                           " is not float32, float16 or bfloat16");
   }
-  const py::object ptr = call(data_ptr);
+  PyObject* ptr_r = PyObject_CallMethodNoArgs(x.ptr(), data_ptr);
+  if (ptr_r == nullptr) {  // a sparse or quantized layout: no strided memory to read
+    PyErr_Clear();
+    throw py::value_error(std::string(what) + ": tensor has no dense memory (layout " +
+                          py::str(x.attr("layout")).cast<std::string>() + "); posenc needs a strided CPU tensor");
+  }
+  const py::object ptr = py::reinterpret_steal<py::object>(ptr_r);
   const unsigned long long address = PyLong_AsUnsignedLongLong(ptr.ptr());
   if (address == static_cast<unsigned long long>(-1) && PyErr_Occurred()) throw py::error_already_set();
   d.data = reinterpret_cast<std::byte*>(static_cast<uintptr_t>(address));

@@ -117,6 +117,7 @@ for _name, _mk, _pat in [
         ("x broadcast (read-only)", lambda: np.broadcast_to(rnd(1, H, D), (T, H, D)), r"^x: array is read-only"),
         ("x requires grad", lambda: torch.zeros(T, H, D, requires_grad=True), r"^x: tensor requires grad"),
         ("x meta", lambda: torch.zeros(T, H, D, device="meta"), r"^x: tensor is on device meta"),
+        ("x sparse", lambda: torch.zeros(T, H, D).to_sparse(), r"^x: tensor has no dense memory"),
         ("x list", lambda: [[0.0]], r"^x: list is not a numpy array or a torch tensor"),
         ("x head_dim 0", lambda: rnd(T, H, 0), r"x has head_dim 0, layout says 64"),
         ("x head_dim 32", lambda: rnd(T, H, 32), r"head_dim 32")]:
@@ -124,7 +125,7 @@ for _name, _mk, _pat in [
         x = _mk()
         # snapshot what the caller owns (not a view reaching past its buffer, not 2^40 claimed rows, not meta)
         safe = isinstance(x, (np.ndarray, torch.Tensor)) and "2^40" not in _name and "past its buffer" not in _name \
-            and "meta" not in _name
+            and "meta" not in _name and "sparse" not in _name
         bufs = [x] if safe else []
         return (lambda: rope.apply(x, np.arange(T))), ValueError, None, bufs
     case(f"apply {_name}", ValueError, _pat)(_f)
@@ -374,6 +375,14 @@ for _name, _call, _pat in [
         ("cos meta", lambda q, k, c, s: hf.apply_cos_sin(q, k, torch.zeros(1, S, D, device="meta"), s), r"^cos: tensor is on device meta"),
         ("q meta", lambda q, k, c, s: hf.apply_cos_sin(torch.zeros(B, H, S, D, device="meta"), k, c, s), r"^q: tensor is on device meta"),
         ("q requires grad", lambda q, k, c, s: hf.apply_cos_sin(q.clone().requires_grad_(), k, c, s), r"^q: tensor requires grad"),
+        ("cos requires grad", lambda q, k, c, s: hf.apply_cos_sin(q, k, c.clone().requires_grad_(), s), r"^cos: tensor requires grad"),
+        ("sin requires grad (given outputs)", lambda q, k, c, s: hf.apply_cos_sin(q, k, c, s.clone().requires_grad_(), out=(torch.empty_like(q), torch.empty_like(k))), r"^sin: tensor requires grad"),
+        ("q sparse", lambda q, k, c, s: hf.apply_cos_sin(q.to_sparse(), k, c, s), r"^q: tensor has no dense memory \(layout torch.sparse_coo\)"),
+        ("q sparse (given outputs)", lambda q, k, c, s: hf.apply_cos_sin(q.to_sparse(), k, c, s, out=(torch.empty_like(q), torch.empty_like(k))), r"^q: tensor has no dense memory"),
+        ("q heads expanded (stride 0)", lambda q, k, c, s: hf.apply_cos_sin(q[:, :1].expand(B, H, S, D), k, c, s), r"^q: strides \(token 64, head 0\) overlap rows"),
+        ("k meta", lambda q, k, c, s: hf.apply_cos_sin(q, torch.zeros(B, KV, S, D, device="meta"), c, s), r"^k: tensor is on device meta"),
+        ("unsqueeze_dim True", lambda q, k, c, s: hf.apply_cos_sin(q, k, c, s, unsqueeze_dim=True), r"^unsqueeze_dim: True"),
+        ("unsqueeze_dim True with position_ids", lambda q, k, c, s: posenc.Rope(CFG).apply_rotary_pos_emb(q, k, position_ids=torch.arange(S)[None], unsqueeze_dim=True), r"^unsqueeze_dim: True"),
         ("q 3-d", lambda q, k, c, s: hf.apply_cos_sin(q[0], k[0], c, s), r"^q: shape \[8, 5, 64\] is not 4-d"),
         ("q list", lambda q, k, c, s: hf.apply_cos_sin([1], k, c, s), r"^q: list is not"),
         ("q negative strides (numpy)", lambda q, k, c, s: hf.apply_cos_sin(q.numpy()[:, :, ::-1], k.numpy(), c.numpy(), s.numpy()), r"^q: negative strides"),
