@@ -172,13 +172,22 @@ def _dense_strides(shape: Any, stride: Any) -> bool:
     return True
 
 
-def _torch_empty_like(x: Any) -> Any:
+def _torch_empty_like(x: Any, name: str) -> Any:
     """torch.empty_like(x) (x's strides when x is dense, as HF's q * cos keeps them); from 1 MiB up in
-    memory reused from earlier outputs (_posenc.output_buffer: no page faults of fresh pages)."""
+    memory reused from earlier outputs (_posenc.output_buffer: no page faults of fresh pages). An
+    output that cannot be allocated (an expanded x claiming terabytes) is a ValueError naming x."""
     import torch  # noqa: PLC0415
     size = x.element_size() * x.numel()
     if size < REUSE_FROM_BYTES:
         return torch.empty_like(x)
+    try:
+        return _reused_like(torch, x, size)
+    except (MemoryError, RuntimeError) as e:
+        raise ValueError(f"{name}: its output of shape {list(x.shape)} ({size} bytes) cannot be allocated "
+                         f"({str(e).splitlines()[0][:60]})") from None
+
+
+def _reused_like(torch: Any, x: Any, size: int) -> Any:
     shape, stride = x.shape, x.stride()
     if not _dense_strides(shape, stride):
         shape_c = list(shape)
@@ -215,7 +224,7 @@ def apply_cos_sin(q: Any, k: Any, cos: Any, sin: Any, unsqueeze_dim: int = 1,
         _refuse_grad(k, "k")
         _refuse_grad(cos, "cos")  # (HF's q * cos carries cos's gradient too)
         _refuse_grad(sin, "sin")
-        q_out, k_out = _torch_empty_like(q), _torch_empty_like(k)
+        q_out, k_out = _torch_empty_like(q, "q"), _torch_empty_like(k, "k")
         _posenc.apply_cos_sin_torch(pairing, q, k, q_out, k_out, cos, sin, unsqueeze_dim)
         return q_out, k_out
     if type(q) is not tensor:  # DLPack objects: zero-copy torch/numpy views
@@ -231,7 +240,7 @@ def apply_cos_sin(q: Any, k: Any, cos: Any, sin: Any, unsqueeze_dim: int = 1,
     elif isinstance(q, np.ndarray):
         q_out, k_out = np.empty_like(q), np.empty_like(k)
     else:
-        q_out, k_out = _torch_empty_like(q), _torch_empty_like(k)
+        q_out, k_out = _torch_empty_like(q, "q"), _torch_empty_like(k, "k")
     qod, kod = _desc(q_out, "q_out", out is not None), _desc(k_out, "k_out", out is not None)
     if out is not None:
         _check_outputs(qd, kd, qod, kod, cd, sd)

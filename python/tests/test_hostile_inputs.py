@@ -381,6 +381,7 @@ for _name, _call, _pat in [
         ("q sparse (given outputs)", lambda q, k, c, s: hf.apply_cos_sin(q.to_sparse(), k, c, s, out=(torch.empty_like(q), torch.empty_like(k))), r"^q: tensor has no dense memory"),
         ("q heads expanded (stride 0)", lambda q, k, c, s: hf.apply_cos_sin(q[:, :1].expand(B, H, S, D), k, c, s), r"^q: strides \(token 64, head 0\) overlap rows"),
         ("k meta", lambda q, k, c, s: hf.apply_cos_sin(q, torch.zeros(B, KV, S, D, device="meta"), c, s), r"^k: tensor is on device meta"),
+        ("q claiming a 10 TiB output", lambda q, k, c, s: hf.apply_cos_sin(torch.zeros(D).as_strided((2 ** 30, H, S, D), (0, 0, 0, 1)), k, c, s), r"^q: its output of shape \[1073741824, 8, 5, 64\] \(\d+ bytes\) cannot be allocated"),
         ("unsqueeze_dim True", lambda q, k, c, s: hf.apply_cos_sin(q, k, c, s, unsqueeze_dim=True), r"^unsqueeze_dim: True"),
         ("unsqueeze_dim True with position_ids", lambda q, k, c, s: posenc.Rope(CFG).apply_rotary_pos_emb(q, k, position_ids=torch.arange(S)[None], unsqueeze_dim=True), r"^unsqueeze_dim: True"),
         ("q 3-d", lambda q, k, c, s: hf.apply_cos_sin(q[0], k[0], c, s), r"^q: shape \[8, 5, 64\] is not 4-d"),
