@@ -41,8 +41,12 @@ ConfigSource = Union[PathLike, Mapping[str, Any], "Scheme"]
 
 def set_num_threads(n: int) -> None:
     """Threads for posenc's kernels called from Python (n <= 0: posenc's default pool, whose size is
-    the CPU count or POSENC_NUM_THREADS). Results are bit-identical for every thread count."""
-    _posenc.set_num_threads(int(n))
+    the CPU count or POSENC_NUM_THREADS; at most 1024: each is an OS thread, started now). Results are
+    bit-identical for every thread count."""
+    _posenc.set_num_threads(_tensors.int_arg(n, "n", -(1 << 31), _MAX_THREADS))
+
+
+_MAX_THREADS = 1024
 
 
 def num_threads() -> int:

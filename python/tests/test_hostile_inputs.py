@@ -482,6 +482,9 @@ for _name, _call, _exc, _pat in [
         ("shaw negative k", lambda: posenc.shaw_indices(2, 2, -4), ValueError, r"^max_relative_position: -4 is outside"),
         ("shaw k 2^63-1", lambda: posenc.shaw_indices(2, 2, 2 ** 63 - 1), ValueError, r"^max_relative_position: 9223372036854775807 is outside"),
         ("shaw offset -2^63", lambda: posenc.shaw_indices(2, 2, 4, query_offset=-2 ** 63), ValueError, r"^query_offset: -9223372036854775808 is outside"),
+        ("set_num_threads 10^6", lambda: posenc.set_num_threads(10 ** 6), ValueError, r"^n: 1000000 is outside \[-2147483648, 1024\]"),
+        ("set_num_threads 2^40", lambda: posenc.set_num_threads(2 ** 40), ValueError, r"^n: 1099511627776 is outside"),
+        ("set_num_threads float", lambda: posenc.set_num_threads(2.5), TypeError, r"^n: 2.5 \(float\) is not an integer"),
         # vision-language position rows
         ("text_vision negative text", lambda: posenc.text_vision_positions([-3]), ValueError, r"^span 0: text tokens = -3 is negative"),
         ("text_vision 2^62 text", lambda: posenc.text_vision_positions([2 ** 62]), ValueError, r"^span 0: the layout is more than 16777216 tokens"),
