@@ -16,6 +16,7 @@
 #include <hwy/highway.h>
 
 #include "kernels/convert-inl.hpp"
+#include "kernels/rope_cos_sin_f16.hpp"
 #include "kernels/rope_cos_sin_internal.hpp"
 #include "posenc/kernels/simd.hpp"
 
