@@ -405,9 +405,54 @@ struct CosSinJob {
   HeadsView in, out;
 };
 
+// [first byte, one past the last) that a strided tensor touches; empty (lo == hi) without elements.
+// In 128 bits: a hostile stride cannot wrap it (Validate refuses such views after this names them).
+struct OutSpan {
+  __int128 lo = 0, hi = 0;
+};
+OutSpan OutSpanOf(const Desc& d) {
+  const __int128 base = static_cast<__int128>(reinterpret_cast<uintptr_t>(d.data));
+  __int128 lo = 0, hi = 0;
+  for (size_t i = 0; i < d.shape.size(); ++i) {
+    if (d.shape[i] == 0) return {base, base};
+    const __int128 reach = static_cast<__int128>(d.shape[i] - 1) * d.stride[i];
+    (reach < 0 ? lo : hi) += reach;
+  }
+  const __int128 es = static_cast<__int128>(SizeOf(d.dtype));
+  return {base + lo * es, base + (hi + 1) * es};
+}
+bool Meet(const OutSpan& a, const OutSpan& b) { return a.lo < a.hi && b.lo < b.hi && a.lo < b.hi && b.lo < a.hi; }
+bool SameView(const Desc& a, const Desc& b) {
+  return a.data == b.data && a.dtype == b.dtype && a.shape == b.shape && a.stride == b.stride;
+}
+
+// The outputs apart from each other, from cos and sin, and from q and k, except that each may be its
+// own input exactly (in place; then q and k are only each other's concern). Fresh outputs pass.
+void CheckCosSinOutputs(const Desc& q, const Desc& k, const Desc& qo, const Desc& ko, const Desc& c, const Desc& s) {
+  const OutSpan sq = OutSpanOf(q), sk = OutSpanOf(k), sqo = OutSpanOf(qo), sko = OutSpanOf(ko);
+  const OutSpan sc = OutSpanOf(c), ss = OutSpanOf(s);
+  const auto apart = [](const OutSpan& a, const OutSpan& b, const char* name, const char* other,
+                        const char* verb = "overlaps") {
+    if (Meet(a, b)) throw py::value_error(std::string(name) + ": " + verb + " " + other);
+  };
+  const bool q_in_place = SameView(qo, q), k_in_place = SameView(ko, k);
+  apart(sko, sqo, "k_out", "q_out");
+  apart(sqo, sc, "q_out", "cos");
+  apart(sqo, ss, "q_out", "sin");
+  apart(sko, sc, "k_out", "cos");
+  apart(sko, ss, "k_out", "sin");
+  if (!q_in_place) apart(sqo, sq, "q_out", "q (without being it)", "partly overlaps");
+  if (!k_in_place) apart(sko, sk, "k_out", "k (without being it)", "partly overlaps");
+  if (!(q_in_place && k_in_place)) {
+    apart(sqo, sk, "q_out", "k");
+    apart(sko, sq, "k_out", "q");
+  }
+}
+
 std::vector<CosSinJob> CosSinJobs(const std::string& pairing, const Desc& q, const Desc& k, const Desc& qo,
                                   const Desc& ko, const Desc& c, const Desc& s, int unsqueeze_dim,
                                   ParallelRunner* pool) {
+  CheckCosSinOutputs(q, k, qo, ko, c, s);
   const int h_ax = unsqueeze_dim == 1 ? 1 : 2, s_ax = unsqueeze_dim == 1 ? 2 : 1;
   if (c.shape != s.shape)
     throw py::value_error("sin: shape " + ShapeText(s.shape) + " differs from cos's " + ShapeText(c.shape));
