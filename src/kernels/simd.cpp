@@ -3,6 +3,7 @@
 #include "posenc/kernels/simd.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cstdint>
 #include <cstdlib>
@@ -15,6 +16,8 @@
 #include <fmt/format.h>
 #include <hwy/highway.h>
 #include <hwy/targets.h>
+
+#include "kernels/rope_cos_sin_f16.hpp"
 
 namespace posenc {
 
@@ -62,7 +65,7 @@ bool CpuHasAvx512Fp16() {
 #endif
 }
 
-bool g_allow_native_f16 = true;
+std::atomic<bool> g_allow_native_f16{true};
 
 // The targets this CPU runs, read before any cap: ForceSimdTarget caps Highway's own list (which then
 // shows only the forced target and worse ones), so a list read from it after a cap would silently
@@ -119,11 +122,11 @@ Status ForceSimdTarget(std::string_view name) {
 }
 
 bool NativeF16Arithmetic() {
-  static const bool has = CpuHasAvx512Fp16();
-  return has && g_allow_native_f16;
+  static const bool has = POSENC_HAVE_AVX512FP16 && CpuHasAvx512Fp16();  // (and compiled in)
+  return has && g_allow_native_f16.load(std::memory_order_relaxed);
 }
 
-void AllowNativeF16Arithmetic(bool allow) { g_allow_native_f16 = allow; }
+void AllowNativeF16Arithmetic(bool allow) { g_allow_native_f16.store(allow, std::memory_order_relaxed); }
 
 StorePrefetch StorePrefetchPolicy() {
   static const StorePrefetch policy = [] {
