@@ -338,17 +338,23 @@ def cache_memory(x: Any, name: str, kv_heads: int, head_dim: int) -> Tuple[int, 
 INT64_MAX = (1 << 63) - 1
 
 
-def int_array(x: Any, name: str) -> np.ndarray:
-    """An integer numpy array or torch tensor as a numpy array (ids, positions, slots); ValueError for
-    any other dtype, a ragged nested list, or a tensor off the CPU."""
+def _numbers(x: Any, name: str, what: str) -> np.ndarray:
+    """x (a torch CPU tensor, numpy array or nested list) as a numpy array; ValueError naming `name`
+    for a tensor off the CPU or what numpy cannot make an array of (a ragged list)."""
     if is_torch(x):
         if x.device.type != "cpu":
             raise ValueError(f"{name}: tensor is on device {x.device}; posenc runs on CPU tensors only")
         x = x.detach().numpy()
     try:
-        a = np.asarray(x)
+        return np.asarray(x)
     except (ValueError, TypeError, OverflowError) as e:
-        raise ValueError(f"{name}: not an array of integers ({str(e).splitlines()[0][:80]})") from None
+        raise ValueError(f"{name}: not an array of {what} ({str(e).splitlines()[0][:80]})") from None
+
+
+def int_array(x: Any, name: str) -> np.ndarray:
+    """An integer numpy array or torch tensor as a numpy array (ids, positions, slots); ValueError for
+    any other dtype, a ragged nested list, or a tensor off the CPU."""
+    a = _numbers(x, name, "integers")
     if a.dtype.kind not in "iu":
         raise ValueError(f"{name}: dtype {a.dtype} is not an integer type")
     return a
@@ -390,14 +396,7 @@ def int_arg(x: Any, name: str, lo: int = -INT64_MAX - 1, hi: int = INT64_MAX) ->
 
 def float_row(x: Any, name: str) -> np.ndarray:
     """A 1-d float64 copy of real, finite numbers (a scalar is one value)."""
-    if is_torch(x):
-        if x.device.type != "cpu":
-            raise ValueError(f"{name}: tensor is on device {x.device}; posenc runs on CPU tensors only")
-        x = x.detach().numpy()
-    try:
-        a = np.asarray(x)
-    except (ValueError, TypeError) as e:
-        raise ValueError(f"{name}: not an array of numbers ({str(e).splitlines()[0][:80]})") from None
+    a = _numbers(x, name, "numbers")
     if a.dtype.kind not in "fiu":
         raise ValueError(f"{name}: dtype {a.dtype} is not a real number type")
     if a.ndim > 1:
