@@ -77,6 +77,31 @@ class LayerSchedule:
     temperature: List[bool]
 
 
+def _config_json(config: Mapping[str, Any], what: str) -> str:
+    """A config dict as JSON text for the C++ parser: numpy scalars and 1-d arrays become numbers and
+    lists (as a config computed in Python holds them); any other value, or a key that is not a
+    string, is a ValueError naming its key path (json's own TypeError names neither)."""
+    def plain(v: Any, path: str) -> Any:
+        if v is None or isinstance(v, (str, bool, int, float)):
+            return v
+        if isinstance(v, np.generic) and v.dtype.kind in "biuf":
+            return v.item()
+        if isinstance(v, np.ndarray) and v.dtype.kind in "biuf" and v.ndim <= 1:
+            return v.tolist()
+        if isinstance(v, Mapping):
+            out = {}
+            for k, x in v.items():
+                if not isinstance(k, str):
+                    raise ValueError(f"{what}: key {k!r} in {path or 'the top level'} is not a string")
+                out[k] = plain(x, f"{path}.{k}" if path else k)
+            return out
+        if isinstance(v, (list, tuple)):
+            return [plain(x, f"{path}[{i}]") for i, x in enumerate(v)]
+        raise ValueError(f"{what}: {path or 'the value'}: {type(v).__name__} is not a JSON value (a number, string, "
+                         "bool, None, list or dict)")
+    return json.dumps(plain(config, ""))
+
+
 class Scheme:
     """A model's positional scheme (posenc's PositionScheme): its kind and, for RoPE, the pair layout,
     rotary window, base and scaling. Build one with `load_scheme` or the `from_*` constructors; its
@@ -98,7 +123,7 @@ class Scheme:
             c = dict(config)
             if model_type is not None and "model_type" not in c:
                 c["model_type"] = model_type
-            return Scheme(_posenc.Scheme.from_hf_json(json.dumps(c), "config dict", layer_type, assume_layout))
+            return Scheme(_posenc.Scheme.from_hf_json(_config_json(c, "config"), "config dict", layer_type, assume_layout))
         return Scheme(_posenc.Scheme.from_hf_config(os.fspath(config), layer_type, assume_layout))
 
     @staticmethod
@@ -116,7 +141,7 @@ class Scheme:
     @staticmethod
     def from_ggml(params: Mapping[str, Any], head_dim: int) -> "Scheme":
         """ggml_rope_ext's parameters (n_dims, mode, freq_base, freq_scale, ext_factor, ...)."""
-        return Scheme(_posenc.Scheme.from_rope_json(json.dumps(dict(params)), _tensors.int_arg(head_dim, "head_dim"),
+        return Scheme(_posenc.Scheme.from_rope_json(_config_json(dict(params), "params"), _tensors.int_arg(head_dim, "head_dim"),
                                                      "ggml params"))
 
     # what it is

@@ -129,3 +129,19 @@ def test_unknown_model_type_raises_until_the_layout_is_stated(tmp_path):
     # A known family ignores it.
     llama = dict(cfg, model_type="llama")
     assert posenc.load_scheme(llama, assume_layout="interleaved").pairing == "half"
+
+
+def test_config_dict_values_that_are_not_json():
+    """numpy numbers in a config dict are numbers; any other value, or a key that is not a string,
+    is a ValueError naming its key path (json.dumps' TypeError named neither)."""
+    base = {"hidden_size": 256, "num_attention_heads": 4, "rope_theta": 10000.0}
+    r = posenc.Rope({**base, "hidden_size": np.int64(256), "rope_theta": np.float32(500000.0)})
+    assert r.scheme.base == 500000.0 and r.scheme.head_dim == 64
+    with pytest.raises(ValueError, match=r"^config: rope_scaling\.factor: object is not a JSON value"):
+        posenc.Rope({**base, "rope_scaling": {"rope_type": "linear", "factor": object()}})
+    with pytest.raises(ValueError, match=r"^config: rope_scaling\.short_factor\[1\]: complex is not a JSON value"):
+        posenc.Rope({**base, "rope_scaling": {"rope_type": "longrope", "short_factor": [1.0, 2j]}})
+    with pytest.raises(ValueError, match=r"^config: key 7 in the top level is not a string"):
+        posenc.Rope({**base, 7: 1})
+    with pytest.raises(ValueError, match=r"^params: freq_factors: set is not a JSON value"):
+        posenc.Scheme.from_ggml({"n_dims": 64, "mode": 0, "freq_base": 10000.0, "freq_factors": {1.0}}, 64)
