@@ -338,13 +338,21 @@ def cache_memory(x: Any, name: str, kv_heads: int, head_dim: int) -> Tuple[int, 
 INT64_MAX = (1 << 63) - 1
 
 
-def _numbers(x: Any, name: str, what: str) -> np.ndarray:
+def _numbers(x: Any, name: str, integers: bool) -> np.ndarray:
     """x (a torch CPU tensor, numpy array or nested list) as a numpy array; ValueError naming `name`
-    for a tensor off the CPU or what numpy cannot make an array of (a ragged list)."""
+    for a tensor off the CPU or what numpy cannot make an array of (a ragged list). A bfloat16 tensor,
+    which numpy has no dtype for, is widened to float32 (exact) where numbers are wanted and refused
+    by its dtype where integers are (its .numpy() raised an unnamed TypeError)."""
+    what = "integers" if integers else "numbers"
     if is_torch(x):
         if x.device.type != "cpu":
             raise ValueError(f"{name}: tensor is on device {x.device}; posenc runs on CPU tensors only")
-        x = x.detach().numpy()
+        x = x.detach()
+        if x.dtype == _torch().bfloat16:
+            if integers:
+                raise ValueError(f"{name}: dtype {x.dtype} is not an integer type")
+            x = x.float()
+        x = x.numpy()
     try:
         return np.asarray(x)
     except (ValueError, TypeError, OverflowError) as e:
@@ -354,7 +362,7 @@ def _numbers(x: Any, name: str, what: str) -> np.ndarray:
 def int_array(x: Any, name: str) -> np.ndarray:
     """An integer numpy array or torch tensor as a numpy array (ids, positions, slots); ValueError for
     any other dtype, a ragged nested list, or a tensor off the CPU."""
-    a = _numbers(x, name, "integers")
+    a = _numbers(x, name, integers=True)
     if a.dtype.kind not in "iu":
         raise ValueError(f"{name}: dtype {a.dtype} is not an integer type")
     return a
@@ -396,7 +404,7 @@ def int_arg(x: Any, name: str, lo: int = -INT64_MAX - 1, hi: int = INT64_MAX) ->
 
 def float_row(x: Any, name: str) -> np.ndarray:
     """A 1-d float64 copy of real, finite numbers (a scalar is one value)."""
-    a = _numbers(x, name, "numbers")
+    a = _numbers(x, name, integers=False)
     if a.dtype.kind not in "fiu":
         raise ValueError(f"{name}: dtype {a.dtype} is not a real number type")
     if a.ndim > 1:

@@ -3,6 +3,7 @@ import json
 
 import numpy as np
 import pytest
+import torch
 
 import posenc
 from conftest import DATA, golden_cases, need
@@ -88,3 +89,10 @@ def test_golden_runner_through_the_cli(cli):
     case = need(DATA / "golden" / "hf" / "rope_llama2_7b_default", "golden case")
     code, out = posenc.golden(case, cli=cli)
     assert code == 0 and "1 passed, 0 failed" in out, out
+
+
+def test_bfloat16_slopes_are_their_float32_values():
+    """A bfloat16 torch tensor of slopes (numpy has no bfloat16) gives the bias of the same values in
+    float32, which holds every bfloat16 exactly."""
+    s16 = torch.tensor([0.5, 0.2509765625, 2.0 ** -8], dtype=torch.bfloat16)
+    np.testing.assert_array_equal(posenc.alibi_bias(s16, 3, 5), posenc.alibi_bias(s16.float().numpy(), 3, 5))
