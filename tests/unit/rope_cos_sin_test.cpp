@@ -64,6 +64,18 @@ std::string Name(const Case& c) {
                      c.tokens, c.heads, c.head_major ? "head-major" : "token-major", c.misalign, c.cs_stride);
 }
 
+// Whether the element at `p` (storage type `dt`) is a NaN.
+bool IsNan(DType dt, const std::byte* p) {
+  if (dt == DType::kF32) {
+    float f;
+    std::memcpy(&f, p, 4);
+    return std::isnan(f);
+  }
+  uint16_t b;
+  std::memcpy(&b, p, 2);
+  return dt == DType::kF16 ? (b & 0x7c00) == 0x7c00 && (b & 0x3ff) != 0 : (b & 0x7f80) == 0x7f80 && (b & 0x7f) != 0;
+}
+
 std::string Bits(const std::byte* p, size_t es) {
   uint32_t b = 0;
   std::memcpy(&b, p, es);
@@ -108,15 +120,8 @@ void CheckCase(const Case& c, uint32_t seed) {
   // Equal bits, except that a NaN result need only be a NaN: which operand's payload and sign a NaN
   // carries follows the CPU's operand order (x86 returns the first NaN operand, 0 * inf the default
   // NaN), not part of the contract; torch's own NaNs differ between its vector and scalar loops.
-  auto is_nan = [&](const std::byte* p) {
-    if (c.dtype == DType::kF32) return std::isnan(*reinterpret_cast<const float*>(p));
-    uint16_t b;
-    std::memcpy(&b, p, 2);
-    return c.dtype == DType::kF16 ? (b & 0x7c00) == 0x7c00 && (b & 0x3ff) != 0
-                                  : (b & 0x7f80) == 0x7f80 && (b & 0x7f) != 0;
-  };
   auto same = [&](const std::byte* a, const std::byte* b) {
-    return std::memcmp(a, b, es) == 0 || (is_nan(a) && is_nan(b));
+    return std::memcmp(a, b, es) == 0 || (IsNan(c.dtype, a) && IsNan(c.dtype, b));
   };
   for (int64_t i = 0; i < n; ++i) {
     ASSERT_TRUE(same(r + i * es, f + i * es))
@@ -143,25 +148,25 @@ TEST_F(RopeCosSin, FastEqualsReferenceOnEveryTarget) {
   // (only the AVX3 float16 rows differ between the two).
   const bool native = NativeF16Arithmetic();
   for (const bool allow : {true, false}) {
-   if (!allow && !native) break;
-   AllowNativeF16Arithmetic(allow);
-   for (const auto& target : targets) {
-    ASSERT_TRUE(ForceSimdTarget(target).ok()) << target;
-    uint32_t seed = 1;
-    for (DType dt : {DType::kF32, DType::kF16, DType::kBF16})
-      for (RopePairing p : {RopePairing::kHalf, RopePairing::kInterleaved})
-        for (const Shape& s : shapes)
-          for (int64_t tokens : {0, 1, 3, 17})
-            for (int64_t misalign : {0, 1}) {
-              const bool head_major = (seed % 3) == 0;
-              const int64_t cs_stride = tokens == 1 && seed % 2 ? 0 : s.R + (seed % 2) * 3;
-              Case c{dt, p, s.D, s.start, s.R, tokens, tokens == 17 ? 2 : 3, head_major, misalign, cs_stride};
-              SCOPED_TRACE(target + (allow && native ? " with native float16 arithmetic" : ""));
-              CheckCase(c, seed++);
-              if (HasFatalFailure()) return;
-              ++cases;
-            }
-   }
+    if (!allow && !native) break;
+    AllowNativeF16Arithmetic(allow);
+    for (const auto& target : targets) {
+      ASSERT_TRUE(ForceSimdTarget(target).ok()) << target;
+      uint32_t seed = 1;
+      for (DType dt : {DType::kF32, DType::kF16, DType::kBF16})
+        for (RopePairing p : {RopePairing::kHalf, RopePairing::kInterleaved})
+          for (const Shape& s : shapes)
+            for (int64_t tokens : {0, 1, 3, 17})
+              for (int64_t misalign : {0, 1}) {
+                const bool head_major = (seed % 3) == 0;
+                const int64_t cs_stride = tokens == 1 && seed % 2 ? 0 : s.R + (seed % 2) * 3;
+                Case c{dt, p, s.D, s.start, s.R, tokens, tokens == 17 ? 2 : 3, head_major, misalign, cs_stride};
+                SCOPED_TRACE(target + (allow && native ? " with native float16 arithmetic" : ""));
+                CheckCase(c, seed++);
+                if (HasFatalFailure()) return;
+                ++cases;
+              }
+    }
   }
   std::printf("%d cases on %zu targets (%s first), native float16 arithmetic %s\n", cases, targets.size(),
               targets.front().c_str(), native ? "with and without" : "not on this CPU");
@@ -188,9 +193,6 @@ TEST_F(RopeCosSin, SixteenBitEveryBitPatternRegion) {
       args.rows = {c.data(), s.data(), dt, kTokens, kDim, kDim, kDim};
       auto view = [&](uint16_t* d) { return HeadsView{d, dt, kTokens, kHeads, kDim, kHeads * kDim, kDim}; };
       ASSERT_TRUE(ApplyRopeCosSinReference(args, view(x.data()), view(ref.data())).ok());
-      const auto is_nan = [&](uint16_t b) {
-        return dt == DType::kF16 ? (b & 0x7c00) == 0x7c00 && (b & 0x3ff) != 0 : (b & 0x7f80) == 0x7f80 && (b & 0x7f) != 0;
-      };
       for (const bool allow : {true, false}) {
         if (!allow && !native) break;
         AllowNativeF16Arithmetic(allow);
@@ -198,7 +200,8 @@ TEST_F(RopeCosSin, SixteenBitEveryBitPatternRegion) {
           ASSERT_TRUE(ForceSimdTarget(target).ok());
           ASSERT_TRUE(ApplyRopeCosSin(args, view(x.data()), view(fast.data())).ok());
           for (int64_t i = 0; i < n; ++i)
-            ASSERT_TRUE(ref[i] == fast[i] || (is_nan(ref[i]) && is_nan(fast[i])))
+            ASSERT_TRUE(ref[i] == fast[i] || (IsNan(dt, reinterpret_cast<const std::byte*>(&ref[i])) &&
+                                              IsNan(dt, reinterpret_cast<const std::byte*>(&fast[i]))))
                 << ToString(dt) << (p == RopePairing::kHalf ? " half " : " interleaved ") << target
                 << (allow && native ? " native float16" : "") << ", element " << i << ": reference "
                 << Bits(reinterpret_cast<const std::byte*>(&ref[i]), 2) << ", fast "
