@@ -78,6 +78,9 @@ struct CaseSpec {
 struct Prepared {
   std::function<void()> run, roofline, core;
   std::function<void()> unfused;  // fused rows: the same work as separate calls
+  // Fused rows: the same bytes in the same order with no arithmetic (FusedPattern), what the access
+  // pattern alone costs.
+  std::function<void()> pattern;
   double bytes = 0, roofline_bytes = 0, core_bytes = 0;
   double bytes_all = 0;  // 0: not reported (gather rows)
   const char* roofline_kind = "rmw";
@@ -165,6 +168,57 @@ inline const RopeTable& LlamaTable() {
 // sin per pair; every token reads its own row, as scattered decode positions do).
 inline double CosSinBytes(int64_t tokens, int64_t pairs) { return 8.0 * static_cast<double>(tokens * pairs); }
 
+// The fused kernel's memory traffic without its arithmetic: per token, the cos/sin rows read, q's input
+// copied to its output row, and each cache row written from k's (v's) input row: a copy of the bytes
+// both have, the rest of a longer input row read, the rest of a longer cache row filled. Every byte of
+// `bytes_all` is read or written once, tokens split over the threads as the kernel splits them.
+struct FusedPattern {
+  const RopeTable* table;
+  QkvViews qkv;
+  HeadsView q_out;
+  std::shared_ptr<KvCacheView> cache;
+  std::shared_ptr<std::vector<int64_t>> pos, slot;
+  ParallelRunner* runner;
+
+  static const std::byte* At(const HeadsView& v, int64_t t) {
+    return static_cast<const std::byte*>(v.data) + t * v.token_stride * static_cast<int64_t>(SizeOf(v.dtype));
+  }
+  static void Row(std::byte* dst, size_t dst_bytes, const std::byte* src, size_t src_bytes, uint64_t* acc) {
+    const size_t n = std::min(dst_bytes, src_bytes);
+    if (n > 0) std::memcpy(dst, src, n);
+    if (dst_bytes > n) std::memset(dst + n, 0x5a, dst_bytes - n);
+    for (size_t i = n; i + 8 <= src_bytes; i += 8) {
+      uint64_t w;
+      std::memcpy(&w, src + i, 8);
+      *acc ^= w;
+    }
+  }
+  void operator()() const {
+    const size_t es = SizeOf(qkv.q.dtype);
+    const size_t qb = static_cast<size_t>(qkv.q.heads * qkv.q.head_dim) * es;
+    const size_t kb = static_cast<size_t>(qkv.k.heads * qkv.k.head_dim) * es;
+    const size_t sb = static_cast<size_t>(cache->slot_bytes());
+    const size_t pairs = static_cast<size_t>(table->num_pairs());
+    const auto T = static_cast<int64_t>(slot->size());
+    std::atomic<uint64_t> sink{0};
+    ParallelFor(runner, T, static_cast<int64_t>(T * static_cast<int64_t>(2 * qb + 2 * kb + 2 * sb)),
+                [&](int64_t b, int64_t e) {
+                  uint64_t acc = 0;
+                  for (int64_t t = b; t < e; ++t) {
+                    const int64_t ps = (*pos)[static_cast<size_t>(t)], sl = (*slot)[static_cast<size_t>(t)];
+                    Row(nullptr, 0, reinterpret_cast<const std::byte*>(table->cos_row(ps)), 4 * pairs, &acc);
+                    Row(nullptr, 0, reinterpret_cast<const std::byte*>(table->sin_row(ps)), 4 * pairs, &acc);
+                    Row(const_cast<std::byte*>(At(q_out, t)), qb, At(qkv.q, t), qb, &acc);
+                    Row(cache->k_row(0, sl), sb, At(qkv.k, t), kb, &acc);
+                    Row(cache->v_row(0, sl), sb, At(qkv.v, t), kb, &acc);
+                  }
+                  sink.fetch_xor(acc, std::memory_order_relaxed);
+                });
+    static std::atomic<uint64_t> keep{0};
+    keep.store(sink.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  }
+};
+
 inline std::unique_ptr<Prepared> PrepareFused(const CaseSpec& c, ParallelRunner* runner) {
   auto p = std::make_unique<Prepared>();
   const size_t es = SizeOf(c.dtype);
@@ -214,6 +268,7 @@ inline std::unique_ptr<Prepared> PrepareFused(const CaseSpec& c, ParallelRunner*
     (void)ApplyRope(args, qkv.k, ktv);
     (void)StoreKvCache(*cache, 0, *slot, ktv, qkv.v, runner);
   };
+  p->pattern = FusedPattern{&LlamaTable(), qkv, qov, cache, pos, slot, runner};
   const double token_bytes =
       static_cast<double>(W * static_cast<int64_t>(es) + Hq * D * static_cast<int64_t>(es) + 2 * cache->slot_bytes());
   p->bytes = static_cast<double>(T) * token_bytes;

@@ -1,5 +1,6 @@
 // `posenc bench` rows of the fused RoPE + KV-cache kernels (issue 17): the fields they carry and their
-// relations (bytes_all = input + q out + cache rows + cos/sin rows; fraction_all; speedup_vs_unfused),
+// relations (bytes_all = input + q out + cache rows + cos/sin rows; fraction_all; speedup_vs_unfused;
+// fraction_of_pattern = the bare access pattern's time / the kernel's),
 // and bytes_all on the 1-D RoPE rows. Timings are printed, never asserted.
 #include <sstream>
 #include <string>
@@ -30,7 +31,8 @@ TEST(BenchFusedCli, FusedDecodeRowsCountEveryByte) {
   for (const json& r : rows) {
     SCOPED_TRACE(r.dump());
     for (const char* key : {"bytes_all", "fraction_all", "fused", "cache_type", "unfused_median_ms",
-                            "speedup_vs_unfused", "fraction", "roofline_gbps"})
+                            "speedup_vs_unfused", "fraction", "roofline_gbps", "pattern_median_ms",
+                            "fraction_of_pattern"})
       ASSERT_TRUE(r.contains(key)) << key;
     EXPECT_EQ(r["fused"], true);
     EXPECT_EQ(r["op"], "fused_decode");
@@ -48,6 +50,9 @@ TEST(BenchFusedCli, FusedDecodeRowsCountEveryByte) {
     const double mu = r["unfused_median_ms"], su = r["speedup_vs_unfused"];
     EXPECT_GT(mu, 0.0);
     EXPECT_NEAR(su, mu / ms, su * (0.5e-4 / ms + 0.5e-4 / mu + 1e-3) + 2e-3);
+    const double mp = r["pattern_median_ms"], fp = r["fraction_of_pattern"];
+    EXPECT_GT(mp, 0.0);
+    EXPECT_NEAR(fp, mp / ms, fp * (0.5e-4 / ms + 0.5e-4 / mp + 1e-3) + 2e-3);
   }
 }
 
@@ -62,6 +67,7 @@ TEST(BenchFusedCli, RopeRowsCarryBytesAllWithTheCosSinRows) {
   ASSERT_EQ(rows.size(), 1u) << out;
   const json& r = rows[0];
   EXPECT_FALSE(r.contains("fused"));
+  EXPECT_FALSE(r.contains("fraction_of_pattern"));
   EXPECT_DOUBLE_EQ(r["bytes_all"].get<double>(), r["bytes"].get<double>() + 64 * 64 * 8);
   EXPECT_LT(r["fraction"].get<double>(), r["fraction_all"].get<double>() + 1e-3);
 }

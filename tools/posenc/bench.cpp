@@ -148,10 +148,11 @@ Status RunBench(const BenchOptions& o) {
         "simd %s, threads %s; median over repetitions, kernel and roofline interleaved\n"
         "core GB/s: one core on an L1-resident slice of the case; attain: min(1, threads x core / roof), the\n"
         "best fraction the kernel could reach if it never waited on memory; frac_all: every byte moved (cos/sin\n"
-        "rows, cache rows) over the roofline; vs_unfused: fused rows, time of posenc's separate calls / fused\n"
-        "%-58s %5s %7s %10s %9s %9s %8s %8s %9s %7s %10s\n",
+        "rows, cache rows) over the roofline; vs_unfused: fused rows, time of posenc's separate calls / fused;\n"
+        "of_pattern: fused rows, time of the same bytes moved in the same order with no arithmetic / fused\n"
+        "%-58s %5s %7s %10s %9s %9s %8s %8s %9s %7s %10s %10s\n",
         ChosenSimdTarget().c_str(), o.threads.c_str(), "case", "cache", "threads", "median_ms", "GB/s", "roof GB/s",
-        "fraction", "frac_all", "core GB/s", "attain", "vs_unfused");
+        "fraction", "frac_all", "core GB/s", "attain", "vs_unfused", "of_pattern");
   std::vector<bool> cold_modes;
   if (o.cache == "warm" || o.cache == "both") cold_modes.push_back(false);
   if (o.cache == "cold" || o.cache == "both") cold_modes.push_back(true);
@@ -174,7 +175,8 @@ Status RunBench(const BenchOptions& o) {
           p->roofline();
         }
         if (p->unfused) p->unfused();
-        std::vector<double> tk, tr, tu;
+        if (p->pattern) p->pattern();
+        std::vector<double> tk, tr, tu, tp;
         for (int r = 0; r < reps; ++r) {
           if (cold) bench::EvictCaches(pool);
           double t0 = Now();
@@ -192,8 +194,15 @@ Status RunBench(const BenchOptions& o) {
             p->unfused();
             tu.push_back(Now() - t4);
           }
+          if (p->pattern) {  // the same bytes in the same order with no arithmetic
+            if (cold) bench::EvictCaches(pool);
+            const double t5 = Now();
+            p->pattern();
+            tp.push_back(Now() - t5);
+          }
         }
         const double mk = Median(tk), mr = Median(tr), mu = tu.empty() ? 0.0 : Median(tu);
+        const double mp = tp.empty() ? 0.0 : Median(tp);
         const double gbps = p->bytes / mk / 1e9, roof = p->roofline_bytes / mr / 1e9;
         // The best fraction `t` cores computing at the single-core cache-resident rate could reach.
         const double attainable = std::min(1.0, t * core / roof);
@@ -207,6 +216,8 @@ Status RunBench(const BenchOptions& o) {
               ", \"fused\": true, \"cache_type\": \"{}\", \"unfused_median_ms\": {:.4f}, \"speedup_vs_unfused\": "
               "{:.3f}",
               ToString(c.cache_type), mu * 1e3, mu / mk);
+        if (p->pattern)
+          extra += fmt::format(", \"pattern_median_ms\": {:.4f}, \"fraction_of_pattern\": {:.3f}", mp * 1e3, mp / mk);
         if (o.json) {
           std::printf(
               "{\"op\": \"%s\", \"shape\": \"%s\", \"dtype\": \"%s\", \"layout\": \"%s\", \"threads\": %d, "
@@ -221,8 +232,9 @@ Status RunBench(const BenchOptions& o) {
         } else {
           const std::string fa = p->bytes_all > 0 ? fmt::format("{:.3f}", fraction_all) : "-";
           const std::string su = c.fused ? fmt::format("{:.2f}", mu / mk) : "-";
-          std::printf("%-58s %5s %7d %10.3f %9.2f %9.2f %8.3f %8s %9.2f %7.2f %10s\n", c.Name().c_str(), cache, t,
-                      mk * 1e3, gbps, roof, gbps / roof, fa.c_str(), core, attainable, su.c_str());
+          const std::string sp = p->pattern ? fmt::format("{:.2f}", mp / mk) : "-";
+          std::printf("%-58s %5s %7d %10.3f %9.2f %9.2f %8.3f %8s %9.2f %7.2f %10s %10s\n", c.Name().c_str(), cache,
+                      t, mk * 1e3, gbps, roof, gbps / roof, fa.c_str(), core, attainable, su.c_str(), sp.c_str());
         }
         std::fflush(stdout);
       }
