@@ -384,8 +384,12 @@ class Rope:
         return self._table_for(rows).cos_sin(rows[0])
 
     def _layout(self) -> Tuple[str, int, int, int]:
-        s = self.scheme
-        return s.pairing, s.head_dim, s.rotary_start, s.rotary_dim
+        s = self.scheme  # (read once per scheme object: each field is a call into the extension)
+        cached = self.__dict__.get("_layout_of")
+        if cached is None or cached[0] is not s:
+            cached = (s, (s.pairing, s.head_dim, s.rotary_start, s.rotary_dim))
+            self.__dict__["_layout_of"] = cached
+        return cached[1]
 
     @staticmethod
     def _views_in_out(x: Any, positions: Any, out: Any, order: Optional[str]):

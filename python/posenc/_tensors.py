@@ -21,21 +21,34 @@ _NUMPY_DTYPES = {np.dtype(np.float32): "float32", np.dtype(np.float16): "float16
 _ORDERS = {3: ("thd", "htd"), 4: ("bhsd", "bshd")}
 
 
+_TORCH: Any = False  # the torch module once looked up (None: not installed); False: not yet
+_TORCH_TENSOR: Any = ()  # torch.Tensor once looked up; () matches nothing in isinstance
+_TORCH_DTYPE_NAMES: dict = {}
+
+
 def _torch():
-    try:
-        import torch  # noqa: PLC0415
-    except ImportError:  # torch is optional: numpy works without it
-        return None
-    return torch
+    """torch, imported on first use (it is optional: numpy works without it), or None."""
+    global _TORCH, _TORCH_TENSOR, _TORCH_DTYPE_NAMES
+    if _TORCH is False:
+        try:
+            import torch  # noqa: PLC0415
+        except ImportError:
+            torch = None
+        if torch is not None:
+            _TORCH_TENSOR = torch.Tensor
+            _TORCH_DTYPE_NAMES = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16"}
+        _TORCH = torch
+    return _TORCH
 
 
 def is_torch(x: Any) -> bool:
-    torch = _torch()
-    return torch is not None and isinstance(x, torch.Tensor)
+    if _TORCH is False:
+        _torch()
+    return isinstance(x, _TORCH_TENSOR)
 
 
 def _torch_dtype_name(torch, dtype) -> Optional[str]:
-    return {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16"}.get(dtype)
+    return _TORCH_DTYPE_NAMES.get(dtype)
 
 
 _DLPACK_DEVICES = {1: "cpu", 2: "cuda", 3: "cuda_host", 4: "opencl", 7: "vulkan", 8: "metal", 9: "vpi", 10: "rocm",
