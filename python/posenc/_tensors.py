@@ -264,19 +264,11 @@ def check_spans_apart(a: Sequence[Tuple[int, int]], b: Sequence[Tuple[int, int]]
 
 def views_apart(a: View, b: View) -> bool:
     """Whether two views share no element: their byte spans are apart, or (views of one fused row
-    buffer, as split_qkv gives) both take a disjoint slice of every row of the same token stride."""
-    (a0, a1), (b0, b1) = view_span(a), view_span(b)
-    if a0 >= a1 or b0 >= b1 or a1 <= b0 or b1 <= a0:
-        return True
-    size = 4 if a[1] == "float32" else 2
-    ts = a[5]
-    if b[5] != ts or ts <= 0 or (b[0] - a[0]) % size or (b[1] == "float32") != (a[1] == "float32"):
-        return False
-    wa, wb = (a[3] - 1) * a[6] + a[4], (b[3] - 1) * b[6] + b[4]  # each token's elements within its row
-    if a[3] > 1 and a[6] < a[4] or b[3] > 1 and b[6] < b[4] or wa > ts or wb > ts:
-        return False
-    r = ((b[0] - a[0]) // size) % ts  # where b's rows start inside a's
-    return r >= wa and r + wb <= ts
+    buffer, as split_qkv gives) both take disjoint slices of the same rows. One rule for the
+    extension's checks and these: _posenc.descs_apart."""
+    from . import _posenc  # noqa: PLC0415 (the extension; this module is imported before it is needed)
+    return _posenc.descs_apart((a[0], a[1], (a[2], a[3], a[4]), (a[5], a[6], 1)),
+                               (b[0], b[1], (b[2], b[3], b[4]), (b[5], b[6], 1)))
 
 
 def check_views_apart(a: Sequence[View], b: Sequence[View], name: str, other: str) -> None:

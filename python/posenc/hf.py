@@ -211,7 +211,8 @@ def apply_cos_sin(q: Any, k: Any, cos: Any, sin: Any, unsqueeze_dim: int = 1,
     strides with a contiguous head_dim (k may have fewer heads); cos, sin: [batch or 1, seq,
     rotary_dim] or [seq, rotary_dim] in q's dtype; pairing "half" (rotate_half) or "interleaved"
     (rotate_every_two). out: (q_out, k_out) to write instead of new tensors (same shapes and dtypes,
-    disjoint from q and k or exactly them)."""
+    disjoint from q and k or exactly them; out=(q, k) rotates in place, also when q and k are views
+    of one fused QKV projection output, whose rows they share without sharing an element)."""
     if unsqueeze_dim not in (1, 2) or type(unsqueeze_dim) is bool:
         raise ValueError(f"unsqueeze_dim: {unsqueeze_dim!r} (expected 1: [batch, heads, seq, dim], or 2: [batch, seq, heads, dim])")
     tensor = _TORCH_DTYPES.get("Tensor")

@@ -12,6 +12,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -422,30 +423,69 @@ OutSpan OutSpanOf(const Desc& d) {
   return {base + lo * es, base + (hi + 1) * es};
 }
 bool Meet(const OutSpan& a, const OutSpan& b) { return a.lo < a.hi && b.lo < b.hi && a.lo < b.hi && b.lo < a.hi; }
+
+// Where a tensor's elements sit inside rows of `row` elements: every axis steps by a multiple of the
+// row or stays inside one (with non-negative strides), so each element is at offset [0, width) of a
+// row counted from data. false when the tensor does not decompose that way.
+bool InRowWidth(const Desc& d, int64_t row, int64_t* width) {
+  int64_t w = 1;
+  for (size_t i = 0; i < d.shape.size(); ++i) {
+    if (d.shape[i] <= 1) continue;
+    if (d.stride[i] < 0) return false;
+    if (d.stride[i] % row == 0) continue;
+    if (d.stride[i] > row) return false;
+    w += (d.shape[i] - 1) * d.stride[i];
+  }
+  if (w > row) return false;
+  *width = w;
+  return true;
+}
+
+// Whether two tensors share no element: their byte spans are apart, or both are slices of the same
+// rows (views of one fused projection output, as split_qkv and HF's fused-QKV models cut it) whose
+// offsets within a row do not meet. Sound for any row length (a's element at a0 + mR + u, u < wa, and
+// b's at b0 + m'R + u', u' < wb, coincide only if u - u' = r or r - R, r = (b0 - a0) mod R, which
+// r >= wa and r + wb <= R exclude); the strides of both are the lengths tried. python/posenc's
+// views_apart asks this one too.
+bool DescsApart(const Desc& a, const Desc& b) {
+  if (!Meet(OutSpanOf(a), OutSpanOf(b))) return true;
+  const int64_t es = static_cast<int64_t>(SizeOf(a.dtype));
+  if (SizeOf(b.dtype) != SizeOf(a.dtype)) return false;
+  const __int128 gap = static_cast<__int128>(reinterpret_cast<uintptr_t>(b.data)) -
+                       static_cast<__int128>(reinterpret_cast<uintptr_t>(a.data));
+  if (gap % es != 0) return false;
+  for (const Desc* d : {&a, &b})
+    for (const int64_t row : d->stride) {
+      int64_t wa = 0, wb = 0;
+      if (row <= 1 || !InRowWidth(a, row, &wa) || !InRowWidth(b, row, &wb)) continue;
+      const int64_t r = static_cast<int64_t>(((gap / es) % row + row) % row);  // where b's rows start in a's
+      if (r >= wa && r + wb <= row) return true;
+    }
+  return false;
+}
 bool SameView(const Desc& a, const Desc& b) {
   return a.data == b.data && a.dtype == b.dtype && a.shape == b.shape && a.stride == b.stride;
 }
 
 // The outputs apart from each other, from cos and sin, and from q and k, except that each may be its
-// own input exactly (in place; then q and k are only each other's concern). Fresh outputs pass.
+// own input exactly (in place; then q and k are only each other's concern). Apart means no shared
+// element (DescsApart): in-place q and k cut from one fused QKV output pass. Fresh outputs pass.
 void CheckCosSinOutputs(const Desc& q, const Desc& k, const Desc& qo, const Desc& ko, const Desc& c, const Desc& s) {
-  const OutSpan sq = OutSpanOf(q), sk = OutSpanOf(k), sqo = OutSpanOf(qo), sko = OutSpanOf(ko);
-  const OutSpan sc = OutSpanOf(c), ss = OutSpanOf(s);
-  const auto apart = [](const OutSpan& a, const OutSpan& b, const char* name, const char* other,
+  const auto apart = [](const Desc& a, const Desc& b, const char* name, const char* other,
                         const char* verb = "overlaps") {
-    if (Meet(a, b)) throw py::value_error(std::string(name) + ": " + verb + " " + other);
+    if (!DescsApart(a, b)) throw py::value_error(std::string(name) + ": " + verb + " " + other);
   };
   const bool q_in_place = SameView(qo, q), k_in_place = SameView(ko, k);
-  apart(sko, sqo, "k_out", "q_out");
-  apart(sqo, sc, "q_out", "cos");
-  apart(sqo, ss, "q_out", "sin");
-  apart(sko, sc, "k_out", "cos");
-  apart(sko, ss, "k_out", "sin");
-  if (!q_in_place) apart(sqo, sq, "q_out", "q (without being it)", "partly overlaps");
-  if (!k_in_place) apart(sko, sk, "k_out", "k (without being it)", "partly overlaps");
+  apart(ko, qo, "k_out", "q_out");
+  apart(qo, c, "q_out", "cos");
+  apart(qo, s, "q_out", "sin");
+  apart(ko, c, "k_out", "cos");
+  apart(ko, s, "k_out", "sin");
+  if (!q_in_place) apart(qo, q, "q_out", "q (without being it)", "partly overlaps");
+  if (!k_in_place) apart(ko, k, "k_out", "k (without being it)", "partly overlaps");
   if (!(q_in_place && k_in_place)) {
-    apart(sqo, sk, "q_out", "k");
-    apart(sko, sq, "k_out", "q");
+    apart(qo, k, "q_out", "k");
+    apart(ko, q, "k_out", "q");
   }
 }
 
@@ -988,6 +1028,12 @@ PYBIND11_MODULE(_posenc, m) {
       py::arg("k_cache"), py::arg("k_nbytes"), py::arg("v_cache"), py::arg("v_nbytes"), py::arg("cache_type"),
       py::arg("layers"), py::arg("cache_slots"), py::arg("layer"), py::arg("reference"));
   m.def("apply_query_temperature", &ApplyTemperatureBatch, py::arg("q_views"), py::arg("scales"));
+  m.def(
+      "descs_apart",
+      [](const py::tuple& a, const py::tuple& b) { return DescsApart(DescOf(a, "a"), DescOf(b, "b")); },
+      py::arg("a"), py::arg("b"),
+      "Whether two tensor descriptors (data pointer, dtype, shape, element strides) share no element: "
+      "apart in memory, or disjoint slices of the same rows");
   m.def("apply_cos_sin_qk", &ApplyCosSinQK, py::arg("pairing"), py::arg("q"), py::arg("k"), py::arg("q_out"),
         py::arg("k_out"), py::arg("cos"), py::arg("sin"), py::arg("unsqueeze_dim"));
   m.def("apply_cos_sin_torch", &ApplyCosSinTorch, py::arg("pairing"), py::arg("q"), py::arg("k"), py::arg("q_out"),

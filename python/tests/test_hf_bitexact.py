@@ -174,6 +174,59 @@ def test_into_given_outputs_and_in_place():
         posenc.hf.apply_cos_sin(buf[:-1].view(q.shape), k, cos, sin, out=(buf[1:].view(q.shape), ko))
 
 
+@pytest.mark.parametrize("batch,seq", [(1, 1), (2, 1), (2, 5), (1, 7)])
+def test_in_place_on_views_of_one_fused_qkv_output(batch, seq):
+    """q and k cut from one fused projection output (their byte spans interleave, no element is
+    shared) rotate in place with HF's bits; v, the rest of each row, is untouched. Views of the same
+    rows that do share elements are still refused."""
+    rope = posenc.Rope({"hidden_size": 256, "num_attention_heads": 4, "num_key_value_heads": 2, "rope_theta": 1e4})
+    hq, hkv, d = 4, 2, 64
+    qkv = torch.randn(batch, seq, (hq + 2 * hkv) * d)
+    q = qkv[..., :hq * d].view(batch, seq, hq, d).transpose(1, 2)
+    k = qkv[..., hq * d:(hq + hkv) * d].view(batch, seq, hkv, d).transpose(1, 2)
+    v_before = qkv[..., (hq + hkv) * d:].clone()
+    cos, sin = hf_cos_sin(rope.inv_freq, torch.arange(seq)[None].expand(batch, -1), 1.0, False, torch.float32)
+    want_q, want_k = hf_formula(q, cos, sin, False, 1), hf_formula(k, cos, sin, False, 1)
+    posenc.hf.apply_cos_sin(q, k, cos, sin, out=(q, k))
+    assert_bits(q, want_q, "fused q in place")
+    assert_bits(k, want_k, "fused k in place")
+    assert torch.equal(qkv[..., (hq + hkv) * d:], v_before), "v was written"
+    k_shifted = qkv[..., hq * d - d:(hq + hkv) * d - d].view(batch, seq, hkv, d).transpose(1, 2)  # q's last head
+    with pytest.raises(ValueError, match="^k_out: overlaps q_out"):
+        posenc.hf.apply_cos_sin(q, k_shifted, cos, sin, out=(q, k_shifted))
+
+
+def test_descs_apart_never_calls_views_that_share_an_element_apart():
+    """_posenc.descs_apart (the one overlap rule of the drop-in's and the Rope methods' checks) against
+    the element sets themselves, over random strided views of one small buffer: whenever it says
+    apart, no element is shared; fused-row slices are recognized."""
+    import itertools
+    rng = np.random.default_rng(7)
+    base = 1 << 20
+
+    def elements(off, shape, strides):
+        return {off + sum(i * s for i, s in zip(idx, strides)) for idx in itertools.product(*(range(n) for n in shape))}
+
+    said_apart = 0
+    for _ in range(3000):
+        ndim = int(rng.integers(1, 4))
+        descs = []
+        for _ in range(2):
+            shape = tuple(int(rng.integers(1, 4)) for _ in range(ndim))
+            strides = tuple(int(rng.integers(0, 13)) for _ in range(ndim))
+            descs.append((int(rng.integers(0, 40)), shape, strides))
+        (oa, sa, ta), (ob, sb, tb) = descs
+        apart = posenc._posenc.descs_apart((base + 4 * oa, "float32", sa, ta), (base + 4 * ob, "float32", sb, tb))
+        if apart:
+            said_apart += 1
+            assert not elements(oa, sa, ta) & elements(ob, sb, tb), (descs,)
+    assert said_apart > 300
+    # row slices of one [5, 24] buffer: columns 0..7 and 8..23 are apart, 0..8 and 8..23 are not
+    row = lambda off, width: (base + 4 * off, "float32", (5, width), (24, 1))  # noqa: E731
+    assert posenc._posenc.descs_apart(row(0, 8), row(8, 16))
+    assert not posenc._posenc.descs_apart(row(0, 9), row(8, 16))
+
+
 def test_large_outputs_reuse_freed_memory():
     """Outputs from 1 MiB up come from buffers freed by earlier outputs (no fresh pages to fault in):
     the same address again once the first result is dropped, HF's bits still, q's strides kept, and
