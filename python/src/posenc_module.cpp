@@ -427,17 +427,18 @@ bool Meet(const OutSpan& a, const OutSpan& b) { return a.lo < a.hi && b.lo < b.h
 // Where a tensor's elements sit inside rows of `row` elements: every axis steps by a multiple of the
 // row or stays inside one (with non-negative strides), so each element is at offset [0, width) of a
 // row counted from data. false when the tensor does not decompose that way.
+// (In 128 bits, as OutSpanOf: hostile extents are checked only after this.)
 bool InRowWidth(const Desc& d, int64_t row, int64_t* width) {
-  int64_t w = 1;
+  __int128 w = 1;
   for (size_t i = 0; i < d.shape.size(); ++i) {
     if (d.shape[i] <= 1) continue;
     if (d.stride[i] < 0) return false;
     if (d.stride[i] % row == 0) continue;
     if (d.stride[i] > row) return false;
-    w += (d.shape[i] - 1) * d.stride[i];
+    w += static_cast<__int128>(d.shape[i] - 1) * d.stride[i];
+    if (w > row) return false;
   }
-  if (w > row) return false;
-  *width = w;
+  *width = static_cast<int64_t>(w);
   return true;
 }
 
@@ -459,7 +460,7 @@ bool DescsApart(const Desc& a, const Desc& b) {
       int64_t wa = 0, wb = 0;
       if (row <= 1 || !InRowWidth(a, row, &wa) || !InRowWidth(b, row, &wb)) continue;
       const int64_t r = static_cast<int64_t>(((gap / es) % row + row) % row);  // where b's rows start in a's
-      if (r >= wa && r + wb <= row) return true;
+      if (r >= wa && static_cast<__int128>(r) + wb <= row) return true;
     }
   return false;
 }

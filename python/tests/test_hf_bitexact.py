@@ -225,6 +225,10 @@ def test_descs_apart_never_calls_views_that_share_an_element_apart():
     row = lambda off, width: (base + 4 * off, "float32", (5, width), (24, 1))  # noqa: E731
     assert posenc._posenc.descs_apart(row(0, 8), row(8, 16))
     assert not posenc._posenc.descs_apart(row(0, 9), row(8, 16))
+    # extents past int64 (a hostile view's claims, checked only later) give an answer, not a wrap
+    huge = lambda off: (base + 4 * off, "float32", (1 << 40, 1 << 30), ((1 << 62) // 7, 3))  # noqa: E731
+    assert not posenc._posenc.descs_apart(huge(0), huge(3))  # one stride along: shares elements
+    assert posenc._posenc.descs_apart(huge(0), huge(1))  # every element 1 mod 3 against 0 mod 3
 
 
 def test_large_outputs_reuse_freed_memory():
