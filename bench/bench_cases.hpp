@@ -183,15 +183,19 @@ struct FusedPattern {
   static const std::byte* At(const HeadsView& v, int64_t t) {
     return static_cast<const std::byte*>(v.data) + t * v.token_stride * static_cast<int64_t>(SizeOf(v.dtype));
   }
-  static void Row(std::byte* dst, size_t dst_bytes, const std::byte* src, size_t src_bytes, uint64_t* acc) {
-    const size_t n = std::min(dst_bytes, src_bytes);
-    if (n > 0) std::memcpy(dst, src, n);
-    if (dst_bytes > n) std::memset(dst + n, 0x5a, dst_bytes - n);
-    for (size_t i = n; i + 8 <= src_bytes; i += 8) {
+  // Reads `bytes` of src into the checksum.
+  static void Read(const std::byte* src, size_t bytes, uint64_t* acc) {
+    for (size_t i = 0; i + 8 <= bytes; i += 8) {
       uint64_t w;
       std::memcpy(&w, src + i, 8);
       *acc ^= w;
     }
+  }
+  static void Row(std::byte* dst, size_t dst_bytes, const std::byte* src, size_t src_bytes, uint64_t* acc) {
+    const size_t n = std::min(dst_bytes, src_bytes);
+    std::memcpy(dst, src, n);
+    if (dst_bytes > n) std::memset(dst + n, 0x5a, dst_bytes - n);
+    Read(src + n, src_bytes - n, acc);
   }
   void operator()() const {
     const size_t es = SizeOf(qkv.q.dtype);
@@ -206,8 +210,8 @@ struct FusedPattern {
                   uint64_t acc = 0;
                   for (int64_t t = b; t < e; ++t) {
                     const int64_t ps = (*pos)[static_cast<size_t>(t)], sl = (*slot)[static_cast<size_t>(t)];
-                    Row(nullptr, 0, reinterpret_cast<const std::byte*>(table->cos_row(ps)), 4 * pairs, &acc);
-                    Row(nullptr, 0, reinterpret_cast<const std::byte*>(table->sin_row(ps)), 4 * pairs, &acc);
+                    Read(reinterpret_cast<const std::byte*>(table->cos_row(ps)), 4 * pairs, &acc);
+                    Read(reinterpret_cast<const std::byte*>(table->sin_row(ps)), 4 * pairs, &acc);
                     Row(const_cast<std::byte*>(At(q_out, t)), qb, At(qkv.q, t), qb, &acc);
                     Row(cache->k_row(0, sl), sb, At(qkv.k, t), kb, &acc);
                     Row(cache->v_row(0, sl), sb, At(qkv.v, t), kb, &acc);

@@ -177,29 +177,17 @@ Status RunBench(const BenchOptions& o) {
         if (p->unfused) p->unfused();
         if (p->pattern) p->pattern();
         std::vector<double> tk, tr, tu, tp;
+        const auto timed = [&](const std::function<void()>& fn, std::vector<double>& times) {
+          if (cold) bench::EvictCaches(pool);
+          const double t0 = Now();
+          fn();
+          times.push_back(Now() - t0);
+        };
         for (int r = 0; r < reps; ++r) {
-          if (cold) bench::EvictCaches(pool);
-          double t0 = Now();
-          p->run();
-          double t1 = Now();
-          if (cold) bench::EvictCaches(pool);
-          double t2 = Now();
-          p->roofline();
-          double t3 = Now();
-          tk.push_back(t1 - t0);
-          tr.push_back(t3 - t2);
-          if (p->unfused) {  // the same work as separate calls, interleaved with the fused run
-            if (cold) bench::EvictCaches(pool);
-            const double t4 = Now();
-            p->unfused();
-            tu.push_back(Now() - t4);
-          }
-          if (p->pattern) {  // the same bytes in the same order with no arithmetic
-            if (cold) bench::EvictCaches(pool);
-            const double t5 = Now();
-            p->pattern();
-            tp.push_back(Now() - t5);
-          }
+          timed(p->run, tk);
+          timed(p->roofline, tr);
+          if (p->unfused) timed(p->unfused, tu);  // the same work as separate calls, interleaved with the fused run
+          if (p->pattern) timed(p->pattern, tp);  // the same bytes in the same order with no arithmetic
         }
         const double mk = Median(tk), mr = Median(tr), mu = tu.empty() ? 0.0 : Median(tu);
         const double mp = tp.empty() ? 0.0 : Median(tp);
