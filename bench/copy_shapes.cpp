@@ -44,6 +44,11 @@ int main(int argc, char** argv) {
   const size_t row = 16384 + 2 * 4096;  // a float32 token row of the fused case: q, k, v
   size_t n = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 1600000;
   const size_t evict_mib = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 512;
+  if (n > (size_t{1} << 32) || evict_mib < 1 || evict_mib > 65536) {
+    std::fprintf(stderr, "copy_shapes: BYTES must be at most 2^32 and EVICT_MIB in [1, 65536] (got %zu, %zu)\n", n,
+                 evict_mib);
+    return 2;
+  }
   n = std::max(row, n / row * row);
   std::vector<uint64_t> evict(evict_mib << 17, 1);
   std::vector<char> src(n, 2), dst(n, 3);
