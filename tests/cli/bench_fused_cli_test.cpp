@@ -1,7 +1,7 @@
 // `posenc bench` rows of the fused RoPE + KV-cache kernels (issue 17): the fields they carry and their
 // relations (bytes_all = input + q out + cache rows + cos/sin rows; fraction_all; speedup_vs_unfused;
 // fraction_of_pattern = the bare access pattern's time / the kernel's),
-// and bytes_all on the 1-D RoPE rows. Timings are printed, never asserted.
+// the warm-up and retry counts, and bytes_all on the 1-D RoPE rows. Timings are printed, never asserted.
 #include <sstream>
 #include <string>
 #include <vector>
@@ -53,6 +53,12 @@ TEST(BenchFusedCli, FusedDecodeRowsCountEveryByte) {
     const double mp = r["pattern_median_ms"], fp = r["fraction_of_pattern"];
     EXPECT_GT(mp, 0.0);
     EXPECT_NEAR(fp, mp / ms, fp * (0.5e-4 / ms + 0.5e-4 / mp + 1e-3) + 2e-3);
+    // Warm-up until steady (at least 3 rounds), and the timed block taken again only while a median is
+    // over 2x its fastest run: with one repetition the median is the fastest run, so one attempt.
+    ASSERT_TRUE(r.contains("warmup_rounds") && r.contains("attempts") && r.contains("steady"));
+    EXPECT_GE(r["warmup_rounds"].get<int>(), 3);
+    EXPECT_EQ(r["attempts"].get<int>(), 1);
+    EXPECT_EQ(r["steady"], true);
   }
 }
 
