@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """Median of medians over several `posenc bench --json` runs, as a Markdown table.
 
-Usage: bench/summarize_bench.py run1.jsonl run2.jsonl run3.jsonl [--compact] [--targets]
+Usage: bench/summarize_bench.py run1.jsonl run2.jsonl run3.jsonl [--compact] [--targets] [--fused]
 For each case (op, dtype, layout, threads, cache) it prints the median over runs of the kernel's
 median time, its GB/s, the roofline's GB/s and the fraction, with the range of the fraction over runs
 (--compact: one row per case and thread count, warm and cold side by side, with the median of
 `attainable`, min(1, threads x one core's cache-resident rate / roofline), where the runs report it;
 --targets: then, per group of rows, how many medians meet issue 4's bar: fraction >= 0.85 for RoPE
-prefill and the gather, >= 0.6 for decode).
+prefill and the gather, >= 0.6 for decode; --fused: the fused RoPE + KV-cache rows only, one row per
+case and cache type with fraction_all, speedup_vs_unfused and fraction_of_pattern on 1 and 2 threads,
+and how many meet issue 17's bars, fraction_all >= 0.85 and speedup >= 1.6). Rows a run marks
+`"steady": false` (a median over 2x its fastest run after three attempts) are left out and counted.
 """
 import json
 import statistics
@@ -18,19 +21,31 @@ def main(argv):
     files = [a for a in argv if not a.startswith('--')]
     rows, table = {}, []
     order = []
+    unsteady = []
     for f in files:
         for line in open(f):
             line = line.strip()
             if not line.startswith('{'):
                 continue
             r = json.loads(line)
+            if r.get('steady', True) is False:
+                unsteady.append(f"{f}: {r['op']} {r['dtype']} {r.get('cache_type', r['layout'])} "
+                                f"{r['cache']} {r['threads']}T")
+                continue
             if r['op'] == 'rope_table_build':
                 table.append(r)
                 continue
-            key = (r['op'], r['dtype'], r['layout'], r['threads'], r.get('cache', 'warm'))
+            if ('--fused' in argv) != bool(r.get('fused')):
+                continue
+            key = (r['op'], r['dtype'], r.get('cache_type', r['layout']), r['threads'], r.get('cache', 'warm'))
             if key not in rows:
                 order.append(key)
             rows.setdefault(key, []).append(r)
+    for u in unsteady:
+        print(f"left out, not steady: {u}", file=sys.stderr)
+    if '--fused' in argv:
+        fused(rows, order)
+        return
     if '--compact' in argv:  # one row per case and thread count, warm and cold side by side
         def cell(rs):
             if not rs:
@@ -69,6 +84,38 @@ def main(argv):
         print(f"rope_table_build [32768, 64]: reference {statistics.median(t['reference_median_ms'] for t in table):.1f} ms, "
               f"exact {statistics.median(t['exact_median_ms'] for t in table):.1f} ms, exact/reference median "
               f"{statistics.median(ratios):.2f} (runs: {', '.join(f'{x:.2f}' for x in ratios)})")
+
+
+def fused(rows, order):
+    """Fused rows: per case and cache type, cold then warm, 1 and 2 threads side by side."""
+    med = lambda rs, k: statistics.median(x[k] for x in rs)
+    cases = []
+    for key in order:
+        if key[:3] not in cases:
+            cases.append(key[:3])
+    met_fa = met_su = total = 0
+    for cache in ('cold', 'warm'):
+        print()
+        print(f'| case ({cache}) | ms 1T | fraction_all 1T | speedup 1T | of_pattern 1T | '
+              f'ms 2T | fraction_all 2T | speedup 2T | of_pattern 2T |')
+        print('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
+        for op, dtype, ct in cases:
+            cells = []
+            for t in (1, 2):
+                rs = rows.get((op, dtype, ct, t, cache), [])
+                if not rs:
+                    cells.append('- | - | - | -')
+                    continue
+                fa, su = med(rs, 'fraction_all'), med(rs, 'speedup_vs_unfused')
+                if cache == 'cold':
+                    total += 1
+                    met_fa += fa >= 0.85
+                    met_su += su >= 1.6
+                pat = f"{med(rs, 'fraction_of_pattern'):.2f}" if all('fraction_of_pattern' in x for x in rs) else '-'
+                cells.append(f"{med(rs, 'median_ms'):.3f} | {fa:.2f} | {su:.2f} | {pat}")
+            print(f"| {op.replace('fused_', '')} {dtype} -> {ct} | {' | '.join(cells)} |")
+    print()
+    print(f'cold rows with fraction_all >= 0.85: {met_fa} of {total}; speedup_vs_unfused >= 1.6: {met_su} of {total}')
 
 
 def targets(rows):
