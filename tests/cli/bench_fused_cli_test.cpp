@@ -53,12 +53,20 @@ TEST(BenchFusedCli, FusedDecodeRowsCountEveryByte) {
     const double mp = r["pattern_median_ms"], fp = r["fraction_of_pattern"];
     EXPECT_GT(mp, 0.0);
     EXPECT_NEAR(fp, mp / ms, fp * (0.5e-4 / ms + 0.5e-4 / mp + 1e-3) + 2e-3);
-    // Warm-up until steady (at least 3 rounds), and the timed block taken again only while a median is
-    // over 2x its fastest run: with one repetition the median is the fastest run, so one attempt.
+    // Warm-up until steady (at least 3 rounds); the row taken again, on fresh buffers, only while it is
+    // unsteady, at most 3 attempts: fewer than 3 means the last one was steady. A steady row's
+    // reference passes are at most 2x slower than the kernel: fraction_all <= 2, fraction_of_pattern <= 2.
     ASSERT_TRUE(r.contains("warmup_rounds") && r.contains("attempts") && r.contains("steady"));
     EXPECT_GE(r["warmup_rounds"].get<int>(), 3);
-    EXPECT_EQ(r["attempts"].get<int>(), 1);
-    EXPECT_EQ(r["steady"], true);
+    const int attempts = r["attempts"];
+    EXPECT_GE(attempts, 1);
+    EXPECT_LE(attempts, 3);
+    ASSERT_TRUE(r["steady"].is_boolean());
+    if (attempts < 3) EXPECT_EQ(r["steady"], true);
+    if (r["steady"] == true) {
+      EXPECT_LE(fa, 2.0 + 2e-3);
+      EXPECT_LE(fp, 2.0 + 2e-3);
+    }
   }
 }
 

@@ -162,14 +162,14 @@ Status RunBench(const BenchOptions& o) {
     for (bool cold : cold_modes)
       for (int t : threads) {
         ThreadPool pool(t);
-        auto p = bench::Prepare(c, &pool);
-        // Warm: kernel and roofline alternate over the same buffers, so each starts with whatever of
-        // them the other left in cache (all of it when the tensor fits in L2/L3). Cold: every timed run
-        // starts after an untimed eviction pass, so both stream their bytes from DRAM. The core rate is
-        // measured first, while the pool's workers sleep (a polling worker can slow the other vCPU).
-        const int auto_reps = cold ? 15 : std::clamp(static_cast<int>(4e9 / p->bytes), 15, 501);
-        const int reps = o.reps > 0 ? o.reps : auto_reps;
-        const double core = CoreGbps(*p);
+        // Each attempt prepares the case afresh (new buffers), warms up and times. Warm: kernel and
+        // roofline alternate over the same buffers, so each starts with whatever of them the other left
+        // in cache (all of it when the tensor fits in L2/L3). Cold: every timed run starts after an
+        // untimed eviction pass, so both stream their bytes from DRAM. The core rate is measured first,
+        // while the pool's workers sleep (a polling worker can slow the other vCPU).
+        std::unique_ptr<bench::Prepared> p;
+        int reps = 0, warmup_rounds = 0, attempts = 0;
+        double core = 0.0;
         std::vector<double> tk, tr, tu, tp;
         const auto timed = [&](const std::function<void()>& fn, std::vector<double>& times) {
           if (cold) bench::EvictCaches(pool);
@@ -177,37 +177,39 @@ Status RunBench(const BenchOptions& o) {
           fn();
           times.push_back(Now() - t0);
         };
-        // Warm-up (page faults, caches, thread start) until steady: rounds of every timed pass, as the
-        // timed loop runs them, until the last round of each is within 1.25x of its fastest so far
-        // (at least 3 rounds, at most kMaxWarmupSeconds). On a 2-vCPU AMD EPYC guest (2026-12-02) a
-        // case's buffers were often 10-40x slower (0.8 GB/s) in the first 1-2 s after allocation, then
-        // ran at full speed; three fixed rounds left the roofline's median in that state and printed
-        // fractions of 20-29.
-        int warmup_rounds = 0;
-        {
+        // An attempt is steady when every pass's median is within kUnsteady x its fastest run, and
+        // neither reference pass (the roofline, the bare access pattern: each moves the kernel's bytes
+        // the cheapest way) is over kUnsteady x slower than the kernel. On a 2-vCPU AMD EPYC guest
+        // (2026-12-02) some allocations ran at 0.8-1.5 GB/s instead of 25-30 for seconds at a time,
+        // often for a whole row (every repetition alike, so its median was its fastest run), while the
+        // kernel's own buffers were fast: rows printed fraction_all 13-29 and speedups of 9-14. Up to
+        // kMaxAttempts attempts; a row still unsteady says "steady": false.
+        constexpr int kMaxAttempts = 3;
+        constexpr double kUnsteady = 2.0;
+        bool steady = false;
+        for (; !steady && attempts < kMaxAttempts; ++attempts) {
+          p.reset();  // the previous attempt's buffers go before the new ones are allocated
+          p = bench::Prepare(c, &pool);
+          const int auto_reps = cold ? 15 : std::clamp(static_cast<int>(4e9 / p->bytes), 15, 501);
+          reps = o.reps > 0 ? o.reps : auto_reps;
+          core = CoreGbps(*p);
+          // Warm-up (page faults, caches, thread start): rounds of every timed pass, as the timed loop
+          // runs them, until the last round of each is within 1.25x of its fastest so far (at least 3
+          // rounds, at most kMaxWarmupSeconds).
           constexpr double kMaxWarmupSeconds = 3.0;
           std::vector<const std::function<void()>*> passes = {&p->run, &p->roofline};
           if (p->unfused) passes.push_back(&p->unfused);
           if (p->pattern) passes.push_back(&p->pattern);
           std::vector<std::vector<double>> wt(passes.size());
           const double w0 = Now();
+          warmup_rounds = 0;
           for (bool warm = false; !warm && (warmup_rounds < 3 || Now() - w0 < kMaxWarmupSeconds);) {
             for (size_t i = 0; i < passes.size(); ++i) timed(*passes[i], wt[i]);
             ++warmup_rounds;
             warm = warmup_rounds >= 3 && std::all_of(wt.begin(), wt.end(), [](const std::vector<double>& v) {
-                       return v.back() <= 1.25 * *std::min_element(v.begin(), v.end());
-                     });
+                     return v.back() <= 1.25 * *std::min_element(v.begin(), v.end());
+                   });
           }
-        }
-        // The timed block, taken again (at most kMaxAttempts in all) while any pass's median is over
-        // kUnsteady x its fastest run: on the same AMD guest a buffer's passes sometimes ran 10-40x slower
-        // for 1-3 s in the middle of a block (not only after allocation), which left a roofline median of
-        // 1 GB/s against 25-30 GB/s before and after. Ordinary noise stays well under 2x.
-        constexpr int kMaxAttempts = 3;
-        constexpr double kUnsteady = 2.0;
-        int attempts = 0;
-        bool steady = false;
-        for (; !steady && attempts < kMaxAttempts; ++attempts) {
           for (auto* v : {&tk, &tr, &tu, &tp}) v->clear();
           for (int r = 0; r < reps; ++r) {
             timed(p->run, tk);
@@ -218,6 +220,11 @@ Status RunBench(const BenchOptions& o) {
           steady = true;
           for (const auto* v : {&tk, &tr, &tu, &tp})
             steady = steady && (v->empty() || Median(*v) <= kUnsteady * *std::min_element(v->begin(), v->end()));
+          // Per byte: the roofline pass moves roofline_bytes, the kernel and its bare pattern bytes_all
+          // (or bytes, where a row has no bytes_all).
+          const double kernel_bytes = p->bytes_all > 0 ? p->bytes_all : p->bytes;
+          steady = steady && Median(tr) / p->roofline_bytes <= kUnsteady * Median(tk) / kernel_bytes;
+          if (!tp.empty()) steady = steady && Median(tp) <= kUnsteady * Median(tk);
         }
         const double mk = Median(tk), mr = Median(tr), mu = tu.empty() ? 0.0 : Median(tu);
         const double mp = tp.empty() ? 0.0 : Median(tp);
