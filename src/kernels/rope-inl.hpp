@@ -319,17 +319,14 @@ void RopeTokensT(const detail::RopeJob& job, int64_t begin, int64_t end) {
     }
 #endif
     for (int k = 0; k < job.num_tensors; ++k) {
-      // The tensor's fields in locals: the rows' stores go through vector types that may alias
-      // anything, so fields read through `job` were reloaded from memory after every head.
-      const detail::RopeTensor x = job.tensors[k];
+      const detail::RopeTensor& x = job.tensors[k];
       // Pointers at the rotary window of head 0; the dims outside it are copied only out of place.
       const T* in = static_cast<const T*>(x.in) + t * x.in_token_stride + start;
       T* out = static_cast<T*>(x.out) + t * x.out_token_stride + start;
       const bool out_of_place = x.in != x.out;
       const bool prefetch_out = out_of_place && job.prefetch_out;
       const bool copy_outside = out_of_place && (start > 0 || after < head_dim);
-      const int64_t heads = x.heads, in_head_stride = x.in_head_stride, out_head_stride = x.out_head_stride;
-      for (int64_t h = 0; h < heads; ++h, in += in_head_stride, out += out_head_stride) {
+      for (int64_t h = 0; h < x.heads; ++h, in += x.in_head_stride, out += x.out_head_stride) {
         if (kPrefetchAhead > 0) {  // the window's lines, kPrefetchAhead bytes ahead (a fixed count for kPairs)
           PrefetchWindow(reinterpret_cast<const char*>(in) + kPrefetchAhead, 2 * n * sizeof(T));
           // Out of place, the destination's lines too, where that pays (StorePrefetchPolicy).
