@@ -149,7 +149,8 @@ Status RunBench(const BenchOptions& o) {
         "core GB/s: one core on an L1-resident slice of the case; attain: min(1, threads x core / roof), the\n"
         "best fraction the kernel could reach if it never waited on memory; frac_all: every byte moved (cos/sin\n"
         "rows, cache rows) over the roofline; vs_unfused: fused rows, time of posenc's separate calls / fused;\n"
-        "of_pattern: fused rows, time of the same bytes moved in the same order with no arithmetic / fused\n"
+        "of_pattern: fused rows, time of the same bytes moved in the same order with no arithmetic / fused;\n"
+        "UNSTEADY: still over 2x its fastest run, or a reference pass over 2x slower than the kernel, after 3 tries\n"
         "%-58s %5s %7s %10s %9s %9s %8s %8s %9s %7s %10s %10s\n",
         ChosenSimdTarget().c_str(), o.threads.c_str(), "case", "cache", "threads", "median_ms", "GB/s", "roof GB/s",
         "fraction", "frac_all", "core GB/s", "attain", "vs_unfused", "of_pattern");
@@ -258,8 +259,9 @@ Status RunBench(const BenchOptions& o) {
           const std::string fa = p->bytes_all > 0 ? fmt::format("{:.3f}", fraction_all) : "-";
           const std::string su = c.fused ? fmt::format("{:.2f}", mu / mk) : "-";
           const std::string sp = p->pattern ? fmt::format("{:.2f}", mp / mk) : "-";
-          std::printf("%-58s %5s %7d %10.3f %9.2f %9.2f %8.3f %8s %9.2f %7.2f %10s %10s\n", c.Name().c_str(), cache,
-                      t, mk * 1e3, gbps, roof, gbps / roof, fa.c_str(), core, attainable, su.c_str(), sp.c_str());
+          std::printf("%-58s %5s %7d %10.3f %9.2f %9.2f %8.3f %8s %9.2f %7.2f %10s %10s%s\n", c.Name().c_str(), cache,
+                      t, mk * 1e3, gbps, roof, gbps / roof, fa.c_str(), core, attainable, su.c_str(), sp.c_str(),
+                      steady ? "" : "  UNSTEADY");
         }
         std::fflush(stdout);
       }
