@@ -10,7 +10,9 @@ median time, its GB/s, the roofline's GB/s and the fraction, with the range of t
 prefill and the gather, >= 0.6 for decode; --fused: the fused RoPE + KV-cache rows only, one row per
 case and cache type with fraction_all, speedup_vs_unfused and fraction_of_pattern on 1 and 2 threads,
 and how many meet issue 17's bars, fraction_all >= 0.85 and speedup >= 1.6). Rows a run marks
-`"steady": false` (a median over 2x its fastest run after three attempts) are left out and counted.
+`"steady": false` (after three attempts, a median still over 2x its fastest run or a reference pass over
+2x slower per byte than the kernel) are left out and named; without --fused the fused rows are left
+out too (their cache types would merge).
 """
 import json
 import statistics
