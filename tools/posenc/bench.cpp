@@ -194,33 +194,35 @@ Status RunBench(const BenchOptions& o) {
           const int auto_reps = cold ? 15 : std::clamp(static_cast<int>(4e9 / p->bytes), 15, 501);
           reps = o.reps > 0 ? o.reps : auto_reps;
           core = CoreGbps(*p);
-          // Warm-up (page faults, caches, thread start): rounds of every timed pass, as the timed loop
-          // runs them, until the last round of each is within 1.25x of its fastest so far (at least 3
-          // rounds, at most kMaxWarmupSeconds).
+          // The timed passes in their order, each with its times: the kernel, the roofline, the same work
+          // as separate calls (fused rows), the same bytes in the same order with no arithmetic (fused rows).
+          struct Pass {
+            const std::function<void()>* fn;
+            std::vector<double>* times;
+          };
+          std::vector<Pass> passes = {{&p->run, &tk}, {&p->roofline, &tr}};
+          if (p->unfused) passes.push_back({&p->unfused, &tu});
+          if (p->pattern) passes.push_back({&p->pattern, &tp});
+          const auto fastest = [](const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); };
+          // Warm-up (page faults, caches, thread start): rounds of every pass, as the timed loop runs
+          // them, until the last round of each is within 1.25x of its fastest so far (at least 3 rounds,
+          // at most kMaxWarmupSeconds).
           constexpr double kMaxWarmupSeconds = 3.0;
-          std::vector<const std::function<void()>*> passes = {&p->run, &p->roofline};
-          if (p->unfused) passes.push_back(&p->unfused);
-          if (p->pattern) passes.push_back(&p->pattern);
-          std::vector<std::vector<double>> wt(passes.size());
+          for (auto* v : {&tk, &tr, &tu, &tp}) v->clear();
           const double w0 = Now();
           warmup_rounds = 0;
           for (bool warm = false; !warm && (warmup_rounds < 3 || Now() - w0 < kMaxWarmupSeconds);) {
-            for (size_t i = 0; i < passes.size(); ++i) timed(*passes[i], wt[i]);
+            for (const Pass& ps : passes) timed(*ps.fn, *ps.times);
             ++warmup_rounds;
-            warm = warmup_rounds >= 3 && std::all_of(wt.begin(), wt.end(), [](const std::vector<double>& v) {
-                     return v.back() <= 1.25 * *std::min_element(v.begin(), v.end());
+            warm = warmup_rounds >= 3 && std::all_of(passes.begin(), passes.end(), [&](const Pass& ps) {
+                     return ps.times->back() <= 1.25 * fastest(*ps.times);
                    });
           }
           for (auto* v : {&tk, &tr, &tu, &tp}) v->clear();
-          for (int r = 0; r < reps; ++r) {
-            timed(p->run, tk);
-            timed(p->roofline, tr);
-            if (p->unfused) timed(p->unfused, tu);  // the same work as separate calls, interleaved with the fused run
-            if (p->pattern) timed(p->pattern, tp);  // the same bytes in the same order with no arithmetic
-          }
-          steady = true;
-          for (const auto* v : {&tk, &tr, &tu, &tp})
-            steady = steady && (v->empty() || Median(*v) <= kUnsteady * *std::min_element(v->begin(), v->end()));
+          for (int r = 0; r < reps; ++r)
+            for (const Pass& ps : passes) timed(*ps.fn, *ps.times);
+          steady = std::all_of(passes.begin(), passes.end(),
+                               [&](const Pass& ps) { return Median(*ps.times) <= kUnsteady * fastest(*ps.times); });
           // Per byte: the roofline pass moves roofline_bytes, the kernel and its bare pattern bytes_all
           // (or bytes, where a row has no bytes_all).
           const double kernel_bytes = p->bytes_all > 0 ? p->bytes_all : p->bytes;
