@@ -231,6 +231,71 @@ HWY_INLINE void ExpandInterleaved(const float* c, const float* s, size_t n, floa
   }
 }
 
+// A row rotated with the token's factors in registers (vc/vs, loaded once per token for all its heads)
+// where the row loops above load them again for every head, because a row's stores may alias the
+// table. kVecs full vectors of factors per array, known at compile time; the same operations on each
+// value as the row loop of the same form, so the same bits. The forms, and what vc/vs hold:
+//   kHalf               half layout, float32 / float16: the cos and sin rows
+//   kHalfBF16           half layout, packed bfloat16: dc/ds (even pairs | odd pairs per 2N pairs)
+//   kInterleavedBF16    interleaved, packed bfloat16 (a pair per 32-bit lane): the cos and sin rows
+//   kInterleavedBlocks  interleaved float32 through in-block shuffles: pc/ps (PermuteForBlocks)
+//   kInterleaved        interleaved otherwise: the expanded factors cc/ss (2 kPairs values each)
+enum class RegForm { kHalf, kHalfBF16, kInterleavedBF16, kInterleavedBlocks, kInterleaved };
+
+template <RegForm kForm, bool kBackward, typename T, size_t kVecs>
+HWY_INLINE void RotateRowRegs(const T* in, T* out, const hn::Vec<DF>* vc, const hn::Vec<DF>* vs) {
+  const DF df;
+  constexpr size_t N = hn::MaxLanes(DF());
+  if constexpr (kForm == RegForm::kHalf) {
+    constexpr size_t n = kVecs * N;
+    for (size_t j = 0; j < kVecs; ++j) {
+      hn::Vec<DF> ra, rb;
+      RotatePair<kBackward>(LoadF(df, in + j * N), LoadF(df, in + n + j * N), vc[j], vs[j], ra, rb);
+      StoreF(df, ra, out + j * N);
+      StoreF(df, rb, out + n + j * N);
+    }
+  } else if constexpr (kForm == RegForm::kInterleaved) {  // kVecs vectors of values
+    for (size_t j = 0; j < kVecs; ++j) {
+      const auto x = LoadF(df, in + j * N);
+      StoreF(df, hn::MulAdd(x, vc[j], hn::Mul(hn::Reverse2(df, x), vs[j])), out + j * N);
+    }
+  }
+#ifdef POSENC_ROPE_BLOCKS
+  else if constexpr (kForm == RegForm::kInterleavedBlocks) {
+    for (size_t j = 0; j < kVecs; ++j) {
+      hn::Vec<DF> a, b, ra, rb;
+      DeinterleaveInBlocks(LoadF(df, in + 2 * j * N), LoadF(df, in + 2 * j * N + N), a, b);
+      RotatePair<kBackward>(a, b, vc[j], vs[j], ra, rb);
+      StoreF(df, hn::InterleaveLower(df, ra, rb), out + 2 * j * N);
+      StoreF(df, hn::InterleaveUpper(df, ra, rb), out + 2 * j * N + N);
+    }
+  }
+#endif
+#if HWY_TARGET != HWY_SCALAR
+  else if constexpr (kForm == RegForm::kHalfBF16) {
+    const DU du;
+    constexpr size_t n = kVecs * N;
+    for (size_t j = 0; j < kVecs; j += 2) {
+      const auto A = hn::LoadU(du, reinterpret_cast<const uint32_t*>(in + j * N));
+      const auto B = hn::LoadU(du, reinterpret_cast<const uint32_t*>(in + n + j * N));
+      hn::Vec<DF> ra_e, rb_e, ra_o, rb_o;
+      RotatePair<kBackward>(LowBF16(A), LowBF16(B), vc[j], vs[j], ra_e, rb_e);
+      RotatePair<kBackward>(HighBF16(A), HighBF16(B), vc[j + 1], vs[j + 1], ra_o, rb_o);
+      hn::StoreU(PackBF16Computed(ra_e, ra_o), du, reinterpret_cast<uint32_t*>(out + j * N));
+      hn::StoreU(PackBF16Computed(rb_e, rb_o), du, reinterpret_cast<uint32_t*>(out + n + j * N));
+    }
+  } else if constexpr (kForm == RegForm::kInterleavedBF16) {
+    const DU du;
+    for (size_t j = 0; j < kVecs; ++j) {
+      const auto x = hn::LoadU(du, reinterpret_cast<const uint32_t*>(in + 2 * j * N));
+      hn::Vec<DF> ra, rb;
+      RotatePair<kBackward>(LowBF16(x), HighBF16(x), vc[j], vs[j], ra, rb);
+      hn::StoreU(PackBF16Computed(ra, rb), du, reinterpret_cast<uint32_t*>(out + 2 * j * N));
+    }
+  }
+#endif
+}
+
 // Software prefetch distance for the tensor, in bytes ahead of the head being rotated: with it one
 // thread streams cold float32 q/k from DRAM at ~0.85-0.95 of an in-place XOR pass instead of ~0.75
 // (posenc bench --cache cold; 1024 and 8192 measured no better).
@@ -281,6 +346,26 @@ void RopeTokensT(const detail::RopeJob& job, int64_t begin, int64_t end) {
   (void)ds;  // unused where there is no packed bfloat16 path (SCALAR)
   (void)block;
   const size_t row_lines = (n * sizeof(float) + 63) / 64;
+  // The factors in registers (RotateRowRegs) where the pair count is known at compile time, whole
+  // vectors, and the factor vectors fill at most half the vector registers (16 of AVX-512's 32, 8 of
+  // the others' 16). Not the scalar target.
+  constexpr size_t kMaxN = hn::MaxLanes(DF());
+  constexpr RegForm kForm = !kInterleaved ? (kPackedBF16 ? RegForm::kHalfBF16 : RegForm::kHalf)
+                            : kPackedBF16 ? RegForm::kInterleavedBF16
+                            : kBlocks     ? RegForm::kInterleavedBlocks
+                                          : RegForm::kInterleaved;
+  constexpr size_t kVecs = kPairs / kMaxN * (kForm == RegForm::kInterleaved ? 2 : 1);
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+  constexpr size_t kMaxVecs = 8;
+#else
+  constexpr size_t kMaxVecs = 4;
+#endif
+  constexpr bool kRegs = kMaxN >= 4 && kPairs > 0 && kPairs % kMaxN == 0 && kVecs <= kMaxVecs &&
+                         (kForm != RegForm::kHalfBF16 || kVecs % 2 == 0);
+  // The arrays RotateRowRegs's factors are loaded from, per token (set up below).
+  const float* reg_c = kForm == RegForm::kInterleaved ? cc : (kForm == RegForm::kHalfBF16 || kBlocks) ? dc : nullptr;
+  const float* reg_s = kForm == RegForm::kInterleaved ? ss : (kForm == RegForm::kHalfBF16 || kBlocks) ? ds : nullptr;
+  hn::Vec<DF> vc[kRegs ? kVecs : 1], vs[kRegs ? kVecs : 1];
   for (int64_t t = begin; t < end; ++t) {
     const int64_t pos = job.positions[t];
     if (t + 1 < end) detail::PrefetchCosSinRows(table, job.positions[t + 1], row_lines);
@@ -318,6 +403,15 @@ void RopeTokensT(const detail::RopeJob& job, int64_t begin, int64_t end) {
       }
     }
 #endif
+    if constexpr (kRegs) {
+      const DF df;
+      const float* fc = reg_c != nullptr ? reg_c : c;
+      const float* fs = reg_s != nullptr ? reg_s : s;
+      for (size_t j = 0; j < kVecs; ++j) {
+        vc[j] = hn::LoadU(df, fc + j * kMaxN);
+        vs[j] = hn::LoadU(df, fs + j * kMaxN);
+      }
+    }
     for (int k = 0; k < job.num_tensors; ++k) {
       const detail::RopeTensor& x = job.tensors[k];
       // Pointers at the rotary window of head 0; the dims outside it are copied only out of place.
@@ -335,6 +429,10 @@ void RopeTokensT(const detail::RopeJob& job, int64_t begin, int64_t end) {
         if (copy_outside) {
           if (start > 0) std::memcpy(out - start, in - start, start * sizeof(T));
           if (after < head_dim) std::memcpy(out - start + after, in - start + after, (head_dim - after) * sizeof(T));
+        }
+        if constexpr (kRegs) {
+          RotateRowRegs<kForm, kBackward, T, kVecs>(in, out, vc, vs);
+          continue;
         }
 #if HWY_TARGET != HWY_SCALAR
         if constexpr (kPackedBF16 && kInterleaved) {
