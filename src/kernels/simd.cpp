@@ -18,6 +18,7 @@
 #include <hwy/targets.h>
 
 #include "kernels/rope_cos_sin_f16.hpp"
+#include "kernels/simd_probe.hpp"
 
 namespace posenc {
 
@@ -94,16 +95,16 @@ std::vector<std::string> AvailableSimdTargets() {
   return names;
 }
 
-std::string ChosenSimdTarget() {
-  const int64_t usable = hwy::SupportedTargets() & HWY_TARGETS;
-  if (usable == 0) return hwy::TargetName(HWY_STATIC_TARGET);
-  return hwy::TargetName(usable & ~(usable - 1));
-}
+// What dispatch runs, asked of dispatch itself: hwy::SupportedTargets() is not a safe way to ask, it
+// resets Highway 1.0.3's chosen target to every detected target (before its mask is applied), and the
+// next kernel call then ran the best target whatever the cap said.
+std::string ChosenSimdTarget() { return hwy::TargetName(detail::DispatchedTarget()); }
 
 Status ForceSimdTarget(std::string_view name) {
   const std::string want = Upper(name);
   CpuTargetBits();  // read before the first cap
   if (want.empty() || want == "BEST" || want == "AUTO") {
+    hwy::SetSupportedTargetsForTest(0);
     hwy::DisableTargets(0);
     return OkStatus();
   }
@@ -112,7 +113,12 @@ Status ForceSimdTarget(std::string_view name) {
     if (Upper(hwy::TargetName(b)) != want) continue;
     if ((CpuTargetBits() & b) == 0)
       return UnimplementedError(fmt::format("simd: target {} is compiled but this CPU cannot run it", want));
-    hwy::DisableTargets(b - 1);  // every better target (lower bits)
+    // The cap is a fixed target set (every better target, the lower bits, removed), not
+    // hwy::DisableTargets: under that, any later hwy::SupportedTargets() call (a target listing, a
+    // log line) re-chose the best detected target for the next dispatch. With a fixed set,
+    // SupportedTargets returns it without re-detecting, and dispatch chooses within it.
+    hwy::DisableTargets(0);
+    hwy::SetSupportedTargetsForTest(CpuTargetBits() & ~(b - 1));
     return OkStatus();
   }
   std::string list;

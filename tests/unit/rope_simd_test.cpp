@@ -22,6 +22,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <hwy/targets.h>
 
 #include "posenc/core/parallel.hpp"
 #include "posenc/kernels/rope.hpp"
@@ -203,6 +204,10 @@ TEST_F(PerTarget, ListsAndForcesTargets) {
   EXPECT_EQ(ChosenSimdTarget(), available.front());
   for (const auto& name : available) {
     ASSERT_TRUE(ForceSimdTarget(name).ok()) << name;
+    // ChosenSimdTarget asks dispatch which code it runs. Asking Highway for its target list must not
+    // undo the cap (under hwy::DisableTargets it did: every later kernel ran the best target).
+    EXPECT_EQ(ChosenSimdTarget(), name);
+    (void)hwy::SupportedTargets();
     EXPECT_EQ(ChosenSimdTarget(), name);
     // The list does not shrink under a cap: per-target loops nested in other loops ask for it again.
     EXPECT_EQ(AvailableSimdTargets(), available) << name;
