@@ -5,6 +5,7 @@ spreads the host's slow and fast minutes over both. Each binary prints lines `<c
 (bench/rope_resident does); lower values are better.
 
   python3 bench/alternate_builds.py OLD/bench/rope_resident NEW/bench/rope_resident --rounds 4
+  python3 bench/alternate_builds.py OLD/bench/rope_resident NEW/bench/rope_resident --args AVX2   # capped
 """
 import argparse
 import collections
@@ -17,12 +18,13 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("binaries", nargs="+")
     ap.add_argument("--rounds", type=int, default=4)
+    ap.add_argument("--args", default="", help="arguments for every binary, e.g. --args AVX2 (a SIMD cap)")
     args = ap.parse_args()
     values = collections.defaultdict(list)
     order = []
     for _ in range(args.rounds):
         for b in args.binaries:
-            out = subprocess.run([b], capture_output=True, text=True, check=True).stdout
+            out = subprocess.run([b] + args.args.split(), capture_output=True, text=True, check=True).stdout
             for line in out.splitlines():
                 *case, value = line.split()
                 key = " ".join(case)

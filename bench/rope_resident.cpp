@@ -7,6 +7,7 @@
 // state moves single runs by 10-25%, so compare builds with bench/alternate_builds.py, which runs two
 // binaries in turn and takes medians over rounds:
 //   python3 bench/alternate_builds.py OLD/bench/rope_resident NEW/bench/rope_resident --rounds 4
+// An argument caps the SIMD target (build/bench/rope_resident AVX2; alternate_builds.py --args AVX2).
 // These are small calls in cache: a change that wins here must still win on `posenc bench`'s rows
 // (rotating float16 heads innermost took 0.93-0.985x the time here and made the 32-head prefill
 // rows 25-30% slower there; docs/PERFORMANCE.md).
@@ -19,8 +20,13 @@
 
 #include "posenc/posenc.hpp"
 
-int main() {
+int main(int argc, char** argv) {
   using namespace posenc;
+  // build/bench/rope_resident [TARGET]: cap posenc's SIMD target (AVX2, AVX3, ...; `posenc info`).
+  if (argc > 1 && !ForceSimdTarget(argv[1]).ok()) {
+    std::printf("unknown or unavailable SIMD target '%s'\n", argv[1]);
+    return 2;
+  }
   struct Case {
     const char* name;
     int64_t tokens, heads;
