@@ -37,18 +37,39 @@ std::string Upper(std::string_view s) {
   return u;
 }
 
-bool IsIntelCpu() {
+// The CPUID vendor string ("GenuineIntel", "AuthenticAMD", ...), empty where there is none.
+std::string CpuVendor() {
 #if defined(__x86_64__) || defined(__i386__)
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (__get_cpuid(0, &eax, &ebx, &ecx, &edx) == 0) return false;
+  if (__get_cpuid(0, &eax, &ebx, &ecx, &edx) == 0) return {};
   char vendor[13] = {};
   std::memcpy(vendor, &ebx, 4);
   std::memcpy(vendor + 4, &edx, 4);
   std::memcpy(vendor + 8, &ecx, 4);
-  return std::strcmp(vendor, "GenuineIntel") == 0;
+  return vendor;
 #else
-  return false;
+  return {};
 #endif
+}
+
+// The display family (CPUID leaf 1: base family, plus the extended family where the base is 0xF):
+// AMD Zen 3 and Zen 4 are 0x19, Zen 5 0x1A. 0 where there is no CPUID.
+unsigned CpuFamily() {
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return 0;
+  const unsigned base = (eax >> 8) & 0xF;
+  return base == 0xF ? base + ((eax >> 20) & 0xFF) : base;
+#else
+  return 0;
+#endif
+}
+
+// Out-of-place RoPE prefetches its destination on Intel and on AMD from Zen 5 (family 0x1A) on; see
+// StorePrefetch in posenc/kernels/simd.hpp for the measurements.
+bool RopeOutOfPlacePrefetchPays() {
+  const std::string vendor = CpuVendor();
+  return vendor == "GenuineIntel" || (vendor == "AuthenticAMD" && CpuFamily() >= 0x1A);
 }
 
 // AVX512-FP16 (CPUID.(EAX=7, ECX=0):EDX bit 23), with the OS saving the opmask and zmm state (XCR0
@@ -140,7 +161,7 @@ StorePrefetch StorePrefetchPolicy() {
       const bool on = std::strcmp(env, "0") != 0;
       return StorePrefetch{on, on};
     }
-    return StorePrefetch{true, IsIntelCpu()};
+    return StorePrefetch{true, RopeOutOfPlacePrefetchPays()};
   }();
   return policy;
 }

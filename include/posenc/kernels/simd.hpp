@@ -38,12 +38,15 @@ void AllowNativeF16Arithmetic(bool allow);
 
 // Whether the kernels that write a buffer other than the one they read also prefetch the
 // destination's lines ahead of their stores, so that each line is in cache before the store that
-// needs it. A tuning choice by CPU make, measured with `posenc bench` prefetch off and on alternating
-// (docs/PERFORMANCE.md, "Prefetching the destination"): the gather's rows gain on both CPUs measured
-// (an Intel Xeon with AVX-512 and an AMD Zen 3), out-of-place RoPE gains on the Intel Xeon (float32
-// half layout 0.53-0.61 of memcpy -> 0.96-1.11) but loses 1-7% on one AMD thread. So by default:
-// gather rows always, out-of-place RoPE on Intel CPUs. POSENC_PREFETCH_STORES=1 or 0 turns both on or
-// off instead (read once per process). Results do not depend on it.
+// needs it. A tuning choice by CPU make and family, measured with `posenc bench` prefetch off and on
+// alternating (docs/PERFORMANCE.md, "Prefetching the destination" and "A token's factors in
+// registers"): the gather's rows gain on every CPU measured (an Intel Xeon with AVX-512, an AMD Zen 3);
+// out-of-place RoPE (and the fused kernel's q rows) gains on the Intel Xeon (float32 half layout
+// 0.53-0.61 of memcpy -> 0.96-1.11) and on an AMD Zen 5 (fused prefill cold, mean fraction_all 0.80 ->
+// 0.87) but loses 1-7% on one AMD Zen 3 thread. So by default: gather rows always, out-of-place RoPE on
+// Intel CPUs and on AMD family 0x1A (Zen 5) and later; off elsewhere (Zen 4, family 0x19 as Zen 3, is
+// not measured). POSENC_PREFETCH_STORES=1 or 0 turns both on or off instead (read once per process).
+// Results do not depend on it.
 struct StorePrefetch {
   bool gather_rows = false;
   bool rope_out_of_place = false;
