@@ -17,7 +17,8 @@ std::vector<std::string> CompiledSimdTargets();
 // Compiled targets this CPU runs, best first; the same list before and after ForceSimdTarget (so a
 // per-target loop can ask for it inside other loops).
 std::vector<std::string> AvailableSimdTargets();
-// The target the kernels use now: the best of AvailableSimdTargets() at or below any cap.
+// The target the kernels use now: the best of AvailableSimdTargets() at or below any cap, as the
+// dispatch itself reports it (a probe called the way every kernel is called).
 std::string ChosenSimdTarget();
 
 // Caps the choice at `name` (case-insensitive): every better target is disabled for the whole
