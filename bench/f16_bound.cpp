@@ -13,8 +13,8 @@
 //                        its heads); no exact bfloat16 conversion instruction exists (AVX512-BF16 flushes
 //                        subnormal inputs)
 // Every exact loop is checked to give ApplyRope's bytes on one pass. The line "ApplyRope / <loop>" is
-// the ratio to the fastest exact loop the chosen target can run (the 512-bit loops only under AVX3). Medians of 21 samples, each a block of repetitions; the
-// modes alternate within each sample. Built only for x86-64 (-mavx2 -mfma -mf16c for the file; the
+// the ratio to the fastest exact loop the chosen target can run (the 512-bit loops only under AVX3).
+// Medians of 21 samples, each a block of repetitions; the modes alternate within each sample. Built only for x86-64 (-mavx2 -mfma -mf16c for the file; the
 // AVX-512 loops carry a target attribute and run only where the CPU has AVX-512F/BW):
 //   build/bench/f16_bound [TARGET]      (TARGET caps posenc's SIMD target, e.g. AVX2)
 #include <immintrin.h>

@@ -362,9 +362,6 @@ void RopeTokensT(const detail::RopeJob& job, int64_t begin, int64_t end) {
 #endif
   constexpr bool kRegs = kMaxN >= 4 && kPairs > 0 && kPairs % kMaxN == 0 && kVecs <= kMaxVecs &&
                          (kForm != RegForm::kHalfBF16 || kVecs % 2 == 0);
-  // The arrays RotateRowRegs's factors are loaded from, per token (set up below).
-  const float* reg_c = kForm == RegForm::kInterleaved ? cc : (kForm == RegForm::kHalfBF16 || kBlocks) ? dc : nullptr;
-  const float* reg_s = kForm == RegForm::kInterleaved ? ss : (kForm == RegForm::kHalfBF16 || kBlocks) ? ds : nullptr;
   hn::Vec<DF> vc[kRegs ? kVecs : 1], vs[kRegs ? kVecs : 1];
   for (int64_t t = begin; t < end; ++t) {
     const int64_t pos = job.positions[t];
@@ -403,10 +400,11 @@ void RopeTokensT(const detail::RopeJob& job, int64_t begin, int64_t end) {
       }
     }
 #endif
-    if constexpr (kRegs) {
+    if constexpr (kRegs) {  // from the arrays the form's row loop reads (RotateRowRegs), set up above
       const DF df;
-      const float* fc = reg_c != nullptr ? reg_c : c;
-      const float* fs = reg_s != nullptr ? reg_s : s;
+      constexpr bool kReordered = kForm == RegForm::kHalfBF16 || kForm == RegForm::kInterleavedBlocks;
+      const float* fc = kForm == RegForm::kInterleaved ? cc : kReordered ? dc : c;
+      const float* fs = kForm == RegForm::kInterleaved ? ss : kReordered ? ds : s;
       for (size_t j = 0; j < kVecs; ++j) {
         vc[j] = hn::LoadU(df, fc + j * kMaxN);
         vs[j] = hn::LoadU(df, fs + j * kMaxN);
