@@ -163,6 +163,32 @@ constexpr ModelFamily kFamilies[] = {
      .own_keys = "qk_rope_head_dim after qk_nope_head_dim (MLA), rope_interleave",
      .source = "transformers src/transformers/models/deepseek_v3/modeling_deepseek_v3.py: "
                "apply_rotary_pos_emb_interleave (rope_interleave, default true) on q_pe / k_pe"},
+    {.model_type = "deepseek_v32",
+     .pairing = RopePairing::kInterleaved,
+     .window = RotaryWindow::kBackOfHead,
+     .own_keys = "qk_rope_head_dim after qk_nope_head_dim (MLA), rope_interleave; index_head_dim (DSA indexer)",
+     .derives_from = "deepseek_v3",
+     .site_rule = SiteRule::kDsa,
+     .indexer_pairing = RopePairing::kHalf,
+     .ignored_keys = "index_n_heads, index_topk (which keys the indexer selects, not how it rotates)",
+     .source = "transformers src/transformers/models/deepseek_v32/modeling_deepseek_v32.py: MLA q_pe / k_pe "
+               "interleaved; the indexer's apply_rotary_pos_emb (rotate_half) on the first qk_rope_head_dim dims of "
+               "the index head"},
+    {.model_type = "deepseek_v4",
+     .pairing = RopePairing::kInterleaved,
+     .window = RotaryWindow::kBackOfHead,
+     .own_keys = "compress_ratios (layer types), compress_rope_theta, rope_scaling (the compress set), "
+                 "qk_rope_head_dim / partial_rotary_factor of head_dim, index_head_dim",
+     .layer_schedule = "compress_ratios: 0 sliding_attention (main set), 4 compressed_sparse_attention, 128 "
+                       "heavily_compressed_attention (compress set)",
+     .derives_from = "deepseek_v3",
+     .layer_types_rule = LayerTypesRule::kCompressRatios,
+     .site_rule = SiteRule::kDeepseekV4,
+     .keying = RopeKeying::kMainCompress,
+     .ignored_keys = "num_hash_layers, index_topk, o_groups (no positional effect)",
+     .source = "transformers src/transformers/models/deepseek_v4/modeling_deepseek_v4.py: rotary embedding per rope "
+               "label (main / compress), interleaved pairs on the last R dims of q, kv, the attention output "
+               "(inverse), the indexer and the compressor"},
     {.model_type = "diffllama",
      .source =
          "transformers src/transformers/models/diffllama/modeling_diffllama.py: rotate_half, apply_rotary_pos_emb"},
@@ -195,6 +221,13 @@ constexpr ModelFamily kFamilies[] = {
      .gguf_architecture = "ernie4_5-moe",
      .source = "transformers src/transformers/models/ernie4_5_moe/modeling_ernie4_5_moe.py: rotate_half on (2i, 2i+1) "
                "with repeat_interleave'd cos/sin"},
+    {.model_type = "ernie4_5_vl_moe",
+     .pairing = RopePairing::kInterleaved,
+     .own_keys = "rope_parameters.mrope_section [s_h, s_w, s_t] (h / w alternating, then t)",
+     .sections = FamilySections::kHwAlternating,
+     .derives_from = "ernie4_5_moe",
+     .source = "transformers src/transformers/models/ernie4_5_vl_moe/modeling_ernie4_5_vl_moe.py: "
+               "Ernie4_5_VLMoeTextRotaryEmbedding (h / w alternating sections), rotate_half on (2i, 2i+1)"},
     {.model_type = "exaone",
      .gguf_architecture = "exaone",
      .remote_code = true,
@@ -242,6 +275,16 @@ constexpr ModelFamily kFamilies[] = {
      .gguf_architecture = "gemma3n",
      .layer_schedule = "layer_types: rope_local_base_freq on sliding layers, rope_theta on full ones",
      .source = "transformers src/transformers/models/gemma3n/modeling_gemma3n.py: rotate_half, apply_rotary_pos_emb"},
+    {.model_type = "gemma4",
+     .gguf_architecture = "gemma4",
+     .own_keys = "rope_parameters keyed by layer type (proportional RoPE on full layers), global_head_dim",
+     .layer_schedule = "layer_types, else full_attention every 6th layer; the last layer is always full",
+     .derives_from = "gemma3",
+     .layer_types_rule = LayerTypesRule::kGemma4Pattern,
+     .full_head_dim_key = "global_head_dim",
+     .ignored_keys = "attention_k_eq_v, num_global_key_value_heads (head counts, no positional effect)",
+     .source = "transformers src/transformers/models/gemma4/modeling_gemma4.py: Gemma4TextRotaryEmbedding "
+               "(layer_type), rotate_half, apply_rotary_pos_emb"},
     {.model_type = "glm",
      .pairing = RopePairing::kInterleaved,
      .window = RotaryWindow::kFrontPartial,
@@ -264,6 +307,39 @@ constexpr ModelFamily kFamilies[] = {
      .own_keys = "partial_rotary_factor (Glm4MoeConfig default 0.5)",
      .source = "transformers src/transformers/models/glm4_moe/modular_glm4_moe.py: apply_rotary_pos_emb from gpt_neox "
                "(halves of the rotary part)"},
+    {.model_type = "glm4_moe_lite",
+     .pairing = RopePairing::kInterleaved,
+     .window = RotaryWindow::kBackOfHead,
+     .own_keys = "qk_rope_head_dim after qk_nope_head_dim (MLA), rope_interleave",
+     .derives_from = "deepseek_v3",
+     .source = "transformers src/transformers/models/glm4_moe_lite/modeling_glm4_moe_lite.py: DeepSeek-V3 MLA "
+               "(apply_rotary_pos_emb_interleave when rope_interleave)"},
+    {.model_type = "glm4v",
+     .window = RotaryWindow::kFrontPartial,
+     .default_partial_rotary_factor = 0.5,
+     .own_keys = "rope_parameters.mrope_section (chunked), partial_rotary_factor (default 0.5)",
+     .sections = FamilySections::kChunked,
+     .source = "transformers src/transformers/models/glm4v/modeling_glm4v.py: apply_multimodal_rotary_pos_emb "
+               "(chunked mrope_section over the rotary half)"},
+    {.model_type = "glm4v_moe",
+     .window = RotaryWindow::kFrontPartial,
+     .default_partial_rotary_factor = 0.5,
+     .own_keys = "rope_parameters.mrope_section (chunked), partial_rotary_factor (default 0.5)",
+     .sections = FamilySections::kChunked,
+     .derives_from = "glm4v",
+     .source = "transformers src/transformers/models/glm4v_moe/modeling_glm4v_moe.py: "
+               "apply_multimodal_rotary_pos_emb (chunked mrope_section over the rotary half)"},
+    {.model_type = "glm_moe_dsa",
+     .pairing = RopePairing::kInterleaved,
+     .window = RotaryWindow::kBackOfHead,
+     .own_keys = "qk_rope_head_dim after qk_nope_head_dim (MLA), rope_interleave; index_head_dim (DSA indexer)",
+     .derives_from = "glm4_moe_lite",
+     .site_rule = SiteRule::kDsa,
+     .indexer_pairing = RopePairing::kInterleaved,
+     .ignored_keys = "head_dim (GlmMoeDsaConfig sets it to qk_rope_head_dim), indexer_rope_interleave (the family "
+                     "fixes interleaved), index_n_heads, index_topk",
+     .source = "transformers src/transformers/models/glm_moe_dsa/modeling_glm_moe_dsa.py: MLA q_pe / k_pe and the "
+               "indexer's front rope dims, both interleaved"},
     {.model_type = "gpt2",
      .scheme = PositionKind::kLearned,
      .window = RotaryWindow::kNone,
@@ -312,6 +388,11 @@ constexpr ModelFamily kFamilies[] = {
          "transformers src/transformers/models/granitemoe/modeling_granitemoe.py: rotate_half, apply_rotary_pos_emb"},
     {.model_type = "granitemoehybrid",
      .gguf_architecture = "granitehybrid",
+     .own_keys = "position_embedding_type (RoPE only when \"rope\"), layer_types (mamba / attention)",
+     .layer_schedule = "layer_types: attention layers rotate when position_embedding_type is \"rope\"; mamba layers "
+                       "have no attention (absent: every layer Mamba)",
+     .positions = PositionSwitch::kPositionEmbeddingTypeRope,
+     .layer_types_rule = LayerTypesRule::kMambaUnlessListed,
      .source = "transformers src/transformers/models/granitemoehybrid/modeling_granitemoehybrid.py: rotate_half, "
                "apply_rotary_pos_emb"},
     {.model_type = "granitemoeshared",
@@ -364,6 +445,17 @@ constexpr ModelFamily kFamilies[] = {
      .remote_code = true,
      .source = "huggingface.co moonshotai/Kimi-K2-Instruct modeling_deepseek.py: apply_rotary_pos_emb on view-permuted "
                "(2i, 2i+1) q_pe / k_pe"},
+    {.model_type = "kimi_linear",
+     .pairing = RopePairing::kInterleaved,
+     .window = RotaryWindow::kBackOfHead,
+     .own_keys = "mla_use_nope (true: the MLA layers apply no RoPE), linear_attn_config.kda_layers (1-based)",
+     .derives_from = "deepseek_v3",
+     .positions = PositionSwitch::kMlaUseNope,
+     .layer_types_rule = LayerTypesRule::kKdaLayers,
+     .remote_code = true,
+     .classes = "KimiLinearForCausalLM,modeling_kimi.KimiLinearForCausalLM",
+     .source = "huggingface.co moonshotai/Kimi-Linear-48B-A3B-Instruct modeling_kimi.py: KimiMLAAttention "
+               "(no rotary when mla_use_nope), KimiDeltaAttention (no positions)"},
     {.model_type = "led",
      .scheme = PositionKind::kLearned,
      .window = RotaryWindow::kNone,
@@ -406,6 +498,14 @@ constexpr ModelFamily kFamilies[] = {
      .own_keys = "text_config (the language model's keys)",
      .source = "transformers src/transformers/models/llava_onevision/modeling_llava_onevision.py: language model from "
                "text_config (AutoModel.from_config)"},
+    {.model_type = "longcat_flash",
+     .pairing = RopePairing::kInterleaved,
+     .window = RotaryWindow::kBackOfHead,
+     .fixed_base = 1e7,
+     .own_keys = "qk_rope_head_dim after qk_nope_head_dim (MLA), num_layers",
+     .derives_from = "deepseek_v3",
+     .source = "transformers src/transformers/models/longcat_flash/modeling_longcat_flash.py: "
+               "apply_rotary_pos_emb_interleave on q_pe / k_pe (rope_theta default 1e7)"},
     {.model_type = "longt5",
      .scheme = PositionKind::kT5Bucket,
      .window = RotaryWindow::kNone,
@@ -444,6 +544,25 @@ constexpr ModelFamily kFamilies[] = {
      .own_keys = "n_positions / max_position_embeddings (table length)",
      .source = "transformers src/transformers/models/megatron_bert/modeling_megatron_bert.py: "
                "MegatronBertEmbeddings.position_embeddings"},
+    {.model_type = "mimo_v2",
+     .window = RotaryWindow::kFrontPartial,
+     .default_partial_rotary_factor = 0.334,
+     .own_keys = "hybrid_layer_pattern (1 sliding, 0 full), swa_rope_theta (sliding layers' base)",
+     .layer_schedule = "hybrid_layer_pattern: sliding layers take swa_rope_theta, full ones rope_theta",
+     .derives_from = "mimo_v2_flash",
+     .layer_types_rule = LayerTypesRule::kHybridLayerPattern,
+     .ignored_keys = "swa_head_dim, swa_v_head_dim (equal head sizes in published configs)",
+     .remote_code = true,
+     .classes = "MiMoV2FlashForCausalLM,modeling_mimo_v2_flash.MiMoV2FlashForCausalLM",
+     .source = "huggingface.co XiaomiMiMo/MiMo-V2-Flash modeling_mimo_v2_flash.py (as transformers' convert_config "
+               "reads it): rotate_half on the first int(head_dim * partial_rotary_factor) dims"},
+    {.model_type = "mimo_v2_flash",
+     .window = RotaryWindow::kFrontPartial,
+     .default_partial_rotary_factor = 0.334,
+     .own_keys = "rope_parameters keyed by layer type, partial_rotary_factor (default 0.334)",
+     .layer_schedule = "layer_types: rope_parameters.sliding_attention / full_attention",
+     .source = "transformers src/transformers/models/mimo_v2_flash/modeling_mimo_v2_flash.py: rotate_half, "
+               "apply_rotary_pos_emb on the rotary part"},
     {.model_type = "minicpm",
      .gguf_architecture = "minicpm",
      .remote_code = true,
@@ -459,6 +578,13 @@ constexpr ModelFamily kFamilies[] = {
     {.model_type = "minimax",
      .own_keys = "rotary_dim (MiniMax-Text-01: 64 of head_dim 128)",
      .source = "transformers src/transformers/models/minimax/modeling_minimax.py: rotate_half, apply_rotary_pos_emb"},
+    {.model_type = "minimax_m2",
+     .fixed_base = 5e6,
+     .own_keys = "rotary_dim (64 of head_dim 128: the first 64 dims rotate)",
+     .ignored_keys = "use_qk_norm, qk_norm_type (normalisation before RoPE, not positions)",
+     .classes = "MiniMaxM2ForCausalLM,modeling_minimax_m2.MiniMaxM2ForCausalLM",
+     .source = "huggingface.co MiniMaxAI/MiniMax-M2 modeling_minimax_m2.py: rotate_half over rotary_dim, the rest "
+               "passes through"},
     {.model_type = "ministral",
      .source =
          "transformers src/transformers/models/ministral/modeling_ministral.py: rotate_half, apply_rotary_pos_emb"},
@@ -477,6 +603,16 @@ constexpr ModelFamily kFamilies[] = {
      .own_keys = "text_config",
      .source = "transformers src/transformers/models/mistral3/modeling_mistral3.py: language model from text_config "
                "(mistral)"},
+    {.model_type = "mistral4",
+     .pairing = RopePairing::kInterleaved,
+     .window = RotaryWindow::kBackOfHead,
+     .own_keys = "qk_rope_head_dim after qk_nope_head_dim (MLA), rope_interleave (default true)",
+     .position_scaling = "rope_parameters.llama_4_scaling_beta: query scale 1 + beta * log(1 + floor(pos / "
+                         "original_max_position_embeddings)) on every layer",
+     .query_temperature = QueryTemperatureForm::kScalingBeta,
+     .derives_from = "deepseek_v3",
+     .source = "transformers src/transformers/models/mistral4/modeling_mistral4.py: MLA q_pe / k_pe interleaved "
+               "(rope_interleave), get_llama_4_attn_scale"},
     {.model_type = "mixtral",
      .gguf_architecture = "llama",
      .source = "transformers src/transformers/models/mixtral/modeling_mixtral.py: rotate_half, apply_rotary_pos_emb"},
@@ -510,6 +646,14 @@ constexpr ModelFamily kFamilies[] = {
      .gguf_architecture = "nemotron",
      .own_keys = "partial_rotary_factor (NemotronConfig default 0.5)",
      .source = "transformers src/transformers/models/nemotron/modeling_nemotron.py: rotate_half, apply_rotary_pos_emb"},
+    {.model_type = "nemotron_h",
+     .own_keys = "hybrid_override_pattern / layers_block_type (M mamba, E moe, - mlp, * attention)",
+     .layer_schedule = "no layer rotates: the attention layers apply no positional transform",
+     .positions = PositionSwitch::kNever,
+     .layer_types_rule = LayerTypesRule::kHybridOverride,
+     .ignored_keys = "rope_theta, partial_rotary_factor (in the config class, never read by NemotronHAttention)",
+     .source = "transformers src/transformers/models/nemotron_h/modeling_nemotron_h.py: NemotronHAttention (no "
+               "rotary embedding), NemotronHMamba2Mixer"},
     {.model_type = "nllb-moe",
      .scheme = PositionKind::kSinusoidal,
      .window = RotaryWindow::kNone,
@@ -681,6 +825,12 @@ constexpr ModelFamily kFamilies[] = {
      .layer_rule = LayerRule::kFullAttentionOnly,
      .source =
          "transformers src/transformers/models/qwen3_next/modeling_qwen3_next.py: rotate_half, apply_rotary_pos_emb"},
+    {.model_type = "qwen3_omni_moe",
+     .own_keys = "thinker_config.text_config; rope_scaling.mrope_section (interleaved)",
+     .sections = FamilySections::kInterleaved,
+     .derives_from = "qwen3_vl_moe",
+     .source = "transformers src/transformers/models/qwen3_omni_moe/modeling_qwen3_omni_moe.py: "
+               "Qwen3OmniMoeThinkerTextRotaryEmbedding.apply_interleaved_mrope"},
     {.model_type = "qwen3_vl",
      .gguf_architecture = "qwen3vl",
      .own_keys = "rope_scaling.mrope_section (interleaved)",
@@ -806,8 +956,16 @@ std::string_view ToString(RotaryWindow v) { return detail::NameOf(v, kRotaryWind
 
 constexpr detail::EnumName<FamilySections> kFamilySectionsNames[] = {{FamilySections::kNone, "none"},
                                                                      {FamilySections::kChunked, "chunked"},
-                                                                     {FamilySections::kInterleaved, "interleaved"}};
+                                                                     {FamilySections::kInterleaved, "interleaved"},
+                                                                     {FamilySections::kHwAlternating, "hw_alternating"}};
 std::string_view ToString(FamilySections v) { return detail::NameOf(v, kFamilySectionsNames); }
+
+constexpr detail::EnumName<PositionSwitch> kPositionSwitchNames[] = {
+    {PositionSwitch::kAlways, "always"},
+    {PositionSwitch::kPositionEmbeddingTypeRope, "position_embedding_type == \"rope\""},
+    {PositionSwitch::kMlaUseNope, "off when mla_use_nope"},
+    {PositionSwitch::kNever, "never"}};
+std::string_view ToString(PositionSwitch v) { return detail::NameOf(v, kPositionSwitchNames); }
 
 std::span<const ModelFamily> ModelFamilies() { return kFamilies; }
 
@@ -894,6 +1052,7 @@ constexpr GgufArchitecture kGgufArchitectures[] = {
     {"smollm3", GgmlRopeType::kNorm},
     {"arcee", GgmlRopeType::kNorm},
     {"ernie4_5", GgmlRopeType::kNorm},
+    {"gemma4", GgmlRopeType::kNeox},
     {"ernie4_5-moe", GgmlRopeType::kNorm},
     {"mistral3", GgmlRopeType::kNorm},
     {"llama-embed", GgmlRopeType::kNorm},
