@@ -1,5 +1,7 @@
 // Hugging Face config.json -> PositionScheme.
 #include <algorithm>
+#include <cctype>
+#include <iterator>
 #include <cmath>
 #include <fstream>
 #include <set>
@@ -1093,6 +1095,85 @@ Status ParseRope(const json& j, const std::string& source, const HfConfigOptions
   return ValidateRopeConfigAndKeep(&rc);
 }
 
+// ---------- never a guess: positional keys nobody reads ----------
+
+// Keys the reader reads for any family (or checks the value of), by name.
+constexpr std::string_view kReadKeys[] = {
+    "rope_theta", "rope_scaling", "rope_parameters", "rotary_emb_base", "rope_local_base_freq",
+    "partial_rotary_factor", "rotary_pct", "rope_pct", "rope_percent", "rotary_dim", "max_position_embeddings",
+    "original_max_position_embeddings", "n_positions", "qk_rope_head_dim", "rope_interleave", "no_rope_layers",
+    "no_rope_layer_interval", "max_sequence_length", "sinusoidal_embeddings",
+    "relative_attention_num_buckets", "relative_attention_max_distance", "learned_pos_emb"};
+
+// Positional-looking keys that no family's modeling code reads for its positions, and why.
+struct IgnoredKey {
+  std::string_view key, why;
+};
+constexpr IgnoredKey kIgnoredEverywhere[] = {
+    {"use_mrope", "Qwen2's flag of its M-RoPE variant: the text model's code never reads it"},
+    {"rope_type", "a top-level copy: the rope_type inside rope_parameters / rope_scaling is read"},
+    {"max_window_layers", "sliding-window layer count, not positions"},
+};
+
+bool NamesPositions(std::string_view key) {
+  for (std::string_view w : {"rope", "rotary", "position", "nope", "mrope", "theta", "partial"})
+    if (key.find(w) != std::string_view::npos) return true;
+  return false;
+}
+
+// Does `text` (a registry row's free-text column) name `key` as a whole identifier?
+bool TextNamesKey(std::string_view text, std::string_view key) {
+  auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_'; };
+  for (size_t at = text.find(key); at != std::string_view::npos; at = text.find(key, at + 1)) {
+    const bool left = at == 0 || !ident(text[at - 1]);
+    const bool right = at + key.size() == text.size() || !ident(text[at + key.size()]);
+    if (left && right) return true;
+  }
+  return false;
+}
+
+// The family's row (and the rows it derives from) names the key as one it reads or ignores.
+bool FamilyNamesKey(const ModelFamily* f, std::string_view key) {
+  for (int depth = 0; f != nullptr && depth < 8; ++depth) {
+    for (std::string_view text : {f->own_keys, f->ignored_keys, f->layer_schedule, f->position_scaling, f->base_key,
+                                  f->base_scale_key, f->head_dim_key, f->position_scale_key, f->dynamic_ntk_key,
+                                  f->refused_key, f->full_head_dim_key})
+      if (TextNamesKey(text, key)) return true;
+    f = f->derives_from.empty() ? nullptr : FindModelFamily(f->derives_from);
+  }
+  return false;
+}
+
+// Refuses a config key that names positions or rotation and that neither the reader nor the family
+// reads or knowingly ignores: its meaning would otherwise be guessed. Keys the caller states as
+// understood are noted instead.
+Status CheckPositionalKeys(const json& j, const std::string& source, const HfConfigOptions& options,
+                           PositionScheme* s) {
+  const ModelFamily* family = FamilyOf(*s);
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string& key = it.key();
+    if (it.value().is_null() || !NamesPositions(key)) continue;
+    if (std::find(std::begin(kReadKeys), std::end(kReadKeys), key) != std::end(kReadKeys)) continue;
+    if (std::any_of(std::begin(kIgnoredEverywhere), std::end(kIgnoredEverywhere),
+                    [&](const IgnoredKey& k) { return k.key == key; }))
+      continue;
+    if (FamilyNamesKey(family, key)) continue;
+    if (std::find(options.understood_keys.begin(), options.understood_keys.end(), key) !=
+        options.understood_keys.end()) {
+      Note(s, fmt::format("key '{}' = {} not read (stated as understood by the caller)", key,
+                          JsonForMessage(it.value())));
+      continue;
+    }
+    return InvalidArgumentError(fmt::format(
+        "config {}: key '{}' = {} names positions, but posenc's reader of model_type {} neither reads nor knowingly "
+        "ignores it: if it does not change the positions, state so with --accept-key {} "
+        "(HfConfigOptions::understood_keys); otherwise posenc cannot answer for this model",
+        source, key, JsonForMessage(it.value()), s->model_type.empty() ? std::string("(none)") : QuoteForMessage(s->model_type),
+        key));
+  }
+  return OkStatus();
+}
+
 // ---------- layers and sites (2026 structure) ----------
 
 // The family's positions switch (PositionSwitch): false when the config turns positions off, noted.
@@ -1219,15 +1300,15 @@ Result<json> DeepseekV4Set(const json& j, const std::string& source, const std::
 Result<json> SiteView(const json& j, const std::string& source, const ModelFamily& f, HfConfigOptions* options,
                       std::optional<RopePairing>* pairing, PositionScheme* s) {
   json v = j;
+  if (!f.default_rope_parameters.empty() && !Has(v, "rope_parameters") && !Has(v, "rope_scaling") &&
+      !Has(v, "rope_theta")) {
+    // The config class's own rope_parameters (the row's default_rope_parameters).
+    v["rope_parameters"] = json::parse(f.default_rope_parameters);
+    Note(s, fmt::format("no rope_parameters: {}'s config class defaults {}", s->model_type, f.default_rope_parameters));
+  }
   if (f.layer_types_rule == LayerTypesRule::kGemma4Pattern) {
-    // Gemma4TextConfig's defaults: sliding {default, 1e4} and full {proportional, 0.25, 1e6}; head_dim 256,
-    // global_head_dim 512; a partial_rotary_factor in a default set is not read.
-    if (!Has(v, "rope_parameters")) {
-      v["rope_parameters"] = {{"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 10000.0}}},
-                              {"full_attention",
-                               {{"rope_type", "proportional"}, {"partial_rotary_factor", 0.25}, {"rope_theta", 1e6}}}};
-      Note(s, "no rope_parameters: Gemma4TextConfig's defaults (sliding default 1e4, full proportional 0.25 1e6)");
-    }
+    // Gemma4TextConfig: head_dim 256, global_head_dim 512; a partial_rotary_factor in a default set is
+    // not read.
     if (!Has(v, "head_dim")) v["head_dim"] = 256;
     if (!Has(v, std::string(f.full_head_dim_key))) v[std::string(f.full_head_dim_key)] = 512;
     json& rp = v["rope_parameters"];
@@ -1433,6 +1514,7 @@ Result<PositionScheme> ParseHfConfigJsonAt(const json& j, const std::string& sou
       s.kind = PositionKind::kNone;
       POSENC_RETURN_IF_ERROR(ParseLayerKeys(j, source, &s));
       POSENC_RETURN_IF_ERROR(SelectLayer(source, &opts, &s));
+      POSENC_RETURN_IF_ERROR(CheckPositionalKeys(j, source, options, &s));
       return s;
     }
   }
@@ -1449,6 +1531,7 @@ Result<PositionScheme> ParseHfConfigJsonAt(const json& j, const std::string& sou
   } else {
     POSENC_RETURN_IF_ERROR(ParseRope(j, source, opts, site_pairing, &s));
   }
+  POSENC_RETURN_IF_ERROR(CheckPositionalKeys(j, source, options, &s));
   ApplyLayerSchedule(&s);
   if (!family_note.empty()) Note(&s, std::move(family_note));
   return s;

@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "posenc/config/position_scheme.hpp"
 #include "posenc/core/status.hpp"
@@ -27,6 +28,11 @@ struct HfConfigOptions {
   // Ignored for a known family; a config with no model_type (and no class naming a family) is refused
   // unless it is given.
   std::optional<RopePairing> assume_layout{};
+  // Keys the caller states as understood. A config key that names positions or rotation (rope, rotary,
+  // position, nope, mrope, theta, partial) which neither the reader nor the family's registry row reads
+  // or lists as deliberately ignored is refused naming it (never guessed past); a key listed here is
+  // accepted as not changing the answer, noted.
+  std::vector<std::string> understood_keys{};
 };
 
 // Parses a Hugging Face config.json text; `source` names it in errors. RoPE configs in both

@@ -62,6 +62,9 @@ enum class SiteRule {
                 // parameter set per layer: main / compress
 };
 
+std::string_view ToString(LayerTypesRule r);
+std::string_view ToString(SiteRule r);
+
 // How keyed rope_parameters map onto layers.
 enum class RopeKeying {
   kNone,          // one set (or the nested per-layer-type form, read by layer type)
@@ -119,6 +122,9 @@ struct ModelFamily {
   RopePairing indexer_pairing = RopePairing::kHalf;  // SiteRule::kDsa: the indexer's pairing
   RopeKeying keying = RopeKeying::kNone;
   std::string_view full_head_dim_key{};  // the head size of full_attention layers (Gemma 4: global_head_dim)
+  // The config class's rope_parameters where the config gives none (JSON; keyed by layer type where the
+  // class keys them): Gemma 4, LFM3, Laguna, ... ("" none: the reader's plain defaults apply)
+  std::string_view default_rope_parameters{};
   std::string_view ignored_keys{};       // positional keys the family's code does not read, and why
   bool remote_code = false;    // no class in transformers: the model's repo ships the code
   std::string_view classes{};  // remote code: architectures / auto_map class names, ',' separated
