@@ -530,7 +530,7 @@ def read_tree(path: str) -> list[Family]:
     for directory, files in dirs.items():
         for n in files:
             if n.startswith("modeling_") and n.endswith(".py"):
-                for cm in re.finditer(r"^class (\w+)\(", tree.text(directory, n), re.M):
+                for cm in re.finditer(r"^class (\w+)\s*[(:]", tree.text(directory, n), re.M):
                     class_dir.setdefault(cm.group(1), directory)
     modeling_cache: dict[str, ModelingFacts | None] = {}
     for directory, files in sorted(dirs.items()):
