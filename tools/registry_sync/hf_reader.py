@@ -94,7 +94,9 @@ class ModelingFacts:
     tower_kinds: dict[str, list[str]] = field(default_factory=dict)
     pairings: list[str] = field(default_factory=list)  # pairings the text attention applies
     pairing_evidence: list[str] = field(default_factory=list)
+    indexer_pairings: list[str] = field(default_factory=list)  # a second RoPE site: the DSA indexer's
     wraps_text_config: bool = False
+    causal_lm: bool = False  # defines a *ForCausalLM class: a decoder an engine serves
 
 
 @dataclass
@@ -411,6 +413,7 @@ def read_modeling(tree: SourceTree, directory: str, files: list[str], prefixes=(
         idx = _ModuleIndex(mod)
         _scan_module(mod, idx, src, facts, prefixes)
     facts.pairings = sorted(set(facts.pairings))
+    facts.indexer_pairings = sorted(set(facts.indexer_pairings))
     return facts
 
 
@@ -446,6 +449,14 @@ def _scan_module(mod: ast.Module, idx: _ModuleIndex, src: "_Src", facts: Modelin
             _add(target, "sinusoidal", cname)
         if re.search(r"LearnedPositionalEmbedding|LearnedPositionEmbedding", cname):
             _add(target, "learned", cname)
+        elif re.search(r"Position(al)?Embeddings?$", cname) and any(
+            ast.unparse(b).endswith("Embedding") for b in cls.bases
+        ):
+            _add(target, "learned", f"{cname}(nn.Embedding)")  # ProphetNet's table, a subclass of nn.Embedding
+        if re.search(r"Relative(Logits|PositionBias|Bias)|RelPosBias", cname):
+            _add(target, "relative", cname)  # Inkling's hidden-state-conditioned relative bias
+        if re.search(r"Position(al)?Embedding", cname) and re.search(r"_position_bucket|relative_position_bucket", body):
+            _add(target, "relative", f"{cname}: bucketed relative positions")  # CPM-Ant's segment positions
         for n in ast.walk(cls):
             if isinstance(n, ast.Call):
                 fn = n.func
@@ -467,7 +478,12 @@ def _scan_module(mod: ast.Module, idx: _ModuleIndex, src: "_Src", facts: Modelin
         if re.search(r"rel_pos|relative_position|pos_bias|position_bias", body) and not facts.kinds.get("t5_bucket"):
             if re.search(r"Attention|Encoder|Layer", cname) and re.search(r"relative_positional_encoding|build_relative_position|rel_attn|relative_position_embeddings|rel_pos_bias|get_rel_pos", body):
                 _add(target, "relative", cname)
-        if not tower and "Attention" in cname:
+        if not tower and "Indexer" in cname:
+            for c in sorted(_calls(cls)):
+                if c in idx.functions and ROPE_FUNC.search(c):
+                    facts.indexer_pairings.extend(sorted(idx.pairing(c)))
+                    facts.pairing_evidence.append(f"{cname} (indexer) calls {c}: {'/'.join(sorted(idx.pairing(c)))}")
+        elif not tower and "Attention" in cname:
             text_attn_calls |= _calls(cls)
     for fname, fn in idx.functions.items():
         tower = bool(TOWER_CLASS.search(fname.replace("_", " ").title().replace(" ", ""))) or bool(
@@ -503,6 +519,8 @@ def _scan_module(mod: ast.Module, idx: _ModuleIndex, src: "_Src", facts: Modelin
                 facts.pairings.extend(sorted(p))
                 if p:
                     facts.pairing_evidence.append(f"{c} (module): {'/'.join(sorted(p))}")
+    if re.search(r"^class \w+ForCausalLM\b", src.text, re.M):
+        facts.causal_lm = True
     if re.search(r"AutoModel(ForCausalLM)?\.from_config\(\s*config\.text_config", src.text):
         facts.wraps_text_config = True
 

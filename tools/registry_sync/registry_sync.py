@@ -116,7 +116,8 @@ def compare_hf(families, registry_rows, leave_out):
             "kinds": sorted(kinds),
             "evidence": {k: v[:4] for k, v in kinds.items()},
             "pairing": pairings,
-            "pairing_evidence": m.pairing_evidence[:4] if m else [],
+            "pairing_evidence": m.pairing_evidence[:6] if m else [],
+            "indexer_pairing": m.indexer_pairings if m else [],
             "default_partial_rotary_factor": c.default_partial_rotary_factor,
             "layer_types": c.layer_types,
             "off_switch_keys": c.off_switch_keys,
@@ -126,6 +127,7 @@ def compare_hf(families, registry_rows, leave_out):
             "text_config": c.has_text_config,
             "wraps_text_config": bool(m and m.wraps_text_config),
             "tower_kinds": sorted(m.tower_kinds) if m else [],
+            "causal_lm": bool(m and m.causal_lm),
         }
         row = find_row(rows, c.model_type)
         if not kinds:
@@ -208,6 +210,8 @@ def fmt_family(d) -> str:
     parts = [f"kinds={'/'.join(d['kinds']) or '-'}"]
     if d["pairing"]:
         parts.append(f"pairing={'/'.join(d['pairing'])}")
+    if d.get("indexer_pairing"):
+        parts.append(f"indexer_pairing={'/'.join(d['indexer_pairing'])}")
     if d["default_partial_rotary_factor"] is not None:
         parts.append(f"default_partial={d['default_partial_rotary_factor']:g}")
     if d["layer_types"]:
@@ -275,6 +279,12 @@ def main(argv=None) -> int:
     for d in wrappers:
         print(f"WRAPPER   {d['model_type']}: language model from text_config, not listed "
               f"({'fails' if a.strict_wrappers else 'not counted'}; {d['config']})")
+    # decoders (a *ForCausalLM class) whose code applies no positions, that the registry lacks: a row
+    # with scheme none would answer them instead of refusing (not counted: nothing is applied wrongly)
+    for d in hf["no_positions"]:
+        if d["causal_lm"] and d not in wrappers and find_row(rows, d["model_type"]) is None:
+            print(f"NOPOS     {d['model_type']}: a decoder applying no positions, not listed "
+                  f"(not counted; layer_types={','.join(d['layer_types']) or '-'}; {d['modeling'] or d['config']})")
     if a.strict_wrappers:
         bad_wrappers = len(wrappers)
     else:
