@@ -85,6 +85,8 @@ class ConfigFacts:
     position_keys: list[str] = field(default_factory=list)
     off_switch_keys: list[str] = field(default_factory=list)
     has_text_config: bool = False
+    # per-layer-type RoPE defaults the config class writes ({"full_attention": {"rope_theta": 1e6, ...}})
+    rope_defaults: dict[str, dict] = field(default_factory=dict)
 
 
 @dataclass
@@ -259,6 +261,19 @@ def _config_class_facts(cls: ast.ClassDef, src: "_Src", file: str, directory: st
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and re.fullmatch(r"[a-z][a-z0-9_]*", node.value):
             if POSITION_KEY.search(node.value):
                 keys.add(node.value)
+    for node in ast.walk(cls):
+        if isinstance(node, ast.Dict) and node.keys:
+            for k, v in zip(node.keys, node.values):
+                kc = _const(k) if k is not None else None
+                if isinstance(kc, str) and isinstance(v, ast.Dict) and kc.endswith(("attention", "main", "compress")):
+                    inner = {}
+                    for ik, iv in zip(v.keys, v.values):
+                        ikc = _const(ik) if ik is not None else None
+                        if isinstance(ikc, str) and POSITION_KEY.search(ikc):
+                            val = _const(iv)
+                            inner[ikc] = val if val is not None else (src.seg(iv) or "?")
+                    if inner:
+                        facts.rope_defaults.setdefault(kc, {}).update(inner)
     facts.default_partial_rotary_factor = partial
     layer_types = set()
     for m in re.finditer(r"[\"']([a-z_]*(?:attention|mamba|mamba2|conv|linear|ssm|mlp|moe|rnn|recurrent|deltanet|kda|gdn|lightning|swa|full|sliding|local|global|hybrid)[a-z_0-9]*)[\"']", body):
@@ -570,6 +585,8 @@ def read_tree(path: str) -> list[Family]:
                     c.default_partial_rotary_factor = text.default_partial_rotary_factor
                 c.layer_types = sorted(set(c.layer_types) | set(text.layer_types))
                 c.off_switch_keys = sorted(set(c.off_switch_keys) | set(text.off_switch_keys))
+                for lt, d in text.rope_defaults.items():
+                    c.rope_defaults.setdefault(lt, d)
             fam_modeling = modeling
             if fam_modeling is None and c.model_type in auto and auto[c.model_type] in class_dir:
                 other = class_dir[auto[c.model_type]]

@@ -120,6 +120,7 @@ def compare_hf(families, registry_rows, leave_out):
             "indexer_pairing": m.indexer_pairings if m else [],
             "default_partial_rotary_factor": c.default_partial_rotary_factor,
             "layer_types": c.layer_types,
+            "rope_defaults": c.rope_defaults,
             "off_switch_keys": c.off_switch_keys,
             "position_keys": c.position_keys,
             "config": f"{c.config_file}: {c.config_class}",
@@ -216,6 +217,9 @@ def fmt_family(d) -> str:
         parts.append(f"default_partial={d['default_partial_rotary_factor']:g}")
     if d["layer_types"]:
         parts.append(f"layer_types={','.join(d['layer_types'])}")
+    if d.get("rope_defaults"):
+        parts.append("rope_defaults=" + ";".join(
+            f"{lt}:{','.join(f'{k}={v}' for k, v in sorted(kv.items()))}" for lt, kv in sorted(d["rope_defaults"].items())))
     if d["off_switch_keys"]:
         parts.append(f"switch_keys={','.join(d['off_switch_keys'])}")
     if d["text_config"]:
