@@ -251,6 +251,9 @@ def _config_class_facts(cls: ast.ClassDef, src: "_Src", file: str, directory: st
     for m in re.finditer(r"setdefault\(\s*[\"']partial_rotary_factor[\"']\s*,\s*([0-9.]+)\s*\)", body):
         if partial is None:
             partial = float(m.group(1))
+    for m in re.finditer(r"kwargs\[\s*[\"']partial_rotary_factor[\"']\s*\]\s*=\s*([0-9.]+)", body):
+        if partial is None:
+            partial = float(m.group(1))  # Bamba's hard-coded factor
     for m in re.finditer(r"pop\(\s*[\"'](?:rotary_pct|rope_pct)[\"']\s*,\s*([0-9.]+)\s*\)", body):
         if partial is None:
             partial = float(m.group(1))
