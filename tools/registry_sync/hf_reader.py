@@ -73,6 +73,16 @@ OFF_SWITCH_KEYS = {
 }
 
 
+def is_tower_model_type(model_type: str, directory: str) -> bool:
+    """A component sub-config: the part of its model_type after the family's directory name names a
+    tower (clip_vision_model, qwen2_audio_encoder); the family's own config is never one, whatever its
+    name says (aya_vision, qwen2_audio, granite4_vision and its granite4_vision_text)."""
+    mt = model_type.replace("-", "_")
+    d = directory.rsplit("/", 1)[-1].replace("-", "_")
+    rest = mt[len(d) :] if mt.startswith(d) else mt
+    return bool(rest) and bool(TOWER_MODEL_TYPE.search(rest if rest.startswith("_") else "_" + rest))
+
+
 @dataclass
 class ConfigFacts:
     model_type: str
@@ -199,7 +209,7 @@ def _config_class_facts(cls: ast.ClassDef, src: "_Src", file: str, directory: st
     if not model_type:
         return None
     facts = ConfigFacts(model_type=model_type, config_class=cls.name, config_file=file, directory=directory)
-    facts.tower = bool(TOWER_MODEL_TYPE.search(model_type))
+    facts.tower = is_tower_model_type(model_type, directory)
     keys: set[str] = set()
     partial = None
     for stmt in cls.body:
