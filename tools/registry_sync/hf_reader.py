@@ -381,8 +381,8 @@ def _own_pairing_signals(fn) -> set[str]:
             if a == "unflatten" and len(n.args) == 2 and isinstance(n.args[1], ast.Tuple):
                 if len(n.args[1].elts) == 2 and _const(n.args[1].elts[1]) == 2:
                     sig.add("interleaved")
-            if a == "chunk" and n.args and _const(n.args[0]) == 2:
-                sig.add("half")
+            if a == "chunk" and n.args and (_const(n.args[0]) == 2 or len(n.args) > 1 and _const(n.args[1]) == 2):
+                sig.add("half")  # x.chunk(2, dim=-1), torch.chunk(x, 2, dim=-1) (GPT-OSS)
         elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) is False and isinstance(n.func, ast.Name):
             if n.func.id == "rotate_every_two":
                 sig.add("interleaved")
