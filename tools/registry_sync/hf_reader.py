@@ -32,7 +32,8 @@ from dataclasses import dataclass, field
 TOWER_CLASS = re.compile(
     r"Vision|Visual|ViT|Vit[A-Z]|Image|Audio|Speech|Patch|Perceiver|Perciever|QFormer|Qformer|Video|Pixel|"
     r"Sam[A-Z]|Mask|Prompt|Siglip|Conformer|Acoustic|Codec|Vq|VQ|Mel|Wav|Depth|Detr|Backbone|Projector|"
-    r"Merger|Resampler|Connector|Hifigan|Tokenizer|Pooler|Window|Talker|Code2Wav|Spectrogram|Whisper|Mimi"
+    r"Merger|Resampler|Connector|Hifigan|Tokenizer|Pooler|Window|Talker|Code2Wav|Spectrogram|Whisper|Mimi|"
+    r"SinusoidsPosition"  # the Whisper-style audio encoders' table (Qwen2.5-Omni, Qwen3-ASR)
 )
 # model_types of sub-configs that configure such a component.
 TOWER_MODEL_TYPE = re.compile(
