@@ -40,7 +40,8 @@ def main() -> int:
     m = lambda t: fams[t].modeling  # noqa: E731
     check(m("toyhalf").pairings == ["half"], f"toyhalf pairing {m('toyhalf').pairings}")
     check(fams["toyhalf"].config.default_partial_rotary_factor == 0.5, "toyhalf: setdefault partial 0.5")
-    check("rope" in m("toyhalf").kinds and "rope" in m("toyhalf").tower_kinds or True, "toyhalf kinds")
+    check(sorted(m("toyhalf").kinds) == ["rope"], f"toyhalf kinds {sorted(m('toyhalf').kinds)}")
+    check("ToyHalfRotaryEmbedding" in m("toyhalf").kinds["rope"], "toyhalf: its *RotaryEmbedding class is evidence")
     check(m("toyinter").pairings == ["interleaved"], f"toyinter pairing (step-2 slice) {m('toyinter').pairings}")
     check(fams["toyinter"].config.layer_types == ["full_attention", "mamba", "sliding_attention"],
           f"toyinter layer_types {fams['toyinter'].config.layer_types}")
@@ -72,7 +73,8 @@ def main() -> int:
         with open(out_json) as f:
             out = json.load(f)
     hf, gguf = out["hf"], out["gguf"]
-    check([d["model_type"] for d in hf["missing"]] == ["toyalias"], f"missing {[d['model_type'] for d in hf['missing']]}")
+    missing = [d["model_type"] for d in hf["missing"]]
+    check(missing == ["toyalias"], f"missing {missing}")
     dis = sorted((d["model_type"], d["field"]) for d in hf["disagree"])
     check(dis == [("toyglm", "default_partial_rotary_factor"), ("toyinter", "pairing"), ("toynope", "scheme")],
           f"disagreements {dis}")

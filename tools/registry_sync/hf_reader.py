@@ -84,6 +84,14 @@ def is_tower_model_type(model_type: str, directory: str) -> bool:
     return bool(rest) and bool(TOWER_MODEL_TYPE.search(rest if rest.startswith("_") else "_" + rest))
 
 
+# string constants of a config class that can be layer_types values
+LAYER_TYPE_STRING = re.compile(
+    r"[\"']([a-z_]*(?:attention|mamba|mamba2|conv|linear|ssm|mlp|moe|rnn|recurrent|deltanet|kda|gdn|lightning|swa|"
+    r"full|sliding|local|global|hybrid)[a-z_0-9]*)[\"']"
+)
+LAYER_KINDS = {"mamba", "mamba2", "conv", "linear_attention", "ssm", "hybrid", "recurrent"}
+
+
 @dataclass
 class ConfigFacts:
     model_type: str
@@ -272,8 +280,8 @@ def _config_class_facts(cls: ast.ClassDef, src: "_Src", file: str, directory: st
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
             keys.add(node.attr)
         # string keys read from kwargs / rope_parameters ("rope_theta", "partial_rotary_factor", ...)
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and re.fullmatch(r"[a-z][a-z0-9_]*", node.value):
-            if POSITION_KEY.search(node.value):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if re.fullmatch(r"[a-z][a-z0-9_]*", node.value) and POSITION_KEY.search(node.value):
                 keys.add(node.value)
     for node in ast.walk(cls):
         if isinstance(node, ast.Dict) and node.keys:
@@ -290,11 +298,11 @@ def _config_class_facts(cls: ast.ClassDef, src: "_Src", file: str, directory: st
                         facts.rope_defaults.setdefault(kc, {}).update(inner)
     facts.default_partial_rotary_factor = partial
     layer_types = set()
-    for m in re.finditer(r"[\"']([a-z_]*(?:attention|mamba|mamba2|conv|linear|ssm|mlp|moe|rnn|recurrent|deltanet|kda|gdn|lightning|swa|full|sliding|local|global|hybrid)[a-z_0-9]*)[\"']", body):
+    for m in LAYER_TYPE_STRING.finditer(body):
         v = m.group(1)
         if v.startswith(("use_", "is_", "_")) or "implementation" in v:
             continue
-        if v.endswith("attention") or v in ("mamba", "mamba2", "conv", "linear_attention", "ssm", "hybrid", "recurrent"):
+        if v.endswith("attention") or v in LAYER_KINDS:
             layer_types.add(v)
     facts.layer_types = sorted(layer_types)
     facts.position_keys = sorted(k for k in keys if POSITION_KEY.search(k) and not k.startswith("_"))
@@ -324,6 +332,25 @@ def read_configs(tree: SourceTree, directory: str, files: list[str]) -> list[Con
 # modeling_*.py
 
 ROPE_FUNC = re.compile(r"rotary|rope|rotate|rot_pos|freqs_cis", re.I)
+TOWER_FUNC = re.compile(r"vision|visual|image|audio|video|2d|3d")
+# nn.Embedding(<this>, ...) is a learned absolute table
+LEARNED_TABLE_SIZE = re.compile(
+    r"max_position_embeddings|n_positions|max_positions|n_ctx|max_seq_len|max_source_positions|max_target_positions"
+)
+ALIBI_BUILDERS = {
+    "build_alibi_tensor",
+    "_build_alibi_tensor",
+    "build_mpt_alibi_tensor",
+    "get_alibi_slopes",
+    "_get_alibi_slopes",
+    "gen_slopes",
+    "_get_interleave",  # Baichuan 2 13B's slopes
+}
+# relative schemes other than T5's buckets (DeBERTa, XLNet, SEW-D, ViTDet ...)
+OTHER_RELATIVE = re.compile(
+    r"relative_positional_encoding|build_relative_position|rel_attn|relative_position_embeddings|rel_pos_bias|"
+    r"get_rel_pos"
+)
 
 
 def _calls(node) -> set[str]:
@@ -429,7 +456,9 @@ class _ModuleIndex:
 
 
 def read_modeling(tree: SourceTree, directory: str, files: list[str], prefixes=()) -> ModelingFacts | None:
-    names = sorted(n for n in files if n.startswith("modeling_") and n.endswith(".py") and "_tf_" not in n and "_flax_" not in n)
+    names = sorted(
+        n for n in files if n.startswith("modeling_") and n.endswith(".py") and "_tf_" not in n and "_flax_" not in n
+    )
     if not names:
         return None
     facts = ModelingFacts(modeling_file=", ".join(f"models/{directory}/{n}" for n in names))
@@ -465,15 +494,12 @@ def _is_tower_class(cname: str, prefixes) -> bool:
 
 def _scan_module(mod: ast.Module, idx: _ModuleIndex, src: "_Src", facts: ModelingFacts, prefixes=()):
     text_attn_calls: set[str] = set()
-    text_rope_classes = []
     for cname, cls in idx.classes.items():
         tower = _is_tower_class(cname, prefixes)
         target = facts.tower_kinds if tower else facts.kinds
         body = src.seg(cls)
         if re.search(r"Rotary|RoPE|Rope[A-Z]|RopeEmbedding|RotaryEmbedding", cname):
             _add(target, "rope", cname)
-            if not tower:
-                text_rope_classes.append(cname)
         if re.search(r"Sinusoidal|SinusoidsPosition|SinePosition|PositionalEncoding", cname):
             _add(target, "sinusoidal", cname)
         if re.search(r"LearnedPositionalEmbedding|LearnedPositionEmbedding", cname):
@@ -484,7 +510,7 @@ def _scan_module(mod: ast.Module, idx: _ModuleIndex, src: "_Src", facts: Modelin
             _add(target, "learned", f"{cname}(nn.Embedding)")  # ProphetNet's table, a subclass of nn.Embedding
         if re.search(r"Relative(Logits|PositionBias|Bias)|RelPosBias", cname):
             _add(target, "relative", cname)  # Inkling's hidden-state-conditioned relative bias
-        if re.search(r"Position(al)?Embedding", cname) and re.search(r"_position_bucket|relative_position_bucket", body):
+        if re.search(r"Position(al)?Embedding", cname) and re.search(r"_position_bucket", body):
             _add(target, "relative", f"{cname}: bucketed relative positions")  # CPM-Ant's segment positions
         for n in ast.walk(cls):
             if isinstance(n, ast.Call):
@@ -492,20 +518,20 @@ def _scan_module(mod: ast.Module, idx: _ModuleIndex, src: "_Src", facts: Modelin
                 fname = fn.attr if isinstance(fn, ast.Attribute) else fn.id if isinstance(fn, ast.Name) else ""
                 if fname == "Embedding" and n.args:
                     seg = src.seg(n.args[0])
-                    if re.search(r"max_position_embeddings|n_positions|max_positions|n_ctx|max_seq_len|max_source_positions|max_target_positions", seg):
+                    if LEARNED_TABLE_SIZE.search(seg):
                         _add(target, "learned", f"{cname}: nn.Embedding({seg}, ...)")
                     elif re.search(r"relative_attention_num_buckets|num_buckets", seg):
                         _add(target, "t5_bucket", f"{cname}: nn.Embedding({seg}, ...)")
                 if fname in ("_relative_position_bucket", "relative_position_bucket"):
                     _add(target, "t5_bucket", f"{cname}.{fname}")
-                if fname in ("build_alibi_tensor", "_get_alibi_slopes", "get_alibi_slopes", "build_mpt_alibi_tensor", "_build_alibi_tensor", "gen_slopes", "_get_interleave"):
+                if fname in ALIBI_BUILDERS:
                     _add(target, "alibi", f"{cname} -> {fname}")
             if isinstance(n, ast.FunctionDef) and n.name in ("_relative_position_bucket",):
                 _add(target, "t5_bucket", f"{cname}.{n.name}")
             if isinstance(n, ast.FunctionDef) and re.search(r"alibi", n.name):
                 _add(target, "alibi", f"{cname}.{n.name}")
         if re.search(r"rel_pos|relative_position|pos_bias|position_bias", body) and not facts.kinds.get("t5_bucket"):
-            if re.search(r"Attention|Encoder|Layer", cname) and re.search(r"relative_positional_encoding|build_relative_position|rel_attn|relative_position_embeddings|rel_pos_bias|get_rel_pos", body):
+            if re.search(r"Attention|Encoder|Layer", cname) and OTHER_RELATIVE.search(body):
                 _add(target, "relative", cname)
         if not tower and "Indexer" in cname:
             for c in sorted(_calls(cls)):
@@ -522,15 +548,13 @@ def _scan_module(mod: ast.Module, idx: _ModuleIndex, src: "_Src", facts: Modelin
             _add(facts.kinds, "sinusoidal", fname)  # CTRL's positional_encoding, DistilBERT's sinusoidal table
         if re.search(r"positional_encoding|sinusoid", fname) and fname != "create_sinusoidal_positions" and not tower:
             _add(facts.kinds, "sinusoidal", fname)  # CTRL's positional_encoding, DistilBERT's sinusoidal table
-        if fname in ("build_alibi_tensor", "build_mpt_alibi_tensor", "_get_interleave", "get_alibi_slopes", "_get_alibi_slopes", "gen_slopes"):
+        if fname in ALIBI_BUILDERS:
             _add(facts.kinds, "alibi", fname)
         if tower and re.match(r"apply_rotary|rotate_half|rotate_every_two|apply_rope|apply_.*rotary", fname):
             _add(facts.tower_kinds, "rope", fname)
-        if fname in ("create_sinusoidal_positions",) and not facts.kinds.get("rope"):
-            pass  # GPT-J builds its rotary table this way; its rope evidence is rotate_every_two
     # The pairing the text attention applies: the module functions it calls that rotate.
     used = [c for c in text_attn_calls if c in idx.functions and ROPE_FUNC.search(c)]
-    used = [c for c in used if not re.search(r"vision|visual|image|audio|video|2d|3d", c)]
+    used = [c for c in used if not TOWER_FUNC.search(c)]
     for c in sorted(used):
         # a rope function the text attention calls is RoPE evidence; one only defined (Nemotron-H's
         # apply_rotary_pos_emb, never applied) is not
@@ -543,7 +567,7 @@ def _scan_module(mod: ast.Module, idx: _ModuleIndex, src: "_Src", facts: Modelin
         # no attention class calls a module-level rope function by name (a method does): every
         # module-level rotate/apply function not of a tower
         for c in sorted(idx.functions):
-            if ROPE_FUNC.search(c) and re.match(r"apply_|rotate_", c) and not re.search(r"vision|visual|image|audio|video|2d|3d", c):
+            if ROPE_FUNC.search(c) and re.match(r"apply_|rotate_", c) and not TOWER_FUNC.search(c):
                 p = idx.pairing(c)
                 facts.pairings.extend(sorted(p))
                 if p:

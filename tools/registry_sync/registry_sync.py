@@ -218,8 +218,9 @@ def fmt_family(d) -> str:
     if d["layer_types"]:
         parts.append(f"layer_types={','.join(d['layer_types'])}")
     if d.get("rope_defaults"):
-        parts.append("rope_defaults=" + ";".join(
-            f"{lt}:{','.join(f'{k}={v}' for k, v in sorted(kv.items()))}" for lt, kv in sorted(d["rope_defaults"].items())))
+        per_type = [f"{lt}:{','.join(f'{k}={v}' for k, v in sorted(kv.items()))}"
+                    for lt, kv in sorted(d["rope_defaults"].items())]
+        parts.append("rope_defaults=" + ";".join(per_type))
     if d["off_switch_keys"]:
         parts.append(f"switch_keys={','.join(d['off_switch_keys'])}")
     if d["text_config"]:
@@ -274,7 +275,8 @@ def main(argv=None) -> int:
     for d in hf["missing"]:
         print(f"MISSING   {d['model_type']}: {fmt_family(d)}")
     for d in hf["disagree"]:
-        print(f"DISAGREE  {d['model_type']}: {d['field']}: registry {d['registry']}, code {d['code']} ({fmt_family(d)})")
+        print(f"DISAGREE  {d['model_type']}: {d['field']}: registry {d['registry']}, code {d['code']} "
+              f"({fmt_family(d)})")
     # wrappers: no positions of their own, the language model from text_config; posenc refuses a config
     # whose wrapper model_type it does not list (docs: "other wrappers are refused until listed")
     rows = {r["model_type"]: r for r in registry}
