@@ -129,6 +129,8 @@ def compare_hf(families, registry_rows, leave_out):
             "wraps_text_config": bool(m and m.wraps_text_config),
             "tower_kinds": sorted(m.tower_kinds) if m else [],
             "causal_lm": bool(m and m.causal_lm),
+            # MLA: the rotary dims are qk_rope_head_dim after qk_nope_head_dim, the back of the head
+            "mla_back_window": "qk_nope_head_dim" in c.position_keys and "qk_rope_head_dim" in c.position_keys,
         }
         row = find_row(rows, c.model_type)
         if not kinds:
@@ -160,6 +162,8 @@ def compare_hf(families, registry_rows, leave_out):
                 problems.append(("scheme", scheme, "/".join(sorted(code_schemes))))
         if scheme == "rope" and "rope" in kinds and pairings and row.get("pairing") not in pairings:
             problems.append(("pairing", row.get("pairing"), "/".join(pairings)))
+        if scheme == "rope" and "rope" in kinds and detail["mla_back_window"] and row.get("window") != "back":
+            problems.append(("window", row.get("window"), "back (qk_nope_head_dim, qk_rope_head_dim)"))
         if scheme == "rope" and "rope" in kinds:
             reg_partial = row.get("default_partial_rotary_factor") if row.get("window") == "front" else None
             code_partial = c.default_partial_rotary_factor
@@ -223,6 +227,8 @@ def fmt_family(d) -> str:
         parts.append("rope_defaults=" + ";".join(per_type))
     if d["off_switch_keys"]:
         parts.append(f"switch_keys={','.join(d['off_switch_keys'])}")
+    if d.get("mla_back_window"):
+        parts.append("window=back(MLA)")
     if d["text_config"]:
         parts.append("text_config")
     parts.append(f"source={d['modeling'] or d['config']}")
