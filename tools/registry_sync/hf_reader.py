@@ -512,7 +512,10 @@ def _scan_module(mod: ast.Module, idx: _ModuleIndex, src: "_Src", facts: Modelin
             _add(target, "relative", cname)  # Inkling's hidden-state-conditioned relative bias
         if re.search(r"Position(al)?Embedding", cname) and re.search(r"_position_bucket", body):
             _add(target, "relative", f"{cname}: bucketed relative positions")  # CPM-Ant's segment positions
-        for n in ast.walk(cls):
+        # walk only classes whose text can hold a table, a bucket or a slope builder (the walk is the
+        # reader's main cost)
+        interesting = ("Embedding(", "alibi", "bucket", "slopes", "_get_interleave")
+        for n in ast.walk(cls) if any(w in body for w in interesting) else ():
             if isinstance(n, ast.Call):
                 fn = n.func
                 fname = fn.attr if isinstance(fn, ast.Attribute) else fn.id if isinstance(fn, ast.Name) else ""
