@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """CTest `registry_sync`: the registry against the pinned transformers release and llama.cpp facts.
 
-Gets the pinned transformers wheel (pip download into the build folder, once; checked by sha256),
+Gets the pinned transformers wheel into the build folder, once (from PyPI's JSON API with urllib, else
+`pip download`; checked by sha256),
 then runs tools/registry_sync/registry_sync.py on it with posenc's `families --json`, the llama.cpp
 facts and the leave-out list in this folder. Exit 77 (skipped) when the wheel cannot be had (no pip, no
 PyPI), unless POSENC_REQUIRE_DATA=1 (then 1). POSENC_TRANSFORMERS_WHEEL names a wheel or an unpacked
@@ -51,6 +52,26 @@ def pip_command():
     return None
 
 
+def download_direct(work: str):
+    """The wheel from PyPI's JSON API with urllib (Debian's python3 has no pip unless python3-pip is
+    installed); None and the reason when PyPI does not answer."""
+    import json
+    import urllib.request
+
+    api = f"https://pypi.org/pypi/transformers/{TRANSFORMERS_VERSION}/json"
+    try:
+        with urllib.request.urlopen(api, timeout=30) as r:
+            info = json.load(r)
+        url = next(u["url"] for u in info["urls"] if u["filename"] == WHEEL)
+        tmp = os.path.join(work, WHEEL + ".part")
+        with urllib.request.urlopen(url, timeout=120) as r, open(tmp, "wb") as f:
+            shutil.copyfileobj(r, f)
+        os.replace(tmp, os.path.join(work, WHEEL))
+        return None
+    except Exception as e:  # no network, no PyPI, an answer without the wheel
+        return f"{api}: {e}"
+
+
 def get_wheel(work: str):
     override = os.environ.get("POSENC_TRANSFORMERS_WHEEL")
     if override:
@@ -58,10 +79,13 @@ def get_wheel(work: str):
     path = os.path.join(work, WHEEL)
     if os.path.exists(path) and sha256(path) == TRANSFORMERS_SHA256:
         return path, None
+    os.makedirs(work, exist_ok=True)
+    why = download_direct(work)
+    if why is None:
+        return check_sha(path), None
     pip = pip_command()
     if pip is None:
-        return None, "no pip to download transformers with"
-    os.makedirs(work, exist_ok=True)
+        return None, f"cannot download transformers ({why}) and there is no pip"
     cmd = pip + ["download", f"transformers=={TRANSFORMERS_VERSION}", "--no-deps", "--only-binary=:all:",
                  "--disable-pip-version-check", "--timeout", "30", "-d", work]
     try:
@@ -71,12 +95,16 @@ def get_wheel(work: str):
     if r.returncode != 0 or not os.path.exists(path):
         tail = (r.stderr or r.stdout).strip().splitlines()[-1:] or [""]
         return None, f"pip download transformers=={TRANSFORMERS_VERSION} failed: {tail[0]}"
+    return check_sha(path), None
+
+
+def check_sha(path: str) -> str:
     got = sha256(path)
     if got != TRANSFORMERS_SHA256:
         os.remove(path)
         print(f"FAIL: {WHEEL} sha256 {got}, expected {TRANSFORMERS_SHA256}")
         sys.exit(1)
-    return path, None
+    return path
 
 
 def main() -> int:
