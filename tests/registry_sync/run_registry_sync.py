@@ -4,8 +4,8 @@
 Gets the pinned transformers wheel into the build folder, once (from PyPI's JSON API with urllib, else
 `pip download`; checked by sha256),
 then runs tools/registry_sync/registry_sync.py on it with posenc's `families --json`, the llama.cpp
-facts and the leave-out list in this folder. Exit 77 (skipped) when the wheel cannot be had (no pip, no
-PyPI), unless POSENC_REQUIRE_DATA=1 (then 1). POSENC_TRANSFORMERS_WHEEL names a wheel or an unpacked
+facts and the leave-out list in this folder. Exit 77 (skipped) when the wheel cannot be had (PyPI out of
+reach), unless POSENC_REQUIRE_DATA=1 (then 1). POSENC_TRANSFORMERS_WHEEL names a wheel or an unpacked
 transformers tree to use instead (offline).
 
   run_registry_sync.py POSENC_CLI SOURCE_DIR WORK_DIR
@@ -94,7 +94,7 @@ def get_wheel(work: str):
         return None, "pip download transformers timed out (PyPI unreachable?)"
     if r.returncode != 0 or not os.path.exists(path):
         tail = (r.stderr or r.stdout).strip().splitlines()[-1:] or [""]
-        return None, f"pip download transformers=={TRANSFORMERS_VERSION} failed: {tail[0]}"
+        return None, f"cannot download transformers ({why}); pip download failed too: {tail[0]}"
     return check_sha(path), None
 
 
