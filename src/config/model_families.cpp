@@ -42,6 +42,13 @@ constexpr ModelFamily kFamilies[] = {
     {.model_type = "arcee",
      .gguf_architecture = "arcee",
      .source = "transformers src/transformers/models/arcee/modeling_arcee.py: rotate_half, apply_rotary_pos_emb"},
+    {.model_type = "axk1",
+     .pairing = RopePairing::kInterleaved,
+     .window = RotaryWindow::kBackOfHead,
+     .own_keys = "qk_rope_head_dim after qk_nope_head_dim (MLA), rope_interleave",
+     .derives_from = "deepseek_v3",
+     .source = "transformers src/transformers/models/axk1/modeling_axk1.py: MLA q_pe / k_pe, "
+               "apply_rotary_pos_emb_interleave when rope_interleave, else rotate_half"},
     {.model_type = "aya_vision",
      .own_keys = "text_config (the language model's keys)",
      .source = "transformers src/transformers/models/aya_vision/modeling_aya_vision.py: language model from "
@@ -1005,6 +1012,13 @@ constexpr ModelFamily kFamilies[] = {
      .window = RotaryWindow::kNone,
      .source =
          "transformers src/transformers/models/rwkv/modeling_rwkv.py: RwkvSelfAttention (time mixing, no positions)"},
+    {.model_type = "sarvam_mla",
+     .pairing = RopePairing::kInterleaved,
+     .window = RotaryWindow::kBackOfHead,
+     .own_keys = "qk_rope_head_dim after qk_nope_head_dim (MLA), rope_interleave",
+     .derives_from = "deepseek_v3",
+     .source = "transformers src/transformers/models/deepseek_v3/modeling_deepseek_v3.py (sarvam_mla's auto "
+               "class): apply_rotary_pos_emb_interleave when rope_interleave, else rotate_half"},
     {.model_type = "sarvam_moe",
      .source = "transformers src/transformers/models/glm4_moe/modeling_glm4_moe.py: apply_rotary_pos_emb: half"},
     {.model_type = "seed_oss",
@@ -1101,6 +1115,13 @@ constexpr ModelFamily kFamilies[] = {
      .remote_code = true,
      .classes = "XverseForCausalLM,modeling_xverse.XverseForCausalLM",
      .source = "huggingface.co xverse/XVERSE-13B modeling_xverse.py: rotate_half"},
+    {.model_type = "youtu",
+     .pairing = RopePairing::kInterleaved,
+     .window = RotaryWindow::kBackOfHead,
+     .own_keys = "qk_rope_head_dim after qk_nope_head_dim (MLA), rope_interleave",
+     .derives_from = "deepseek_v3",
+     .source = "transformers src/transformers/models/youtu/modeling_youtu.py: MLA q_pe / k_pe, "
+               "apply_rotary_pos_emb_interleave when rope_interleave, else rotate_half"},
     {.model_type = "zamba2",
      .layer_schedule = "layer_types: hybrid, linear_attention",
      .source = "transformers src/transformers/models/zamba2/modeling_zamba2.py: apply_rotary_pos_emb: half"},

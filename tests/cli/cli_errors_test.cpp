@@ -21,7 +21,7 @@ class CliErrors : public testing::TempFolderTest {
  protected:
   void SetUp() override {
     TempFolderTest::SetUp();
-    Write("config.json", R"({"hidden_size": 16, "num_attention_heads": 2, "rope_theta": 10000.0})");
+    Write("config.json", R"({"model_type": "llama", "hidden_size": 16, "num_attention_heads": 2, "rope_theta": 10000.0})");
     Array pos = Array::Zeros(DType::kI64, {3}).value();
     for (int i = 0; i < 3; ++i) pos.data<int64_t>()[i] = i;
     ASSERT_TRUE(WriteNpy(P("pos.npy"), pos).ok());
@@ -137,21 +137,21 @@ TEST_F(CliErrors, OutOfRangePosition) {
 }
 
 TEST_F(CliErrors, OddRotaryDimension) {
-  Write("odd.json", R"({"hidden_size": 16, "num_attention_heads": 2, "partial_rotary_factor": 0.375})");
+  Write("odd.json", R"({"model_type": "llama", "hidden_size": 16, "num_attention_heads": 2, "partial_rotary_factor": 0.375})");
   std::string out;
   ExpectError(Rope(P("odd.json"), P("pos.npy"), P("x.npy"), &out), out, {"odd.json", "3"});
 }
 
 TEST_F(CliErrors, NonPositiveBase) {
   for (const char* base : {"0", "-10000"}) {
-    Write("base.json", std::string(R"({"hidden_size": 16, "num_attention_heads": 2, "rope_theta": )") + base + "}");
+    Write("base.json", std::string(R"({"model_type": "llama", "hidden_size": 16, "num_attention_heads": 2, "rope_theta": )") + base + "}");
     std::string out;
     ExpectError(Rope(P("base.json"), P("pos.npy"), P("x.npy"), &out), out, {"base.json", "rope_theta", base});
   }
 }
 
 TEST_F(CliErrors, HeadsNotDividingEvenly) {
-  Write("heads.json", R"({"hidden_size": 16, "num_attention_heads": 3})");
+  Write("heads.json", R"({"model_type": "llama", "hidden_size": 16, "num_attention_heads": 3})");
   std::string out;
   ExpectError(Rope(P("heads.json"), P("pos.npy"), P("x.npy"), &out), out, {"heads.json", "num_attention_heads", "16"});
 }
@@ -250,7 +250,7 @@ TEST_F(CliErrors, AnEscapedExceptionIsOneLineAndExit2) {
   // nlohmann's type_error from a path that is not UTF-8 in `inspect --json` aborted the process.
   std::string out2;
   const std::string odd = P("c\xff.json");
-  Write("c\xff.json", R"({"hidden_size": 16, "num_attention_heads": 2, "rope_theta": 10000.0})");
+  Write("c\xff.json", R"({"model_type": "llama", "hidden_size": 16, "num_attention_heads": 2, "rope_theta": 10000.0})");
   const int rc2 = testing::RunCommand(testing::CliPath() + " inspect '" + odd + "' --json", &out2);
   EXPECT_TRUE(rc2 == 0 || rc2 == 2) << rc2 << ": " << out2;
   if (rc2 == 2) ExpectError(rc2, out2, {"inspect"});

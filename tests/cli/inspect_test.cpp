@@ -130,7 +130,7 @@ TEST(Inspect, EveryHfGoldenConfig) {
 TEST(Inspect, RegimesOfYarnAtTheRampEnds) {
   const std::string tmp = TempDir();
   const std::string path = tmp + "/yarn.json";
-  std::ofstream(path) << R"({"hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 65536,
+  std::ofstream(path) << R"({"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 65536,
     "rope_parameters": {"rope_type": "yarn", "rope_theta": 1000000.0, "factor": 8.0,
     "original_max_position_embeddings": 8192, "beta_fast": 16.0, "beta_slow": 2.0}})";
   std::string out;
@@ -168,7 +168,7 @@ TEST(Inspect, BadInputExitsTwoNamingTheFault) {
   const std::string tmp = TempDir();
   const std::string path = tmp + "/bad.json";
   std::ofstream(path)
-      << R"({"hidden_size": 64, "num_attention_heads": 4, "rope_scaling": {"rope_type": "warp", "factor": 2}})";
+      << R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "rope_scaling": {"rope_type": "warp", "factor": 2}})";
   std::string out;
   EXPECT_EQ(testing::RunCommand(testing::CliPath() + " inspect " + path, &out), 2) << out;
   EXPECT_NE(out.find("warp"), std::string::npos) << out;
@@ -196,7 +196,7 @@ json InspectJson(const std::string& args) {
 TEST(InspectModelFiles, JsonWithANonUtf8PathIsValidJson) {
   const fs::path dir = fs::path(TempDir()) / "caf\xe9";
   fs::create_directories(dir);
-  std::ofstream(dir / "config.json") << R"({"hidden_size": 64, "num_attention_heads": 4, "rope_theta": 10000.0})";
+  std::ofstream(dir / "config.json") << R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "rope_theta": 10000.0})";
   const std::string path = (dir / "config.json").string();
   std::string out;
   ASSERT_EQ(testing::RunCommand(testing::CliPath() + " inspect '" + path + "' --json", &out), 0) << out;
@@ -212,7 +212,7 @@ TEST(InspectModelFiles, AConfigWithoutJsonInItsNameIsReadByContent) {
   const fs::path dir = fs::path(TempDir()) / "noext";
   fs::create_directories(dir);
   const std::string path = (dir / "config").string();
-  std::ofstream(path) << "\n  " << R"({"hidden_size": 64, "num_attention_heads": 4, "rope_theta": 500000.0})";
+  std::ofstream(path) << "\n  " << R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "rope_theta": 500000.0})";
   const json d = InspectJson(path);
   EXPECT_EQ(d["base"], 500000.0);
   EXPECT_FALSE(d.contains("file"));  // a config, not a model file

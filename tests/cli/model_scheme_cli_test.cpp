@@ -85,7 +85,7 @@ TEST(ModelSchemeCli, RopeModelRotatesAsTheEquivalentConfig) {
   for (int64_t i = 0; i < x.size(); ++i) x.data<float>()[i] = static_cast<float>((i * 37) % 101) / 50.0f - 1.0f;
   ASSERT_TRUE(WriteNpy((dir / "x.npy").string(), x).ok());
   // run.c's scheme spelled as a config: 8 heads of 8 over dim 64, base 10000, adjacent pairs.
-  WriteFile(dir / "config.json", R"({"hidden_size": 64, "num_attention_heads": 8, "rope_theta": 10000.0})");
+  WriteFile(dir / "config.json", R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 8, "rope_theta": 10000.0})");
   const std::string io = " --positions " + (dir / "pos.npy").string() + " --input " + (dir / "x.npy").string();
   std::string out;
   ASSERT_EQ(RunCommand(CliPath() + " rope --model " + model + io + " --output " + (dir / "a.npy").string(), &out), 0)

@@ -43,6 +43,7 @@ TEST_P(RopeGolden, FrequenciesAndRotation) {
   const int64_t head_dim = input->dim(2);
 
   RopeConfig config;
+  RopeDirection direction = RopeDirection::kForward;
   if (is_ggml) {
     Result<RopeConfig> rc = RopeConfigFromGgmlParams(c["config"].dump(), head_dim, dir.string());
     ASSERT_TRUE(rc.ok()) << rc.status().ToString();
@@ -56,10 +57,12 @@ TEST_P(RopeGolden, FrequenciesAndRotation) {
     // The case names the model family where its config does not (GPT-J's config has no model_type).
     json hf = c["config"];
     if (!hf.contains("model_type") && c.contains("hf_model_type")) hf["model_type"] = c["hf_model_type"];
-    Result<PositionScheme> s = ParseHfConfig(hf.dump(), dir.string());
+    // The layer and site the case holds (a keyed set, a second RoPE site).
+    Result<PositionScheme> s = ParseHfConfig(hf.dump(), dir.string(), golden::CaseConfigOptions(c));
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     ASSERT_EQ(s->kind, PositionKind::kRope);
     config = s->rope;
+    if (s->rotation_sign < 0) direction = RopeDirection::kBackward;
     EXPECT_EQ(config.layout.head_dim, c["head_dim"].get<int64_t>());
     EXPECT_EQ(config.layout.rotary_dim, c["rotary_dim"].get<int64_t>());
   }
@@ -98,7 +101,9 @@ TEST_P(RopeGolden, FrequenciesAndRotation) {
     const DType storage = f16 && precision == RopePrecision::kReference ? DType::kF16 : DType::kF32;
     Array x = input->AsType(storage).value();
     Array y = x;
-    RopeArgs args{config.layout, &*table, positions};
+    // The whole head, or the rotary slice alone where the case's input is that slice.
+    const RotaryLayout layout = RotaryLayoutForInput(config.layout, head_dim, "input").value();
+    RopeArgs args{layout, &*table, positions, direction};
     Status st = ApplyRope(args, HeadsView::Of(x, "input").value(), HeadsView::Of(y, "output").value());
     ASSERT_TRUE(st.ok()) << st.ToString();
     EXPECT_TRUE(testing::GoldenClose(role, golden::ToDoubles(y), *want, gc.Tol(role, {1e-5, 1e-6})));

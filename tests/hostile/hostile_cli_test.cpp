@@ -231,7 +231,7 @@ TEST_F(Hostile, DeepAndSpecialConfigs) {
   {
     std::ofstream tc(P("deep_text_config.json"));
     for (int i = 0; i < kDepth; ++i) tc << R"({"text_config": )";
-    tc << R"({"hidden_size": 64, "num_attention_heads": 4})" << std::string(kDepth, '}');
+    tc << R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4})" << std::string(kDepth, '}');
   }
   const std::vector<std::pair<std::string, std::vector<std::string>>> configs = {
       {P("zero.json"), {P("zero.json"), "not a regular file (a character device)"}},

@@ -59,10 +59,10 @@ TEST(HfConfig, FalconKeyValueHeadsAndFusedQkvLayouts) {
 }
 
 TEST(HfConfig, LegacyAndNewSpellingsAgree) {
-  const PositionScheme a = Parse(R"({"hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 131072,
+  const PositionScheme a = Parse(R"({"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 131072,
     "rope_theta": 500000.0, "rope_scaling": {"type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
     "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}})");
-  const PositionScheme b = Parse(R"({"hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 131072,
+  const PositionScheme b = Parse(R"({"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 131072,
     "rope_parameters": {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
     "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}})");
   for (const PositionScheme* s : {&a, &b}) {
@@ -77,7 +77,7 @@ TEST(HfConfig, LegacyAndNewSpellingsAgree) {
 }
 
 TEST(HfConfig, NestedPerLayerType) {
-  const std::string text = R"({"hidden_size": 1024, "num_attention_heads": 8, "head_dim": 256, "global_head_dim": 512,
+  const std::string text = R"({"model_type": "llama", "hidden_size": 1024, "num_attention_heads": 8, "head_dim": 256, "global_head_dim": 512,
     "layer_types": ["sliding_attention", "full_attention"],
     "rope_parameters": {"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
                         "full_attention": {"rope_type": "proportional", "rope_theta": 1000000.0, "partial_rotary_factor": 0.25}}})";
@@ -99,18 +99,18 @@ TEST(HfConfig, NestedPerLayerType) {
 }
 
 TEST(HfConfig, DimensionKeys) {
-  EXPECT_EQ(Parse(R"({"hidden_size": 6144, "num_attention_heads": 64, "rotary_pct": 0.25, "rotary_emb_base": 10000})")
+  EXPECT_EQ(Parse(R"({"model_type": "llama", "hidden_size": 6144, "num_attention_heads": 64, "rotary_pct": 0.25, "rotary_emb_base": 10000})")
                 .rope.layout.rotary_dim,
             24);
   EXPECT_EQ(
-      Parse(R"({"hidden_size": 2560, "num_attention_heads": 32, "partial_rotary_factor": 0.4})").rope.layout.rotary_dim,
+      Parse(R"({"model_type": "llama", "hidden_size": 2560, "num_attention_heads": 32, "partial_rotary_factor": 0.4})").rope.layout.rotary_dim,
       32);
   const PositionScheme gptj = Parse(R"({"model_type": "gptj", "n_embd": 4096, "n_head": 16, "rotary_dim": 64})");
   EXPECT_EQ(gptj.rope.layout.head_dim, 256);
   EXPECT_EQ(gptj.rope.layout.rotary_dim, 64);
   EXPECT_EQ(gptj.rope.layout.pairing, RopePairing::kInterleaved);
-  EXPECT_EQ(Parse(R"({"hidden_size": 4096, "num_attention_heads": 32, "head_dim": 64})").rope.layout.head_dim, 64);
-  EXPECT_EQ(Parse(R"({"hidden_size": 4096, "num_attention_heads": 32, "head_dim": null})").rope.layout.head_dim, 128);
+  EXPECT_EQ(Parse(R"({"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32, "head_dim": 64})").rope.layout.head_dim, 64);
+  EXPECT_EQ(Parse(R"({"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32, "head_dim": null})").rope.layout.head_dim, 128);
   const PositionScheme ds = Parse(R"({"model_type": "deepseek_v3", "hidden_size": 7168, "num_attention_heads": 128,
     "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "max_position_embeddings": 163840, "rope_theta": 10000,
     "rope_scaling": {"type": "yarn", "factor": 40, "original_max_position_embeddings": 4096, "beta_fast": 32,
@@ -123,19 +123,19 @@ TEST(HfConfig, DimensionKeys) {
 }
 
 TEST(HfConfig, DefaultsAreNoted) {
-  const PositionScheme s = Parse(R"({"hidden_size": 512, "num_attention_heads": 8})");
+  const PositionScheme s = Parse(R"({"model_type": "llama", "hidden_size": 512, "num_attention_heads": 8})");
   EXPECT_EQ(s.rope.base, 10000.0);
   ASSERT_FALSE(s.rope.notes.empty());
   EXPECT_NE(s.rope.notes[0].find("10000"), std::string::npos);
   // YaRN without factor: inferred from max / original, noted.
-  const PositionScheme y = Parse(R"({"hidden_size": 512, "num_attention_heads": 8, "max_position_embeddings": 16384,
+  const PositionScheme y = Parse(R"({"model_type": "llama", "hidden_size": 512, "num_attention_heads": 8, "max_position_embeddings": 16384,
     "rope_theta": 10000, "rope_scaling": {"rope_type": "yarn", "original_max_position_embeddings": 4096}})");
   EXPECT_EQ(y.rope.scaling.factor, 4.0);
   bool noted = false;
   for (const auto& n : y.rope.notes) noted |= n.find("no factor") != std::string::npos;
   EXPECT_TRUE(noted);
   // LongRoPE: Phi-3 keeps original_max_position_embeddings at the top level.
-  const PositionScheme p = Parse(R"({"hidden_size": 64, "num_attention_heads": 8, "max_position_embeddings": 131072,
+  const PositionScheme p = Parse(R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 8, "max_position_embeddings": 131072,
     "original_max_position_embeddings": 4096, "rope_scaling": {"type": "longrope", "short_factor": [1,1,1,1],
     "long_factor": [2,2,2,2]}})");
   EXPECT_EQ(p.rope.scaling.original_max_position_embeddings, 4096);
@@ -169,10 +169,10 @@ TEST(HfConfig, NonRopeFamilies) {
 // ---- one test per validation error ----
 
 TEST(HfConfigValidation, UnknownRopeType) {
-  ExpectError(R"({"hidden_size": 64, "num_attention_heads": 4, "rope_scaling": {"rope_type": "warp", "factor": 2}})",
+  ExpectError(R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "rope_scaling": {"rope_type": "warp", "factor": 2}})",
               "rope_type", "warp");
   Result<PositionScheme> s =
-      ParseHfConfig(R"({"hidden_size": 64, "num_attention_heads": 4, "rope_scaling": {"type": "warp"}})", "t");
+      ParseHfConfig(R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "rope_scaling": {"type": "warp"}})", "t");
   EXPECT_EQ(s.status().code(), StatusCode::kUnimplemented);
 }
 
@@ -180,7 +180,7 @@ TEST(HfConfigValidation, UnknownRopeType) {
 // file, the scaling, the key and the value; the whole message is pinned for each scaling's rules.
 TEST(HfConfigValidation, RangeRulesInOneMessageShape) {
   const std::string head =
-      R"({"hidden_size": 256, "num_attention_heads": 4, "max_position_embeddings": 8192, "rope_scaling": )";
+      R"({"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4, "max_position_embeddings": 8192, "rope_scaling": )";
   struct Case {
     std::string scaling, message;
   };
@@ -221,60 +221,60 @@ TEST(HfConfigValidation, RangeRulesInOneMessageShape) {
 }
 
 TEST(HfConfigValidation, MissingFactor) {
-  ExpectError(R"({"hidden_size": 64, "num_attention_heads": 4, "rope_scaling": {"type": "linear"}})", "factor",
+  ExpectError(R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "rope_scaling": {"type": "linear"}})", "factor",
               "missing");
 }
 
 TEST(HfConfigValidation, NonPositiveFactor) {
-  ExpectError(R"({"hidden_size": 64, "num_attention_heads": 4, "rope_scaling": {"type": "linear", "factor": 0}})",
+  ExpectError(R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "rope_scaling": {"type": "linear", "factor": 0}})",
               "factor", "0");
-  ExpectError(R"({"hidden_size": 64, "num_attention_heads": 4, "rope_scaling": {"type": "dynamic", "factor": -2.5}})",
+  ExpectError(R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "rope_scaling": {"type": "dynamic", "factor": -2.5}})",
               "factor", "-2.5");
 }
 
 TEST(HfConfigValidation, ShortFactorWrongLength) {
-  ExpectError(R"({"hidden_size": 64, "num_attention_heads": 8, "original_max_position_embeddings": 4096,
+  ExpectError(R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 8, "original_max_position_embeddings": 4096,
     "max_position_embeddings": 8192, "rope_scaling": {"type": "longrope", "short_factor": [1,1,1], "long_factor": [2,2,2,2]}})",
               "short_factor", "3 values");
 }
 
 TEST(HfConfigValidation, LongFactorWrongLength) {
-  ExpectError(R"({"hidden_size": 64, "num_attention_heads": 8, "original_max_position_embeddings": 4096,
+  ExpectError(R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 8, "original_max_position_embeddings": 4096,
     "max_position_embeddings": 8192, "rope_scaling": {"type": "longrope", "short_factor": [1,1,1,1], "long_factor": [2,2,2,2,2]}})",
               "long_factor", "5 values");
 }
 
 TEST(HfConfigValidation, PartialFactorGivesOddRotaryDim) {
-  ExpectError(R"({"hidden_size": 80, "num_attention_heads": 8, "partial_rotary_factor": 0.5})", "partial_rotary_factor",
+  ExpectError(R"({"model_type": "llama", "hidden_size": 80, "num_attention_heads": 8, "partial_rotary_factor": 0.5})", "partial_rotary_factor",
               "= 5");
 }
 
 TEST(HfConfigValidation, PartialFactorGivesZeroRotaryDim) {
-  ExpectError(R"({"hidden_size": 512, "num_attention_heads": 8, "rotary_pct": 0.01})", "rotary_pct", "= 0");
+  ExpectError(R"({"model_type": "llama", "hidden_size": 512, "num_attention_heads": 8, "rotary_pct": 0.01})", "rotary_pct", "= 0");
 }
 
 TEST(HfConfigValidation, BetaFastNotAboveBetaSlow) {
-  ExpectError(R"({"hidden_size": 512, "num_attention_heads": 8, "max_position_embeddings": 16384, "rope_scaling":
+  ExpectError(R"({"model_type": "llama", "hidden_size": 512, "num_attention_heads": 8, "max_position_embeddings": 16384, "rope_scaling":
     {"type": "yarn", "factor": 4, "original_max_position_embeddings": 4096, "beta_fast": 2, "beta_slow": 8}})",
               "beta_fast", "= 2");
 }
 
 TEST(HfConfigValidation, Llama3MissingBandFactor) {
-  ExpectError(R"({"hidden_size": 512, "num_attention_heads": 8, "rope_scaling": {"type": "llama3", "factor": 8,
+  ExpectError(R"({"model_type": "llama", "hidden_size": 512, "num_attention_heads": 8, "rope_scaling": {"type": "llama3", "factor": 8,
     "high_freq_factor": 4, "original_max_position_embeddings": 8192}})",
               "low_freq_factor", "missing");
 }
 
 TEST(HfConfigValidation, NonPositiveBase) {
-  ExpectError(R"({"hidden_size": 512, "num_attention_heads": 8, "rope_theta": 0})", "rope_theta", "0");
+  ExpectError(R"({"model_type": "llama", "hidden_size": 512, "num_attention_heads": 8, "rope_theta": 0})", "rope_theta", "0");
 }
 
 TEST(HfConfigValidation, WrongValueType) {
-  ExpectError(R"({"hidden_size": 512, "num_attention_heads": 8, "rope_theta": "big"})", "rope_theta", "\"big\"");
+  ExpectError(R"({"model_type": "llama", "hidden_size": 512, "num_attention_heads": 8, "rope_theta": "big"})", "rope_theta", "\"big\"");
 }
 
 TEST(HfConfigValidation, ConflictingPartialKeys) {
-  ExpectError(R"({"hidden_size": 512, "num_attention_heads": 8, "partial_rotary_factor": 0.5,
+  ExpectError(R"({"model_type": "llama", "hidden_size": 512, "num_attention_heads": 8, "partial_rotary_factor": 0.5,
     "rope_parameters": {"rope_type": "default", "rope_theta": 10000, "partial_rotary_factor": 0.25}})",
               "partial_rotary_factor", "0.5");
 }
@@ -335,7 +335,7 @@ TEST(HfConfigHostile, TextConfigDepthIsBounded) {
   auto wrap = [](int levels) {
     std::string s;
     for (int i = 0; i < levels; ++i) s += R"({"model_type": "llava", "text_config": )";
-    return s + R"({"hidden_size": 64, "num_attention_heads": 4})" + std::string(static_cast<size_t>(levels), '}');
+    return s + R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4})" + std::string(static_cast<size_t>(levels), '}');
   };
   Result<PositionScheme> one = ParseHfConfig(wrap(1), "test.json");
   ASSERT_TRUE(one.ok()) << one.status().ToString();

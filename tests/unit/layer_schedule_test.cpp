@@ -112,14 +112,14 @@ TEST(HfRopeFamily, Llama3EqualBandFactorsParsedAndNoted) {
   for (const std::string& n : s.rope.notes) noted |= n.find("no smooth band") != std::string::npos;
   EXPECT_TRUE(noted);
   // high below low stays refused, naming the key.
-  Result<PositionScheme> bad = ParseHfConfig(R"({"head_dim": 128, "num_attention_heads": 4, "rope_scaling":
+  Result<PositionScheme> bad = ParseHfConfig(R"({"model_type": "llama", "head_dim": 128, "num_attention_heads": 4, "rope_scaling":
       {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 4.0, "high_freq_factor": 1.0,
        "original_max_position_embeddings": 8192}})",
                                              "test.json");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("high_freq_factor"), std::string::npos);
   // YaRN with equal betas parses (Kimi K2); beta_fast below beta_slow does not.
-  EXPECT_TRUE(ParseHfConfig(R"({"head_dim": 64, "num_attention_heads": 4, "max_position_embeddings": 131072,
+  EXPECT_TRUE(ParseHfConfig(R"({"model_type": "llama", "head_dim": 64, "num_attention_heads": 4, "max_position_embeddings": 131072,
       "rope_scaling": {"rope_type": "yarn", "factor": 32.0, "original_max_position_embeddings": 4096,
                        "beta_fast": 1.0, "beta_slow": 1.0}})",
                             "test.json")
@@ -202,11 +202,11 @@ TEST(LayerScheduleErrors, BadKeysAreNamed) {
   // Values the parser refuses outright.
   for (
       const char* text :
-      {R"({"head_dim": 64, "num_attention_heads": 4, "no_rope_layers": [1, 2]})",
-       R"({"head_dim": 64, "num_attention_heads": 4, "no_rope_layer_interval": 0})",
-       R"({"head_dim": 64, "num_attention_heads": 4, "sliding_window_pattern": -1})",
-       R"({"head_dim": 64, "num_attention_heads": 4, "layer_types": ["full_attention", 3]})",
-       R"({"head_dim": 64, "num_attention_heads": 4, "num_hidden_layers": 0})",
+      {R"({"model_type": "llama", "head_dim": 64, "num_attention_heads": 4, "no_rope_layers": [1, 2]})",
+       R"({"model_type": "llama", "head_dim": 64, "num_attention_heads": 4, "no_rope_layer_interval": 0})",
+       R"({"model_type": "llama", "head_dim": 64, "num_attention_heads": 4, "sliding_window_pattern": -1})",
+       R"({"model_type": "llama", "head_dim": 64, "num_attention_heads": 4, "layer_types": ["full_attention", 3]})",
+       R"({"model_type": "llama", "head_dim": 64, "num_attention_heads": 4, "num_hidden_layers": 0})",
        R"({"model_type": "llama4_text", "head_dim": 64, "num_attention_heads": 4, "floor_scale": 0})",
        R"({"model_type": "llama4_text", "head_dim": 64, "num_attention_heads": 4, "attn_temperature_tuning": "yes"})"}) {
     Result<PositionScheme> s = ParseHfConfig(text, "test.json");

@@ -223,10 +223,8 @@ TEST(ModelFamilies, UnknownModelTypeIsAnErrorNamingItAndTheOption) {
                   HfConfigOptions{.layer_type = "", .assume_layout = RopePairing::kInterleaved})
                 .rope.layout.pairing,
             RopePairing::kHalf);
-  // No model_type at all: half pairing, as before, with a note.
-  const PositionScheme none = Parse(R"({"hidden_size": 512, "num_attention_heads": 8})");
-  EXPECT_EQ(none.rope.layout.pairing, RopePairing::kHalf);
-  EXPECT_TRUE(HasNote(none, "no model_type"));
+  // No model_type at all: refused like an unknown one (NoModelTypeIsRefusedUnlessStated below).
+  EXPECT_FALSE(ParseHfConfig(R"({"hidden_size": 512, "num_attention_heads": 8})", "x.json", HfConfigOptions{}).ok());
   // A model_type the registry lacks, with an architectures class it has: that family, noted (InternLM2
   // 1.8B ships model_type 'internlm' with InternLM2ForCausalLM; old GPT-2 configs have no model_type).
   const PositionScheme internlm = Parse(R"({"model_type": "internlm", "architectures": ["InternLM2ForCausalLM"],
@@ -486,9 +484,6 @@ TEST(ModelFamilies, ChatGlmFirstHalfAdjacentPairsAndRopeRatio) {
   EXPECT_NE(r.status().message().find("'position_encoding_2d'"), std::string::npos) << r.status().message();
 }
 
-}  // namespace
-}  // namespace posenc
-
 // The 2026 structure rows on minimal configs: what the family's rule makes of them.
 TEST(ModelFamilies, RuleRowsOnMinimalConfigs) {
   // Gemma 4 without rope_parameters: full layers proportional over global_head_dim 512 (64 of 256 pairs
@@ -559,3 +554,6 @@ TEST(ModelFamilies, NoModelTypeIsRefusedUnlessStated) {
   const PositionScheme stated = Parse(text, HfConfigOptions{.assume_layout = RopePairing::kInterleaved});
   EXPECT_EQ(stated.rope.layout.pairing, RopePairing::kInterleaved);
 }
+
+}  // namespace
+}  // namespace posenc

@@ -27,7 +27,10 @@ RopeConfig LoadGoldenRope(const std::string& case_dir) {
   std::stringstream ss;
   ss << f.rdbuf();
   const auto j = nlohmann::json::parse(ss.str());
-  auto scheme = ParseHfConfig(j.at("config").dump(), case_dir);
+  // The case names its family where the config does not (FORMAT.md hf_model_type).
+  nlohmann::json config = j.at("config");
+  if (!config.contains("model_type") && j.contains("hf_model_type")) config["model_type"] = j["hf_model_type"];
+  auto scheme = ParseHfConfig(config.dump(), case_dir);
   EXPECT_TRUE(scheme.ok()) << scheme.status().message();
   RopeConfig c = scheme.value().rope;
   if (j.value("layout", "half") == "interleaved") c.layout.pairing = RopePairing::kInterleaved;

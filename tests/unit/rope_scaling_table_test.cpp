@@ -125,7 +125,7 @@ TEST(RopeScalingTable, GgmlRowsKeysAreParsed) {
 // for either spelling (the text_config of a multimodal config included), and the config it returns
 // is validated once: ComputeRopeFrequencies on it computes nothing more.
 TEST(RopeConfigJson, ParsedOnceAndComputedOnce) {
-  const std::string hf = R"({"hidden_size": 512, "num_attention_heads": 8, "max_position_embeddings": 32768,
+  const std::string hf = R"({"model_type": "llama", "hidden_size": 512, "num_attention_heads": 8, "max_position_embeddings": 32768,
       "rope_scaling": {"rope_type": "yarn", "factor": 8, "original_max_position_embeddings": 4096}})";
   const std::string nested = R"({"model_type": "llava", "text_config": )" + hf + "}";
   const std::string ggml = R"({"config": {"n_dims": 64, "mode": 0, "freq_base": 10000, "freq_scale": 0.25}})";

@@ -13,6 +13,14 @@
 #include "posenc/io/npy.hpp"
 
 namespace posenc::golden {
+
+HfConfigOptions CaseConfigOptions(const nlohmann::json& j) {
+  HfConfigOptions options;
+  if (j.contains("layer_index") && j["layer_index"].is_number_integer()) options.layer = j["layer_index"].get<int64_t>();
+  if (j.contains("layer_type") && j["layer_type"].is_string()) options.layer_type = j["layer_type"].get<std::string>();
+  if (j.contains("rotary_site") && j["rotary_site"].is_string()) options.site = j["rotary_site"].get<std::string>();
+  return options;
+}
 namespace fs = std::filesystem;
 using nlohmann::json;
 

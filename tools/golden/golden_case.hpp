@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "posenc/config/hf_config.hpp"
 #include "posenc/core/array.hpp"
 #include "posenc/core/status.hpp"
 
@@ -20,6 +21,10 @@ struct Tolerance {
 
 // FORMAT.md: a float role with no tolerance entry is compared with rtol 2^-22 (about two float32 ulps).
 inline constexpr double kTwoUlpRtol = 1.0 / (1 << 22);
+
+// The layer and site a case holds (FORMAT.md: layer_index, layer_type, rotary_site) as the options that
+// ask a config reader for that rotation; everything the rotation is made of still comes from the config.
+HfConfigOptions CaseConfigOptions(const nlohmann::json& case_json);
 
 // Every folder at or under each path that holds a case.json, sorted; kNotFound for a missing path.
 Result<std::vector<std::string>> FindGoldenCases(const std::vector<std::string>& paths);

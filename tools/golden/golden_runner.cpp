@@ -66,17 +66,6 @@ Result<RotaryLayout> CheckCaseLayout(const json& j, const RotaryLayout& layout, 
   return apply;
 }
 
-// The layer and site a case holds (FORMAT.md: layer_index, layer_type, rotary_site): which of the
-// model's rotations to derive, as `posenc rope --layer --layer-type --site` asks. Everything the
-// rotation is made of still comes from the config.
-HfConfigOptions CaseOptions(const Case& c) {
-  const json& j = c.j();
-  HfConfigOptions options;
-  if (j.contains("layer_index")) options.layer = j["layer_index"].get<int64_t>();
-  if (j.contains("layer_type")) options.layer_type = j["layer_type"].get<std::string>();
-  if (j.contains("rotary_site")) options.site = j["rotary_site"].get<std::string>();
-  return options;
-}
 
 // The case's RoPE config, derived from its `config` as FORMAT.md says: ggml parameters (n_dims and
 // mode present; the mode fixes the pairing), a vision config read by vision_2d_variant (rope_vision_2d
@@ -98,7 +87,7 @@ Result<RopeConfig> CaseConfig(const Case& c, int64_t head_dim, PositionScheme* s
     return ParseHfVision2dConfig(config.dump(), variant, "case config");
   }
   if (!config.contains("model_type") && j.contains("hf_model_type")) config["model_type"] = j["hf_model_type"];
-  POSENC_ASSIGN_OR_RETURN(PositionScheme s, ParseHfConfig(config.dump(), "case config", CaseOptions(c)));
+  POSENC_ASSIGN_OR_RETURN(PositionScheme s, ParseHfConfig(config.dump(), "case config", CaseConfigOptions(c.j())));
   if (s.kind != PositionKind::kRope)
     return InvalidArgumentError(fmt::format("case config: the scheme is {}, not rope", ToString(s.kind)));
   RopeConfig rc = s.rope;
@@ -247,7 +236,7 @@ Result<std::string> RunNope(const Case& c) {
   if (!j.contains("config") || !j["config"].is_object()) return DataLossError("case.json has no 'config' object");
   json config = j["config"];
   if (!config.contains("model_type") && j.contains("hf_model_type")) config["model_type"] = j["hf_model_type"];
-  POSENC_ASSIGN_OR_RETURN(PositionScheme scheme, ParseHfConfig(config.dump(), "case config", CaseOptions(c)));
+  POSENC_ASSIGN_OR_RETURN(PositionScheme scheme, ParseHfConfig(config.dump(), "case config", CaseConfigOptions(c.j())));
   if (scheme.kind != PositionKind::kNone)
     return InvalidArgumentError(fmt::format("case config: the scheme at layer {} is {}, the case says none",
                                             j.value("layer_index", int64_t{-1}), ToString(scheme.kind)));
