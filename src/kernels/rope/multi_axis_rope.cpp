@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "kernels/rope_internal.hpp"
+#include "kernels/rope/rope_internal.hpp"
 #include "posenc/kernels/multi_axis_rope.hpp"
 #include "posenc/kernels/rope.hpp"
 #include "posenc/math/multi_axis.hpp"

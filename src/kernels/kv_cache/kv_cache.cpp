@@ -2,13 +2,13 @@
 // the best SIMD target (kv_cache-inl.hpp), split over tokens. The scalar reference and the
 // validation live in kv_cache_ref.cpp.
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "kernels/kv_cache.cpp"
+#define HWY_TARGET_INCLUDE "kernels/kv_cache/kv_cache.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/aligned_allocator.h>
 #include <hwy/highway.h>
 
-#include "kernels/kv_cache-inl.hpp"
-#include "kernels/kv_cache_internal.hpp"
+#include "kernels/kv_cache/kv_cache-inl.hpp"
+#include "kernels/kv_cache/kv_cache_internal.hpp"
 
 HWY_BEFORE_NAMESPACE();
 namespace posenc {

@@ -20,11 +20,11 @@
 #include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
-#include "kernels/convert-inl.hpp"
-#include "kernels/fused_rope_internal.hpp"
-#include "kernels/kv_cache-inl.hpp"
-#include "kernels/kv_cache_internal.hpp"
-#include "kernels/rope_internal.hpp"
+#include "kernels/simd/convert-inl.hpp"
+#include "kernels/kv_cache/fused_rope_internal.hpp"
+#include "kernels/kv_cache/kv_cache-inl.hpp"
+#include "kernels/kv_cache/kv_cache_internal.hpp"
+#include "kernels/rope/rope_internal.hpp"
 
 HWY_BEFORE_NAMESPACE();
 namespace posenc {

@@ -1,7 +1,7 @@
 // Internal to the fused RoPE + KV-cache kernels (fused_rope.cpp, fused_rope_ref.cpp).
 #pragma once
 
-#include "kernels/rope_internal.hpp"
+#include "kernels/rope/rope_internal.hpp"
 #include "posenc/kernels/fused_rope.hpp"
 
 namespace posenc::detail {

@@ -2,16 +2,16 @@
 // (Highway run-time dispatch; per-target code in rope-inl.hpp), split over tokens with the caller's
 // ParallelRunner or the internal pool. The scalar reference (rope_ref.cpp) stays the oracle.
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "kernels/rope.cpp"
+#define HWY_TARGET_INCLUDE "kernels/rope/rope.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
-#include "kernels/rope-inl.hpp"
+#include "kernels/rope/rope-inl.hpp"
 
 #if HWY_ONCE
 #include <fmt/format.h>
 
-#include "kernels/rope_internal.hpp"
+#include "kernels/rope/rope_internal.hpp"
 #include "posenc/core/parallel.hpp"
 #include "posenc/kernels/simd.hpp"
 

@@ -11,7 +11,7 @@
 // * FP16 instructions compute subnormals (MXCSR's DAZ/FTZ do not apply to them), as float32 does here.
 // NaN results are NaN either way (the tests compare bits and accept any NaN for a NaN, as for the
 // other targets). tests/unit/rope_cos_sin_test.cpp compares this path with the scalar reference.
-#include "kernels/rope_cos_sin_f16.hpp"
+#include "kernels/rope/rope_cos_sin_f16.hpp"
 
 #if POSENC_HAVE_AVX512FP16
 #include <immintrin.h>

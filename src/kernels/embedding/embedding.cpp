@@ -4,11 +4,11 @@
 // add, no fused multiply-add), so results are bit-identical to them. Decoded tables (ggml block types,
 // unaligned rows) decode a tile of rows to float32 scratch and run the float32 gather over it.
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "kernels/embedding.cpp"
+#define HWY_TARGET_INCLUDE "kernels/embedding/embedding.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
-#include "kernels/convert-inl.hpp"
+#include "kernels/simd/convert-inl.hpp"
 
 #if defined(POSENC_KERNELS_GATHER_TOGGLE_) == defined(HWY_TARGET_TOGGLE)
 #ifdef POSENC_KERNELS_GATHER_TOGGLE_

@@ -6,9 +6,9 @@
 
 #include <fmt/format.h>
 
-#include "kernels/fused_rope_internal.hpp"
-#include "kernels/kv_cache_internal.hpp"
-#include "kernels/rope_internal.hpp"
+#include "kernels/kv_cache/fused_rope_internal.hpp"
+#include "kernels/kv_cache/kv_cache_internal.hpp"
+#include "kernels/rope/rope_internal.hpp"
 #include "posenc/kernels/fused_rope.hpp"
 
 namespace posenc {

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "kernels/rope_cos_sin_internal.hpp"
+#include "kernels/rope/rope_cos_sin_internal.hpp"
 #include "posenc/kernels/rope_cos_sin.hpp"
 
 namespace posenc {

@@ -19,8 +19,8 @@
 #include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
-#include "kernels/convert-inl.hpp"
-#include "kernels/rope_internal.hpp"
+#include "kernels/simd/convert-inl.hpp"
+#include "kernels/rope/rope_internal.hpp"
 
 HWY_BEFORE_NAMESPACE();
 namespace posenc {

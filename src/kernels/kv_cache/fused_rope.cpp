@@ -3,14 +3,14 @@
 // the internal pool. Each token's q, cache rows and scratch are its own, so any split gives the same
 // bytes.
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "kernels/fused_rope.cpp"
+#define HWY_TARGET_INCLUDE "kernels/kv_cache/fused_rope.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
-#include "kernels/fused_rope-inl.hpp"
+#include "kernels/kv_cache/fused_rope-inl.hpp"
 
 #if HWY_ONCE
-#include "kernels/fused_rope_internal.hpp"
+#include "kernels/kv_cache/fused_rope_internal.hpp"
 #include "posenc/core/parallel.hpp"
 #include "posenc/kernels/simd.hpp"
 

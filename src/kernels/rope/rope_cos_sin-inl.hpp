@@ -15,9 +15,9 @@
 #include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
-#include "kernels/convert-inl.hpp"
-#include "kernels/rope_cos_sin_f16.hpp"
-#include "kernels/rope_cos_sin_internal.hpp"
+#include "kernels/simd/convert-inl.hpp"
+#include "kernels/rope/rope_cos_sin_f16.hpp"
+#include "kernels/rope/rope_cos_sin_internal.hpp"
 #include "posenc/kernels/simd.hpp"
 
 HWY_BEFORE_NAMESPACE();

@@ -16,7 +16,7 @@
 
 #include <hwy/highway.h>
 
-#include "kernels/convert-inl.hpp"
+#include "kernels/simd/convert-inl.hpp"
 #include "posenc/kernels/kv_cache.hpp"
 
 HWY_BEFORE_NAMESPACE();

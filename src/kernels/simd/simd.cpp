@@ -17,8 +17,8 @@
 #include <hwy/highway.h>
 #include <hwy/targets.h>
 
-#include "kernels/rope_cos_sin_f16.hpp"
-#include "kernels/simd_probe.hpp"
+#include "kernels/rope/rope_cos_sin_f16.hpp"
+#include "kernels/simd/simd_probe.hpp"
 
 namespace posenc {
 

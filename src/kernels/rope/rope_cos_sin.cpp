@@ -2,14 +2,14 @@
 // CPU (rope_cos_sin-inl.hpp, Highway run-time dispatch), split over tokens. The scalar reference
 // (rope_cos_sin_ref.cpp) is the oracle; the two agree bit for bit.
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "kernels/rope_cos_sin.cpp"
+#define HWY_TARGET_INCLUDE "kernels/rope/rope_cos_sin.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
-#include "kernels/rope_cos_sin-inl.hpp"
+#include "kernels/rope/rope_cos_sin-inl.hpp"
 
 #if HWY_ONCE
-#include "kernels/rope_cos_sin_internal.hpp"
+#include "kernels/rope/rope_cos_sin_internal.hpp"
 #include "posenc/core/parallel.hpp"
 #include "posenc/kernels/rope_cos_sin.hpp"
 

@@ -1,8 +1,8 @@
 // Which target Highway's dispatch actually runs: a per-target function that returns its own
 // HWY_TARGET, called through HWY_DYNAMIC_DISPATCH like every kernel. ChosenSimdTarget reports this, so
-// what posenc says it runs is what it runs (kernels/simd_probe.hpp).
+// what posenc says it runs is what it runs (kernels/simd/simd_probe.hpp).
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "kernels/simd_probe.cpp"
+#define HWY_TARGET_INCLUDE "kernels/simd/simd_probe.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
@@ -17,7 +17,7 @@ int64_t ThisTarget() { return HWY_TARGET; }
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-#include "kernels/simd_probe.hpp"
+#include "kernels/simd/simd_probe.hpp"
 
 namespace posenc {
 HWY_EXPORT(ThisTarget);

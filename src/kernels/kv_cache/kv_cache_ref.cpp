@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "kernels/kv_cache_internal.hpp"
+#include "kernels/kv_cache/kv_cache_internal.hpp"
 #include "posenc/kernels/kv_cache.hpp"
 
 namespace posenc {

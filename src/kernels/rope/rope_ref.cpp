@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "kernels/rope_internal.hpp"
+#include "kernels/rope/rope_internal.hpp"
 #include "posenc/kernels/rope.hpp"
 
 namespace posenc {
