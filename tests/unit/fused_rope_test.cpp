@@ -13,8 +13,10 @@
 #include <cmath>
 #include <cstring>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
@@ -546,29 +548,26 @@ struct ErrorSetup {
     return std::all_of(mem.begin(), mem.end(), [](uint8_t b) { return b == 0x5A; }) &&
            std::all_of(q.begin(), q.end(), [](float f) { return f == 7.0f; });
   }
+  // The fast kernel and the reference both refuse `slots` (with `code`, where given) in a message
+  // holding `text`, and write nothing.
+  void ExpectRefused(const std::vector<int64_t>& slots, std::optional<StatusCode> code, std::string_view text) {
+    for (bool reference : {false, true}) {
+      SCOPED_TRACE(reference ? "reference" : "fast");
+      const Status s = Run(slots, 0, reference);
+      if (code) EXPECT_EQ(s.code(), *code);
+      EXPECT_NE(s.message().find(text), std::string::npos) << s.message();
+      EXPECT_TRUE(Untouched());
+    }
+  }
 };
 
 TEST(FusedRopeErrors, SlotCollisionNamesBothTokensAndTheSlot) {
-  for (bool reference : {false, true}) {
-    ErrorSetup e;
-    Status s = e.Run({0, 1, 7, 3, 4, 7}, 0, reference);
-    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-    EXPECT_NE(s.message().find("tokens 2 and 5 both write slot 7"), std::string::npos) << s.message();
-    EXPECT_TRUE(e.Untouched());
-  }
+  ErrorSetup().ExpectRefused({0, 1, 7, 3, 4, 7}, StatusCode::kInvalidArgument, "tokens 2 and 5 both write slot 7");
 }
 
 TEST(FusedRopeErrors, SlotOutsideTheCacheNamesTokenAndSlot) {
-  for (bool reference : {false, true}) {
-    ErrorSetup e;
-    Status s = e.Run({0, 1, 2, 8, 4, 5}, 0, reference);
-    EXPECT_EQ(s.code(), StatusCode::kOutOfRange);
-    EXPECT_NE(s.message().find("token 3 writes slot 8"), std::string::npos) << s.message();
-    EXPECT_TRUE(e.Untouched());
-    s = e.Run({0, 1, 2, 3, -1, 5}, 0, reference);
-    EXPECT_NE(s.message().find("token 4 writes slot -1"), std::string::npos) << s.message();
-    EXPECT_TRUE(e.Untouched());
-  }
+  ErrorSetup().ExpectRefused({0, 1, 2, 8, 4, 5}, StatusCode::kOutOfRange, "token 3 writes slot 8");
+  ErrorSetup().ExpectRefused({0, 1, 2, 3, -1, 5}, std::nullopt, "token 4 writes slot -1");
 }
 
 TEST(FusedRopeErrors, OtherBadInput) {
