@@ -231,22 +231,44 @@ HWY_INLINE void ExpandInterleaved(const float* c, const float* s, size_t n, floa
   }
 }
 
-// A row rotated with the token's factors in registers (vc/vs, loaded once per token for all its heads)
-// where the row loops above load them again for every head, because a row's stores may alias the
-// table. kVecs full vectors of factors per array, known at compile time; the same operations on each
-// value as the row loop of the same form, so the same bits. The forms, and what vc/vs hold:
-//   kHalf               half layout, float32 / float16: the cos and sin rows
-//   kHalfBF16           half layout, packed bfloat16: dc/ds (even pairs | odd pairs per 2N pairs)
-//   kInterleavedBF16    interleaved, packed bfloat16 (a pair per 32-bit lane): the cos and sin rows
-//   kInterleavedBlocks  interleaved float32 through in-block shuffles: pc/ps (PermuteForBlocks)
-//   kInterleaved        interleaved otherwise: the expanded factors cc/ss (2 kPairs values each)
-enum class RegForm { kHalf, kHalfBF16, kInterleavedBF16, kInterleavedBlocks, kInterleaved };
+// ---- The rotation forms: one policy per way a row is rotated -----------------------------------
+//
+// RopeTokensT (below) walks tokens, tensors and heads; what differs by dtype and layout is a form:
+//   Load(c, s)     once per token, for all its heads: takes the token's cos/sin rows (the table's or
+//                  computed on the fly) and prepares the factor arrays its rows read;
+//   Rotate(in, out)  one head's rotary window (`in` may equal `out`) through the row loop;
+//   reg_c(), reg_s(), RotateRegs<kVecs>(in, out, vc, vs)  the same rotation with the token's factors
+//                  in registers, loaded once per token from reg_c/reg_s (kVecs full vectors per array,
+//                  kFactorsPerPair factors per pair, a multiple of kVecMultiple vectors), where the row
+//                  loop loads them again for every head because a row's stores may alias the table.
+// Each RotateRegs performs the same operations on each value as its Rotate, so the same bits. A new
+// form is a new policy here and one line in FormFor.
 
-template <RegForm kForm, bool kBackward, typename T, size_t kVecs>
-HWY_INLINE void RotateRowRegs(const T* in, T* out, const hn::Vec<DF>* vc, const hn::Vec<DF>* vs) {
-  const DF df;
-  constexpr size_t N = hn::MaxLanes(DF());
-  if constexpr (kForm == RegForm::kHalf) {
+// Per-call scratch the forms share: expanded interleaved factors (cc/ss, 2n each) and reordered ones
+// (dc/ds, n each).
+struct FormScratch {
+  float* cc;
+  float* ss;
+  float* dc;
+  float* ds;
+};
+
+// Half layout, float32 / float16 (and bfloat16 on SCALAR): the factors are the cos and sin rows.
+template <typename T, bool kBackward>
+struct HalfForm {
+  static constexpr size_t kFactorsPerPair = 1, kVecMultiple = 1;
+  size_t n;
+  FormScratch f;
+  const float* c = nullptr;
+  const float* s = nullptr;
+  HWY_INLINE void Load(const float* c_row, const float* s_row) { c = c_row, s = s_row; }
+  HWY_INLINE void Rotate(const T* in, T* out) const { RotateHalfRow<kBackward>(in, out, c, s, n); }
+  const float* reg_c() const { return c; }
+  const float* reg_s() const { return s; }
+  template <size_t kVecs>
+  static HWY_INLINE void RotateRegs(const T* in, T* out, const hn::Vec<DF>* vc, const hn::Vec<DF>* vs) {
+    const DF df;
+    constexpr size_t N = hn::MaxLanes(DF());
     constexpr size_t n = kVecs * N;
     for (size_t j = 0; j < kVecs; ++j) {
       hn::Vec<DF> ra, rb;
@@ -254,14 +276,54 @@ HWY_INLINE void RotateRowRegs(const T* in, T* out, const hn::Vec<DF>* vc, const 
       StoreF(df, ra, out + j * N);
       StoreF(df, rb, out + n + j * N);
     }
-  } else if constexpr (kForm == RegForm::kInterleaved) {  // kVecs vectors of values
+  }
+};
+
+// Interleaved layout through expanded factors (float16, float32 off x86, the scalar target):
+// cc/ss = (c0, c0, c1, c1, ...), (-s0, s0, -s1, s1, ...), 2n values each.
+template <typename T, bool kBackward>
+struct InterleavedForm {
+  static constexpr size_t kFactorsPerPair = 2, kVecMultiple = 1;
+  size_t n;
+  FormScratch f;
+  HWY_INLINE void Load(const float* c_row, const float* s_row) {
+    ExpandInterleaved<kBackward>(c_row, s_row, n, f.cc, f.ss);
+  }
+  HWY_INLINE void Rotate(const T* in, T* out) const { RotateInterleavedRow(in, out, f.cc, f.ss, 2 * n); }
+  const float* reg_c() const { return f.cc; }
+  const float* reg_s() const { return f.ss; }
+  template <size_t kVecs>  // kVecs vectors of values
+  static HWY_INLINE void RotateRegs(const T* in, T* out, const hn::Vec<DF>* vc, const hn::Vec<DF>* vs) {
+    const DF df;
+    constexpr size_t N = hn::MaxLanes(DF());
     for (size_t j = 0; j < kVecs; ++j) {
       const auto x = LoadF(df, in + j * N);
       StoreF(df, hn::MulAdd(x, vc[j], hn::Mul(hn::Reverse2(df, x), vs[j])), out + j * N);
     }
   }
+};
+
 #ifdef POSENC_ROPE_BLOCKS
-  else if constexpr (kForm == RegForm::kInterleavedBlocks) {
+// Interleaved float32 through in-block shuffles (x86): dc/ds = cos/sin permuted to the lanes of
+// DeinterleaveInBlocks (PermuteForBlocks); the expanded factors only for a tail of fewer than N pairs.
+template <bool kBackward>
+struct InterleavedBlocksForm {
+  static constexpr size_t kFactorsPerPair = 1, kVecMultiple = 1;
+  size_t n;
+  FormScratch f;
+  HWY_INLINE void Load(const float* c_row, const float* s_row) {
+    if (n % hn::Lanes(DF()) != 0) ExpandInterleaved<kBackward>(c_row, s_row, n, f.cc, f.ss);
+    PermuteForBlocks(c_row, s_row, n, f.dc, f.ds);
+  }
+  HWY_INLINE void Rotate(const float* in, float* out) const {
+    RotateInterleavedRowBlocks<kBackward>(in, out, f.dc, f.ds, f.cc, f.ss, n);
+  }
+  const float* reg_c() const { return f.dc; }
+  const float* reg_s() const { return f.ds; }
+  template <size_t kVecs>
+  static HWY_INLINE void RotateRegs(const float* in, float* out, const hn::Vec<DF>* vc, const hn::Vec<DF>* vs) {
+    const DF df;
+    constexpr size_t N = hn::MaxLanes(DF());
     for (size_t j = 0; j < kVecs; ++j) {
       hn::Vec<DF> a, b, ra, rb;
       DeinterleaveInBlocks(LoadF(df, in + 2 * j * N), LoadF(df, in + 2 * j * N + N), a, b);
@@ -270,10 +332,43 @@ HWY_INLINE void RotateRowRegs(const T* in, T* out, const hn::Vec<DF>* vc, const 
       StoreF(df, hn::InterleaveUpper(df, ra, rb), out + 2 * j * N + N);
     }
   }
+};
 #endif
+
 #if HWY_TARGET != HWY_SCALAR
-  else if constexpr (kForm == RegForm::kHalfBF16) {
+// Half layout, packed bfloat16 (two values per 32-bit lane): dc/ds = per block of 2N pairs, the even
+// pairs then the odd ones, to match the lanes' lower and upper halves.
+template <bool kBackward>
+struct HalfBF16Form {
+  static constexpr size_t kFactorsPerPair = 1, kVecMultiple = 2;
+  size_t n;
+  FormScratch f;
+  const float* c = nullptr;
+  const float* s = nullptr;
+  HWY_INLINE void Load(const float* c_row, const float* s_row) {
+    c = c_row, s = s_row;
+    const DF df;
+    const size_t N = hn::Lanes(df);
+    const size_t block = 2 * N;
+    for (size_t b0 = 0; b0 + block <= n; b0 += block) {
+      const auto c_lo = hn::LoadU(df, c + b0), c_hi = hn::LoadU(df, c + b0 + N);
+      const auto s_lo = hn::LoadU(df, s + b0), s_hi = hn::LoadU(df, s + b0 + N);
+      hn::StoreU(hn::ConcatEven(df, c_hi, c_lo), df, f.dc + b0);
+      hn::StoreU(hn::ConcatOdd(df, c_hi, c_lo), df, f.dc + b0 + N);
+      hn::StoreU(hn::ConcatEven(df, s_hi, s_lo), df, f.ds + b0);
+      hn::StoreU(hn::ConcatOdd(df, s_hi, s_lo), df, f.ds + b0 + N);
+    }
+  }
+  HWY_INLINE void Rotate(const bf16_t* in, bf16_t* out) const {
+    RotateHalfRowBF16<kBackward>(in, out, c, s, f.dc, f.ds, n);
+  }
+  const float* reg_c() const { return f.dc; }
+  const float* reg_s() const { return f.ds; }
+  template <size_t kVecs>
+  static HWY_INLINE void RotateRegs(const bf16_t* in, bf16_t* out, const hn::Vec<DF>* vc, const hn::Vec<DF>* vs) {
+    const DF df;
     const DU du;
+    constexpr size_t N = hn::MaxLanes(DF());
     constexpr size_t n = kVecs * N;
     for (size_t j = 0; j < kVecs; j += 2) {
       const auto A = hn::LoadU(du, reinterpret_cast<const uint32_t*>(in + j * N));
@@ -284,8 +379,32 @@ HWY_INLINE void RotateRowRegs(const T* in, T* out, const hn::Vec<DF>* vc, const 
       hn::StoreU(PackBF16Computed(ra_e, ra_o), du, reinterpret_cast<uint32_t*>(out + j * N));
       hn::StoreU(PackBF16Computed(rb_e, rb_o), du, reinterpret_cast<uint32_t*>(out + n + j * N));
     }
-  } else if constexpr (kForm == RegForm::kInterleavedBF16) {
+  }
+};
+
+// Interleaved layout, packed bfloat16 (a pair per 32-bit lane): the factors are the cos and sin rows;
+// the expanded factors only for a tail of fewer than N pairs.
+template <bool kBackward>
+struct InterleavedBF16Form {
+  static constexpr size_t kFactorsPerPair = 1, kVecMultiple = 1;
+  size_t n;
+  FormScratch f;
+  const float* c = nullptr;
+  const float* s = nullptr;
+  HWY_INLINE void Load(const float* c_row, const float* s_row) {
+    c = c_row, s = s_row;
+    if (n % hn::Lanes(DF()) != 0) ExpandInterleaved<kBackward>(c, s, n, f.cc, f.ss);
+  }
+  HWY_INLINE void Rotate(const bf16_t* in, bf16_t* out) const {
+    RotateInterleavedRowBF16<kBackward>(in, out, c, s, f.cc, f.ss, n);
+  }
+  const float* reg_c() const { return c; }
+  const float* reg_s() const { return s; }
+  template <size_t kVecs>
+  static HWY_INLINE void RotateRegs(const bf16_t* in, bf16_t* out, const hn::Vec<DF>* vc, const hn::Vec<DF>* vs) {
+    const DF df;
     const DU du;
+    constexpr size_t N = hn::MaxLanes(DF());
     for (size_t j = 0; j < kVecs; ++j) {
       const auto x = hn::LoadU(du, reinterpret_cast<const uint32_t*>(in + 2 * j * N));
       hn::Vec<DF> ra, rb;
@@ -293,8 +412,48 @@ HWY_INLINE void RotateRowRegs(const T* in, T* out, const hn::Vec<DF>* vc, const 
       hn::StoreU(PackBF16Computed(ra, rb), du, reinterpret_cast<uint32_t*>(out + 2 * j * N));
     }
   }
+};
+#endif  // HWY_TARGET != HWY_SCALAR
+
+// The form each storage type and layout runs on this target.
+template <typename T, bool kInterleaved, bool kBackward>
+struct FormFor {
+  using type = std::conditional_t<kInterleaved, InterleavedForm<T, kBackward>, HalfForm<T, kBackward>>;
+};
+#ifdef POSENC_ROPE_BLOCKS
+// float32 only: with float16 the extra shuffles compete with the F16C conversions (cache-resident
+// decode [64, 32, 128] float16 took 22% longer that way; float32 5-16% shorter).
+template <bool kBackward>
+struct FormFor<float, true, kBackward> {
+  using type = InterleavedBlocksForm<kBackward>;
+};
 #endif
-}
+#if HWY_TARGET != HWY_SCALAR
+template <bool kBackward>
+struct FormFor<bf16_t, false, kBackward> {
+  using type = HalfBF16Form<kBackward>;
+};
+template <bool kBackward>
+struct FormFor<bf16_t, true, kBackward> {
+  using type = InterleavedBF16Form<kBackward>;
+};
+#endif
+
+// Whether a form holds the token's factors in registers for kPairs pairs: the pair count known at
+// compile time, whole vectors, and the factor vectors filling at most half the vector registers (16
+// of AVX-512's 32, 8 of the others' 16). Not the scalar target.
+template <class Form, size_t kPairs>
+struct FormRegs {
+  static constexpr size_t kMaxN = hn::MaxLanes(DF());
+  static constexpr size_t kVecs = kPairs / kMaxN * Form::kFactorsPerPair;
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+  static constexpr size_t kMaxVecs = 8;
+#else
+  static constexpr size_t kMaxVecs = 4;
+#endif
+  static constexpr bool kOn = kMaxN >= 4 && kPairs > 0 && kPairs % kMaxN == 0 && kVecs <= kMaxVecs &&
+                              kVecs % Form::kVecMultiple == 0;
+};
 
 // Software prefetch distance for the tensor, in bytes ahead of the head being rotated: with it one
 // thread streams cold float32 q/k from DRAM at ~0.85-0.95 of an in-place XOR pass instead of ~0.75
@@ -308,17 +467,20 @@ HWY_INLINE void PrefetchWindow(const void* p, size_t bytes) {
   for (size_t l = 0; l < bytes; l += 64) hwy::Prefetch(c + l);
 }
 
+// The driver: tokens [begin, end) of the job, every tensor and head, through one form.
 template <typename T, bool kInterleaved, bool kBackward, size_t kPairs>
 void RopeTokensT(const detail::RopeJob& job, int64_t begin, int64_t end) {
+  using Form = typename FormFor<T, kInterleaved, kBackward>::type;
+  using Regs = FormRegs<Form, kPairs>;
   const RotaryLayout& L = job.layout;
   const size_t n = kPairs > 0 ? kPairs : static_cast<size_t>(L.num_pairs());  // kPairs: see RopeTokensDtype
   const size_t start = static_cast<size_t>(L.rotary_start);
   const size_t head_dim = static_cast<size_t>(L.head_dim);
   const size_t after = start + 2 * n;  // first pass-through dim after the window
   const RopeTable& table = *job.table;
-  // Scratch: on-the-fly cos/sin (2n), for interleaved the expanded factors (4n), reordered factors
-  // (2n). On the stack up to 256 pairs (head_dim 512): a heap allocation per call cost ~55 ns, a
-  // quarter of a one-token, one-head call.
+  // Scratch: on-the-fly cos/sin (2n), the expanded factors (4n), reordered factors (2n). On the stack
+  // up to 256 pairs (head_dim 512): a heap allocation per call cost ~55 ns, a quarter of a one-token,
+  // one-head call.
   constexpr size_t kStackPairs = 256;
   alignas(64) float stack_scratch[8 * kStackPairs + 1];
   hwy::AlignedFreeUniquePtr<float[]> heap_scratch;
@@ -328,41 +490,9 @@ void RopeTokensT(const detail::RopeJob& job, int64_t begin, int64_t end) {
     fly_c = heap_scratch.get();
   }
   float* fly_s = fly_c + n;
-  float* cc = fly_s + n;
-  float* ss = cc + 2 * n;
-  // cos/sin reordered to the lanes of a loop: bfloat16 half layout (even pairs | odd pairs per block
-  // of 2N pairs), or the block-deinterleaved interleaved layout (PermuteForBlocks).
-  float* dc = ss + 2 * n;
-  float* ds = dc + n;
-  constexpr bool kPackedBF16 = std::is_same_v<T, bf16_t> && HWY_TARGET != HWY_SCALAR;
-#ifdef POSENC_ROPE_BLOCKS
-  // float32 only: with float16 the extra shuffles compete with the F16C conversions (cache-resident
-  // decode [64, 32, 128] float16 took 22% longer that way; float32 5-16% shorter).
-  constexpr bool kBlocks = kInterleaved && std::is_same_v<T, float>;  // RotateInterleavedRowBlocks
-#else
-  constexpr bool kBlocks = false;
-#endif
-  const size_t block = 2 * hn::Lanes(DF());
-  (void)ds;  // unused where there is no packed bfloat16 path (SCALAR)
-  (void)block;
+  Form form{n, FormScratch{fly_s + n, fly_s + 3 * n, fly_s + 5 * n, fly_s + 6 * n}};
   const size_t row_lines = (n * sizeof(float) + 63) / 64;
-  // The factors in registers (RotateRowRegs) where the pair count is known at compile time, whole
-  // vectors, and the factor vectors fill at most half the vector registers (16 of AVX-512's 32, 8 of
-  // the others' 16). Not the scalar target.
-  constexpr size_t kMaxN = hn::MaxLanes(DF());
-  constexpr RegForm kForm = !kInterleaved ? (kPackedBF16 ? RegForm::kHalfBF16 : RegForm::kHalf)
-                            : kPackedBF16 ? RegForm::kInterleavedBF16
-                            : kBlocks     ? RegForm::kInterleavedBlocks
-                                          : RegForm::kInterleaved;
-  constexpr size_t kVecs = kPairs / kMaxN * (kForm == RegForm::kInterleaved ? 2 : 1);
-#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
-  constexpr size_t kMaxVecs = 8;
-#else
-  constexpr size_t kMaxVecs = 4;
-#endif
-  constexpr bool kRegs = kMaxN >= 4 && kPairs > 0 && kPairs % kMaxN == 0 && kVecs <= kMaxVecs &&
-                         (kForm != RegForm::kHalfBF16 || kVecs % 2 == 0);
-  hn::Vec<DF> vc[kRegs ? kVecs : 1], vs[kRegs ? kVecs : 1];
+  hn::Vec<DF> vc[Regs::kOn ? Regs::kVecs : 1], vs[Regs::kOn ? Regs::kVecs : 1];
   for (int64_t t = begin; t < end; ++t) {
     const int64_t pos = job.positions[t];
     if (t + 1 < end) detail::PrefetchCosSinRows(table, job.positions[t + 1], row_lines);
@@ -376,38 +506,12 @@ void RopeTokensT(const detail::RopeJob& job, int64_t begin, int64_t end) {
       c = fly_c;
       s = fly_s;
     }
-    // Per-token preparation (once for all heads), vectorized: for the interleaved layout every factor
-    // twice, (c0, c0, c1, c1, ...) and (-s0, s0, -s1, s1, ...); the packed bfloat16 and the in-block
-    // float32 interleaved paths need them only for a tail of fewer than N pairs.
-    if constexpr (kInterleaved) {
-      if (!(kPackedBF16 || kBlocks) || n % hn::Lanes(DF()) != 0) ExpandInterleaved<kBackward>(c, s, n, cc, ss);
-    }
-#ifdef POSENC_ROPE_BLOCKS
-    if constexpr (kBlocks) PermuteForBlocks(c, s, n, dc, ds);
-#endif
-#if HWY_TARGET != HWY_SCALAR
-    if constexpr (kPackedBF16 && !kInterleaved) {
-      // Half layout, bfloat16: per block of 2N pairs, the even pairs then the odd ones.
+    form.Load(c, s);
+    if constexpr (Regs::kOn) {
       const DF df;
-      const size_t N = hn::Lanes(df);
-      for (size_t b0 = 0; b0 + block <= n; b0 += block) {
-        const auto c_lo = hn::LoadU(df, c + b0), c_hi = hn::LoadU(df, c + b0 + N);
-        const auto s_lo = hn::LoadU(df, s + b0), s_hi = hn::LoadU(df, s + b0 + N);
-        hn::StoreU(hn::ConcatEven(df, c_hi, c_lo), df, dc + b0);
-        hn::StoreU(hn::ConcatOdd(df, c_hi, c_lo), df, dc + b0 + N);
-        hn::StoreU(hn::ConcatEven(df, s_hi, s_lo), df, ds + b0);
-        hn::StoreU(hn::ConcatOdd(df, s_hi, s_lo), df, ds + b0 + N);
-      }
-    }
-#endif
-    if constexpr (kRegs) {  // from the arrays the form's row loop reads (RotateRowRegs), set up above
-      const DF df;
-      constexpr bool kReordered = kForm == RegForm::kHalfBF16 || kForm == RegForm::kInterleavedBlocks;
-      const float* fc = kForm == RegForm::kInterleaved ? cc : kReordered ? dc : c;
-      const float* fs = kForm == RegForm::kInterleaved ? ss : kReordered ? ds : s;
-      for (size_t j = 0; j < kVecs; ++j) {
-        vc[j] = hn::LoadU(df, fc + j * kMaxN);
-        vs[j] = hn::LoadU(df, fs + j * kMaxN);
+      for (size_t j = 0; j < Regs::kVecs; ++j) {
+        vc[j] = hn::LoadU(df, form.reg_c() + j * Regs::kMaxN);
+        vs[j] = hn::LoadU(df, form.reg_s() + j * Regs::kMaxN);
       }
     }
     for (int k = 0; k < job.num_tensors; ++k) {
@@ -428,26 +532,10 @@ void RopeTokensT(const detail::RopeJob& job, int64_t begin, int64_t end) {
           if (start > 0) std::memcpy(out - start, in - start, start * sizeof(T));
           if (after < head_dim) std::memcpy(out - start + after, in - start + after, (head_dim - after) * sizeof(T));
         }
-        if constexpr (kRegs) {
-          RotateRowRegs<kForm, kBackward, T, kVecs>(in, out, vc, vs);
-          continue;
-        }
-#if HWY_TARGET != HWY_SCALAR
-        if constexpr (kPackedBF16 && kInterleaved) {
-          RotateInterleavedRowBF16<kBackward>(in, out, c, s, cc, ss, n);
-        } else if constexpr (kPackedBF16) {
-          RotateHalfRowBF16<kBackward>(in, out, c, s, dc, ds, n);
-        } else
-#endif
-#ifdef POSENC_ROPE_BLOCKS
-            if constexpr (kBlocks) {
-          RotateInterleavedRowBlocks<kBackward>(in, out, dc, ds, cc, ss, n);
-        } else
-#endif
-            if constexpr (kInterleaved) {
-          RotateInterleavedRow(in, out, cc, ss, 2 * n);
+        if constexpr (Regs::kOn) {
+          Form::template RotateRegs<Regs::kVecs>(in, out, vc, vs);
         } else {
-          RotateHalfRow<kBackward>(in, out, c, s, n);
+          form.Rotate(in, out);
         }
       }
     }
