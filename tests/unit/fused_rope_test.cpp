@@ -554,7 +554,9 @@ struct ErrorSetup {
     for (bool reference : {false, true}) {
       SCOPED_TRACE(reference ? "reference" : "fast");
       const Status s = Run(slots, 0, reference);
-      if (code) EXPECT_EQ(s.code(), *code);
+      if (code) {
+        EXPECT_EQ(s.code(), *code);
+      }
       EXPECT_NE(s.message().find(text), std::string::npos) << s.message();
       EXPECT_TRUE(Untouched());
     }

@@ -253,14 +253,18 @@ struct FormScratch {
   float* ds;
 };
 
-// Half layout, float32 / float16 (and bfloat16 on SCALAR): the factors are the cos and sin rows.
-template <typename T, bool kBackward>
-struct HalfForm {
-  static constexpr size_t kFactorsPerPair = 1, kVecMultiple = 1;
+// What every form holds: the pair count, the scratch, and the token's cos/sin rows where it reads them.
+struct FormState {
   size_t n;
   FormScratch f;
   const float* c = nullptr;
   const float* s = nullptr;
+};
+
+// Half layout, float32 / float16 (and bfloat16 on SCALAR): the factors are the cos and sin rows.
+template <typename T, bool kBackward>
+struct HalfForm : FormState {
+  static constexpr size_t kFactorsPerPair = 1, kVecMultiple = 1;
   HWY_INLINE void Load(const float* c_row, const float* s_row) { c = c_row, s = s_row; }
   HWY_INLINE void Rotate(const T* in, T* out) const { RotateHalfRow<kBackward>(in, out, c, s, n); }
   const float* reg_c() const { return c; }
@@ -282,10 +286,8 @@ struct HalfForm {
 // Interleaved layout through expanded factors (float16, float32 off x86, the scalar target):
 // cc/ss = (c0, c0, c1, c1, ...), (-s0, s0, -s1, s1, ...), 2n values each.
 template <typename T, bool kBackward>
-struct InterleavedForm {
+struct InterleavedForm : FormState {
   static constexpr size_t kFactorsPerPair = 2, kVecMultiple = 1;
-  size_t n;
-  FormScratch f;
   HWY_INLINE void Load(const float* c_row, const float* s_row) {
     ExpandInterleaved<kBackward>(c_row, s_row, n, f.cc, f.ss);
   }
@@ -307,10 +309,8 @@ struct InterleavedForm {
 // Interleaved float32 through in-block shuffles (x86): dc/ds = cos/sin permuted to the lanes of
 // DeinterleaveInBlocks (PermuteForBlocks); the expanded factors only for a tail of fewer than N pairs.
 template <bool kBackward>
-struct InterleavedBlocksForm {
+struct InterleavedBlocksForm : FormState {
   static constexpr size_t kFactorsPerPair = 1, kVecMultiple = 1;
-  size_t n;
-  FormScratch f;
   HWY_INLINE void Load(const float* c_row, const float* s_row) {
     if (n % hn::Lanes(DF()) != 0) ExpandInterleaved<kBackward>(c_row, s_row, n, f.cc, f.ss);
     PermuteForBlocks(c_row, s_row, n, f.dc, f.ds);
@@ -339,12 +339,8 @@ struct InterleavedBlocksForm {
 // Half layout, packed bfloat16 (two values per 32-bit lane): dc/ds = per block of 2N pairs, the even
 // pairs then the odd ones, to match the lanes' lower and upper halves.
 template <bool kBackward>
-struct HalfBF16Form {
+struct HalfBF16Form : FormState {
   static constexpr size_t kFactorsPerPair = 1, kVecMultiple = 2;
-  size_t n;
-  FormScratch f;
-  const float* c = nullptr;
-  const float* s = nullptr;
   HWY_INLINE void Load(const float* c_row, const float* s_row) {
     c = c_row, s = s_row;
     const DF df;
@@ -385,12 +381,8 @@ struct HalfBF16Form {
 // Interleaved layout, packed bfloat16 (a pair per 32-bit lane): the factors are the cos and sin rows;
 // the expanded factors only for a tail of fewer than N pairs.
 template <bool kBackward>
-struct InterleavedBF16Form {
+struct InterleavedBF16Form : FormState {
   static constexpr size_t kFactorsPerPair = 1, kVecMultiple = 1;
-  size_t n;
-  FormScratch f;
-  const float* c = nullptr;
-  const float* s = nullptr;
   HWY_INLINE void Load(const float* c_row, const float* s_row) {
     c = c_row, s = s_row;
     if (n % hn::Lanes(DF()) != 0) ExpandInterleaved<kBackward>(c, s, n, f.cc, f.ss);
@@ -490,7 +482,7 @@ void RopeTokensT(const detail::RopeJob& job, int64_t begin, int64_t end) {
     fly_c = heap_scratch.get();
   }
   float* fly_s = fly_c + n;
-  Form form{n, FormScratch{fly_s + n, fly_s + 3 * n, fly_s + 5 * n, fly_s + 6 * n}};
+  Form form{{n, FormScratch{fly_s + n, fly_s + 3 * n, fly_s + 5 * n, fly_s + 6 * n}}};
   const size_t row_lines = (n * sizeof(float) + 63) / 64;
   hn::Vec<DF> vc[Regs::kOn ? Regs::kVecs : 1], vs[Regs::kOn ? Regs::kVecs : 1];
   for (int64_t t = begin; t < end; ++t) {
