@@ -1,12 +1,16 @@
 // posenc: the input stage of a decoder-only transformer (token embeddings and positions).
 //
-// This umbrella header includes everything public; it is also the map of the API. Headers sit in
-// one folder per layer, and a layer includes only layers above it in this list (tests/layering).
+// This umbrella header includes every public header (tests/layering/check_umbrella.py checks it) but
+// posenc/io/json_read.hpp, which needs nlohmann/json, a private dependency; it is also the map of the
+// API. Headers sit in one folder per layer, and a layer includes only layers above it in this list
+// (tests/layering/check_layers.py).
 #pragma once
 
 // ---- core: errors, storage types, arrays and strided head views, threads, table storage
 #include "posenc/core/array.hpp"        // Array (owning, 64-byte aligned), HeadsView (strided q/k/v views)
+#include "posenc/core/checked_math.hpp" // overflow-checked sizes and offsets from files and flags
 #include "posenc/core/dtype.hpp"        // DType, float16 / bfloat16 conversion (round to nearest even)
+#include "posenc/core/message.hpp"      // quoting file-borne bytes inside one-line error messages
 #include "posenc/core/parallel.hpp"     // ParallelRunner, the internal thread pool, SetNumThreads
 #include "posenc/core/status.hpp"       // Status, Result<T>, POSENC_RETURN_IF_ERROR
 #include "posenc/core/table_alloc.hpp"  // huge-page-advised storage for large tables
@@ -22,6 +26,7 @@
 #include "posenc/math/vision_positions.hpp"  // (t, h, w) M-RoPE rows from a token layout; vision patch rows
 
 // ---- kernels: fast paths with their scalar references beside them
+#include "posenc/kernels/attn_temperature.hpp"  // position-dependent query temperature (Llama 4, Ministral 3)
 #include "posenc/kernels/embedding.hpp"        // token embedding lookup, learned positions, the gradient
 #include "posenc/kernels/fused_rope.hpp"       // RoPE fused with the QKV split and the KV-cache write
 #include "posenc/kernels/kv_cache.hpp"         // KV caches (contiguous, paged; f32/f16/bf16/q8_0), slots, StoreKvCache
@@ -32,7 +37,9 @@
 #include "posenc/kernels/simd.hpp"             // SIMD targets: list, force, store-prefetch policy
 
 // ---- io: bounds-checked readers of model files
+#include "posenc/io/file_io.hpp"      // whole-file reads and writes: regular files only, size-bounded
 #include "posenc/io/gguf.hpp"         // GGUF v2 / v3
+#include "posenc/io/json_guard.hpp"   // JSON from files: nesting bound, values never printed whole
 #include "posenc/io/llama2c.hpp"      // llama2.c checkpoints
 #include "posenc/io/mapped_file.hpp"  // read-only memory maps
 #include "posenc/io/npy.hpp"          // .npy arrays
@@ -43,6 +50,8 @@
 #include "posenc/config/ggml_config.hpp"        // ggml_rope_ext parameters
 #include "posenc/config/gguf_config.hpp"        // GGUF metadata, llama.cpp's per-architecture pairing
 #include "posenc/config/hf_config.hpp"          // Hugging Face config.json (both spellings)
+#include "posenc/config/layer_schedule.hpp"     // which decoder layers apply RoPE (RoPE / NoPE schedules)
+#include "posenc/config/model_families.hpp"     // the model-family registry: facts no config key states
 #include "posenc/config/multi_axis_config.hpp"  // vision encoders' 2-D RoPE (qwen2vl, pixtral)
 #include "posenc/config/position_scheme.hpp"    // PositionScheme: the scheme as one value
 

@@ -1,6 +1,9 @@
 // Status formatting.
 #include "posenc/core/status.hpp"
 
+#include <cstdio>
+#include <cstdlib>
+
 namespace posenc {
 
 std::string_view ToString(StatusCode code) {
@@ -25,5 +28,16 @@ Status Status::WithContext(std::string_view context) const {
   if (ok()) return *this;
   return Status(code_, std::string(context) + ": " + message_);
 }
+
+namespace detail {
+
+void DieOnErrorValue(const Status& status) {
+  const std::string line = "posenc: Result::value() called on an error: " + status.ToString() + "\n";
+  std::fputs(line.c_str(), stderr);
+  std::fflush(stderr);
+  std::abort();
+}
+
+}  // namespace detail
 
 }  // namespace posenc

@@ -7,8 +7,9 @@ A file's layer is its folder: include/posenc/<layer>/ and src/<layer>/ for the l
 benchmark support, tools/, python/ and examples/ for programs (tools/golden is the golden-case library they share). A file may include public headers
 ("posenc/<layer>/x.hpp") of its own layer or lower, private headers ("<layer>/x.hpp" under src/) of its own
 layer or lower from inside the library only, and the umbrella "posenc/posenc.hpp" from bench and tools only.
-Every library source src/<layer>/x.cpp is named after its header (include/posenc/<layer>/x.hpp, src/<layer>/x.hpp,
-or x without a _ref suffix). Prints one line per violation and exits 1 if there is any.
+Every library source src/<layer>/[<family>/]x.cpp is named after its header (include/posenc/<layer>/x.hpp,
+src/<layer>/x.hpp, x.hpp in its own folder, or x without a _ref suffix); src/kernels/ has one folder per
+kernel family (rope/, kv_cache/, embedding/, simd/), and a file's layer is still the folder under src/. Prints one line per violation and exits 1 if there is any.
 
 --inject FILE:HEADER adds an include to FILE before checking (the suite uses it to show that an upward
 include is caught).
@@ -94,7 +95,8 @@ def check(root, injected):
             stem = os.path.basename(rel)[:-4]
             base = stem[:-4] if stem.endswith("_ref") else stem
             if not any(os.path.exists(os.path.join(root, p)) for p in (
-                    f"include/posenc/{layer}/{base}.hpp", f"src/{layer}/{base}.hpp")):
+                    f"include/posenc/{layer}/{base}.hpp", f"src/{layer}/{base}.hpp",
+                    f"{os.path.dirname(rel)}/{base}.hpp")):
                 errors.append(f"{rel}: no header include/posenc/{layer}/{base}.hpp it is named after")
     return errors, len(files)
 

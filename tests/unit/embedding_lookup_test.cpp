@@ -24,6 +24,7 @@
 #include "posenc/io/quant.hpp"
 #include "posenc/kernels/embedding.hpp"
 #include "posenc/kernels/simd.hpp"
+#include "simd_targets.hpp"
 #include "test_support.hpp"
 
 namespace posenc {
@@ -181,8 +182,7 @@ TEST_F(LookupPerTarget, EveryTableTypeMatchesReferenceForEveryOptionAndRunner) {
   std::vector<int64_t> many(200);
   for (size_t i = 0; i < many.size(); ++i) many[i] = static_cast<int64_t>((i * 7 + i / 5) % vocab);
   const std::vector<std::vector<int64_t>> id_sets = {{}, {5}, {3, 3, 0, vocab - 1, 3, 0}, many};
-  for (const auto& target : AvailableSimdTargets()) {
-    ASSERT_TRUE(ForceSimdTarget(target).ok());
+  testing::ForEachSimdTarget([&](const std::string& target) {
     for (const TypeCase& tc : AllTypeCases())
       for (int64_t d : tc.d_models) {
         TestTable t = MakeTable(tc.type, vocab, d, tc.unaligned, rng);
@@ -217,7 +217,7 @@ TEST_F(LookupPerTarget, EveryTableTypeMatchesReferenceForEveryOptionAndRunner) {
                 }
               }
       }
-  }
+  });
 }
 
 // The rows themselves: dequantized row (DequantizeRows, checked against each format's formula in

@@ -13,8 +13,10 @@
 #include <cmath>
 #include <cstring>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
@@ -28,6 +30,7 @@
 #include "posenc/kernels/rope.hpp"
 #include "posenc/kernels/simd.hpp"
 #include "posenc/math/multi_axis.hpp"
+#include "simd_targets.hpp"
 
 namespace posenc {
 namespace {
@@ -237,12 +240,11 @@ std::vector<Case> Grid() {
 TEST_F(FusedRope, EqualsUnfusedSequenceOnEveryTarget) {
   const auto grid = Grid();
   bool first = true;
-  for (const auto& target : AvailableSimdTargets()) {
-    ASSERT_TRUE(ForceSimdTarget(target).ok());
+  testing::ForEachSimdTarget([&](const std::string& target) {
     SCOPED_TRACE(target);
     for (const Case& c : grid) RunCase(c, /*check_reference=*/first, &SerialRunner());
     first = false;
-  }
+  });
 }
 
 TEST_F(FusedRope, ZeroTokensWritesNothing) {
@@ -301,8 +303,7 @@ TEST_F(FusedRope, SeparateViews) {
   QkvViews x{HeadsView::Dense(q.data(), DType::kF16, T, Hq, D),
              {k.data(), DType::kF16, T, Hkv, D, 2 * Hkv * D, 2 * D},
              HeadsView::Dense(v.data(), DType::kF16, T, Hkv, D)};
-  for (const auto& target : AvailableSimdTargets()) {
-    ASSERT_TRUE(ForceSimdTarget(target).ok());
+  testing::ForEachSimdTarget([&](const std::string& target) {
     std::vector<f16_t> q1(q.size()), q2(q.size()), kt(static_cast<size_t>(T * Hkv * D));
     KvCacheView c1{nullptr, nullptr, KvCacheType::kBF16, 1, 12, Hkv, D}, c2 = c1;
     std::vector<uint8_t> m1(static_cast<size_t>(2 * c1.bytes())), m2 = m1;
@@ -315,7 +316,7 @@ TEST_F(FusedRope, SeparateViews) {
     ASSERT_TRUE(StoreKvCache(c2, 0, slots, ktv, x.v).ok());
     EXPECT_TRUE(SameBytes(q1.data(), q2.data(), q1.size() * 2)) << target;
     EXPECT_TRUE(m1 == m2) << target;
-  }
+  });
 }
 
 // Multi-axis positions in the fused pass: the per-token table an engine builds once per forward
@@ -355,8 +356,7 @@ TEST_F(FusedRope, MultiAxisPositionsEqualTheUnfusedMultiAxisSequence) {
       Fill(dt, proj.data(), static_cast<size_t>(T) * W, rng);
       const QkvViews x = SplitFusedQkv(proj.data(), dt, T, Hq, Hkv, D).value();
       for (KvCacheType ct : {KvCacheType::kF32, KvCacheType::kF16, KvCacheType::kBF16, KvCacheType::kQ8_0}) {
-        for (const auto& target : AvailableSimdTargets()) {
-          ASSERT_TRUE(ForceSimdTarget(target).ok());
+        testing::ForEachSimdTarget([&](const std::string& target) {
           SCOPED_TRACE(fmt::format("{} {} {} {}", ToString(sl), ToString(dt), ToString(ct), target));
           std::vector<uint8_t> q1(static_cast<size_t>(T * Hq * D) * es), q2 = q1;
           std::vector<uint8_t> kt(static_cast<size_t>(T * Hkv * D) * es);
@@ -373,7 +373,7 @@ TEST_F(FusedRope, MultiAxisPositionsEqualTheUnfusedMultiAxisSequence) {
           ASSERT_TRUE(StoreKvCache(c2, 0, slots, ktv, x.v).ok());
           EXPECT_TRUE(q1 == q2);
           EXPECT_TRUE(m1 == m2);
-        }
+        });
       }
     }
   }
@@ -434,8 +434,7 @@ TEST(Q8_0, EdgeValuesAsGgmlDefinesThem) {
   EXPECT_EQ(ref[3].qs[4], 3);
   EXPECT_EQ(ref[3].qs[15], -127);  // -126.5 -> -127
   // Every target quantizes the same bytes (through StoreKvCache: one token, one head of 128).
-  for (const auto& target : AvailableSimdTargets()) {
-    ASSERT_TRUE(ForceSimdTarget(target).ok());
+  testing::ForEachSimdTarget([&](const std::string& target) {
     std::vector<BlockQ8_0> k(4), v(4);
     KvCacheView cache{k.data(), v.data(), KvCacheType::kQ8_0, 1, 1, 1, 128};
     std::vector<int64_t> slot{0};
@@ -443,7 +442,7 @@ TEST(Q8_0, EdgeValuesAsGgmlDefinesThem) {
     ASSERT_TRUE(StoreKvCache(cache, 0, slot, xv, xv).ok());
     EXPECT_TRUE(SameBytes(k.data(), ref.data(), 4 * 34)) << target;
     EXPECT_TRUE(SameBytes(v.data(), ref.data(), 4 * 34)) << target;
-  }
+  });
   EXPECT_TRUE(ForceSimdTarget("best").ok());
 }
 
@@ -473,8 +472,7 @@ TEST(Q8_0, EveryRowLengthEqualsTheDefinitionOnEveryTarget) {
       std::vector<BlockQ8_0> ref(static_cast<size_t>(blocks));
       QuantizeRowQ8_0Reference(rounded.data(), n, ref.data());
       void* src = dt == DType::kF32 ? static_cast<void*>(x.data()) : static_cast<void*>(h.data());
-      for (const auto& target : targets) {
-        ASSERT_TRUE(ForceSimdTarget(target).ok());
+      testing::ForEachSimdTarget([&](const std::string& target) {
         ASSERT_EQ(ChosenSimdTarget(), target);
         std::vector<BlockQ8_0> k(static_cast<size_t>(blocks)), v(static_cast<size_t>(blocks));
         KvCacheView cache{k.data(), v.data(), KvCacheType::kQ8_0, 1, 1, 1, n};
@@ -486,7 +484,7 @@ TEST(Q8_0, EveryRowLengthEqualsTheDefinitionOnEveryTarget) {
         EXPECT_TRUE(SameBytes(v.data(), ref.data(), static_cast<size_t>(blocks) * 34))
             << target << " " << ToString(dt) << " " << blocks << " blocks";
         ++checked;
-      }
+      });
     }
   }
   EXPECT_EQ(checked, 40 * 3 * static_cast<int>(targets.size()));
@@ -499,8 +497,7 @@ TEST(StoreKvCache, EqualsReferenceOnEveryTarget) {
   const int64_t T = 13, H = 4, D = 80;
   std::mt19937_64 rng(3);
   std::vector<int64_t> slots{5, 0, 7, 9, 1, 2, 3, 4, 6, 8, 10, 11, 12};
-  for (const auto& target : AvailableSimdTargets()) {
-    ASSERT_TRUE(ForceSimdTarget(target).ok());
+  testing::ForEachSimdTarget([&](const std::string& target) {
     for (DType dt : {DType::kF32, DType::kF16, DType::kBF16})
       for (KvCacheType ct : {KvCacheType::kF32, KvCacheType::kF16, KvCacheType::kBF16, KvCacheType::kQ8_0}) {
         SCOPED_TRACE(fmt::format("{} {} -> {}", target, ToString(dt), ToString(ct)));
@@ -520,7 +517,7 @@ TEST(StoreKvCache, EqualsReferenceOnEveryTarget) {
         ASSERT_TRUE(StoreKvCacheReference(c2, 0, slots, kv, vv).ok());
         EXPECT_TRUE(m1 == m2);
       }
-  }
+  });
   EXPECT_TRUE(ForceSimdTarget("best").ok());
 }
 
@@ -551,29 +548,28 @@ struct ErrorSetup {
     return std::all_of(mem.begin(), mem.end(), [](uint8_t b) { return b == 0x5A; }) &&
            std::all_of(q.begin(), q.end(), [](float f) { return f == 7.0f; });
   }
+  // The fast kernel and the reference both refuse `slots` (with `code`, where given) in a message
+  // holding `text`, and write nothing.
+  void ExpectRefused(const std::vector<int64_t>& slots, std::optional<StatusCode> code, std::string_view text) {
+    for (bool reference : {false, true}) {
+      SCOPED_TRACE(reference ? "reference" : "fast");
+      const Status s = Run(slots, 0, reference);
+      if (code) {
+        EXPECT_EQ(s.code(), *code);
+      }
+      EXPECT_NE(s.message().find(text), std::string::npos) << s.message();
+      EXPECT_TRUE(Untouched());
+    }
+  }
 };
 
 TEST(FusedRopeErrors, SlotCollisionNamesBothTokensAndTheSlot) {
-  for (bool reference : {false, true}) {
-    ErrorSetup e;
-    Status s = e.Run({0, 1, 7, 3, 4, 7}, 0, reference);
-    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-    EXPECT_NE(s.message().find("tokens 2 and 5 both write slot 7"), std::string::npos) << s.message();
-    EXPECT_TRUE(e.Untouched());
-  }
+  ErrorSetup().ExpectRefused({0, 1, 7, 3, 4, 7}, StatusCode::kInvalidArgument, "tokens 2 and 5 both write slot 7");
 }
 
 TEST(FusedRopeErrors, SlotOutsideTheCacheNamesTokenAndSlot) {
-  for (bool reference : {false, true}) {
-    ErrorSetup e;
-    Status s = e.Run({0, 1, 2, 8, 4, 5}, 0, reference);
-    EXPECT_EQ(s.code(), StatusCode::kOutOfRange);
-    EXPECT_NE(s.message().find("token 3 writes slot 8"), std::string::npos) << s.message();
-    EXPECT_TRUE(e.Untouched());
-    s = e.Run({0, 1, 2, 3, -1, 5}, 0, reference);
-    EXPECT_NE(s.message().find("token 4 writes slot -1"), std::string::npos) << s.message();
-    EXPECT_TRUE(e.Untouched());
-  }
+  ErrorSetup().ExpectRefused({0, 1, 2, 8, 4, 5}, StatusCode::kOutOfRange, "token 3 writes slot 8");
+  ErrorSetup().ExpectRefused({0, 1, 2, 3, -1, 5}, std::nullopt, "token 4 writes slot -1");
 }
 
 TEST(FusedRopeErrors, OtherBadInput) {

@@ -12,6 +12,7 @@
 #include "posenc/kernels/embedding.hpp"
 #include "posenc/core/parallel.hpp"
 #include "posenc/kernels/simd.hpp"
+#include "simd_targets.hpp"
 #include "test_support.hpp"
 
 namespace posenc {
@@ -41,8 +42,7 @@ class GatherPerTarget : public ::testing::Test {
 TEST_F(GatherPerTarget, LookupMatchesReferenceBitForBit) {
   auto rng = testing::MakeRng(3);
   ThreadPool two(2);
-  for (const auto& target : AvailableSimdTargets()) {
-    ASSERT_TRUE(ForceSimdTarget(target).ok());
+  testing::ForEachSimdTarget([&](const std::string& target) {
     for (DType tdtype : {DType::kF32, DType::kF16, DType::kBF16})
       for (DType odtype : {DType::kF32, DType::kBF16})
         for (int64_t d_model : {1, 7, 64, 100, 4096})
@@ -79,7 +79,7 @@ TEST_F(GatherPerTarget, LookupMatchesReferenceBitForBit) {
                   }
               }
             }
-  }
+  });
 }
 
 // Outputs of 16 MiB or more take the streaming-store path (and a bfloat16 table into bfloat16 rows
@@ -115,14 +115,13 @@ TEST_F(GatherPerTarget, LargeOutputsAndEveryBitPatternMatchReference) {
         o.add_rows = fused_add ? add.data() : nullptr;
         LookupEmbeddingsReference(table, ids, o, want.data());
         o.parallel = &two;
-        for (const auto& target : AvailableSimdTargets()) {
+        testing::ForEachSimdTarget([&](const std::string& target) {
           SCOPED_TRACE(
               fmt::format("target {} table {} out {} add {}", target, ToString(tdtype), ToString(odtype), fused_add));
-          ASSERT_TRUE(ForceSimdTarget(target).ok());
           std::memset(got.get(), 0xee, out_bytes);
           ASSERT_TRUE(LookupEmbeddingsInto(table, ids, o, got.get()).ok());
           ASSERT_EQ(0, std::memcmp(want.data(), got.get(), out_bytes));
-        }
+        });
       }
     }
   }
@@ -146,8 +145,7 @@ TEST(Gather, LookupEmbeddingsUsesFastPathAndValidates) {
 TEST_F(GatherPerTarget, ScatterAddGradientIsDeterministicAndMatchesReference) {
   auto rng = testing::MakeRng(4);
   const int64_t vocab = 50;
-  for (const auto& target : AvailableSimdTargets()) {
-    ASSERT_TRUE(ForceSimdTarget(target).ok());
+  testing::ForEachSimdTarget([&](const std::string& target) {
     for (int64_t d_model : {1, 13, 64, 1000}) {
       SCOPED_TRACE(fmt::format("target {} d_model {}", target, d_model));
       std::vector<int64_t> ids(300);
@@ -164,7 +162,7 @@ TEST_F(GatherPerTarget, ScatterAddGradientIsDeterministicAndMatchesReference) {
         EXPECT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * 4));
       }
     }
-  }
+  });
   std::vector<int64_t> bad = {0, -1};
   std::vector<float> g(2), t(2);
   Status s = EmbeddingBackward(bad, g.data(), 1, 1.0f, t.data(), 2);

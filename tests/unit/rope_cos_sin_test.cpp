@@ -18,6 +18,7 @@
 #include "posenc/core/dtype.hpp"
 #include "posenc/kernels/rope_cos_sin.hpp"
 #include "posenc/kernels/simd.hpp"
+#include "simd_targets.hpp"
 
 namespace posenc {
 namespace {
@@ -150,8 +151,7 @@ TEST_F(RopeCosSin, FastEqualsReferenceOnEveryTarget) {
   for (const bool allow : {true, false}) {
     if (!allow && !native) break;
     AllowNativeF16Arithmetic(allow);
-    for (const auto& target : targets) {
-      ASSERT_TRUE(ForceSimdTarget(target).ok()) << target;
+    testing::ForEachSimdTarget([&](const std::string& target) {
       uint32_t seed = 1;
       for (DType dt : {DType::kF32, DType::kF16, DType::kBF16})
         for (RopePairing p : {RopePairing::kHalf, RopePairing::kInterleaved})
@@ -166,7 +166,7 @@ TEST_F(RopeCosSin, FastEqualsReferenceOnEveryTarget) {
                 if (HasFatalFailure()) return;
                 ++cases;
               }
-    }
+    });
   }
   std::printf("%d cases on %zu targets (%s first), native float16 arithmetic %s\n", cases, targets.size(),
               targets.front().c_str(), native ? "with and without" : "not on this CPU");
@@ -196,8 +196,7 @@ TEST_F(RopeCosSin, SixteenBitEveryBitPatternRegion) {
       for (const bool allow : {true, false}) {
         if (!allow && !native) break;
         AllowNativeF16Arithmetic(allow);
-        for (const auto& target : AvailableSimdTargets()) {
-          ASSERT_TRUE(ForceSimdTarget(target).ok());
+        testing::ForEachSimdTarget([&](const std::string& target) {
           ASSERT_TRUE(ApplyRopeCosSin(args, view(x.data()), view(fast.data())).ok());
           for (int64_t i = 0; i < n; ++i)
             ASSERT_TRUE(ref[i] == fast[i] || (IsNan(dt, reinterpret_cast<const std::byte*>(&ref[i])) &&
@@ -207,7 +206,7 @@ TEST_F(RopeCosSin, SixteenBitEveryBitPatternRegion) {
                 << Bits(reinterpret_cast<const std::byte*>(&ref[i]), 2) << ", fast "
                 << Bits(reinterpret_cast<const std::byte*>(&fast[i]), 2);
           ++runs;
-        }
+        });
       }
     }
   EXPECT_GE(runs, 4 * 2);
@@ -238,8 +237,7 @@ TEST_F(RopeCosSin, ThreadsGiveTheSameBits) {
 TEST_F(RopeCosSin, NoFusedMultiplyAdd) {
   const float a = 1.0f + std::ldexp(1.0f, -12), b = 1.0f + std::ldexp(1.0f, -11);
   ASSERT_EQ(std::fma(a, a, -b), std::ldexp(1.0f, -24));  // what contraction would give
-  for (const auto& target : AvailableSimdTargets()) {
-    ASSERT_TRUE(ForceSimdTarget(target).ok());
+  testing::ForEachSimdTarget([&](const std::string& target) {
     for (int64_t D : {2, 64}) {  // the scalar tail and the vector loop
       std::vector<float> x(D, 0.0f), c(D, 0.0f), s(D, 0.0f), y(D, -1.0f), yr(D, -1.0f);
       for (int64_t i = 0; i < D / 2; ++i) x[i] = a, x[i + D / 2] = b, c[i] = a, s[i] = 1.0f;
@@ -255,7 +253,7 @@ TEST_F(RopeCosSin, NoFusedMultiplyAdd) {
         EXPECT_EQ(std::bit_cast<uint32_t>(yr[i]), 0u) << "reference D=" << D;
       }
     }
-  }
+  });
 }
 
 // bfloat16: each product rounded before the sum. x0 = c0 = 1 + 3 * 2^-7 (exact in bfloat16): x0^2 =

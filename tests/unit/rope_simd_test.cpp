@@ -27,6 +27,7 @@
 #include "posenc/core/parallel.hpp"
 #include "posenc/kernels/rope.hpp"
 #include "posenc/kernels/simd.hpp"
+#include "simd_targets.hpp"
 #include "test_support.hpp"
 
 namespace posenc {
@@ -244,8 +245,7 @@ const Shape kShapes[] = {
 
 TEST_F(PerTarget, MatchesReferenceOnEveryTarget) {
   uint64_t seed = 1;
-  for (const auto& target : AvailableSimdTargets()) {
-    ASSERT_TRUE(ForceSimdTarget(target).ok());
+  testing::ForEachSimdTarget([&](const std::string& target) {
     int64_t midpoint = 0;
     for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16})
       for (RopePairing pairing : {RopePairing::kHalf, RopePairing::kInterleaved})
@@ -259,7 +259,7 @@ TEST_F(PerTarget, MatchesReferenceOnEveryTarget) {
         }
     std::printf("[ target %s ] 16-bit results differing from the reference (inside the bound): %lld\n", target.c_str(),
                 static_cast<long long>(midpoint));
-  }
+  });
 }
 
 // Rounding to float16/bfloat16, bit for bit. At position 0 cos = attention_scaling and sin = 0, so
@@ -293,8 +293,7 @@ TEST_F(PerTarget, SixteenBitRoundingIsBitExactOnEveryTarget) {
         ASSERT_TRUE(ApplyRopeReference(args, HeadsView::Dense(in.data(), dtype, T, H, D),
                                        HeadsView::Dense(want.data(), dtype, T, H, D))
                         .ok());
-        for (const auto& target : AvailableSimdTargets()) {
-          ASSERT_TRUE(ForceSimdTarget(target).ok());
+        testing::ForEachSimdTarget([&](const std::string& target) {
           std::vector<uint16_t> got = in;
           ASSERT_TRUE(ApplyRope(args, HeadsView::Dense(got.data(), dtype, T, H, D)).ok());
           int64_t bad = 0;
@@ -304,7 +303,7 @@ TEST_F(PerTarget, SixteenBitRoundingIsBitExactOnEveryTarget) {
                   "target {} {} {} scaling {}: element {} input {:#06x} -> {:#06x}, reference {:#06x}", target,
                   ToString(dtype), ToString(pairing), scaling, k, in[k], got[k], want[k]);
           ASSERT_EQ(bad, 0);
-        }
+        });
       }
   }
 }
@@ -312,13 +311,12 @@ TEST_F(PerTarget, SixteenBitRoundingIsBitExactOnEveryTarget) {
 TEST_F(PerTarget, InPlaceOutOfPlaceAndBothDirectionsOnEveryTarget) {
   uint64_t seed = 1000;
   const Shape sh{17, 3, 80, 80, 0};
-  for (const auto& target : AvailableSimdTargets()) {
-    ASSERT_TRUE(ForceSimdTarget(target).ok());
+  testing::ForEachSimdTarget([&](const std::string& target) {
     for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16})
       for (RopePairing pairing : {RopePairing::kHalf, RopePairing::kInterleaved})
         for (RopeDirection dir : {RopeDirection::kForward, RopeDirection::kBackward})
           for (bool in_place : {false, true}) CheckCase(target, dtype, pairing, dir, sh, in_place, 1, ++seed);
-  }
+  });
 }
 
 // Strided views (heads inside a fused QKV row, head-major storage, padded heads): the kernels see
@@ -332,8 +330,7 @@ TEST_F(PerTarget, StridedViewsMatchDenseCopiesOnEveryTarget) {
   };
   const int64_t T = 5, H = 3;
   uint64_t seed = 2000;
-  for (const auto& target : AvailableSimdTargets()) {
-    ASSERT_TRUE(ForceSimdTarget(target).ok());
+  testing::ForEachSimdTarget([&](const std::string& target) {
     for (const Shape& sh : {Shape{T, H, 80, 80, 0}, Shape{T, H, 128, 96, 16}})
       for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16})
         for (RopePairing pairing : {RopePairing::kHalf, RopePairing::kInterleaved}) {
@@ -407,7 +404,7 @@ TEST_F(PerTarget, StridedViewsMatchDenseCopiesOnEveryTarget) {
               }
           }
         }
-  }
+  });
 }
 
 TEST(RopeSimd, QueriesAndKeysInOneCallMatchSeparateCalls) {

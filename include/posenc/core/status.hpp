@@ -42,6 +42,11 @@ class [[nodiscard]] Status {
   std::string message_;
 };
 
+namespace detail {
+// Prints "posenc: Result::value() called on an error: <status>" on one line to stderr, then aborts.
+[[noreturn]] void DieOnErrorValue(const Status& status);
+}  // namespace detail
+
 inline Status OkStatus() { return Status(); }
 inline Status InvalidArgumentError(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
 inline Status OutOfRangeError(std::string m) { return {StatusCode::kOutOfRange, std::move(m)}; }
@@ -61,7 +66,8 @@ class [[nodiscard]] Result {
 
   bool ok() const { return std::holds_alternative<T>(v_); }
   Status status() const { return ok() ? Status() : std::get<Status>(v_); }
-  // Precondition: ok(). Calling these on an error aborts (a bug in the caller).
+  // Precondition: ok(). Calling these on an error prints the error to stderr and aborts (a bug in
+  // the caller).
   T& value() & {
     Check();
     return std::get<T>(v_);
@@ -81,7 +87,7 @@ class [[nodiscard]] Result {
 
  private:
   void Check() const {
-    if (!ok()) std::abort();
+    if (!ok()) detail::DieOnErrorValue(std::get<Status>(v_));
   }
   std::variant<T, Status> v_;
 };

@@ -1,0 +1,119 @@
+// Per-target fused RoPE + KV-cache write, included once per SIMD target by fused_rope.cpp
+// (foreach_target.h). Per token, one pass over its bytes: q and k rotated by one call of the RoPE
+// kernels (rope-inl.hpp through detail::RopeTokens, the same code ApplyRope runs, so the rotation is
+// bit for bit ApplyRope's), k straight into its cache row when the cache has the activation dtype,
+// else into an L1-resident row that is converted / quantized into the cache (kv_cache-inl.hpp), v
+// converted from the input row to its cache row, and the query temperature multiplied into the
+// just-written q row.
+#if defined(POSENC_KERNELS_FUSED_ROPE_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef POSENC_KERNELS_FUSED_ROPE_INL_H_
+#undef POSENC_KERNELS_FUSED_ROPE_INL_H_
+#else
+#define POSENC_KERNELS_FUSED_ROPE_INL_H_
+#endif
+
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+
+#include <hwy/aligned_allocator.h>
+#include <hwy/cache_control.h>
+#include <hwy/highway.h>
+
+#include "kernels/simd/convert-inl.hpp"
+#include "kernels/kv_cache/fused_rope_internal.hpp"
+#include "kernels/kv_cache/kv_cache-inl.hpp"
+#include "kernels/kv_cache/kv_cache_internal.hpp"
+#include "kernels/rope/rope_internal.hpp"
+
+HWY_BEFORE_NAMESPACE();
+namespace posenc {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// row[i] = round_to_T(float32(row[i]) * s): ApplyQueryTemperature's float32 product.
+template <typename T>
+HWY_INLINE void ScaleRow(T* row, size_t n, float s) {
+  const DF df;
+  const size_t N = hn::Lanes(df);
+  const auto vs = hn::Set(df, s);
+  size_t i = 0;
+  for (; i + N <= n; i += N) StoreF(df, hn::Mul(LoadF(df, row + i), vs), row + i);
+  for (; i < n; ++i) StoreFromF32(LoadAsF32(row + i) * s, row + i);
+}
+
+// The first min(bytes, kStreamHead) bytes of a row, one prefetch per line.
+constexpr size_t kStreamHead = 256;
+HWY_INLINE void PrefetchHead(const void* row, size_t bytes) {
+  const char* p = static_cast<const char*>(row);
+  for (size_t l = 0; l < std::min(bytes, kStreamHead); l += 64) hwy::Prefetch(p + l);
+}
+
+template <typename T>
+void FusedTokensT(const detail::FusedRopeJob& job, int64_t begin, int64_t end) {
+  const HeadsView& q = job.q;
+  const HeadsView& k = job.k;
+  const HeadsView& v = job.v;
+  const HeadsView& qo = job.q_out;
+  const KvCacheView& cache = job.cache;
+  const size_t n = static_cast<size_t>(cache.kv_heads * cache.head_dim);
+  const RopeTable& table = *job.rope.table;
+  const size_t slot_bytes = static_cast<size_t>(cache.slot_bytes());
+  const size_t row_lines = (static_cast<size_t>(table.num_pairs()) * sizeof(float) + 63) / 64;
+  hwy::AlignedFreeUniquePtr<T[]> k_row = hwy::AllocateAligned<T>(n), v_row = hwy::AllocateAligned<T>(n);
+  detail::RopeJob rj = job.rope;
+  rj.num_tensors = 0;
+  const int iq = q.heads > 0 ? rj.num_tensors++ : -1;
+  const int ik = rj.num_tensors++;
+  if (iq >= 0) rj.tensors[iq] = {nullptr, nullptr, q.heads, 0, q.head_stride, 0, qo.head_stride};
+  rj.tensors[ik] = {nullptr, nullptr, k.heads, 0, k.head_stride, 0, k.head_dim};
+  for (int64_t t = begin; t < end; ++t) {
+    // The next token's streams: its cos/sin rows whole, and the first lines of each other row it
+    // touches (its cache rows, scattered in decode; its q and k input rows; its q output row), so the
+    // L2 streamer has found each stream before the token starts. Prefetching the whole cache rows
+    // instead takes a fill buffer per line and measured the same or lower on cold decode (64 scattered
+    // tokens, 1 thread, bfloat16 0.64 -> 0.72 of the roofline; 2026-12-01).
+    if (t + 1 < end) {
+      detail::PrefetchCosSinRows(table, job.rope.positions[t + 1], row_lines);
+      PrefetchHead(cache.k_row(job.layer, job.slots[t + 1]), slot_bytes);
+      PrefetchHead(cache.v_row(job.layer, job.slots[t + 1]), slot_bytes);
+      PrefetchHead(k.at<const T>(t + 1, 0), kStreamHead);
+      if (iq >= 0) {
+        PrefetchHead(q.at<const T>(t + 1, 0), kStreamHead);
+        PrefetchHead(qo.at<T>(t + 1, 0), kStreamHead);
+      }
+    }
+    const int64_t slot = job.slots[t];
+    std::byte* k_dst = cache.k_row(job.layer, slot);
+    rj.positions = job.rope.positions + t;
+    if (iq >= 0) {
+      rj.tensors[iq].in = q.at<const T>(t, 0);
+      rj.tensors[iq].out = qo.at<T>(t, 0);
+    }
+    rj.tensors[ik].in = k.at<const T>(t, 0);
+    rj.tensors[ik].out = job.k_direct ? static_cast<void*>(k_dst) : static_cast<void*>(k_row.get());
+    detail::RopeTokens(rj, 0, 1);
+    if (job.q_scale != nullptr) {
+      for (int64_t h = 0; h < qo.heads; ++h) ScaleRow(qo.at<T>(t, h), static_cast<size_t>(qo.head_dim), job.q_scale[t]);
+    }
+    if (!job.k_direct) StoreRowFrom(k_row.get(), cache.type, k_dst, n);
+    StoreRowFrom(static_cast<const T*>(detail::TokenRow(v, t, v_row.get())), cache.type, cache.v_row(job.layer, slot),
+                 n);
+  }
+}
+
+// The exported per-target entry point.
+void FusedTokensTarget(const detail::FusedRopeJob& job, int64_t begin, int64_t end) {
+  switch (job.q.dtype) {
+    case DType::kF32: FusedTokensT<float>(job, begin, end); break;
+    case DType::kF16: FusedTokensT<f16_t>(job, begin, end); break;
+    case DType::kBF16: FusedTokensT<bf16_t>(job, begin, end); break;
+    default: break;  // validated at the boundary
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace posenc
+HWY_AFTER_NAMESPACE();
+
+#endif  // include guard toggled per target

@@ -1,0 +1,55 @@
+// ApplyRopeKvCache: validate once (fused_rope_ref.cpp), then run the per-target fused loop
+// (fused_rope-inl.hpp) of the best SIMD target, split over tokens with the caller's ParallelRunner or
+// the internal pool. Each token's q, cache rows and scratch are its own, so any split gives the same
+// bytes.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/kv_cache/fused_rope.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+#include "kernels/kv_cache/fused_rope-inl.hpp"
+
+#if HWY_ONCE
+#include "kernels/kv_cache/fused_rope_internal.hpp"
+#include "posenc/core/parallel.hpp"
+#include "posenc/kernels/simd.hpp"
+
+namespace posenc {
+HWY_EXPORT(FusedTokensTarget);
+
+Status ApplyRopeKvCache(const FusedRopeArgs& args, const QkvViews& qkv, HeadsView q_out, const KvCacheView& cache) {
+  POSENC_RETURN_IF_ERROR(detail::ValidateRopeKvCache(args, qkv, q_out, cache));
+  const int64_t tokens = qkv.q.tokens;
+  if (tokens == 0) return OkStatus();
+  detail::FusedRopeJob job;
+  job.rope.dtype = qkv.q.dtype;
+  job.rope.layout = args.rope.layout;
+  job.rope.table = args.rope.table;
+  job.rope.positions = args.rope.positions.data();
+  job.rope.backward = args.rope.direction == RopeDirection::kBackward;
+  job.rope.prefetch_out = StorePrefetchPolicy().rope_out_of_place;
+  job.q = qkv.q;
+  job.k = qkv.k;
+  job.v = qkv.v;
+  job.q_out = q_out;
+  job.cache = cache;
+  job.layer = args.layer;
+  job.slots = args.slots.data();
+  job.q_scale = args.q_scale.empty() ? nullptr : args.q_scale.data();
+  job.k_direct = (cache.type == KvCacheType::kF32 && qkv.q.dtype == DType::kF32) ||
+                 (cache.type == KvCacheType::kF16 && qkv.q.dtype == DType::kF16) ||
+                 (cache.type == KvCacheType::kBF16 && qkv.q.dtype == DType::kBF16);
+  // Bytes touched, for the threads-or-inline choice only (in double: no overflow for any validated size).
+  const double es = static_cast<double>(SizeOf(qkv.q.dtype));
+  const double row = static_cast<double>(cache.kv_heads * cache.head_dim);
+  const double touched = static_cast<double>(tokens) * (2.0 * static_cast<double>(qkv.q.heads * qkv.q.head_dim) * es +
+                                                        2.0 * row * es + 2.0 * static_cast<double>(cache.slot_bytes()));
+  const int64_t bytes = touched > 9e18 ? INT64_MAX : static_cast<int64_t>(touched);
+  ParallelFor(args.rope.parallel, tokens, bytes, [&](int64_t b, int64_t e) {
+    HWY_DYNAMIC_DISPATCH(FusedTokensTarget)(job, b, e);
+  });
+  return OkStatus();
+}
+
+}  // namespace posenc
+#endif  // HWY_ONCE

@@ -1,0 +1,288 @@
+// Per-target KV-cache row writes, included once per SIMD target by kv_cache.cpp and fused_rope.cpp
+// (foreach_target.h): float32 / float16 / bfloat16 rows converted to the cache type through
+// convert-inl.hpp's rounding stores, and Q8_0 blocks quantized as QuantizeRowQ8_0Reference defines
+// them (the same float32 operations in the same order, so the bytes are equal on every target).
+#if defined(POSENC_KERNELS_KV_CACHE_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef POSENC_KERNELS_KV_CACHE_INL_H_
+#undef POSENC_KERNELS_KV_CACHE_INL_H_
+#else
+#define POSENC_KERNELS_KV_CACHE_INL_H_
+#endif
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <type_traits>
+
+#include <hwy/highway.h>
+
+#include "kernels/simd/convert-inl.hpp"
+#include "posenc/kernels/kv_cache.hpp"
+
+HWY_BEFORE_NAMESPACE();
+namespace posenc {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// dst[i] = round_to_TD(float32(src[i])), n values.
+template <typename TS, typename TD>
+HWY_INLINE void ConvertRow(const TS* src, TD* dst, size_t n) {
+  if constexpr (std::is_same_v<TS, TD>) {
+    std::memcpy(dst, src, n * sizeof(TS));
+  } else {
+    const DF df;
+    const size_t N = hn::Lanes(df);
+    size_t i = 0;
+#pragma GCC unroll 4
+    for (; i + N <= n; i += N) StoreF(df, LoadF(df, src + i), dst + i);
+    for (; i < n; ++i) StoreFromF32(LoadAsF32(src + i), dst + i);
+  }
+}
+
+// roundf(v) as int32: halves away from zero. v + copysign(0.49999997, v) (the float below 0.5) rounds,
+// in float32 round-to-nearest-even, to a value whose truncation is roundf(v) for every |v| < 2^23: a
+// fraction of exactly .5 reaches the next integer (n + 0.99999997 rounds up to n + 1, and at v = 0.5 the
+// sum is the midpoint 1 - 2^-25, which rounds to the even 1.0), a fraction below .5 stays below it
+// (0.49999997 + 0.49999997 = 1 - 2^-24 is exact). ConvertTo truncates toward zero. Q8_0's |x * id| is
+// at most about 127.
+HWY_INLINE hn::Vec<hn::RebindToSigned<DF>> RoundHalfAwayToInt(hn::Vec<DF> v) {
+  const DF df;
+  return hn::ConvertTo(hn::RebindToSigned<DF>(), hn::Add(v, hn::CopySign(hn::Set(df, 0.49999997f), v)));
+}
+
+// n / 32 blocks of ggml's block_q8_0 from n values (n a multiple of 32): the portable form, for the
+// targets without a hand-scheduled one below.
+template <typename T>
+HWY_INLINE void QuantizeRowQ8Portable(const T* src, BlockQ8_0* dst, size_t n) {
+  const DF df;
+  const hn::Rebind<int8_t, DF> d8;
+  const size_t N = hn::Lanes(df);
+  if (N > static_cast<size_t>(kQ8_0Block) || kQ8_0Block % N != 0) {  // vectors wider than a block
+    float row[kQ8_0Block];
+    for (size_t b = 0; b < n / kQ8_0Block; ++b) {
+      for (size_t j = 0; j < kQ8_0Block; ++j) row[j] = LoadAsF32(src + b * kQ8_0Block + j);
+      QuantizeRowQ8_0Reference(row, kQ8_0Block, dst + b);
+    }
+    return;
+  }
+  // Three passes over the row (it is in L1): each block's amax; d and id for up to kGroup blocks at once
+  // in full vectors (one division per N blocks instead of two scalar divisions per block); the quants.
+  constexpr size_t kGroup = 64;
+  HWY_ALIGN float amax[kGroup + hn::MaxLanes(df)], ids[kGroup + hn::MaxLanes(df)];
+  HWY_ALIGN f16_t ds[kGroup + hn::MaxLanes(df)];
+  const size_t nb = n / kQ8_0Block;
+  for (size_t g = 0; g < nb; g += kGroup) {
+    const size_t m = std::min(kGroup, nb - g);
+    const T* xg = src + g * kQ8_0Block;
+    for (size_t b = 0; b < m; ++b) {
+      const T* x = xg + b * kQ8_0Block;
+      auto vmax = hn::Abs(LoadF(df, x));
+      for (size_t j = N; j < static_cast<size_t>(kQ8_0Block); j += N) vmax = hn::Max(vmax, hn::Abs(LoadF(df, x + j)));
+      amax[b] = hn::GetLane(hn::MaxOfLanes(df, vmax));
+    }
+    for (size_t b = m; b < (m + N - 1) / N * N; ++b) amax[b] = 0.0f;
+    const auto v127 = hn::Set(df, 127.0f), one = hn::Set(df, 1.0f);
+    for (size_t b = 0; b < m; b += N) {
+      const auto d = hn::Div(hn::Load(df, amax + b), v127);
+      hn::Store(hn::IfThenZeroElse(hn::Eq(d, hn::Zero(df)), hn::Div(one, d)), df, ids + b);
+      StoreF(df, d, ds + b);  // float16, nearest even (F32ToF16)
+    }
+    for (size_t b = 0; b < m; ++b) {
+      const T* x = xg + b * kQ8_0Block;
+      BlockQ8_0& out = dst[g + b];
+      out.d = ds[b];
+      const auto vid = hn::Set(df, ids[b]);
+      for (size_t j = 0; j < static_cast<size_t>(kQ8_0Block); j += N) {
+        const auto q = RoundHalfAwayToInt(hn::Mul(LoadF(df, x + j), vid));
+        hn::StoreU(hn::DemoteTo(d8, q), d8, out.qs + j);
+      }
+    }
+  }
+}
+
+
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX2
+// Hand-scheduled Q8_0 for AVX-512 and AVX2, the same operations on each value as the reference (amax =
+// max |x|, d = amax / 127 and id = 1 / d in float32, roundf(x * id)), arranged for throughput on the
+// shuffle port, which the portable form spends on one horizontal max per block and one 3-shuffle
+// int8 narrowing per vector:
+//  * the amaxes of kQ8Lanes blocks come out of one transpose-and-max tree (interleave 32-bit, then
+//    64-bit, then 128-bit halves): kQ8Lanes - 1 shuffle pairs for kQ8Lanes blocks;
+//  * the quants of a block pair (AVX-512: 4 vectors) or block (AVX2) narrow with two saturating packs
+//    and one lane permutation; |x * id| <= 127.5 so the packs never saturate, and the float to int32
+//    truncation needs none of the out-of-range fix-ups of hn::ConvertTo.
+// roundf's halves away from zero: x * id + copysign(0.49999997, x * id), truncated (see
+// RoundHalfAwayToInt). Non-finite blocks are unspecified, as in the portable form.
+#if HWY_TARGET == HWY_AVX2
+constexpr size_t kQ8Lanes = 8;
+using Q8Vec = __m256;
+HWY_INLINE Q8Vec Q8Load(const float* p) { return _mm256_loadu_ps(p); }
+HWY_INLINE Q8Vec Q8Max(Q8Vec a, Q8Vec b) { return _mm256_max_ps(a, b); }
+HWY_INLINE Q8Vec Q8Abs(Q8Vec a) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), a); }
+// Lane b of the result: max over the lanes of m[b], b < 8.
+HWY_INLINE Q8Vec Q8ReduceMax(const Q8Vec* m) {
+  Q8Vec r1[4], r2[2];
+  for (int i = 0; i < 4; ++i)  // 128-bit chunk of r1[i]: [a, b, a, b] partials (a = m[2i], b = m[2i + 1])
+    r1[i] = _mm256_max_ps(_mm256_unpacklo_ps(m[2 * i], m[2 * i + 1]), _mm256_unpackhi_ps(m[2 * i], m[2 * i + 1]));
+  for (int i = 0; i < 2; ++i) {  // chunk of r2[i]: blocks 4i .. 4i + 3, one partial each
+    const __m256d a = _mm256_castps_pd(r1[2 * i]), b = _mm256_castps_pd(r1[2 * i + 1]);
+    r2[i] = _mm256_max_ps(_mm256_castpd_ps(_mm256_unpacklo_pd(a, b)), _mm256_castpd_ps(_mm256_unpackhi_pd(a, b)));
+  }
+  return _mm256_max_ps(_mm256_permute2f128_ps(r2[0], r2[1], 0x20), _mm256_permute2f128_ps(r2[0], r2[1], 0x31));
+}
+// roundf(x * id) of one block (4 vectors) into its 32 quants.
+HWY_INLINE void Q8StoreBlock(const float* x, __m256 id, int8_t* qs) {
+  const __m256 half = _mm256_set1_ps(0.49999997f), sign = _mm256_set1_ps(-0.0f);
+  __m256i q[4];
+  for (int j = 0; j < 4; ++j) {
+    const __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x + 8 * j), id);
+    q[j] = _mm256_cvttps_epi32(_mm256_add_ps(v, _mm256_or_ps(_mm256_and_ps(v, sign), half)));
+  }
+  // packs work per 128-bit lane: the bytes come out as dwords [q0.lo q1.lo q2.lo q3.lo | q0.hi ...].
+  const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs), _mm256_permutevar8x32_epi32(p, order));
+}
+#else
+constexpr size_t kQ8Lanes = 16;
+using Q8Vec = __m512;
+HWY_INLINE Q8Vec Q8Load(const float* p) { return _mm512_loadu_ps(p); }
+HWY_INLINE Q8Vec Q8Max(Q8Vec a, Q8Vec b) { return _mm512_max_ps(a, b); }
+HWY_INLINE Q8Vec Q8Abs(Q8Vec a) {
+  return _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(a), _mm512_set1_epi32(0x7fffffff)));
+}
+HWY_INLINE Q8Vec Q8ReduceMax(const Q8Vec* m) {
+  Q8Vec r1[8], r2[4], r3[2];
+  for (int i = 0; i < 8; ++i)
+    r1[i] = _mm512_max_ps(_mm512_unpacklo_ps(m[2 * i], m[2 * i + 1]), _mm512_unpackhi_ps(m[2 * i], m[2 * i + 1]));
+  for (int i = 0; i < 4; ++i) {  // each 128-bit chunk of r2[i]: blocks 4i .. 4i + 3
+    const __m512d a = _mm512_castps_pd(r1[2 * i]), b = _mm512_castps_pd(r1[2 * i + 1]);
+    r2[i] = _mm512_max_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(a, b)), _mm512_castpd_ps(_mm512_unpackhi_pd(a, b)));
+  }
+  // Chunks [a0 a1 a2 a3], [b0 b1 b2 b3] -> [a0|a1, a2|a3, b0|b1, b2|b3] (| = max), twice.
+  for (int i = 0; i < 2; ++i)
+    r3[i] = _mm512_max_ps(_mm512_shuffle_f32x4(r2[2 * i], r2[2 * i + 1], 0x88),
+                          _mm512_shuffle_f32x4(r2[2 * i], r2[2 * i + 1], 0xDD));
+  return _mm512_max_ps(_mm512_shuffle_f32x4(r3[0], r3[1], 0x88), _mm512_shuffle_f32x4(r3[0], r3[1], 0xDD));
+}
+HWY_INLINE __m512i Q8Quant(__m512 x, __m512 id) {
+  const __m512 v = _mm512_mul_ps(x, id);
+  // copysign(0.49999997, v): the sign bit of v, the other bits of the constant (bitwise select 0xCA).
+  const __m512i s = _mm512_ternarylogic_epi32(_mm512_set1_epi32(static_cast<int>(0x80000000u)), _mm512_castps_si512(v),
+                                              _mm512_castps_si512(_mm512_set1_ps(0.49999997f)), 0xCA);
+  return _mm512_cvttps_epi32(_mm512_add_ps(v, _mm512_castsi512_ps(s)));
+}
+// Two blocks (x0, x1: 32 values each) with their ids into qs0 and qs1.
+HWY_INLINE void Q8StoreBlockPair(const float* x0, const float* x1, __m512 id0, __m512 id1, int8_t* qs0,
+                                 int8_t* qs1) {
+  const __m512i a = Q8Quant(_mm512_loadu_ps(x0), id0), b = Q8Quant(_mm512_loadu_ps(x0 + 16), id0);
+  const __m512i c = Q8Quant(_mm512_loadu_ps(x1), id1), d = Q8Quant(_mm512_loadu_ps(x1 + 16), id1);
+  // Per 128-bit chunk k the packs give dwords [a_k b_k c_k d_k]; gather them back into value order.
+  const __m512i p = _mm512_packs_epi16(_mm512_packs_epi32(a, b), _mm512_packs_epi32(c, d));
+  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  const __m512i r = _mm512_permutexvar_epi32(order, p);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs0), _mm512_castsi512_si256(r));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs1), _mm512_extracti64x4_epi64(r, 1));
+}
+#endif
+
+// The amaxes of up to kQ8Lanes blocks (m of them) of float32 values at x, lane b for block b.
+HWY_INLINE Q8Vec AmaxGroupQ8(const float* x, size_t m) {
+  constexpr size_t kVecs = static_cast<size_t>(kQ8_0Block) / kQ8Lanes;  // vectors per block
+  Q8Vec amax[kQ8Lanes];
+  for (size_t b = 0; b < kQ8Lanes; ++b) {
+    if (b >= m) {
+      amax[b] = Q8Abs(Q8Load(x));  // any finite lanes; the lanes of blocks >= m are not used
+      continue;
+    }
+    const float* xb = x + b * kQ8_0Block;
+    Q8Vec v = Q8Abs(Q8Load(xb));
+    for (size_t j = 1; j < kVecs; ++j) v = Q8Max(v, Q8Abs(Q8Load(xb + j * kQ8Lanes)));
+    amax[b] = v;
+  }
+  return Q8ReduceMax(amax);
+}
+
+// The quants of m blocks at x with their ids.
+HWY_INLINE void QuantsQ8(const float* x, const float* ids, BlockQ8_0* dst, size_t m) {
+#if HWY_TARGET == HWY_AVX2
+  for (size_t b = 0; b < m; ++b) Q8StoreBlock(x + b * kQ8_0Block, _mm256_set1_ps(ids[b]), dst[b].qs);
+#else
+  size_t b = 0;
+  for (; b + 2 <= m; b += 2)
+    Q8StoreBlockPair(x + b * kQ8_0Block, x + (b + 1) * kQ8_0Block, _mm512_set1_ps(ids[b]),
+                     _mm512_set1_ps(ids[b + 1]), dst[b].qs, dst[b + 1].qs);
+  if (b < m) {  // an odd last block: quantized as both halves of a pair, one copy kept
+    HWY_ALIGN int8_t spare[kQ8_0Block];
+    const __m512 id = _mm512_set1_ps(ids[b]);
+    Q8StoreBlockPair(x + b * kQ8_0Block, x + b * kQ8_0Block, id, id, spare, dst[b].qs);
+  }
+#endif
+}
+
+// Three passes over up to kQ8Groups * kQ8Lanes blocks at a time (in L1): the amaxes, the scales (the
+// groups' two divisions are independent, so their latencies overlap), the quants.
+template <typename T>
+HWY_INLINE void QuantizeRowQ8(const T* src, BlockQ8_0* dst, size_t n) {
+  constexpr size_t kQ8Groups = 4, kSpan = kQ8Groups * kQ8Lanes;  // blocks per pass
+  const DF df;
+  const size_t N = hn::Lanes(df);
+  const size_t nb = n / kQ8_0Block;
+  HWY_ALIGN float ids[kSpan];
+  HWY_ALIGN f16_t ds[kSpan];
+  for (size_t s0 = 0; s0 < nb; s0 += kSpan) {
+    const size_t ms = std::min(kSpan, nb - s0);
+    const float* x;
+    HWY_ALIGN float row[std::is_same_v<T, float> ? 1 : kSpan * kQ8_0Block];
+    if constexpr (std::is_same_v<T, float>) {
+      x = src + s0 * kQ8_0Block;
+    } else {  // 16-bit values widened once, not once per pass
+      const T* xs = src + s0 * kQ8_0Block;
+      for (size_t i = 0; i < ms * kQ8_0Block; i += N) hn::Store(LoadF(df, xs + i), df, row + i);
+      x = row;
+    }
+    const size_t groups = (ms + kQ8Lanes - 1) / kQ8Lanes;
+    Q8Vec amax[kQ8Groups];
+    for (size_t g = 0; g < groups; ++g)
+      amax[g] = AmaxGroupQ8(x + g * kQ8Lanes * kQ8_0Block, std::min(kQ8Lanes, ms - g * kQ8Lanes));
+    for (size_t g = 0; g < groups; ++g) {
+      const auto d = hn::Div(hn::Vec<DF>{amax[g]}, hn::Set(df, 127.0f));
+      hn::Store(hn::IfThenZeroElse(hn::Eq(d, hn::Zero(df)), hn::Div(hn::Set(df, 1.0f), d)), df, ids + g * kQ8Lanes);
+      StoreF(df, d, ds + g * kQ8Lanes);  // float16, nearest even (F32ToF16)
+    }
+    for (size_t b = 0; b < ms; ++b) dst[s0 + b].d = ds[b];
+    QuantsQ8(x, ids, dst + s0, ms);
+  }
+}
+#else
+template <typename T>
+HWY_INLINE void QuantizeRowQ8(const T* src, BlockQ8_0* dst, size_t n) {
+  QuantizeRowQ8Portable(src, dst, n);
+}
+#endif
+
+// One row of n values of T into the cache type at dst.
+template <typename T>
+HWY_INLINE void StoreRowFrom(const T* src, KvCacheType type, void* dst, size_t n) {
+  switch (type) {
+    case KvCacheType::kF32: ConvertRow(src, static_cast<float*>(dst), n); return;
+    case KvCacheType::kF16: ConvertRow(src, static_cast<f16_t*>(dst), n); return;
+    case KvCacheType::kBF16: ConvertRow(src, static_cast<bf16_t*>(dst), n); return;
+    case KvCacheType::kQ8_0: QuantizeRowQ8(src, static_cast<BlockQ8_0*>(dst), n); return;
+  }
+}
+
+HWY_INLINE void StoreRow(DType dtype, const void* src, KvCacheType type, void* dst, size_t n) {
+  switch (dtype) {
+    case DType::kF32: StoreRowFrom(static_cast<const float*>(src), type, dst, n); return;
+    case DType::kF16: StoreRowFrom(static_cast<const f16_t*>(src), type, dst, n); return;
+    case DType::kBF16: StoreRowFrom(static_cast<const bf16_t*>(src), type, dst, n); return;
+    default: return;  // validated at the boundary
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace posenc
+HWY_AFTER_NAMESPACE();
+
+#endif  // include guard toggled per target

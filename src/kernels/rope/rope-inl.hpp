@@ -1,0 +1,578 @@
+// Per-target RoPE kernels, included once per SIMD target by rope.cpp (foreach_target.h).
+//
+// Arithmetic is float32 with fused multiply-add: for a pair (a, b) and angle theta,
+//   a' = fma(a, cos, -(b * sin)),  b' = fma(a, sin, b * cos)        (forward, +theta)
+//   a' = fma(a, cos,   b * sin),   b' = fma(-a, sin, b * cos)       (backward, -theta)
+// Each result is within 1 ulp of max(|a cos|, |b sin|) plus half an ulp of itself of the exact value;
+// the reference (float64, one rounding) is the oracle the tests compare against.
+#if defined(POSENC_KERNELS_ROPE_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef POSENC_KERNELS_ROPE_INL_H_
+#undef POSENC_KERNELS_ROPE_INL_H_
+#else
+#define POSENC_KERNELS_ROPE_INL_H_
+#endif
+
+#include <cstring>
+#include <type_traits>
+
+#include <hwy/aligned_allocator.h>
+#include <hwy/cache_control.h>
+#include <hwy/highway.h>
+
+#include "kernels/simd/convert-inl.hpp"
+#include "kernels/rope/rope_internal.hpp"
+
+HWY_BEFORE_NAMESPACE();
+namespace posenc {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+template <bool kBackward, class V>
+HWY_INLINE void RotatePair(V a, V b, V c, V s, V& out_a, V& out_b) {
+  if constexpr (!kBackward) {
+    out_a = hn::MulSub(a, c, hn::Mul(b, s));
+    out_b = hn::MulAdd(a, s, hn::Mul(b, c));
+  } else {
+    out_a = hn::MulAdd(a, c, hn::Mul(b, s));
+    out_b = hn::NegMulAdd(a, s, hn::Mul(b, c));
+  }
+}
+
+// Half layout: pair i is (x[i], x[n + i]); `in`/`out` point at the rotary window (may be equal).
+template <bool kBackward, typename T>
+HWY_INLINE void RotateHalfRow(const T* in, T* out, const float* c, const float* s, size_t n, size_t i = 0) {
+  const DF df;
+  const size_t N = hn::Lanes(df);
+#pragma GCC unroll 4
+  for (; i + N <= n; i += N) {
+    const auto a = LoadF(df, in + i);
+    const auto b = LoadF(df, in + n + i);
+    hn::Vec<DF> ra, rb;
+    RotatePair<kBackward>(a, b, hn::LoadU(df, c + i), hn::LoadU(df, s + i), ra, rb);
+    StoreF(df, ra, out + i);
+    StoreF(df, rb, out + n + i);
+  }
+  if (i == n) return;
+  // Tail (fewer than N pairs): through zero-padded buffers, so no read or write goes past the row.
+  const size_t m = n - i;
+  T ta[hn::MaxLanes(df)] = {}, tb[hn::MaxLanes(df)] = {};
+  float tc[hn::MaxLanes(df)] = {}, ts[hn::MaxLanes(df)] = {};
+  std::memcpy(ta, in + i, m * sizeof(T));
+  std::memcpy(tb, in + n + i, m * sizeof(T));
+  std::memcpy(tc, c + i, m * sizeof(float));
+  std::memcpy(ts, s + i, m * sizeof(float));
+  hn::Vec<DF> ra, rb;
+  RotatePair<kBackward>(LoadF(df, ta), LoadF(df, tb), hn::LoadU(df, tc), hn::LoadU(df, ts), ra, rb);
+  StoreF(df, ra, ta);
+  StoreF(df, rb, tb);
+  std::memcpy(out + i, ta, m * sizeof(T));
+  std::memcpy(out + n + i, tb, m * sizeof(T));
+}
+
+// Interleaved layout: pair i is (x[2i], x[2i+1]). `cc`/`ss` hold 2n expanded factors per element:
+// cc = (c0, c0, c1, c1, ...), ss = (-s0, s0, -s1, s1, ...) (signs flipped for backward), so
+// x' = fma(x, cc, swap(x) * ss) where swap exchanges the two lanes of each pair.
+template <typename T>
+HWY_INLINE void RotateInterleavedRow(const T* in, T* out, const float* cc, const float* ss, size_t len, size_t i = 0) {
+  const DF df;
+  const size_t N = hn::Lanes(df);
+#if HWY_TARGET == HWY_SCALAR
+  for (; i < len; i += 2) {
+    const float a = LoadAsF32(in + i), b = LoadAsF32(in + i + 1);
+    const float ra = std::fma(a, cc[i], b * ss[i]);
+    const float rb = std::fma(b, cc[i + 1], a * ss[i + 1]);
+    StoreFromF32(ra, out + i);
+    StoreFromF32(rb, out + i + 1);
+  }
+  (void)N;
+#else
+#pragma GCC unroll 4
+  for (; i + N <= len; i += N) {
+    const auto x = LoadF(df, in + i);
+    const auto r = hn::MulAdd(x, hn::LoadU(df, cc + i), hn::Mul(hn::Reverse2(df, x), hn::LoadU(df, ss + i)));
+    StoreF(df, r, out + i);
+  }
+  if (i == len) return;
+  const size_t m = len - i;  // even, < N
+  T tx[hn::MaxLanes(df)] = {};
+  float tc[hn::MaxLanes(df)] = {}, ts[hn::MaxLanes(df)] = {};
+  std::memcpy(tx, in + i, m * sizeof(T));
+  std::memcpy(tc, cc + i, m * sizeof(float));
+  std::memcpy(ts, ss + i, m * sizeof(float));
+  const auto x = LoadF(df, tx);
+  StoreF(df, hn::MulAdd(x, hn::LoadU(df, tc), hn::Mul(hn::Reverse2(df, x), hn::LoadU(df, ts))), tx);
+  std::memcpy(out + i, tx, m * sizeof(T));
+#endif
+}
+
+// Interleaved layout through 128-bit-block shuffles (x86: SSE4, AVX2, AVX-512). Two vectors x0, x1
+// hold N pairs; one in-block shuffle each gives a = the first elements and b = the second elements of
+// those pairs, the rotation is the half layout's, and InterleaveLower/Upper (also in-block) put the
+// results back in place. The pairs' order in a and b is, in block k: x0's pairs 2k and 2k+1, then
+// x1's pairs 2k and 2k+1, so `pc`/`ps` hold cos/sin permuted to match (PermuteForBlocks, per token).
+// Against the expanded-factor loop this reads half as many factor bytes per pair and replaces the
+// per-token expansion (2n factors written twice) with a cheap permutation.
+#if HWY_ARCH_X86 && HWY_TARGET != HWY_SCALAR && HWY_TARGET != HWY_EMU128
+#define POSENC_ROPE_BLOCKS 1  // #undef at the end of this target's pass
+HWY_INLINE void DeinterleaveInBlocks(hn::Vec<DF> x0, hn::Vec<DF> x1, hn::Vec<DF>& a, hn::Vec<DF>& b) {
+#if HWY_TARGET <= HWY_AVX3
+  a = hn::Vec<DF>{_mm512_shuffle_ps(x0.raw, x1.raw, _MM_SHUFFLE(2, 0, 2, 0))};
+  b = hn::Vec<DF>{_mm512_shuffle_ps(x0.raw, x1.raw, _MM_SHUFFLE(3, 1, 3, 1))};
+#elif HWY_TARGET <= HWY_AVX2
+  a = hn::Vec<DF>{_mm256_shuffle_ps(x0.raw, x1.raw, _MM_SHUFFLE(2, 0, 2, 0))};
+  b = hn::Vec<DF>{_mm256_shuffle_ps(x0.raw, x1.raw, _MM_SHUFFLE(3, 1, 3, 1))};
+#else
+  a = hn::Vec<DF>{_mm_shuffle_ps(x0.raw, x1.raw, _MM_SHUFFLE(2, 0, 2, 0))};
+  b = hn::Vec<DF>{_mm_shuffle_ps(x0.raw, x1.raw, _MM_SHUFFLE(3, 1, 3, 1))};
+#endif
+}
+
+// pc/ps for RotateInterleavedRowBlocks: per group of N pairs, 64-bit unit j (two factors) of the output
+// is unit j/2 + (j%2) * N/4 of the input. Groups only; the tail (< N pairs) uses the expanded factors.
+HWY_INLINE void PermuteForBlocks(const float* c, const float* s, size_t n, float* pc, float* ps) {
+  const DF df;
+  const size_t N = hn::Lanes(df);
+  const hn::Repartition<uint64_t, DF> d64;
+  HWY_ALIGN uint64_t idx_lanes[hn::MaxLanes(d64)];
+  for (size_t j = 0; j < N / 2; ++j) idx_lanes[j] = j / 2 + (j % 2) * (N / 4);
+  const auto idx = hn::SetTableIndices(d64, idx_lanes);
+  for (size_t g = 0; g + N <= n; g += N) {
+    hn::StoreU(hn::TableLookupLanes(hn::LoadU(d64, reinterpret_cast<const uint64_t*>(c + g)), idx), d64,
+               reinterpret_cast<uint64_t*>(pc + g));
+    hn::StoreU(hn::TableLookupLanes(hn::LoadU(d64, reinterpret_cast<const uint64_t*>(s + g)), idx), d64,
+               reinterpret_cast<uint64_t*>(ps + g));
+  }
+}
+
+template <bool kBackward, typename T>
+HWY_INLINE void RotateInterleavedRowBlocks(const T* in, T* out, const float* pc, const float* ps, const float* cc,
+                                           const float* ss, size_t n) {
+  const DF df;
+  const size_t N = hn::Lanes(df);
+  size_t j = 0;  // pairs
+#pragma GCC unroll 4
+  for (; j + N <= n; j += N) {
+    hn::Vec<DF> a, b, ra, rb;
+    DeinterleaveInBlocks(LoadF(df, in + 2 * j), LoadF(df, in + 2 * j + N), a, b);
+    RotatePair<kBackward>(a, b, hn::LoadU(df, pc + j), hn::LoadU(df, ps + j), ra, rb);
+    StoreF(df, hn::InterleaveLower(df, ra, rb), out + 2 * j);
+    StoreF(df, hn::InterleaveUpper(df, ra, rb), out + 2 * j + N);
+  }
+  if (j < n) RotateInterleavedRow(in, out, cc, ss, 2 * n, 2 * j);
+}
+#endif
+
+#if HWY_TARGET != HWY_SCALAR  // packed bfloat16 helpers are in convert-inl.hpp
+
+// Half layout, bfloat16: 2N pairs per step. `dc`/`ds` hold cos/sin reordered per block of 2N pairs as
+// (pairs 0, 2, 4, ... | pairs 1, 3, 5, ...) to match the lanes' lower and upper halves.
+template <bool kBackward>
+HWY_INLINE void RotateHalfRowBF16(const bf16_t* in, bf16_t* out, const float* c, const float* s, const float* dc,
+                                  const float* ds, size_t n) {
+  const DF df;
+  const DU du;
+  const size_t N = hn::Lanes(df);
+  size_t i = 0;
+#pragma GCC unroll 4
+  for (; i + 2 * N <= n; i += 2 * N) {
+    const auto A = hn::LoadU(du, reinterpret_cast<const uint32_t*>(in + i));
+    const auto B = hn::LoadU(du, reinterpret_cast<const uint32_t*>(in + n + i));
+    hn::Vec<DF> ra_e, rb_e, ra_o, rb_o;
+    RotatePair<kBackward>(LowBF16(A), LowBF16(B), hn::LoadU(df, dc + i), hn::LoadU(df, ds + i), ra_e, rb_e);
+    RotatePair<kBackward>(HighBF16(A), HighBF16(B), hn::LoadU(df, dc + i + N), hn::LoadU(df, ds + i + N), ra_o, rb_o);
+    hn::StoreU(PackBF16Computed(ra_e, ra_o), du, reinterpret_cast<uint32_t*>(out + i));
+    hn::StoreU(PackBF16Computed(rb_e, rb_o), du, reinterpret_cast<uint32_t*>(out + n + i));
+  }
+  if (i < n) RotateHalfRow<kBackward>(in, out, c, s, n, i);
+}
+
+// Interleaved layout, bfloat16: a pair is one lane (a in the lower half, b in the upper half), so cos
+// and sin come straight from the table row, N pairs per step.
+template <bool kBackward>
+HWY_INLINE void RotateInterleavedRowBF16(const bf16_t* in, bf16_t* out, const float* c, const float* s, const float* cc,
+                                         const float* ss, size_t n) {
+  const DF df;
+  const DU du;
+  const size_t N = hn::Lanes(df);
+  size_t j = 0;
+#pragma GCC unroll 4
+  for (; j + N <= n; j += N) {
+    const auto x = hn::LoadU(du, reinterpret_cast<const uint32_t*>(in + 2 * j));
+    hn::Vec<DF> ra, rb;
+    RotatePair<kBackward>(LowBF16(x), HighBF16(x), hn::LoadU(df, c + j), hn::LoadU(df, s + j), ra, rb);
+    hn::StoreU(PackBF16Computed(ra, rb), du, reinterpret_cast<uint32_t*>(out + 2 * j));
+  }
+  if (j < n) RotateInterleavedRow(in, out, cc, ss, 2 * n, 2 * j);
+}
+#endif  // HWY_TARGET != HWY_SCALAR
+
+// cc[2i] = cc[2i+1] = c[i]; ss[2i] = -sign s[i], ss[2i+1] = sign s[i] (sign -1 for backward).
+template <bool kBackward>
+HWY_INLINE void ExpandInterleaved(const float* c, const float* s, size_t n, float* cc, float* ss) {
+  const float sign = kBackward ? -1.0f : 1.0f;
+  size_t i = 0;
+#if HWY_TARGET != HWY_SCALAR
+  const DF df;
+  const size_t N = hn::Lanes(df);
+  HWY_ALIGN int32_t dup[hn::MaxLanes(df)];
+  for (size_t k = 0; k < N; ++k) dup[k] = static_cast<int32_t>(k / 2);
+  const auto idx = hn::SetTableIndices(df, dup);
+  const auto signs = hn::OddEven(hn::Set(df, sign), hn::Set(df, -sign));
+  // Output lanes [2i, 2i + N) come from input lanes [i, i + N/2); loads stay inside the row.
+  for (; i + N <= n; i += N / 2) {
+    hn::StoreU(hn::TableLookupLanes(hn::LoadU(df, c + i), idx), df, cc + 2 * i);
+    hn::StoreU(hn::Mul(hn::TableLookupLanes(hn::LoadU(df, s + i), idx), signs), df, ss + 2 * i);
+  }
+#endif
+  for (; i < n; ++i) {
+    cc[2 * i] = cc[2 * i + 1] = c[i];
+    ss[2 * i] = -sign * s[i];
+    ss[2 * i + 1] = sign * s[i];
+  }
+}
+
+// ---- The rotation forms: one policy per way a row is rotated -----------------------------------
+//
+// RopeTokensT (below) walks tokens, tensors and heads; what differs by dtype and layout is a form:
+//   Load(c, s)     once per token, for all its heads: takes the token's cos/sin rows (the table's or
+//                  computed on the fly) and prepares the factor arrays its rows read;
+//   Rotate(in, out)  one head's rotary window (`in` may equal `out`) through the row loop;
+//   reg_c(), reg_s(), RotateRegs<kVecs>(in, out, vc, vs)  the same rotation with the token's factors
+//                  in registers, loaded once per token from reg_c/reg_s (kVecs full vectors per array,
+//                  kFactorsPerPair factors per pair, a multiple of kVecMultiple vectors), where the row
+//                  loop loads them again for every head because a row's stores may alias the table.
+// Each RotateRegs performs the same operations on each value as its Rotate, so the same bits. A new
+// form is a new policy here and one line in FormFor.
+
+// Per-call scratch the forms share: expanded interleaved factors (cc/ss, 2n each) and reordered ones
+// (dc/ds, n each).
+struct FormScratch {
+  float* cc;
+  float* ss;
+  float* dc;
+  float* ds;
+};
+
+// What every form holds: the pair count, the scratch, and the token's cos/sin rows where it reads them.
+struct FormState {
+  size_t n;
+  FormScratch f;
+  const float* c = nullptr;
+  const float* s = nullptr;
+};
+
+// Half layout, float32 / float16 (and bfloat16 on SCALAR): the factors are the cos and sin rows.
+template <typename T, bool kBackward>
+struct HalfForm : FormState {
+  static constexpr size_t kFactorsPerPair = 1, kVecMultiple = 1;
+  HWY_INLINE void Load(const float* c_row, const float* s_row) { c = c_row, s = s_row; }
+  HWY_INLINE void Rotate(const T* in, T* out) const { RotateHalfRow<kBackward>(in, out, c, s, n); }
+  const float* reg_c() const { return c; }
+  const float* reg_s() const { return s; }
+  template <size_t kVecs>
+  static HWY_INLINE void RotateRegs(const T* in, T* out, const hn::Vec<DF>* vc, const hn::Vec<DF>* vs) {
+    const DF df;
+    constexpr size_t N = hn::MaxLanes(DF());
+    constexpr size_t n = kVecs * N;
+    for (size_t j = 0; j < kVecs; ++j) {
+      hn::Vec<DF> ra, rb;
+      RotatePair<kBackward>(LoadF(df, in + j * N), LoadF(df, in + n + j * N), vc[j], vs[j], ra, rb);
+      StoreF(df, ra, out + j * N);
+      StoreF(df, rb, out + n + j * N);
+    }
+  }
+};
+
+// Interleaved layout through expanded factors (float16, float32 off x86, the scalar target):
+// cc/ss = (c0, c0, c1, c1, ...), (-s0, s0, -s1, s1, ...), 2n values each.
+template <typename T, bool kBackward>
+struct InterleavedForm : FormState {
+  static constexpr size_t kFactorsPerPair = 2, kVecMultiple = 1;
+  HWY_INLINE void Load(const float* c_row, const float* s_row) {
+    ExpandInterleaved<kBackward>(c_row, s_row, n, f.cc, f.ss);
+  }
+  HWY_INLINE void Rotate(const T* in, T* out) const { RotateInterleavedRow(in, out, f.cc, f.ss, 2 * n); }
+  const float* reg_c() const { return f.cc; }
+  const float* reg_s() const { return f.ss; }
+  template <size_t kVecs>  // kVecs vectors of values
+  static HWY_INLINE void RotateRegs(const T* in, T* out, const hn::Vec<DF>* vc, const hn::Vec<DF>* vs) {
+    const DF df;
+    constexpr size_t N = hn::MaxLanes(DF());
+    for (size_t j = 0; j < kVecs; ++j) {
+      const auto x = LoadF(df, in + j * N);
+      StoreF(df, hn::MulAdd(x, vc[j], hn::Mul(hn::Reverse2(df, x), vs[j])), out + j * N);
+    }
+  }
+};
+
+#ifdef POSENC_ROPE_BLOCKS
+// Interleaved float32 through in-block shuffles (x86): dc/ds = cos/sin permuted to the lanes of
+// DeinterleaveInBlocks (PermuteForBlocks); the expanded factors only for a tail of fewer than N pairs.
+template <bool kBackward>
+struct InterleavedBlocksForm : FormState {
+  static constexpr size_t kFactorsPerPair = 1, kVecMultiple = 1;
+  HWY_INLINE void Load(const float* c_row, const float* s_row) {
+    if (n % hn::Lanes(DF()) != 0) ExpandInterleaved<kBackward>(c_row, s_row, n, f.cc, f.ss);
+    PermuteForBlocks(c_row, s_row, n, f.dc, f.ds);
+  }
+  HWY_INLINE void Rotate(const float* in, float* out) const {
+    RotateInterleavedRowBlocks<kBackward>(in, out, f.dc, f.ds, f.cc, f.ss, n);
+  }
+  const float* reg_c() const { return f.dc; }
+  const float* reg_s() const { return f.ds; }
+  template <size_t kVecs>
+  static HWY_INLINE void RotateRegs(const float* in, float* out, const hn::Vec<DF>* vc, const hn::Vec<DF>* vs) {
+    const DF df;
+    constexpr size_t N = hn::MaxLanes(DF());
+    for (size_t j = 0; j < kVecs; ++j) {
+      hn::Vec<DF> a, b, ra, rb;
+      DeinterleaveInBlocks(LoadF(df, in + 2 * j * N), LoadF(df, in + 2 * j * N + N), a, b);
+      RotatePair<kBackward>(a, b, vc[j], vs[j], ra, rb);
+      StoreF(df, hn::InterleaveLower(df, ra, rb), out + 2 * j * N);
+      StoreF(df, hn::InterleaveUpper(df, ra, rb), out + 2 * j * N + N);
+    }
+  }
+};
+#endif
+
+#if HWY_TARGET != HWY_SCALAR
+// Half layout, packed bfloat16 (two values per 32-bit lane): dc/ds = per block of 2N pairs, the even
+// pairs then the odd ones, to match the lanes' lower and upper halves.
+template <bool kBackward>
+struct HalfBF16Form : FormState {
+  static constexpr size_t kFactorsPerPair = 1, kVecMultiple = 2;
+  HWY_INLINE void Load(const float* c_row, const float* s_row) {
+    c = c_row, s = s_row;
+    const DF df;
+    const size_t N = hn::Lanes(df);
+    const size_t block = 2 * N;
+    for (size_t b0 = 0; b0 + block <= n; b0 += block) {
+      const auto c_lo = hn::LoadU(df, c + b0), c_hi = hn::LoadU(df, c + b0 + N);
+      const auto s_lo = hn::LoadU(df, s + b0), s_hi = hn::LoadU(df, s + b0 + N);
+      hn::StoreU(hn::ConcatEven(df, c_hi, c_lo), df, f.dc + b0);
+      hn::StoreU(hn::ConcatOdd(df, c_hi, c_lo), df, f.dc + b0 + N);
+      hn::StoreU(hn::ConcatEven(df, s_hi, s_lo), df, f.ds + b0);
+      hn::StoreU(hn::ConcatOdd(df, s_hi, s_lo), df, f.ds + b0 + N);
+    }
+  }
+  HWY_INLINE void Rotate(const bf16_t* in, bf16_t* out) const {
+    RotateHalfRowBF16<kBackward>(in, out, c, s, f.dc, f.ds, n);
+  }
+  const float* reg_c() const { return f.dc; }
+  const float* reg_s() const { return f.ds; }
+  template <size_t kVecs>
+  static HWY_INLINE void RotateRegs(const bf16_t* in, bf16_t* out, const hn::Vec<DF>* vc, const hn::Vec<DF>* vs) {
+    const DF df;
+    const DU du;
+    constexpr size_t N = hn::MaxLanes(DF());
+    constexpr size_t n = kVecs * N;
+    for (size_t j = 0; j < kVecs; j += 2) {
+      const auto A = hn::LoadU(du, reinterpret_cast<const uint32_t*>(in + j * N));
+      const auto B = hn::LoadU(du, reinterpret_cast<const uint32_t*>(in + n + j * N));
+      hn::Vec<DF> ra_e, rb_e, ra_o, rb_o;
+      RotatePair<kBackward>(LowBF16(A), LowBF16(B), vc[j], vs[j], ra_e, rb_e);
+      RotatePair<kBackward>(HighBF16(A), HighBF16(B), vc[j + 1], vs[j + 1], ra_o, rb_o);
+      hn::StoreU(PackBF16Computed(ra_e, ra_o), du, reinterpret_cast<uint32_t*>(out + j * N));
+      hn::StoreU(PackBF16Computed(rb_e, rb_o), du, reinterpret_cast<uint32_t*>(out + n + j * N));
+    }
+  }
+};
+
+// Interleaved layout, packed bfloat16 (a pair per 32-bit lane): the factors are the cos and sin rows;
+// the expanded factors only for a tail of fewer than N pairs.
+template <bool kBackward>
+struct InterleavedBF16Form : FormState {
+  static constexpr size_t kFactorsPerPair = 1, kVecMultiple = 1;
+  HWY_INLINE void Load(const float* c_row, const float* s_row) {
+    c = c_row, s = s_row;
+    if (n % hn::Lanes(DF()) != 0) ExpandInterleaved<kBackward>(c, s, n, f.cc, f.ss);
+  }
+  HWY_INLINE void Rotate(const bf16_t* in, bf16_t* out) const {
+    RotateInterleavedRowBF16<kBackward>(in, out, c, s, f.cc, f.ss, n);
+  }
+  const float* reg_c() const { return c; }
+  const float* reg_s() const { return s; }
+  template <size_t kVecs>
+  static HWY_INLINE void RotateRegs(const bf16_t* in, bf16_t* out, const hn::Vec<DF>* vc, const hn::Vec<DF>* vs) {
+    const DF df;
+    const DU du;
+    constexpr size_t N = hn::MaxLanes(DF());
+    for (size_t j = 0; j < kVecs; ++j) {
+      const auto x = hn::LoadU(du, reinterpret_cast<const uint32_t*>(in + 2 * j * N));
+      hn::Vec<DF> ra, rb;
+      RotatePair<kBackward>(LowBF16(x), HighBF16(x), vc[j], vs[j], ra, rb);
+      hn::StoreU(PackBF16Computed(ra, rb), du, reinterpret_cast<uint32_t*>(out + 2 * j * N));
+    }
+  }
+};
+#endif  // HWY_TARGET != HWY_SCALAR
+
+// The form each storage type and layout runs on this target.
+template <typename T, bool kInterleaved, bool kBackward>
+struct FormFor {
+  using type = std::conditional_t<kInterleaved, InterleavedForm<T, kBackward>, HalfForm<T, kBackward>>;
+};
+#ifdef POSENC_ROPE_BLOCKS
+// float32 only: with float16 the extra shuffles compete with the F16C conversions (cache-resident
+// decode [64, 32, 128] float16 took 22% longer that way; float32 5-16% shorter).
+template <bool kBackward>
+struct FormFor<float, true, kBackward> {
+  using type = InterleavedBlocksForm<kBackward>;
+};
+#endif
+#if HWY_TARGET != HWY_SCALAR
+template <bool kBackward>
+struct FormFor<bf16_t, false, kBackward> {
+  using type = HalfBF16Form<kBackward>;
+};
+template <bool kBackward>
+struct FormFor<bf16_t, true, kBackward> {
+  using type = InterleavedBF16Form<kBackward>;
+};
+#endif
+
+// Whether a form holds the token's factors in registers for kPairs pairs: the pair count known at
+// compile time, whole vectors, and the factor vectors filling at most half the vector registers (16
+// of AVX-512's 32, 8 of the others' 16). Not the scalar target.
+template <class Form, size_t kPairs>
+struct FormRegs {
+  static constexpr size_t kMaxN = hn::MaxLanes(DF());
+  static constexpr size_t kVecs = kPairs / kMaxN * Form::kFactorsPerPair;
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+  static constexpr size_t kMaxVecs = 8;
+#else
+  static constexpr size_t kMaxVecs = 4;
+#endif
+  static constexpr bool kOn = kMaxN >= 4 && kPairs > 0 && kPairs % kMaxN == 0 && kVecs <= kMaxVecs &&
+                              kVecs % Form::kVecMultiple == 0;
+};
+
+// Software prefetch distance for the tensor, in bytes ahead of the head being rotated: with it one
+// thread streams cold float32 q/k from DRAM at ~0.85-0.95 of an in-place XOR pass instead of ~0.75
+// (posenc bench --cache cold; 1024 and 8192 measured no better).
+constexpr size_t kPrefetchAhead = 4096;
+
+// Prefetches the cache lines of `bytes` bytes from `p` (prefetches never fault, past the buffer too).
+HWY_INLINE void PrefetchWindow(const void* p, size_t bytes) {
+  const char* c = static_cast<const char*>(p);
+#pragma GCC unroll 16
+  for (size_t l = 0; l < bytes; l += 64) hwy::Prefetch(c + l);
+}
+
+// The driver: tokens [begin, end) of the job, every tensor and head, through one form.
+template <typename T, bool kInterleaved, bool kBackward, size_t kPairs>
+void RopeTokensT(const detail::RopeJob& job, int64_t begin, int64_t end) {
+  using Form = typename FormFor<T, kInterleaved, kBackward>::type;
+  using Regs = FormRegs<Form, kPairs>;
+  const RotaryLayout& L = job.layout;
+  const size_t n = kPairs > 0 ? kPairs : static_cast<size_t>(L.num_pairs());  // kPairs: see RopeTokensDtype
+  const size_t start = static_cast<size_t>(L.rotary_start);
+  const size_t head_dim = static_cast<size_t>(L.head_dim);
+  const size_t after = start + 2 * n;  // first pass-through dim after the window
+  const RopeTable& table = *job.table;
+  // Scratch: on-the-fly cos/sin (2n), the expanded factors (4n), reordered factors (2n). On the stack
+  // up to 256 pairs (head_dim 512): a heap allocation per call cost ~55 ns, a quarter of a one-token,
+  // one-head call.
+  constexpr size_t kStackPairs = 256;
+  alignas(64) float stack_scratch[8 * kStackPairs + 1];
+  hwy::AlignedFreeUniquePtr<float[]> heap_scratch;
+  float* fly_c = stack_scratch;
+  if (n > kStackPairs) {
+    heap_scratch = hwy::AllocateAligned<float>(8 * n + 1);
+    fly_c = heap_scratch.get();
+  }
+  float* fly_s = fly_c + n;
+  Form form{{n, FormScratch{fly_s + n, fly_s + 3 * n, fly_s + 5 * n, fly_s + 6 * n}}};
+  const size_t row_lines = (n * sizeof(float) + 63) / 64;
+  hn::Vec<DF> vc[Regs::kOn ? Regs::kVecs : 1], vs[Regs::kOn ? Regs::kVecs : 1];
+  for (int64_t t = begin; t < end; ++t) {
+    const int64_t pos = job.positions[t];
+    if (t + 1 < end) detail::PrefetchCosSinRows(table, job.positions[t + 1], row_lines);
+    const float* c;
+    const float* s;
+    if (pos < table.num_positions()) {
+      c = table.cos_row(pos);
+      s = table.sin_row(pos);
+    } else {
+      table.CosSin(pos, fly_c, fly_s);
+      c = fly_c;
+      s = fly_s;
+    }
+    form.Load(c, s);
+    if constexpr (Regs::kOn) {
+      const DF df;
+      for (size_t j = 0; j < Regs::kVecs; ++j) {
+        vc[j] = hn::LoadU(df, form.reg_c() + j * Regs::kMaxN);
+        vs[j] = hn::LoadU(df, form.reg_s() + j * Regs::kMaxN);
+      }
+    }
+    for (int k = 0; k < job.num_tensors; ++k) {
+      const detail::RopeTensor& x = job.tensors[k];
+      // Pointers at the rotary window of head 0; the dims outside it are copied only out of place.
+      const T* in = static_cast<const T*>(x.in) + t * x.in_token_stride + start;
+      T* out = static_cast<T*>(x.out) + t * x.out_token_stride + start;
+      const bool out_of_place = x.in != x.out;
+      const bool prefetch_out = out_of_place && job.prefetch_out;
+      const bool copy_outside = out_of_place && (start > 0 || after < head_dim);
+      for (int64_t h = 0; h < x.heads; ++h, in += x.in_head_stride, out += x.out_head_stride) {
+        if (kPrefetchAhead > 0) {  // the window's lines, kPrefetchAhead bytes ahead (a fixed count for kPairs)
+          PrefetchWindow(reinterpret_cast<const char*>(in) + kPrefetchAhead, 2 * n * sizeof(T));
+          // Out of place, the destination's lines too, where that pays (StorePrefetchPolicy).
+          if (prefetch_out) PrefetchWindow(reinterpret_cast<const char*>(out) + kPrefetchAhead, 2 * n * sizeof(T));
+        }
+        if (copy_outside) {
+          if (start > 0) std::memcpy(out - start, in - start, start * sizeof(T));
+          if (after < head_dim) std::memcpy(out - start + after, in - start + after, (head_dim - after) * sizeof(T));
+        }
+        if constexpr (Regs::kOn) {
+          Form::template RotateRegs<Regs::kVecs>(in, out, vc, vs);
+        } else {
+          form.Rotate(in, out);
+        }
+      }
+    }
+  }
+}
+
+template <typename T, size_t kPairs>
+void RopeTokensPairs(const detail::RopeJob& job, int64_t begin, int64_t end) {
+  const bool inter = job.layout.pairing == RopePairing::kInterleaved;
+  if (inter) {
+    job.backward ? RopeTokensT<T, true, true, kPairs>(job, begin, end)
+                 : RopeTokensT<T, true, false, kPairs>(job, begin, end);
+  } else {
+    job.backward ? RopeTokensT<T, false, true, kPairs>(job, begin, end)
+                 : RopeTokensT<T, false, false, kPairs>(job, begin, end);
+  }
+}
+
+template <typename T>
+void RopeTokensDtype(const detail::RopeJob& job, int64_t begin, int64_t end) {
+  // The common rotary widths get a compile-time pair count, so each head's loop unrolls without
+  // remainder dispatch (roughly 5-15% less time on cache-resident [64, 8, 128] rows on AVX2, in
+  // paired runs whose noise is of the same order): 64 pairs (head_dim 128: Llama, Mistral, Qwen) and
+  // 32 pairs (head_dim 64, or GPT-J's 64-dim rotary window).
+  switch (job.layout.num_pairs()) {
+    case 64: RopeTokensPairs<T, 64>(job, begin, end); break;
+    case 32: RopeTokensPairs<T, 32>(job, begin, end); break;
+    default: RopeTokensPairs<T, 0>(job, begin, end); break;
+  }
+}
+
+// The exported per-target entry point.
+void RopeTokensTarget(const detail::RopeJob& job, int64_t begin, int64_t end) {
+  switch (job.dtype) {
+    case DType::kF32: RopeTokensDtype<float>(job, begin, end); break;
+    case DType::kF16: RopeTokensDtype<f16_t>(job, begin, end); break;
+    case DType::kBF16: RopeTokensDtype<bf16_t>(job, begin, end); break;
+    default: break;  // validated at the boundary
+  }
+}
+
+#undef POSENC_ROPE_BLOCKS
+
+}  // namespace HWY_NAMESPACE
+}  // namespace posenc
+HWY_AFTER_NAMESPACE();
+
+#endif  // include guard toggled per target
