@@ -44,12 +44,15 @@ constexpr detail::EnumName<PairRegime> kRegimeMeanings[] = {
     {PairRegime::kInterpolated,
      "frequency divided by the full factor: factor x L positions are squeezed into the angles L "
      "positions reached in training"},
-    {PairRegime::kBlended, "frequency divided by something strictly between 1 and the factor (YaRN's ramp, "
-                           "Llama 3's smooth band, NTK's middle pairs)"},
-    {PairRegime::kScaled, "frequency divided by something outside [1, factor] (LongRoPE's per-pair lists, "
-                          "dynamic NTK past its length)"},
-    {PairRegime::kUnrotated, "frequency 0: the pair is never rotated and carries no position (proportional "
-                             "RoPE's tail)"},
+    {PairRegime::kBlended,
+     "frequency divided by something strictly between 1 and the factor (YaRN's ramp, "
+     "Llama 3's smooth band, NTK's middle pairs)"},
+    {PairRegime::kScaled,
+     "frequency divided by something outside [1, factor] (LongRoPE's per-pair lists, "
+     "dynamic NTK past its length)"},
+    {PairRegime::kUnrotated,
+     "frequency 0: the pair is never rotated and carries no position (proportional "
+     "RoPE's tail)"},
 };
 
 std::string_view ToString(PairRegime r) { return detail::NameOf(r, kRegimeNames); }

@@ -48,9 +48,8 @@ TEST(Regimes, UnscaledWhereNothingIsScaled) {
 
 TEST(Regimes, InspectPrintsUnscaledForAnUnscaledModel) {
   const auto dir = testing::TempDir("regimes", "inspect");
-  testing::WriteFile(dir / "config.json",
-                     R"({"model_type": "llama", "hidden_size": 1024, "num_attention_heads": 16,)"
-                     R"( "max_position_embeddings": 4096, "rope_theta": 10000.0})");
+  testing::WriteFile(dir / "config.json", R"({"model_type": "llama", "hidden_size": 1024, "num_attention_heads": 16,)"
+                                          R"( "max_position_embeddings": 4096, "rope_theta": 10000.0})");
   std::string out;
   ASSERT_EQ(testing::RunCommand(testing::CliPath() + " inspect --json " + (dir / "config.json").string(), &out), 0)
       << out;

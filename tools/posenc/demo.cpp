@@ -219,13 +219,14 @@ Status ExtrapolationSection(const std::function<const char*(bool)>& check) {
   for (int64_t i : slow) {
     const double th = plain.inv_freq[i];
     if (i == slow.front() || i == slow.back() || i == (slow.front() + slow.back()) / 2)
-      fmt::print("   {:>6}{:>13.1f}{:>18.4f} rad{:>18.4f} rad\n", i, 2 * std::numbers::pi / th,
-                 (kTrainLength - 1) * th, last * th);
+      fmt::print("   {:>6}{:>13.1f}{:>18.4f} rad{:>18.4f} rad\n", i, 2 * std::numbers::pi / th, (kTrainLength - 1) * th,
+                 last * th);
   }
   fmt::print("   Between 4096 and 16383 every slow pair sweeps angles in ((4096 - 1) * theta_i, 2 pi) that it\n");
   fmt::print("   never had in training.\n");
   fmt::print("   There attention meets angles the model never learned (Chen et al. 2023, arXiv:2306.15595, show\n");
-  fmt::print("   Llama's perplexity exploding past its training length). Each scaling, factor {}, as posenc\n", kFactor);
+  fmt::print("   Llama's perplexity exploding past its training length). Each scaling, factor {}, as posenc\n",
+             kFactor);
   fmt::print("   computes it at seq_len {}: the unscaled position whose angle the slowest pair reaches at 16383\n",
              kLongLength);
   fmt::print("   (theta'_63 * 16383 / theta_63), and how many slow pairs reach an unscaled position >= 4096:\n");
@@ -253,15 +254,16 @@ Status ExtrapolationSection(const std::function<const char*(bool)>& check) {
     const double slowest = last * f.inv_freq[slow.back()] / plain.inv_freq[slow.back()];
     // The slowest pair is always brought back; "none" keeps every slow pair past; NTK leaves some
     // middle pairs past (its base change divides them by less than the factor).
-    const bool ok = r.keeps_all ? past == 0 : (std::string_view(r.name) == "none"
-                                                   ? past == static_cast<int64_t>(slow.size())
-                                                   : past > 0 && slowest < kTrainLength);
+    const bool ok = r.keeps_all ? past == 0
+                                : (std::string_view(r.name) == "none" ? past == static_cast<int64_t>(slow.size())
+                                                                      : past > 0 && slowest < kTrainLength);
     fmt::print("   {:<10}{:>14.2f}{:>13} of {:<2} {:<8}{}\n", r.name, slowest, past, slow.size(), check(ok), r.json);
   }
   fmt::print("   Linear, YaRN and Llama 3 divide the slow pairs by the full factor (interpolation: 16383 turns them\n");
   fmt::print("   as far as 4095.75 did); dynamic NTK stretches the base with the length; static NTK brings the\n");
   fmt::print("   slowest pair back but leaves middle pairs past their range, which is why YaRN interpolates\n");
-  fmt::print("   slow pairs fully and keeps fast ones (`posenc inspect CONFIG --seq-len N` lists each pair's regime).\n\n");
+  fmt::print(
+      "   slow pairs fully and keeps fast ones (`posenc inspect CONFIG --seq-len N` lists each pair's regime).\n\n");
   return OkStatus();
 }
 

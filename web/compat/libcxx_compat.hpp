@@ -8,8 +8,9 @@
 #if !defined(__cpp_lib_bit_cast)
 namespace std {
 template <class To, class From>
-  requires(sizeof(To) == sizeof(From) && is_trivially_copyable_v<To> && is_trivially_copyable_v<From>)
 constexpr To bit_cast(const From& from) noexcept {
+  static_assert(sizeof(To) == sizeof(From) && is_trivially_copyable_v<To> && is_trivially_copyable_v<From>,
+                "bit_cast: the types differ in size or are not trivially copyable");
   return __builtin_bit_cast(To, from);
 }
 }  // namespace std
