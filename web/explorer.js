@@ -61,6 +61,31 @@ function chart(svg, xs, series, opts) {
   }
 }
 
+// ---- 0. the lesson's story ----
+function heatmap(svg, w, mask) {
+  clear(svg);
+  const n = w.length, size = +svg.getAttribute("width") / n;
+  w.forEach((row, i) => row.forEach((x, j) => {
+    const masked = mask[i][j] === 1;
+    const shade = masked ? "#d0d0d0" : `rgb(${Math.round(255 - 200 * x)}, ${Math.round(255 - 120 * x)}, 255)`;
+    el("svg:rect", {x: j * size, y: i * size, width: size - 1, height: size - 1, fill: shade}, svg);
+    if (!masked) el("svg:text", {x: j * size + size / 2, y: i * size + size / 2 + 4, "text-anchor": "middle",
+                                  "font-size": 11}, svg, x.toFixed(2));
+  }));
+}
+function updateStory() {
+  const causal = $("story-causal").checked;
+  if ($("story-scheme").value === "3" && !causal) $("story-causal").checked = true;
+  const s = call(posenc.story, +$("story-scheme").value, $("story-causal").checked ? 1 : 0);
+  heatmap($("story-a"), s.a, s.mask_a);
+  heatmap($("story-b"), s.b_mapped_back, s.mask_b);
+  $("story-gap").textContent = String(s.max_gap);
+  $("story-verdict").textContent = s.max_gap < 1e-12 ? "the same map (to float rounding): word-order blind" : "different: order-aware";
+  $("story-a").dataset.weights = JSON.stringify(s.a);
+  $("story-b").dataset.weights = JSON.stringify(s.b_mapped_back);
+  $("story-b").dataset.masked = String(s.mask_b.flat().filter((m) => m === 1).length);
+}
+
 // ---- 1. one pair turning ----
 function basePower() { return Math.pow(10, +$("base").value); }
 function updatePair() {
@@ -224,11 +249,14 @@ PosencModule().then((m) => {
   posenc = {describe: f("posenc_describe", ["string", "number"]),
             rotatePair: f("posenc_rotate_pair", Array(7).fill("number")),
             scores: f("posenc_scores", Array(5).fill("number")),
-            families: f("posenc_families", [])};
+            families: f("posenc_families", []),
+            story: f("posenc_story", ["number", "number"])};
   for (const id of ["m", "n", "base"]) $(id).addEventListener("input", updatePair);
   $("seq").addEventListener("input", updateModel);
+  for (const id of ["story-scheme", "story-causal"]) $(id).addEventListener("change", updateStory);
   $("show").addEventListener("click", () => loadConfig($("config").value));
   legend();
+  updateStory();
   updatePair();
   exercises();
   examples();

@@ -16,6 +16,7 @@ import math
 import os
 import pathlib
 import shutil
+import signal
 import socket
 import struct
 import subprocess
@@ -133,7 +134,7 @@ def start_chromium(profile):
     proc = subprocess.Popen([exe, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
                              "--disable-extensions", "--allow-file-access-from-files", "--remote-debugging-port=0",
                              f"--user-data-dir={profile}", "--window-size=1100,1400", "about:blank"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     port_file = pathlib.Path(profile) / "DevToolsActivePort"
     for _ in range(300):
         if port_file.exists() and port_file.read_text().count("\n") >= 1:
@@ -227,7 +228,7 @@ def main():
     out.mkdir(parents=True, exist_ok=True)
     golden = sorted(pathlib.Path(a.data, "golden", "hf").glob("*/case.json"))
     check(len(golden) > 0, f"no golden cases under {a.data}/golden/hf")
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as tmp:
         proc, ws_url = start_chromium(os.path.join(tmp, "profile"))
         if proc is None:
             print("SKIP: chromium not found (Debian: chromium)")
@@ -252,6 +253,33 @@ def main():
             shot = lambda name: (out / f"{name}.png").write_bytes(  # noqa: E731
                 base64.b64decode(dt.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)["data"]))
             shot("01_loaded")
+
+            # 0. The story: blind with no scheme and no mask; the mask alone, and each scheme, break it.
+            def story(scheme, causal):
+                dt.js(f"(() => {{ document.getElementById('story-causal').checked = {str(causal).lower()};"
+                      f" const s = document.getElementById('story-scheme'); s.value = '{scheme}';"
+                      " s.dispatchEvent(new Event('change')); return true; })()")
+                return dt.js("({gap: document.getElementById('story-gap').textContent,"
+                             " causal: document.getElementById('story-causal').checked,"
+                             " w: JSON.parse(document.getElementById('story-a').dataset.weights)})")
+            s0 = story(0, False)
+            check(float(s0["gap"]) < 1e-12, f"story: no scheme, no mask: A and B differ by {s0['gap']}")
+            for scheme, causal in ((0, True), (1, False), (2, False), (2, True)):
+                g = story(scheme, causal)
+                check(float(g["gap"]) > 1e-3, f"story: scheme {scheme} causal {causal}: gap {g['gap']}")
+            al = story(3, False)  # ALiBi asked for without the mask: the page turns the mask on
+            check(al["causal"], "story: ALiBi shown without the causal mask")
+            for i, row in enumerate(al["w"]):
+                check(abs(sum(row) - 1) < 1e-12 and all(x == 0 for x in row[i + 1:]),
+                      f"story: ALiBi row {i} {row} does not sum to 1 over visible keys only")
+            # B mapped back: each row sums to 1 over its visible keys, and as many cells are masked (drawn
+            # grey) as in A, elsewhere.
+            wb = dt.js("JSON.parse(document.getElementById('story-b').dataset.weights)")
+            check(all(abs(sum(r) - 1) < 1e-12 for r in wb), f"story: B's rows {wb} do not sum to 1")
+            check(dt.js("document.getElementById('story-b').dataset.masked") == "10", "story: B's mask is not 10 cells")
+            check(dt.js("document.querySelectorAll('#story-b rect[fill=\"#d0d0d0\"]').length") == 10,
+                  "story: B's grey cells are not its 10 masked ones")
+            shot("00_story_alibi")
 
             # 1. The pair: angle = m * theta, q'.k' = cos((m - n) theta), unchanged when m and n move together.
             def pair(m, n):
@@ -323,8 +351,11 @@ def main():
             check(page["error"] != "", "a config with 0 heads shows no error")
             errors = dt.errors()
             check(not errors, f"console errors: {errors}")
-        finally:
-            proc.kill()
+        finally:  # chromium and its helper processes (its own process group)
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
             proc.wait()
     print(f"values one ulp from the native CLI's (WebAssembly libm): {len(ULP_DIFFS)}"
           + "".join(f"\n  {w}: page {g} native {n}" for w, g, n in ULP_DIFFS[:10]))
