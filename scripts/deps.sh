@@ -3,7 +3,7 @@
 set -eu
 packages="cmake ninja-build g++ libgtest-dev libgmock-dev libbenchmark-dev libhwy-dev nlohmann-json3-dev
 libcli11-dev libfmt-dev python3 python3-numpy
-pybind11-dev python3-pybind11 python3-pytest python3-matplotlib python3-torch"
+pybind11-dev python3-pybind11 python3-pytest python3-matplotlib python3-torch emscripten chromium"
 missing=""
 for p in $packages; do
   dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"

@@ -25,13 +25,38 @@ std::string_view ToString(RopeScalingType t) {
   return "unknown";
 }
 
-constexpr detail::EnumName<PairRegime> kRegimeNames[] = {{PairRegime::kExtrapolated, "extrapolated"},
+constexpr detail::EnumName<PairRegime> kRegimeNames[] = {{PairRegime::kUnscaled, "unscaled"},
+                                                         {PairRegime::kExtrapolated, "extrapolated"},
                                                          {PairRegime::kInterpolated, "interpolated"},
                                                          {PairRegime::kBlended, "blended"},
                                                          {PairRegime::kScaled, "scaled"},
                                                          {PairRegime::kUnrotated, "unrotated"}};
 
+// The one definition of each regime (inspect --help prints these; docs/LEARNING.md quotes them and a
+// test holds the two equal). "The factor" is NominalScalingFactor; L the original context.
+constexpr detail::EnumName<PairRegime> kRegimeMeanings[] = {
+    {PairRegime::kUnscaled,
+     "nothing is scaled at this length: the pair turns at base^(-2i/R) as in training (past the training "
+     "length a slow pair, wavelength > L, reaches angles training never showed it)"},
+    {PairRegime::kExtrapolated,
+     "the scaling keeps this pair's trained frequency: past L it turns on into new positions, harmless "
+     "for a fast pair whose wavelength is far below L (it met every angle in training)"},
+    {PairRegime::kInterpolated,
+     "frequency divided by the full factor: factor x L positions are squeezed into the angles L "
+     "positions reached in training"},
+    {PairRegime::kBlended,
+     "frequency divided by something strictly between 1 and the factor (YaRN's ramp, "
+     "Llama 3's smooth band, NTK's middle pairs)"},
+    {PairRegime::kScaled,
+     "frequency divided by something outside [1, factor] (LongRoPE's per-pair lists, "
+     "dynamic NTK past its length)"},
+    {PairRegime::kUnrotated,
+     "frequency 0: the pair is never rotated and carries no position (proportional "
+     "RoPE's tail)"},
+};
+
 std::string_view ToString(PairRegime r) { return detail::NameOf(r, kRegimeNames); }
+std::string_view PairRegimeMeaning(PairRegime r) { return detail::NameOf(r, kRegimeMeanings); }
 
 namespace {
 
@@ -686,6 +711,13 @@ std::vector<PairRegime> ClassifyPairs(const RopeConfig& config, const RopeFreque
     else
       out[i] = PairRegime::kScaled;
   }
+  // Nothing differs from base^(-2i/R): the length (or the config) scales nothing, and "extrapolated",
+  // which names a pair a scaling chose to keep, would say a scaling exists.
+  if (std::none_of(out.begin(), out.end(), [](PairRegime r) {
+        return r == PairRegime::kInterpolated || r == PairRegime::kBlended || r == PairRegime::kScaled;
+      }))
+    for (PairRegime& r : out)
+      if (r == PairRegime::kExtrapolated) r = PairRegime::kUnscaled;
   return out;
 }
 

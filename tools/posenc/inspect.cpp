@@ -316,8 +316,13 @@ void RegisterInspect(CLI::App& app) {
       "Show the positional scheme of a Hugging Face config.json or a model file (GGUF, safetensors, HF folder, "
       "llama2.c), its embedding / position / rope_freqs tensors, layout, rotary dims, base, "
       "scaling and its parameters, attention scaling, notes on defaulted values, and every RoPE pair's "
-      "frequency, wavelength (2*pi/frequency, in tokens) and regime (extrapolated / interpolated / blended / "
-      "scaled / unrotated) at a sequence length");
+      "frequency, wavelength (2*pi/frequency, in tokens) and regime (defined below) at a sequence length");
+  {
+    // The regimes' one definition (PairRegimeMeaning), as docs/LEARNING.md quotes it.
+    std::string footer = "Regimes (R: rotary dims, L: the original context, factor: the scaling's factor):";
+    for (PairRegime r : kPairRegimes) footer += fmt::format("\n  {:<13}{}", ToString(r), PairRegimeMeaning(r));
+    cmd->footer(footer);
+  }
   static std::string path;
   static int64_t seq_len = -1;
   static bool as_json = false;

@@ -221,18 +221,27 @@ const RopeScalingKey* FindScalingKey(const RopeScalingSpec& row, std::string_vie
 int64_t RopeFrequencyComputations();
 
 // How a pair's frequency relates to the unscaled base^(-2i/R) at one sequence length, for display.
+// The meanings are defined once, in PairRegimeMeaning (`posenc inspect --help`, docs/LEARNING.md).
 enum class PairRegime {
-  kExtrapolated,  // unchanged frequency (positions past training are extrapolated)
+  kUnscaled,      // nothing is scaled at this length: every pair keeps base^(-2i/R)
+  kExtrapolated,  // the scaling keeps this pair's unscaled frequency
   kInterpolated,  // divided by the full factor (positions squeezed into the trained range)
   kBlended,       // divided by something strictly between 1 and the factor
   kScaled,        // divided by something outside [1, factor] (LongRoPE lists, NTK past the factor)
   kUnrotated,     // frequency 0 (proportional RoPE's tail)
 };
 std::string_view ToString(PairRegime r);
+// One sentence saying what the regime means for a learner (no trailing period).
+std::string_view PairRegimeMeaning(PairRegime r);
+// Every regime, in the order above.
+inline constexpr PairRegime kPairRegimes[] = {PairRegime::kUnscaled,     PairRegime::kExtrapolated,
+                                              PairRegime::kInterpolated, PairRegime::kBlended,
+                                              PairRegime::kScaled,       PairRegime::kUnrotated};
 // The factor the scaling aims at (yarn/linear/llama3/longrope/ntk/dynamic: factor; ggml:
 // 1/freq_scale; none: 1), used as the "interpolated" mark.
 double NominalScalingFactor(const RopeConfig& config);
-// One regime per pair of `freqs` (which ComputeRopeFrequencies gave for `config`).
+// One regime per pair of `freqs` (which ComputeRopeFrequencies gave for `config`): kUnscaled for
+// every rotating pair when none differs from base^(-2i/R) (no scaling, or none at this length).
 std::vector<PairRegime> ClassifyPairs(const RopeConfig& config, const RopeFrequencies& freqs);
 // The unscaled frequencies the regimes are measured against: base^(-2i/R), or for proportional
 // base^(-2i/head_dim) over the whole head.
