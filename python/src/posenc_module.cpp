@@ -29,6 +29,8 @@
 #include "posenc/config/layer_schedule.hpp"     // likewise
 #include "posenc/kernels/attn_temperature.hpp"  // likewise
 #include "posenc/kernels/rope_cos_sin.hpp"      // likewise
+#include "posenc/io/json_guard.hpp"
+#include "posenc/math/rope_scaling_facts.hpp"
 #include "posenc/posenc.hpp"
 
 namespace py = pybind11;
@@ -158,6 +160,23 @@ py::dict ScalingDict(const RopeScaling& s) {
   d["freq_factors"] = s.freq_factors;
   d["partial_rotary_factor"] = s.partial_rotary_factor;
   return d;
+}
+
+// (name, value) of each parameter the scaling uses, from its row (ScalingParamsOf): what inspect lists.
+py::list ScalingParamsList(const RopeConfig& rc) {
+  py::list out;
+  for (const ScalingParam& p : ScalingParamsOf(rc)) {
+    py::object v;
+    switch (p.kind) {
+      case ScalingKeyKind::kNumber:
+      case ScalingKeyKind::kOptionalNumber: v = py::float_(p.number); break;
+      case ScalingKeyKind::kInteger: v = py::int_(p.integer); break;
+      case ScalingKeyKind::kBoolean: v = py::bool_(p.boolean); break;
+      case ScalingKeyKind::kNumberList: v = py::cast(p.list); break;
+    }
+    out.append(py::make_tuple(std::string(p.name), v));
+  }
+  return out;
 }
 
 py::object MultiAxisDict(const RopeConfig& rc) {
@@ -823,6 +842,17 @@ using namespace posenc::python;  // NOLINT
 
 PYBIND11_MODULE(_posenc, m) {
   m.doc() = "posenc's C++ API, translated (use the `posenc` package, not this module)";
+  m.attr("__version__") = POSENC_VERSION;             // the project's version (CMakeLists.txt)
+  m.attr("MAX_JSON_NESTING") = kMaxJsonNesting;      // the bound every JSON reader applies
+  m.def("scaling_rows", [] {  // (name, [key names]) of each row of RopeScalings(): the library's list
+    py::list rows;
+    for (const RopeScalingSpec& r : RopeScalings()) {
+      py::list keys;
+      for (const RopeScalingKey& k : r.keys) keys.append(std::string(k.name));
+      rows.append(py::make_tuple(std::string(r.name), keys));
+    }
+    return rows;
+  });
 
   m.def("set_num_threads", &SetNumThreads, py::arg("n"));
   m.def("num_threads", &NumThreads);
@@ -889,6 +919,9 @@ PYBIND11_MODULE(_posenc, m) {
       .def_property_readonly("rope_max_position_embeddings",
                              [](const PositionScheme& s) { return s.rope.max_position_embeddings; })
       .def_property_readonly("scaling", [](const PositionScheme& s) { return ScalingDict(s.rope.scaling); })
+      .def_property_readonly("scaling_params", [](const PositionScheme& s) { return ScalingParamsList(s.rope); })
+      .def_property_readonly("frequencies_depend_on_seq_len",
+                             [](const PositionScheme& s) { return FrequenciesDependOnSeqLen(s.rope); })
       .def_property_readonly("multi_axis", [](const PositionScheme& s) { return MultiAxisDict(s.rope); })
       .def_property_readonly("rope_notes", [](const PositionScheme& s) { return s.rope.notes; })
       .def_property_readonly("source", [](const PositionScheme& s) { return s.rope.source; })
