@@ -145,3 +145,22 @@ def test_config_dict_values_that_are_not_json():
         posenc.Rope({**base, 7: 1})
     with pytest.raises(ValueError, match=r"^params: freq_factors: set is not a JSON value"):
         posenc.Scheme.from_ggml({"n_dims": 64, "mode": 0, "freq_base": 10000.0, "freq_factors": {1.0}}, 64)
+
+
+def test_numpy_calls_never_import_torch():
+    """The README's one-liner and the other apply-style calls on numpy arrays leave torch unimported
+    (its import cost seconds of a one-line script)."""
+    import subprocess
+    import sys
+    code = ("import sys, numpy as np, posenc\n"
+            "r = posenc.Rope({'hidden_size': 512, 'num_attention_heads': 8, 'num_key_value_heads': 2, 'rope_theta': 1e4,"
+            " 'max_position_embeddings': 64})\n"
+            "q = np.ones((4, 8, 64), np.float32); k = np.ones((4, 2, 64), np.float32)\n"
+            "r.apply(q, np.arange(4)); r.apply_qk(q, k, np.arange(4)); r.cos_sin([1, 2])\n"
+            "kc = np.zeros((8, 2, 64), np.float32); vc = np.zeros_like(kc)\n"
+            "r.apply_kv_cache(q, k, k.copy(), np.arange(4), np.arange(4), kc, vc)\n"
+            "c = np.ones((1, 4, 64), np.float32)\n"
+            "posenc.hf.drop_in(r)(q[None].transpose(0, 2, 1, 3), k[None].transpose(0, 2, 1, 3), c, c)\n"
+            "print('torch' in sys.modules)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert r.stdout.strip() == "False", r.stdout + r.stderr
