@@ -262,9 +262,11 @@ RopeArgs Args(const RopeTable& table, const RotaryLayout& layout, const std::str
 
 // Rotates batch element b of x (in place, or into out) at positions[b]. Every element is validated
 // before any is written, so an error leaves every tensor as it was.
-void ApplyRopeBatch(const RopeTable& table, const RotaryLayout& layout, const py::list& x_views,
-                    const py::list& out_views, const py::list& positions, const std::string& direction,
-                    const std::string& what, bool reference) {
+// reps > 0 (the benchmark's C++ baseline, python/bench): the validated call run `reps` more times
+// back to back, each timed in C++ (ApplyRope validates again per call, as any C++ caller's does).
+std::vector<double> ApplyRopeBatch(const RopeTable& table, const RotaryLayout& layout, const py::list& x_views,
+                                   const py::list& out_views, const py::list& positions, const std::string& direction,
+                                   const std::string& what, bool reference, int reps = 0) {
   std::vector<HeadsView> x = Views(x_views, what.c_str());
   std::vector<HeadsView> out = Views(out_views, "out");
   std::vector<Positions> pos = PositionRows(positions);
@@ -278,15 +280,21 @@ void ApplyRopeBatch(const RopeTable& table, const RotaryLayout& layout, const py
     if (!out.empty()) Check(ValidateRope(args, out[b], "out"));
   }
   Status s;
+  std::vector<double> times;
   {
     py::gil_scoped_release release;
-    for (size_t b = 0; b < x.size() && s.ok(); ++b) {
-      args.positions = Span(pos[b]);
-      HeadsView dst = out.empty() ? x[b] : out[b];
-      s = reference ? ApplyRopeReference(args, x[b], dst) : ApplyRope(args, x[b], dst);
+    for (int r = 0; r <= reps && s.ok(); ++r) {
+      const auto t0 = std::chrono::steady_clock::now();
+      for (size_t b = 0; b < x.size() && s.ok(); ++b) {
+        args.positions = Span(pos[b]);
+        HeadsView dst = out.empty() ? x[b] : out[b];
+        s = reference ? ApplyRopeReference(args, x[b], dst) : ApplyRope(args, x[b], dst);
+      }
+      if (r > 0) times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
   }
   Check(s);
+  return times;
 }
 
 void ApplyRopeQKBatch(const RopeTable& table, const RotaryLayout& layout, const py::list& q_views,
@@ -319,7 +327,8 @@ void ApplyRopeKvCacheBinding(const RopeTable& table, const RotaryLayout& layout,
                              const py::tuple& k_t, const py::tuple& v_t, const py::tuple& q_out_t,
                              const Positions& positions, const Positions& slots, uintptr_t k_cache, int64_t k_nbytes,
                              uintptr_t v_cache, int64_t v_nbytes, const std::string& cache_type, int64_t layers,
-                             int64_t cache_slots, int64_t layer, bool reference) {
+                             int64_t cache_slots, int64_t layer, bool reference, int reps = 0,
+                             std::vector<double>* times = nullptr) {
   QkvViews x{View(q_t, "q"), View(k_t, "k"), View(v_t, "v")};
   const HeadsView q_out = View(q_out_t, "q_out");
   KvCacheView cache;
@@ -343,7 +352,11 @@ void ApplyRopeKvCacheBinding(const RopeTable& table, const RotaryLayout& layout,
   Status st;
   {
     py::gil_scoped_release release;
-    st = reference ? ApplyRopeKvCacheReference(args, x, q_out, cache) : ApplyRopeKvCache(args, x, q_out, cache);
+    for (int r = 0; r <= reps && st.ok(); ++r) {  // (reps > 0: timed repeats, as ApplyRopeBatch)
+      const auto t0 = std::chrono::steady_clock::now();
+      st = reference ? ApplyRopeKvCacheReference(args, x, q_out, cache) : ApplyRopeKvCache(args, x, q_out, cache);
+      if (r > 0 && times) times->push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
   }
   Check(st);
 }
@@ -1030,13 +1043,13 @@ PYBIND11_MODULE(_posenc, m) {
       "apply_rope",
       [](const RopeTable& table, const std::string& pairing, int64_t head_dim, int64_t rotary_start, int64_t rotary_dim,
          const py::list& x, const py::list& out, const py::list& positions, const std::string& direction,
-         const std::string& what, bool reference) {
+         const std::string& what, bool reference, int reps) {
         RotaryLayout layout{Pairing(pairing), head_dim, rotary_start, rotary_dim};
-        ApplyRopeBatch(table, layout, x, out, positions, direction, what, reference);
+        return ApplyRopeBatch(table, layout, x, out, positions, direction, what, reference, reps);
       },
       py::arg("table"), py::arg("pairing"), py::arg("head_dim"), py::arg("rotary_start"), py::arg("rotary_dim"),
       py::arg("views"), py::arg("out_views"), py::arg("positions"), py::arg("direction"), py::arg("what"),
-      py::arg("reference") = false);
+      py::arg("reference") = false, py::arg("reps") = 0);
   m.def(
       "apply_rope_qk",
       [](const RopeTable& table, const std::string& pairing, int64_t head_dim, int64_t rotary_start, int64_t rotary_dim,
@@ -1052,15 +1065,17 @@ PYBIND11_MODULE(_posenc, m) {
       [](const RopeTable& table, const std::string& pairing, int64_t head_dim, int64_t rotary_start, int64_t rotary_dim,
          const py::tuple& q, const py::tuple& k, const py::tuple& v, const py::tuple& q_out, const Positions& positions,
          const Positions& slots, uintptr_t k_cache, int64_t k_nbytes, uintptr_t v_cache, int64_t v_nbytes,
-         const std::string& cache_type, int64_t layers, int64_t cache_slots, int64_t layer, bool reference) {
+         const std::string& cache_type, int64_t layers, int64_t cache_slots, int64_t layer, bool reference, int reps) {
+        std::vector<double> times;
         ApplyRopeKvCacheBinding(table, RotaryLayout{Pairing(pairing), head_dim, rotary_start, rotary_dim}, q, k, v,
                                 q_out, positions, slots, k_cache, k_nbytes, v_cache, v_nbytes, cache_type, layers,
-                                cache_slots, layer, reference);
+                                cache_slots, layer, reference, reps, &times);
+        return times;
       },
       py::arg("table"), py::arg("pairing"), py::arg("head_dim"), py::arg("rotary_start"), py::arg("rotary_dim"),
       py::arg("q"), py::arg("k"), py::arg("v"), py::arg("q_out"), py::arg("positions"), py::arg("slots"),
       py::arg("k_cache"), py::arg("k_nbytes"), py::arg("v_cache"), py::arg("v_nbytes"), py::arg("cache_type"),
-      py::arg("layers"), py::arg("cache_slots"), py::arg("layer"), py::arg("reference"));
+      py::arg("layers"), py::arg("cache_slots"), py::arg("layer"), py::arg("reference"), py::arg("reps") = 0);
   m.def("apply_query_temperature", &ApplyTemperatureBatch, py::arg("q_views"), py::arg("scales"));
   m.def(
       "descs_apart",
