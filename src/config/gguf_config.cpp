@@ -26,6 +26,7 @@
 #include "posenc/core/checked_math.hpp"
 #include "posenc/io/gguf.hpp"
 #include "posenc/config/gguf_config.hpp"
+#include "posenc/core/message.hpp"
 #include "config/multi_axis_json.hpp"
 
 namespace posenc {
@@ -111,9 +112,16 @@ Status NonRopeScheme(const ArchKeys& k, std::optional<GgmlRopeType> rope_type, P
     } else if (arch == "mpt") {
       s->kind = PositionKind::kAlibi;
       s->alibi_variant = "mpt";
-    } else
+    } else if (const ModelFamily* f = FindModelFamilyByGguf(arch);
+               f != nullptr && (f->scheme == PositionKind::kNone || f->positions == PositionSwitch::kNever ||
+                                f->positions == PositionSwitch::kMlaUseNope)) {
+      // llama.cpp applies no RoPE, and the family's code has no positions (Mamba, Nemotron-H, Kimi Linear).
+      s->kind = PositionKind::kNone;
+      s->notes.push_back(fmt::format("{}: no positional transform (llama.cpp's rope type none; {})", arch, f->source));
+    } else {
       return UnimplementedError(fmt::format(
           "gguf {}: architecture '{}' uses no RoPE and posenc does not read its scheme from GGUF", path, arch));
+    }
     return OkStatus();
   }
   if (!rope_type)
@@ -355,6 +363,53 @@ Status ReadFactorTensors(const GgufFile& f, int64_t pairs, RopeConfig* rc) {
   return OkStatus();
 }
 
+// The layer type asked for (GgufConfigOptions::layer_type): sliding layers take the file's SWA base
+// and no frequency scaling where it has them (llama.cpp: rope.freq_base_swa, freq_scale_swa 1), llama.cpp's
+// fixed Gemma 3 values where it has not; a file with a sliding window but no SWA rope keys rotates every
+// layer alike. Anything else is refused naming what was looked for.
+Status ApplyLayerType(const ArchKeys& k, const std::string& layer_type, PositionScheme* s) {
+  if (layer_type.empty() || layer_type == "full_attention") return OkStatus();
+  const std::string& path = k.f.name();
+  if (layer_type != "sliding_attention")
+    return InvalidArgumentError(fmt::format(
+        "gguf {}: layer type {} asked for; a GGUF distinguishes full_attention and sliding_attention only", path,
+        QuoteForMessage(layer_type)));
+  RopeConfig& rc = s->rope;
+  const std::string base_key = k.Key("rope.freq_base_swa");
+  auto unscaled = [&] {
+    rc.scaling.freq_scale = 1.0;
+    rc.scaling.factor = 1.0;
+    rc.scaling.freq_factors.clear();
+  };
+  if (k.Has("rope.freq_base_swa")) {
+    POSENC_ASSIGN_OR_RETURN(rc.base, k.Float32("rope.freq_base_swa"));
+    if (!(rc.base > 0))
+      return InvalidArgumentError(fmt::format("gguf {}: key '{}' = {} must be > 0", path, base_key, rc.base));
+    rc.base = static_cast<float>(rc.base);
+    unscaled();
+    rc.notes.push_back(fmt::format("sliding_attention layers: base {} from '{}', no frequency scaling (llama.cpp's "
+                                   "freq_scale_swa 1)",
+                                   rc.base, base_key));
+  } else if (k.arch == "gemma3") {
+    rc.base = 10000.0;
+    unscaled();
+    rc.notes.push_back(fmt::format("sliding_attention layers: no '{}': llama.cpp's gemma3 values, base 10000 and no "
+                                   "frequency scaling",
+                                   base_key));
+  } else if (k.Has("attention.sliding_window")) {
+    rc.notes.push_back(fmt::format("sliding_attention layers: no '{}': the same rotation as every other layer",
+                                   base_key));
+  } else {
+    return InvalidArgumentError(fmt::format(
+        "gguf {}: layer type 'sliding_attention' asked for, but the file has neither '{}' nor '{}' (no sliding "
+        "layers)",
+        path, base_key, k.Key("attention.sliding_window")));
+  }
+  s->rope_layer_type = layer_type;
+  s->rope_layer_types = {"full_attention", "sliding_attention"};
+  return OkStatus();
+}
+
 }  // namespace
 
 Result<PositionScheme> LoadGgufConfig(const std::string& path, const GgufConfigOptions& options) {
@@ -371,7 +426,12 @@ Result<PositionScheme> GgufConfigFromFile(const GgufFile& f, const GgufConfigOpt
   POSENC_RETURN_IF_ERROR(ReadCounts(keys, &s));
   const std::optional<GgmlRopeType> rope_type = RopeTypeOf(arch);
   POSENC_RETURN_IF_ERROR(NonRopeScheme(keys, rope_type, &s));
-  if (s.kind != PositionKind::kRope) return s;
+  if (s.kind != PositionKind::kRope) {
+    if (!options.layer_type.empty())
+      return InvalidArgumentError(fmt::format("gguf {}: layer type {} asked for, but the model applies no RoPE",
+                                              f.name(), QuoteForMessage(options.layer_type)));
+    return s;
+  }
   RopeConfig& rc = s.rope;
   rc.source = f.name();
   rc.scaling.type = RopeScalingType::kGgml;
@@ -382,6 +442,7 @@ Result<PositionScheme> GgufConfigFromFile(const GgufFile& f, const GgufConfigOpt
   rc.max_position_embeddings = s.max_position_embeddings;
   POSENC_RETURN_IF_ERROR(ReadScaling(keys, s.max_position_embeddings, &rc.scaling));
   POSENC_RETURN_IF_ERROR(ReadFactorTensors(f, rc.layout.rotary_dim / 2, &rc));
+  POSENC_RETURN_IF_ERROR(ApplyLayerType(keys, options.layer_type, &s));
   POSENC_RETURN_IF_ERROR(ReadQueryTemperature(keys, &s.attn_temperature));
   POSENC_RETURN_IF_ERROR(ReadLayerCount(keys, &s));
   for (auto& n : rc.notes) s.notes.push_back(n);

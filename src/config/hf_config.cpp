@@ -1,5 +1,7 @@
 // Hugging Face config.json -> PositionScheme.
 #include <algorithm>
+#include <cctype>
+#include <iterator>
 #include <cmath>
 #include <fstream>
 #include <set>
@@ -12,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "posenc/config/hf_config.hpp"
+#include "posenc/config/layer_schedule.hpp"
 #include "posenc/config/model_families.hpp"
 #include "posenc/core/checked_math.hpp"
 #include "posenc/core/message.hpp"
@@ -89,9 +92,10 @@ Result<std::string> CheckFamilyKnown(const std::string& source, const HfConfigOp
         "model_type {} is not in the family registry: {} pairing over the whole head, as stated (assume_layout)",
         s.model_type.empty() ? "(none)" : QuoteForMessage(s.model_type), ToString(*options.assume_layout));
   if (s.model_type.empty())
-    return std::string(
-        "no model_type: half pairing (Hugging Face's rotate_half) over the whole head assumed; state another with "
-        "--assume-layout half|interleaved");
+    return InvalidArgumentError(fmt::format(
+        "config {}: no model_type (and no architectures class posenc knows), so its RoPE pair layout is unknown: "
+        "state it with --assume-layout half|interleaved (HfConfigOptions::assume_layout)",
+        source));
   return InvalidArgumentError(fmt::format(
       "config {}: model_type {} is not a family posenc knows (`posenc families` lists them), so its RoPE pair layout "
       "is unknown: state it with --assume-layout half|interleaved (HfConfigOptions::assume_layout)",
@@ -178,6 +182,125 @@ Status ParseScalingBeta(const json& j, const std::string& source, PositionScheme
   return OkStatus();
 }
 
+// The type of every decoder layer where the family derives it from keys other than layer_types
+// (LayerTypesRule, model_families.hpp). Types of layers without attention are named as
+// LayerTypeHasAttention knows them ("mamba", "moe", "mlp", "linear_attention").
+Status DeriveLayerTypes(const json& j, const std::string& source, const ModelFamily& family, PositionScheme* s) {
+  const int64_t n = s->num_layers;
+  std::vector<std::string>& types = s->layer_types;
+  switch (family.layer_types_rule) {
+    case LayerTypesRule::kConfigOnly: return OkStatus();
+    case LayerTypesRule::kGemma4Pattern:
+      if (types.empty())
+        for (int64_t i = 0; i < n; ++i) types.push_back((i + 1) % 6 == 0 ? "full_attention" : "sliding_attention");
+      if (!types.empty() && types.back() != "full_attention") {
+        Note(s, fmt::format("{}: the last layer is always full_attention (layer_types[{}] was '{}')", s->model_type,
+                            types.size() - 1, types.back()));
+        types.back() = "full_attention";
+      }
+      return OkStatus();
+    case LayerTypesRule::kMambaUnlessListed:
+      if (types.empty() && n > 0) {
+        types.assign(static_cast<size_t>(n), "mamba");
+        Note(s, fmt::format("{}: no layer_types: every layer is a Mamba-2 mixer (the config class's default)",
+                            s->model_type));
+      }
+      return OkStatus();
+    case LayerTypesRule::kCompressRatios: {
+      if (!types.empty() || !Has(j, "compress_ratios")) return OkStatus();
+      const json& r = j["compress_ratios"];
+      if (!r.is_array())
+        return KeyError(source, "compress_ratios", fmt::format("is {}, expected a list of integers", JsonForMessage(r)));
+      if (static_cast<int64_t>(r.size()) < n)
+        return KeyError(source, "compress_ratios", fmt::format("has {} entries, num_hidden_layers is {}", r.size(), n));
+      for (int64_t i = 0; i < n; ++i) {
+        const json& v = r[static_cast<size_t>(i)];
+        const int64_t ratio = v.is_number_integer() ? v.get<int64_t>() : -1;
+        if (ratio == 0)
+          types.push_back("sliding_attention");
+        else if (ratio == 4)
+          types.push_back("compressed_sparse_attention");
+        else if (ratio == 128)
+          types.push_back("heavily_compressed_attention");
+        else
+          return KeyError(source, fmt::format("compress_ratios[{}]", i),
+                          fmt::format("is {}, {} knows 0, 4 and 128", JsonForMessage(v), s->model_type));
+      }
+      if (static_cast<int64_t>(r.size()) > n)
+        Note(s, fmt::format("compress_ratios has {} entries: the {} after num_hidden_layers {} (MTP) are not layers",
+                            r.size(), static_cast<int64_t>(r.size()) - n, n));
+      return OkStatus();
+    }
+    case LayerTypesRule::kHybridOverride: {
+      if (!types.empty()) {
+        // transformers 5 spells them as layer kinds: keep, naming the attention ones as such.
+        return OkStatus();
+      }
+      if (Has(j, "layers_block_type")) {
+        const json& t = j["layers_block_type"];
+        if (!t.is_array())
+          return KeyError(source, "layers_block_type",
+                          fmt::format("is {}, expected a list of strings", JsonForMessage(t)));
+        for (size_t i = 0; i < t.size(); ++i) {
+          if (!t[i].is_string())
+            return KeyError(source, fmt::format("layers_block_type[{}]", i),
+                            fmt::format("is {}, expected a string", JsonForMessage(t[i])));
+          types.push_back(t[i].get<std::string>());
+        }
+      } else if (Has(j, "hybrid_override_pattern")) {
+        POSENC_ASSIGN_OR_RETURN(const std::string pattern, GetString(j, "hybrid_override_pattern", source));
+        for (size_t i = 0; i < pattern.size(); ++i) {
+          switch (pattern[i]) {
+            case 'M': types.push_back("mamba"); break;
+            case 'E': types.push_back("moe"); break;
+            case '-': types.push_back("mlp"); break;
+            case '*': types.push_back("attention"); break;
+            default:
+              return KeyError(source, "hybrid_override_pattern",
+                              fmt::format("has {} at index {}: M (mamba), E (moe), - (mlp) and * (attention) are known",
+                                          QuoteForMessage(std::string(1, pattern[i])), i));
+          }
+        }
+      }
+      if (!types.empty() && n > 0 && static_cast<int64_t>(types.size()) != n)
+        return KeyError(source, Has(j, "layers_block_type") ? "layers_block_type" : "hybrid_override_pattern",
+                        fmt::format("names {} layers, num_hidden_layers is {}", types.size(), n));
+      return OkStatus();
+    }
+    case LayerTypesRule::kHybridLayerPattern: {
+      if (!types.empty() || !Has(j, "hybrid_layer_pattern")) return OkStatus();
+      const json& t = j["hybrid_layer_pattern"];
+      if (!t.is_array())
+        return KeyError(source, "hybrid_layer_pattern", fmt::format("is {}, expected a list of 0 and 1", JsonForMessage(t)));
+      for (size_t i = 0; i < t.size(); ++i) {
+        if (!t[i].is_number_integer() || (t[i].get<int64_t>() != 0 && t[i].get<int64_t>() != 1))
+          return KeyError(source, fmt::format("hybrid_layer_pattern[{}]", i),
+                          fmt::format("is {}, expected 0 (full) or 1 (sliding)", JsonForMessage(t[i])));
+        types.push_back(t[i].get<int64_t>() == 1 ? "sliding_attention" : "full_attention");
+      }
+      return OkStatus();
+    }
+    case LayerTypesRule::kKdaLayers: {
+      if (!types.empty() || !Has(j, "linear_attn_config") || !j["linear_attn_config"].is_object()) return OkStatus();
+      const json& cfg = j["linear_attn_config"];
+      const std::string where = source + " (linear_attn_config)";
+      types.assign(static_cast<size_t>(n), "full_attention");
+      if (!Has(cfg, "kda_layers")) return OkStatus();
+      const json& t = cfg["kda_layers"];
+      if (!t.is_array())
+        return KeyError(where, "kda_layers", fmt::format("is {}, expected a list of layer numbers", JsonForMessage(t)));
+      for (size_t i = 0; i < t.size(); ++i) {
+        if (!t[i].is_number_integer() || t[i].get<int64_t>() < 1 || t[i].get<int64_t>() > n)
+          return KeyError(where, fmt::format("kda_layers[{}]", i),
+                          fmt::format("is {}, expected a 1-based layer number in [1, {}]", JsonForMessage(t[i]), n));
+        types[static_cast<size_t>(t[i].get<int64_t>() - 1)] = "linear_attention";
+      }
+      return OkStatus();
+    }
+  }
+  return OkStatus();
+}
+
 Status ParseLayerKeys(const json& j, const std::string& source, PositionScheme* s) {
   if (std::string k = FirstKey(j, {"num_hidden_layers", "n_layer", "num_layers", "n_layers"}); !k.empty()) {
     POSENC_ASSIGN_OR_RETURN(s->num_layers, GetInt(j, k, source));
@@ -252,6 +375,7 @@ Status ParseLayerKeys(const json& j, const std::string& source, PositionScheme* 
     if (*dst <= 0) return KeyError(source, key, fmt::format("is {}, must be > 0", *dst));
   }
   const ModelFamily* family = FamilyOf(*s);
+  if (family != nullptr) POSENC_RETURN_IF_ERROR(DeriveLayerTypes(j, source, *family, s));
   if (family == nullptr || family->query_temperature == QueryTemperatureForm::kNone) return OkStatus();
   if (family->query_temperature == QueryTemperatureForm::kScalingBeta) return ParseScalingBeta(j, source, s);
   // Llama4TextConfig: attn_temperature_tuning (a truthy value: Scout's config says 4), floor_scale,
@@ -516,6 +640,8 @@ Result<RopeSource> SelectRopeParams(const json& j, const std::string& source, co
             fmt::format("config {}: layer type '{}' is not in {} (it has: {})", source, pick, r.spelling, have));
       }
       s->rope_layer_type = pick;
+      if (s->rope_keys.empty()) s->rope_keys = s->rope_layer_types;
+      s->rope_key = pick;
       r.params = &(*r.params)[pick];
       r.spelling += "." + pick;
     }
@@ -619,7 +745,12 @@ Result<RopeDims> ReadDims(const json& j, const std::string& source, PositionSche
   s->hidden_size = hidden;
   RopeDims d;
   std::string head_key = "head_dim";
-  if (s->rope_layer_type == "full_attention" && Has(j, "global_head_dim")) head_key = "global_head_dim";
+  const ModelFamily* row = FamilyOf(*s);
+  const std::string full_key = row != nullptr && !row->full_head_dim_key.empty() ? std::string(row->full_head_dim_key)
+                                                                                 : std::string("global_head_dim");
+  if (Has(j, "head_dim")) { POSENC_ASSIGN_OR_RETURN(s->layer_head_dim, GetInt(j, "head_dim", source)); }
+  if (Has(j, full_key)) { POSENC_ASSIGN_OR_RETURN(s->full_attention_head_dim, GetInt(j, full_key, source)); }
+  if (s->rope_layer_type == "full_attention" && Has(j, full_key)) head_key = full_key;
   // A family's own spelling of the head size (Qwen, ChatGLM: kv_channels).
   if (const ModelFamily* family = FamilyOf(*s);
       family != nullptr && !family->head_dim_key.empty() && Has(j, family->head_dim_key))
@@ -634,6 +765,7 @@ Result<RopeDims> ReadDims(const json& j, const std::string& source, PositionSche
       return KeyError(source, "qk_nope_head_dim",
                       fmt::format("= {} plus qk_rope_head_dim = {} overflows int64", nope, d.rotary_dim));
     d.rotary_start = nope;
+    s->layer_head_dim = d.head_dim;
   } else if (Has(j, head_key)) {
     POSENC_ASSIGN_OR_RETURN(d.head_dim, GetInt(j, head_key, source));
     if (d.head_dim <= 0) return KeyError(source, head_key, fmt::format("is {}, must be positive", d.head_dim));
@@ -646,6 +778,7 @@ Result<RopeDims> ReadDims(const json& j, const std::string& source, PositionSche
     if (hidden % heads != 0)
       return KeyError(source, hk, fmt::format("= {} does not divide {} = {} evenly", heads, dk, hidden));
     d.head_dim = hidden / heads;
+    s->layer_head_dim = d.head_dim;
   }
   return d;
 }
@@ -654,7 +787,8 @@ Result<RopeDims> ReadDims(const json& j, const std::string& source, PositionSche
 // rotary_pct (GPT-NeoX), rotary_dim (GPT-J, CodeGen), the family's default) and the pairing: the
 // config's layout.
 Status ReadRotaryLayout(const json& j, const json& p, const RopeSource& src, const std::string& source, RopeDims d,
-                        std::optional<RopePairing> assume_layout, PositionScheme* s) {
+                        std::optional<RopePairing> assume_layout, std::optional<RopePairing> site_pairing,
+                        PositionScheme* s) {
   RopeConfig& rc = s->rope;
   RopeScaling& sc = rc.scaling;
   std::optional<double> partial;
@@ -732,6 +866,7 @@ Status ReadRotaryLayout(const json& j, const json& p, const RopeSource& src, con
       Note(s, fmt::format("no rope_interleave: true assumed ({}'s default: interleaved pairs)", s->model_type));
     }
   }
+  if (site_pairing.has_value()) rc.layout.pairing = *site_pairing;
   return OkStatus();
 }
 
@@ -923,7 +1058,8 @@ void ScalingNotes(const json& p, PositionScheme* s) {
                         sc.low_freq_factor, sc.original_max_position_embeddings, sc.low_freq_factor));
 }
 
-Status ParseRope(const json& j, const std::string& source, const HfConfigOptions& options, PositionScheme* s) {
+Status ParseRope(const json& j, const std::string& source, const HfConfigOptions& options,
+                 std::optional<RopePairing> site_pairing, PositionScheme* s) {
   RopeConfig& rc = s->rope;
   rc.source = source;
   POSENC_ASSIGN_OR_RETURN(RopeSource src, SelectRopeParams(j, source, options, s));
@@ -933,7 +1069,7 @@ Status ParseRope(const json& j, const std::string& source, const HfConfigOptions
   std::string type;
   POSENC_ASSIGN_OR_RETURN(const RopeScalingSpec* row, ReadScalingType(j, p, src, source, s, &type));
   POSENC_ASSIGN_OR_RETURN(RopeDims dims, ReadDims(j, source, s));
-  POSENC_RETURN_IF_ERROR(ReadRotaryLayout(j, p, src, source, dims, options.assume_layout, s));
+  POSENC_RETURN_IF_ERROR(ReadRotaryLayout(j, p, src, source, dims, options.assume_layout, site_pairing, s));
   POSENC_RETURN_IF_ERROR(ReadBaseAndLength(j, p, src, source, s));
   POSENC_RETURN_IF_ERROR(ReadOriginalLength(j, p, src, *row, type, source, s));
   POSENC_RETURN_IF_ERROR(ReadFactor(p, *row, type, source, s));
@@ -957,6 +1093,358 @@ Status ParseRope(const json& j, const std::string& source, const HfConfigOptions
   POSENC_RETURN_IF_ERROR(multi_axis_json::ReadHfMultiAxis(j, p, source, s));
   // The row's range rules and the frequencies, checked once; ComputeRopeFrequencies trusts the record.
   return ValidateRopeConfigAndKeep(&rc);
+}
+
+// ---------- never a guess: positional keys nobody reads ----------
+
+// Keys the reader reads for any family (or checks the value of), by name.
+constexpr std::string_view kReadKeys[] = {
+    "rope_theta", "rope_scaling", "rope_parameters", "rotary_emb_base", "rope_local_base_freq",
+    "partial_rotary_factor", "rotary_pct", "rope_pct", "rope_percent", "rotary_dim", "max_position_embeddings",
+    "original_max_position_embeddings", "n_positions", "qk_rope_head_dim", "rope_interleave", "no_rope_layers",
+    "no_rope_layer_interval", "max_sequence_length", "sinusoidal_embeddings",
+    "relative_attention_num_buckets", "relative_attention_max_distance", "learned_pos_emb"};
+
+// Positional-looking keys that no family's modeling code reads for its positions, and why.
+struct IgnoredKey {
+  std::string_view key, why;
+};
+constexpr IgnoredKey kIgnoredEverywhere[] = {
+    {"use_mrope", "Qwen2's flag of its M-RoPE variant: the text model's code never reads it"},
+    {"rope_type", "a top-level copy: the rope_type inside rope_parameters / rope_scaling is read"},
+    {"max_window_layers", "sliding-window layer count, not positions"},
+};
+
+bool NamesPositions(std::string_view key) {
+  for (std::string_view w : {"rope", "rotary", "position", "nope", "mrope", "theta", "partial"})
+    if (key.find(w) != std::string_view::npos) return true;
+  return false;
+}
+
+// Does `text` (a registry row's free-text column) name `key` as a whole identifier?
+bool TextNamesKey(std::string_view text, std::string_view key) {
+  auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_'; };
+  for (size_t at = text.find(key); at != std::string_view::npos; at = text.find(key, at + 1)) {
+    const bool left = at == 0 || !ident(text[at - 1]);
+    const bool right = at + key.size() == text.size() || !ident(text[at + key.size()]);
+    if (left && right) return true;
+  }
+  return false;
+}
+
+// The family's row (and the rows it derives from) names the key as one it reads or ignores.
+bool FamilyNamesKey(const ModelFamily* f, std::string_view key) {
+  for (int depth = 0; f != nullptr && depth < 8; ++depth) {
+    for (std::string_view text : {f->own_keys, f->ignored_keys, f->layer_schedule, f->position_scaling, f->base_key,
+                                  f->base_scale_key, f->head_dim_key, f->position_scale_key, f->dynamic_ntk_key,
+                                  f->refused_key, f->full_head_dim_key})
+      if (TextNamesKey(text, key)) return true;
+    f = f->derives_from.empty() ? nullptr : FindModelFamily(f->derives_from);
+  }
+  return false;
+}
+
+// Refuses a config key that names positions or rotation and that neither the reader nor the family
+// reads or knowingly ignores: its meaning would otherwise be guessed. Keys the caller states as
+// understood are noted instead.
+Status CheckPositionalKeys(const json& j, const std::string& source, const HfConfigOptions& options,
+                           PositionScheme* s) {
+  const ModelFamily* family = FamilyOf(*s);
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string& key = it.key();
+    if (it.value().is_null() || !NamesPositions(key)) continue;
+    if (std::find(std::begin(kReadKeys), std::end(kReadKeys), key) != std::end(kReadKeys)) continue;
+    if (std::any_of(std::begin(kIgnoredEverywhere), std::end(kIgnoredEverywhere),
+                    [&](const IgnoredKey& k) { return k.key == key; }))
+      continue;
+    if (FamilyNamesKey(family, key)) continue;
+    if (std::find(options.understood_keys.begin(), options.understood_keys.end(), key) !=
+        options.understood_keys.end()) {
+      Note(s, fmt::format("key '{}' = {} not read (stated as understood by the caller)", key,
+                          JsonForMessage(it.value())));
+      continue;
+    }
+    return InvalidArgumentError(fmt::format(
+        "config {}: key '{}' = {} names positions, but posenc's reader of model_type {} neither reads nor knowingly "
+        "ignores it: if it does not change the positions, state so with --accept-key {} "
+        "(HfConfigOptions::understood_keys); otherwise posenc cannot answer for this model",
+        source, key, JsonForMessage(it.value()), s->model_type.empty() ? std::string("(none)") : QuoteForMessage(s->model_type),
+        key));
+  }
+  return OkStatus();
+}
+
+// ---------- layers and sites (2026 structure) ----------
+
+// The family's positions switch (PositionSwitch): false when the config turns positions off, noted.
+Result<bool> PositionsOn(const json& j, const std::string& source, const ModelFamily& f, PositionScheme* s) {
+  switch (f.positions) {
+    case PositionSwitch::kAlways: break;
+    case PositionSwitch::kNever:
+      Note(s, fmt::format("{}: no layer applies a positional transform ({}); its RoPE keys are not read",
+                          s->model_type, f.source));
+      return false;
+    case PositionSwitch::kPositionEmbeddingTypeRope: {
+      if (!Has(j, "position_embedding_type")) {
+        Note(s, fmt::format("{}: position_embedding_type null or absent: no positions (only \"rope\" turns RoPE on)",
+                            s->model_type));
+        return false;
+      }
+      const json& v = j["position_embedding_type"];
+      if (!v.is_string())
+        return KeyError(source, "position_embedding_type",
+                        fmt::format("is {}, expected \"rope\", \"nope\" or null", JsonForMessage(v)));
+      const std::string t = v.get<std::string>();
+      if (t == "rope") break;
+      if (t == "nope") {
+        Note(s, fmt::format("{}: position_embedding_type \"nope\": no positions", s->model_type));
+        return false;
+      }
+      return KeyError(source, "position_embedding_type",
+                      fmt::format("is {}, {} knows \"rope\", \"nope\" and null", QuoteForMessage(t), s->model_type));
+    }
+    case PositionSwitch::kMlaUseNope: {
+      if (!Has(j, "mla_use_nope")) break;
+      POSENC_ASSIGN_OR_RETURN(const bool nope, GetBool(j, "mla_use_nope", source));
+      if (nope) {
+        Note(s, fmt::format("{}: mla_use_nope true: the MLA layers apply no RoPE, the linear layers carry no "
+                            "positions",
+                            s->model_type));
+        return false;
+      }
+      break;
+    }
+  }
+  // An MLA family whose rope slice is empty has no rotary part at all.
+  if (f.window == RotaryWindow::kBackOfHead && Has(j, "qk_rope_head_dim") && j["qk_rope_head_dim"].is_number() &&
+      j["qk_rope_head_dim"].get<double>() == 0) {
+    Note(s, fmt::format("{}: qk_rope_head_dim 0: no rotary slice, no positions", s->model_type));
+    return false;
+  }
+  return true;
+}
+
+// The RoPE sites of the family's attention layers (SiteRule).
+std::vector<RotarySite> FamilySites(const ModelFamily* f, const json& j) {
+  if (f == nullptr) return {RotarySite::kAttention};
+  switch (f->site_rule) {
+    case SiteRule::kDsa: return {RotarySite::kMla, RotarySite::kIndexer};
+    case SiteRule::kDeepseekV4:
+      return {RotarySite::kAttention, RotarySite::kAttentionOutput, RotarySite::kIndexer, RotarySite::kCompressor};
+    case SiteRule::kAttention: break;
+  }
+  if (f->window == RotaryWindow::kBackOfHead && Has(j, "qk_rope_head_dim")) return {RotarySite::kMla};
+  return {RotarySite::kAttention};
+}
+
+std::string SitesString(const std::vector<RotarySite>& sites) {
+  std::string out;
+  for (RotarySite site : sites) out += fmt::format("{}{}", out.empty() ? "" : ", ", ToString(site));
+  return out;
+}
+
+// The site asked for (options.site; empty: the family's first), refused naming the sites there are.
+Status SelectSite(const HfConfigOptions& options, const std::string& source, PositionScheme* s) {
+  if (options.site.empty()) {
+    s->site = s->sites.front();
+    if (s->sites.size() > 1)
+      Note(s, fmt::format("{} RoPE sites per attention layer ({}): {} described (choose with the site option)",
+                          s->sites.size(), SitesString(s->sites), ToString(s->site)));
+    return OkStatus();
+  }
+  RotarySite want;
+  if (!ParseRotarySite(options.site, &want) || std::find(s->sites.begin(), s->sites.end(), want) == s->sites.end())
+    return InvalidArgumentError(fmt::format("config {}: site {} is not one of {}'s RoPE sites ({})", source,
+                                            QuoteForMessage(options.site),
+                                            s->model_type.empty() ? "the model" : s->model_type, SitesString(s->sites)));
+  s->site = want;
+  return OkStatus();
+}
+
+// DeepSeek-V4's keyed parameter sets: rope_parameters {main, compress} when the config has them, else
+// main = default RoPE at rope_theta and compress = the flat rope_scaling (or rope_parameters) at
+// compress_rope_theta (attention_factor 1 for yarn when it gives none), as DeepseekV4Config builds them.
+Result<json> DeepseekV4Set(const json& j, const std::string& source, const std::string& label) {
+  if (Has(j, "rope_parameters") && j["rope_parameters"].is_object() && Has(j["rope_parameters"], "main") &&
+      Has(j["rope_parameters"], "compress")) {
+    const json& p = j["rope_parameters"][label];
+    if (!p.is_object())
+      return KeyError(source, "rope_parameters." + label, fmt::format("is {}, expected an object", JsonForMessage(p)));
+    return p;
+  }
+  json p = json::object();
+  if (label == "main") {
+    p["rope_type"] = "default";
+    if (Has(j, "rope_theta")) p["rope_theta"] = j["rope_theta"];
+    return p;
+  }
+  for (const char* key : {"rope_scaling", "rope_parameters"}) {
+    if (!Has(j, key)) continue;
+    if (!j[key].is_object())
+      return KeyError(source, key, fmt::format("is {}, expected an object", JsonForMessage(j[key])));
+    p = j[key];
+    break;
+  }
+  if (Has(j, "compress_rope_theta")) p["rope_theta"] = j["compress_rope_theta"];
+  const std::string type = Has(p, "rope_type") && p["rope_type"].is_string() ? p["rope_type"].get<std::string>()
+                           : Has(p, "type") && p["type"].is_string()          ? p["type"].get<std::string>()
+                                                                              : "default";
+  if (type == "yarn" && !Has(p, "attention_factor")) p["attention_factor"] = 1.0;
+  return p;
+}
+
+// The config as the generic RoPE reader must see it for the chosen layer and site: the family's keyed
+// sets and defaults resolved, and a second site's head and window spelled as the reader knows them
+// (head_dim + rotary_dim for a front window, qk_nope_head_dim + qk_rope_head_dim for a back one).
+// *pairing: a site whose pairing is fixed by the family rather than the row (the DSA indexer).
+Result<json> SiteView(const json& j, const std::string& source, const ModelFamily& f, HfConfigOptions* options,
+                      std::optional<RopePairing>* pairing, PositionScheme* s) {
+  json v = j;
+  if (!f.default_rope_parameters.empty() && !Has(v, "rope_parameters") && !Has(v, "rope_scaling") &&
+      !Has(v, "rope_theta")) {
+    // The config class's own rope_parameters (the row's default_rope_parameters).
+    v["rope_parameters"] = json::parse(f.default_rope_parameters);
+    Note(s, fmt::format("no rope_parameters: {}'s config class defaults {}", s->model_type, f.default_rope_parameters));
+  }
+  if (f.layer_types_rule == LayerTypesRule::kGemma4Pattern) {
+    // Gemma4TextConfig: head_dim 256, global_head_dim 512; a partial_rotary_factor in a default set is
+    // not read.
+    if (!Has(v, "head_dim")) v["head_dim"] = 256;
+    if (!Has(v, std::string(f.full_head_dim_key))) v[std::string(f.full_head_dim_key)] = 512;
+    json& rp = v["rope_parameters"];
+    if (rp.is_object())
+      for (auto it = rp.begin(); it != rp.end(); ++it)
+        if (it.value().is_object() && it.value().value("rope_type", std::string("default")) == "default")
+          it.value().erase("partial_rotary_factor");
+    s->rope_keys = {"sliding_attention", "full_attention"};
+  }
+  if (f.layer_types_rule == LayerTypesRule::kHybridLayerPattern && !Has(v, "rope_parameters")) {
+    // MiMo-V2's published spelling: rope_theta for full layers, swa_rope_theta for sliding ones.
+    json full = {{"rope_type", "default"}}, sliding = {{"rope_type", "default"}};
+    if (Has(v, "rope_theta")) full["rope_theta"] = v["rope_theta"];
+    if (Has(v, "swa_rope_theta")) sliding["rope_theta"] = v["swa_rope_theta"];
+    if (Has(v, "partial_rotary_factor")) {
+      full["partial_rotary_factor"] = v["partial_rotary_factor"];
+      sliding["partial_rotary_factor"] = v["partial_rotary_factor"];
+    }
+    if (Has(v, "rope_scaling") && v["rope_scaling"].is_object()) {
+      const std::string t = v["rope_scaling"].value("rope_type", v["rope_scaling"].value("type", std::string("default")));
+      if (t != "default")
+        return UnimplementedError(fmt::format("config {}: key 'rope_scaling' type {} with hybrid_layer_pattern is not "
+                                              "implemented",
+                                              source, QuoteForMessage(t)));
+    }
+    v.erase("rope_scaling");
+    v.erase("rope_theta");
+    v.erase("swa_rope_theta");
+    v["rope_parameters"] = {{"sliding_attention", sliding}, {"full_attention", full}};
+    s->rope_keys = {"sliding_attention", "full_attention"};
+  }
+  const bool index_site = s->site == RotarySite::kIndexer;
+  if (f.site_rule == SiteRule::kDsa && index_site) {
+    // The index head: its FRONT qk_rope_head_dim dims rotate, with the MLA site's frequencies.
+    if (!Has(v, "index_head_dim"))
+      return KeyError(source, "index_head_dim", "is missing (the DSA indexer's head size)");
+    POSENC_ASSIGN_OR_RETURN(const int64_t head, GetInt(v, "index_head_dim", source));
+    if (!Has(v, "qk_rope_head_dim")) return KeyError(source, "qk_rope_head_dim", "is missing (the rotary width)");
+    const json rope = v["qk_rope_head_dim"];
+    for (const char* k : {"qk_rope_head_dim", "qk_nope_head_dim", "partial_rotary_factor", "rope_interleave"})
+      v.erase(k);
+    v["head_dim"] = head;
+    v["rotary_dim"] = rope;
+    *pairing = f.indexer_pairing;
+  }
+  if (f.site_rule == SiteRule::kDeepseekV4) {
+    // Label: the indexer and compressor always take compress; attention and its output the layer's.
+    const std::string type = options->layer_type.empty() ? std::string("sliding_attention") : options->layer_type;
+    if (type != "sliding_attention" && type != "compressed_sparse_attention" && type != "heavily_compressed_attention")
+      return InvalidArgumentError(fmt::format(
+          "config {}: layer type {} is not one of {}'s (sliding_attention, compressed_sparse_attention, "
+          "heavily_compressed_attention)",
+          source, QuoteForMessage(type), s->model_type));
+    if (options->layer_type.empty())
+      Note(s, "deepseek_v4: sliding_attention layers described (main set); choose another with the layer type option");
+    const bool compress = index_site || s->site == RotarySite::kCompressor || type != "sliding_attention";
+    const std::string label = compress ? "compress" : "main";
+    POSENC_ASSIGN_OR_RETURN(json p, DeepseekV4Set(v, source, label));
+    int64_t head = 512;
+    if (Has(v, "head_dim")) { POSENC_ASSIGN_OR_RETURN(head, GetInt(v, "head_dim", source)); }
+    if (head <= 0) return KeyError(source, "head_dim", fmt::format("is {}, must be positive", head));
+    double factor = 0;
+    if (Has(p, "partial_rotary_factor")) {
+      POSENC_ASSIGN_OR_RETURN(factor, GetNumber(p, "partial_rotary_factor", source));
+    } else if (Has(v, "partial_rotary_factor")) {
+      POSENC_ASSIGN_OR_RETURN(factor, GetNumber(v, "partial_rotary_factor", source));
+    } else {
+      int64_t rope = 64;
+      if (Has(v, "qk_rope_head_dim")) { POSENC_ASSIGN_OR_RETURN(rope, GetInt(v, "qk_rope_head_dim", source)); }
+      factor = static_cast<double>(rope) / static_cast<double>(head);
+    }
+    if (!(factor > 0 && factor <= 1))
+      return KeyError(source, "partial_rotary_factor", fmt::format("is {}, must be in (0, 1]", factor));
+    const auto rotary = static_cast<int64_t>(static_cast<double>(head) * factor);
+    int64_t site_head = head;
+    if (index_site) {
+      if (!Has(v, "index_head_dim")) return KeyError(source, "index_head_dim", "is missing (the indexer's head size)");
+      POSENC_ASSIGN_OR_RETURN(site_head, GetInt(v, "index_head_dim", source));
+    }
+    if (rotary <= 0 || rotary > site_head)
+      return KeyError(source, index_site ? "index_head_dim" : "head_dim",
+                      fmt::format("= {} cannot hold the {} rotary dims", site_head, rotary));
+    p.erase("partial_rotary_factor");
+    if (Has(p, "truncate")) {
+      p.erase("truncate");
+      Note(s, "deepseek_v4: truncate is not read (transformers looks for it at the top of the keyed dict)");
+    }
+    for (const char* k : {"rope_scaling", "rope_theta", "compress_rope_theta", "partial_rotary_factor", "head_dim"})
+      v.erase(k);
+    v["rope_parameters"] = p;
+    v["qk_rope_head_dim"] = rotary;
+    v["qk_nope_head_dim"] = site_head - rotary;
+    s->rope_keys = {"main", "compress"};
+    s->rope_key = label;
+    s->rope_layer_type = type;
+    s->layer_head_dim = head;
+    if (s->site == RotarySite::kAttentionOutput) s->rotation_sign = -1;
+    options->layer_type.clear();  // resolved here: the flat set above is the layer's
+  }
+  return v;
+}
+
+// The layer asked for (options->layer): its type from the derived layer types, checked against
+// options->layer_type, becomes the layer type read.
+Status SelectLayer(const std::string& source, HfConfigOptions* options, PositionScheme* s) {
+  if (options->layer < 0) return OkStatus();
+  if (s->num_layers <= 0)
+    return InvalidArgumentError(
+        fmt::format("config {}: layer {} asked for, but the config gives no num_hidden_layers", source, options->layer));
+  if (options->layer >= s->num_layers)
+    return OutOfRangeError(fmt::format("config {}: layer {} is outside [0, {}) (num_hidden_layers)", source,
+                                       options->layer, s->num_layers));
+  s->layer = options->layer;
+  if (s->layer_types.empty()) return OkStatus();
+  const std::string& t = s->layer_types[static_cast<size_t>(options->layer)];
+  if (!options->layer_type.empty() && options->layer_type != t)
+    return InvalidArgumentError(fmt::format("config {}: layer {} is {}, not the layer type {} asked for", source,
+                                            options->layer, QuoteForMessage(t), QuoteForMessage(options->layer_type)));
+  // A layer without attention has no parameters of its own to read: the scheme is decided after.
+  if (LayerTypeHasAttention(t)) options->layer_type = t;
+  return OkStatus();
+}
+
+// After the parse: a layer asked for that applies no RoPE (a NoPE layer, or one without attention)
+// makes the scheme "none" for that layer, said in a note.
+void ApplyLayerSchedule(PositionScheme* s) {
+  if (s->layer < 0) return;
+  Result<LayerSchedule> schedule = LayerRopeSchedule(*s);
+  if (!schedule.ok() || schedule->rope[static_cast<size_t>(s->layer)]) return;
+  const size_t l = static_cast<size_t>(s->layer);
+  const bool attention = schedule->attention.empty() || schedule->attention[l];
+  Note(s, fmt::format("layer {} ({}) {}: no positional transform ({})", s->layer,
+                      s->layer_types.empty() ? std::string("untyped") : s->layer_types[l],
+                      attention ? "is a NoPE attention layer" : "has no attention", schedule->rule));
+  s->kind = PositionKind::kNone;
+  s->sites.clear();
 }
 
 }  // namespace
@@ -991,6 +1479,17 @@ Result<PositionScheme> ParseHfConfigJsonAt(const json& j, const std::string& sou
   // or RoPE keys.
   const bool outer_is_model = Has(j, "rope_theta") || Has(j, "num_attention_heads") || Has(j, "n_head") ||
                               Has(j, "rope_scaling") || Has(j, "rope_parameters");
+  if (Has(j, "thinker_config") && j["thinker_config"].is_object() && !outer_is_model && !Has(j, "text_config")) {
+    // Qwen3-Omni: thinker_config.text_config holds the language model.
+    if (depth >= kMaxTextConfigDepth)
+      return KeyError(source, "thinker_config",
+                      fmt::format("is nested more than {} levels deep", kMaxTextConfigDepth));
+    json thinker = j["thinker_config"];
+    if (!Has(thinker, "model_type") && !s.model_type.empty()) thinker["model_type"] = s.model_type;
+    auto inner = ParseHfConfigJsonAt(thinker, source + " (thinker_config)", options, depth + 1);
+    if (inner.ok()) inner->notes.insert(inner->notes.begin(), "read from thinker_config");
+    return inner;
+  }
   if (Has(j, "text_config") && j["text_config"].is_object() && !outer_is_model) {
     if (depth >= kMaxTextConfigDepth)
       return KeyError(
@@ -1005,10 +1504,35 @@ Result<PositionScheme> ParseHfConfigJsonAt(const json& j, const std::string& sou
   POSENC_ASSIGN_OR_RETURN(bool non_rope, ParseNonRope(j, source, &s));
   if (non_rope) return s;
   s.kind = PositionKind::kRope;
+  const ModelFamily* family = FamilyOf(s);
+  HfConfigOptions opts = options;
+  if (family != nullptr) {
+    // A family whose config can switch positions off (Granite 4.0-H, Kimi Linear) or whose attention
+    // never rotates (Nemotron-H): "none", with the layer table (which layers have attention).
+    POSENC_ASSIGN_OR_RETURN(const bool on, PositionsOn(j, source, *family, &s));
+    if (!on) {
+      s.kind = PositionKind::kNone;
+      POSENC_RETURN_IF_ERROR(ParseLayerKeys(j, source, &s));
+      POSENC_RETURN_IF_ERROR(SelectLayer(source, &opts, &s));
+      POSENC_RETURN_IF_ERROR(CheckPositionalKeys(j, source, options, &s));
+      return s;
+    }
+  }
   POSENC_ASSIGN_OR_RETURN(std::string family_note, CheckFamilyKnown(source, options, s));
   // The layer keys first: a layer type asked for is checked against the config's layer_types.
   POSENC_RETURN_IF_ERROR(ParseLayerKeys(j, source, &s));
-  POSENC_RETURN_IF_ERROR(ParseRope(j, source, options, &s));
+  POSENC_RETURN_IF_ERROR(SelectLayer(source, &opts, &s));
+  s.sites = FamilySites(family, j);
+  POSENC_RETURN_IF_ERROR(SelectSite(opts, source, &s));
+  std::optional<RopePairing> site_pairing;
+  if (family != nullptr) {
+    POSENC_ASSIGN_OR_RETURN(const json view, SiteView(j, source, *family, &opts, &site_pairing, &s));
+    POSENC_RETURN_IF_ERROR(ParseRope(view, source, opts, site_pairing, &s));
+  } else {
+    POSENC_RETURN_IF_ERROR(ParseRope(j, source, opts, site_pairing, &s));
+  }
+  POSENC_RETURN_IF_ERROR(CheckPositionalKeys(j, source, options, &s));
+  ApplyLayerSchedule(&s);
   if (!family_note.empty()) Note(&s, std::move(family_note));
   return s;
 }

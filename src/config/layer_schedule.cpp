@@ -61,7 +61,64 @@ int64_t LayerSchedule::num_nope_layers() const {
   return static_cast<int64_t>(std::count(rope.begin(), rope.end(), false));
 }
 
+namespace {
+
+Result<LayerSchedule> RopeRule(const PositionScheme& s);
+
+// Which layers have attention, the keyed set and head size of each: the rule's RoPE flags completed
+// from the layer types.
+LayerSchedule WithLayerTable(const PositionScheme& s, LayerSchedule out) {
+  const size_t n = out.rope.size();
+  const bool typed = s.layer_types.size() == n;
+  const ModelFamily* family = FindModelFamily(s.model_type);
+  out.attention.assign(n, true);
+  out.rope_key.assign(n, -1);
+  out.head_dim.assign(n, 0);
+  auto key_index = [&](const std::string& key) -> int64_t {
+    const auto it = std::find(s.rope_keys.begin(), s.rope_keys.end(), key);
+    return it == s.rope_keys.end() ? -1 : static_cast<int64_t>(it - s.rope_keys.begin());
+  };
+  for (size_t i = 0; i < n; ++i) {
+    const std::string type = typed ? s.layer_types[i] : std::string();
+    if (typed && !LayerTypeHasAttention(type)) {
+      out.attention[i] = false;
+      out.rope[i] = false;
+      continue;
+    }
+    if (!s.rope_keys.empty()) {
+      if (family != nullptr && family->keying == RopeKeying::kMainCompress)
+        out.rope_key[i] = key_index(type == "sliding_attention" || type.empty() ? "main" : "compress");
+      else
+        out.rope_key[i] = key_index(type.empty() ? s.rope_key : type);
+    }
+    out.head_dim[i] = type == "full_attention" && s.full_attention_head_dim > 0 ? s.full_attention_head_dim
+                                                                                : s.layer_head_dim;
+  }
+  if (s.kind != PositionKind::kRope) out.rope.assign(n, false);
+  return out;
+}
+
+}  // namespace
+
 Result<LayerSchedule> LayerRopeSchedule(const PositionScheme& s) {
+  if (s.kind == PositionKind::kNone) {
+    if (s.num_layers <= 0)
+      return KeyError(s, "num_hidden_layers", "is missing (the layer schedule needs the layer count)");
+    LayerSchedule out;
+    out.rope.assign(static_cast<size_t>(s.num_layers), false);
+    out.rule = fmt::format("{}: no positions", s.model_type.empty() ? std::string("model") : s.model_type);
+    if (!s.layer_types.empty() && static_cast<int64_t>(s.layer_types.size()) != s.num_layers)
+      return KeyError(s, "layer_types", fmt::format("has {} entries, num_hidden_layers is {}", s.layer_types.size(),
+                                                    s.num_layers));
+    return WithLayerTable(s, std::move(out));
+  }
+  POSENC_ASSIGN_OR_RETURN(LayerSchedule out, RopeRule(s));
+  return WithLayerTable(s, std::move(out));
+}
+
+namespace {
+
+Result<LayerSchedule> RopeRule(const PositionScheme& s) {
   if (s.kind != PositionKind::kRope)
     return InvalidArgumentError(fmt::format("config {}: the scheme is {}, not rope: no RoPE layer schedule",
                                             s.rope.source.empty() ? std::string("(unnamed)") : s.rope.source,
@@ -138,9 +195,11 @@ Result<LayerSchedule> LayerRopeSchedule(const PositionScheme& s) {
   }
   LayerSchedule out;
   out.rope.assign(static_cast<size_t>(n), true);
-  out.rule = "every layer";
+  out.rule = s.layer_types.empty() ? "every layer" : "every attention layer";
   return out;
 }
+
+}  // namespace
 
 bool QueryTemperatureApplies(const PositionScheme& scheme, const LayerSchedule& schedule, int64_t layer) {
   if (layer < 0 || layer >= schedule.num_layers()) return false;

@@ -57,13 +57,14 @@ Status ReadHfMultiAxis(const json& /*j*/, const json& params, const std::string&
   const FamilySections layout = family != nullptr ? family->sections : FamilySections::kNone;
   const bool chunked = layout == FamilySections::kChunked;
   const bool interleaved = layout == FamilySections::kInterleaved;
+  const bool hw_alternating = layout == FamilySections::kHwAlternating;
   if (!Has(params, "mrope_section")) {
-    if (chunked || interleaved)
+    if (chunked || interleaved || hw_alternating)
       Note(s, fmt::format("{} config without mrope_section: 1-D RoPE (the same rotation for text tokens, t = h = w)",
                           s->model_type));
     return OkStatus();
   }
-  if (!chunked && !interleaved) {
+  if (!chunked && !interleaved && !hw_alternating) {
     std::string known;
     for (const ModelFamily& f : ModelFamilies())
       if (f.sections != FamilySections::kNone)
@@ -74,7 +75,9 @@ Status ReadHfMultiAxis(const json& /*j*/, const json& params, const std::string&
   }
   POSENC_ASSIGN_OR_RETURN(std::vector<int64_t> sections, GetIntList(params, "mrope_section", source));
   MultiAxisRope m;
-  m.layout = chunked ? SectionLayout::kChunked : SectionLayout::kInterleaved;
+  m.layout = chunked          ? SectionLayout::kChunked
+             : hw_alternating ? SectionLayout::kHwAlternating
+                              : SectionLayout::kInterleaved;
   m.rules = SectionRules::kHf;
   m.sections = sections;
   m.num_components = 3;

@@ -1,4 +1,4 @@
-// Names of the scheme kinds and fused-QKV layouts.
+// Names of the scheme kinds, rotary sites and fused-QKV layouts; which layer types have attention.
 #include "posenc/config/position_scheme.hpp"
 #include "core/enum_names.hpp"
 
@@ -13,7 +13,21 @@ constexpr detail::EnumName<FusedQkvLayout> kFusedQkvNames[] = {
     {FusedQkvLayout::kPerKvGroup, "per kv head [q heads, k, v]"},
     {FusedQkvLayout::kQThenKThenV, "[q heads | k heads | v heads]"}};
 
+constexpr detail::EnumName<RotarySite> kSiteNames[] = {{RotarySite::kAttention, "attention"},
+                                                       {RotarySite::kMla, "mla"},
+                                                       {RotarySite::kIndexer, "indexer"},
+                                                       {RotarySite::kAttentionOutput, "attention_output"},
+                                                       {RotarySite::kCompressor, "compressor"}};
+
 std::string_view ToString(PositionKind k) { return detail::NameOf(k, kKindNames); }
+std::string_view ToString(RotarySite s) { return detail::NameOf(s, kSiteNames); }
+bool ParseRotarySite(std::string_view name, RotarySite* out) { return detail::ValueOf(name, kSiteNames, out); }
+
+bool LayerTypeHasAttention(std::string_view t) {
+  for (std::string_view none : {"mamba", "mamba2", "linear_attention", "conv", "short_conv", "moe", "mlp"})
+    if (t == none) return false;
+  return true;
+}
 std::string_view ToString(FusedQkvLayout l) { return detail::NameOf(l, kFusedQkvNames); }
 
 }  // namespace posenc

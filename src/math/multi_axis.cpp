@@ -14,7 +14,8 @@ namespace posenc {
 constexpr detail::EnumName<SectionLayout> kSectionLayoutNames[] = {{SectionLayout::kChunked, "chunked"},
                                                                    {SectionLayout::kInterleaved, "interleaved"},
                                                                    {SectionLayout::kChunkedRestart, "chunked_restart"},
-                                                                   {SectionLayout::kChunkedStrided, "chunked_strided"}};
+                                                                   {SectionLayout::kChunkedStrided, "chunked_strided"},
+                                                                   {SectionLayout::kHwAlternating, "hw_alternating"}};
 constexpr detail::EnumName<SectionRules> kSectionRulesNames[] = {{SectionRules::kHf, "hf"},
                                                                  {SectionRules::kGgml, "ggml"}};
 
@@ -52,6 +53,13 @@ void PairOf(const MultiAxisRope& m, int64_t j, int64_t* component, int64_t* freq
   const int64_t sum = std::accumulate(m.sections.begin(), m.sections.end(), int64_t{0});
   const bool ggml = m.rules == SectionRules::kGgml;
   const int64_t sector = ggml ? j % sum : j;
+  if (m.layout == SectionLayout::kHwAlternating) {
+    // Validated: Hugging Face rules, 3 sections [s_h, s_w, s_t] summing to the pair count.
+    const int64_t hw = m.sections[0] + m.sections[1];
+    *component = j < hw ? (j % 2 == 0 ? 1 : 2) : 0;
+    *freq_index = j;
+    return;
+  }
   if (m.layout == SectionLayout::kInterleaved) {
     const auto& s = m.sections;
     if (ggml) {
@@ -109,14 +117,17 @@ Status ValidateMultiAxisRope(const MultiAxisRope& m, int64_t num_pairs, std::str
       return InvalidArgumentError(
           fmt::format("{}: ggml multi-axis rope takes 4 position rows, not {}", what, m.num_components));
     if (sum <= 0) return InvalidArgumentError(fmt::format("{}: ggml sections {} sum to 0", what, secs));
-    if (m.layout == SectionLayout::kChunkedStrided)
-      return InvalidArgumentError(fmt::format("{}: section layout chunked_strided is not a ggml mode", what));
+    if (m.layout == SectionLayout::kChunkedStrided || m.layout == SectionLayout::kHwAlternating)
+      return InvalidArgumentError(fmt::format("{}: section layout {} is not a ggml mode", what, ToString(m.layout)));
     return OkStatus();
   }
   // Hugging Face.
-  if (m.layout == SectionLayout::kInterleaved && m.num_components != 3)
-    return InvalidArgumentError(
-        fmt::format("{}: interleaved sections take 3 components (t, h, w), not {}", what, m.num_components));
+  if ((m.layout == SectionLayout::kInterleaved || m.layout == SectionLayout::kHwAlternating) && m.num_components != 3)
+    return InvalidArgumentError(fmt::format("{}: {} sections take 3 components (t, h, w), not {}", what,
+                                            ToString(m.layout), m.num_components));
+  if (m.layout == SectionLayout::kHwAlternating && m.sections.size() == 3 && m.sections[0] != m.sections[1])
+    return InvalidArgumentError(fmt::format(
+        "{}: hw_alternating sections {} must give h and w the same count (h and w pairs alternate)", what, secs));
   if (static_cast<int64_t>(m.sections.size()) != m.num_components)
     return InvalidArgumentError(
         fmt::format("{}: sections {} name {} components, positions have {} (component index {} "
@@ -157,7 +168,8 @@ Result<MultiAxisPlan> ComputeMultiAxisRope(const RopeConfig& config, int64_t seq
   MultiAxisPlan plan;
   plan.num_components = m.num_components;
   POSENC_ASSIGN_OR_RETURN(plan.pair_component, PairComponents(m, n, what));
-  if (m.layout == SectionLayout::kChunked || m.layout == SectionLayout::kInterleaved) {
+  if (m.layout == SectionLayout::kChunked || m.layout == SectionLayout::kInterleaved ||
+      m.layout == SectionLayout::kHwAlternating) {
     POSENC_ASSIGN_OR_RETURN(plan.freqs, ComputeRopeFrequencies(config, seq_len));
     return plan;
   }

@@ -13,14 +13,24 @@ namespace posenc {
 namespace {
 
 HfConfigOptions HfOptions(const ModelSchemeOptions& o) {
-  return HfConfigOptions{.layer_type = o.layer_type, .assume_layout = o.assume_layout};
+  return HfConfigOptions{.layer_type = o.layer_type,
+                         .layer = o.layer,
+                         .site = o.site,
+                         .assume_layout = o.assume_layout,
+                         .understood_keys = o.understood_keys};
 }
 
 // The scheme as the file's format gives it, before what the caller states.
 Result<PositionScheme> FormatScheme(const ModelFile& m, const ModelSchemeOptions& o) {
   switch (m.format()) {
     case ModelFormat::kGguf:
-      return GgufConfigFromFile(*m.gguf(), GgufConfigOptions{.allow_default_freq_base = o.allow_default_freq_base});
+      if (o.layer >= 0 || !o.site.empty())
+        return InvalidArgumentError(fmt::format(
+            "{}: a layer index or RoPE site was asked for, but a GGUF holds one rotation for every attention layer "
+            "(use --layer-type sliding_attention for an SWA model's sliding layers)",
+            m.path()));
+      return GgufConfigFromFile(*m.gguf(), GgufConfigOptions{.allow_default_freq_base = o.allow_default_freq_base,
+                                                             .layer_type = o.layer_type});
     case ModelFormat::kLlama2c: return Llama2cScheme(m.llama2c()->config(), m.path());
     case ModelFormat::kHuggingFaceFolder:
     case ModelFormat::kSafetensors:

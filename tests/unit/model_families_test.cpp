@@ -11,6 +11,7 @@
 
 #include "posenc/config/hf_config.hpp"
 #include "parse_config.hpp"
+#include "posenc/config/layer_schedule.hpp"
 #include "posenc/config/model_families.hpp"
 #include "posenc/io/npy.hpp"
 #include "posenc/math/rope_config.hpp"
@@ -177,9 +178,19 @@ TEST(ModelFamilies, EveryRowAgreesWithTheParser) {
     const PositionScheme s =
         Parse(std::string(R"({"model_type": ")") + std::string(f.model_type) +
               R"(", "hidden_size": 4096, "num_attention_heads": 32, "n_positions": 2048)" + mla + "}");
-    // Baichuan's 4096 is its RoPE size.
-    EXPECT_EQ(s.kind, f.scheme);
-    if (f.scheme != PositionKind::kRope) continue;
+    // Baichuan's 4096 is its RoPE size. A row whose positions a key switches on (Granite 4.0-H) or that
+    // never rotates (Nemotron-H) is "none" without the key.
+    const bool switched_off = f.positions == PositionSwitch::kPositionEmbeddingTypeRope ||
+                              f.positions == PositionSwitch::kNever;
+    EXPECT_EQ(s.kind, switched_off ? PositionKind::kNone : f.scheme);
+    if (f.scheme != PositionKind::kRope || switched_off) continue;
+    // Rows whose heads a family rule sizes (Gemma 4's full layers: global_head_dim 512 by default;
+    // DeepSeek-V4: head_dim 512, the last R = 512 * 64/512 dims rotating) are checked below and by the
+    // golden cases.
+    if (f.layer_types_rule == LayerTypesRule::kGemma4Pattern || f.site_rule == SiteRule::kDeepseekV4) {
+      ++rope_rows;
+      continue;
+    }
     ++rope_rows;
     EXPECT_EQ(s.rope.layout.pairing, f.pairing);
     EXPECT_EQ(s.rope.layout.head_dim, 128);
@@ -477,3 +488,74 @@ TEST(ModelFamilies, ChatGlmFirstHalfAdjacentPairsAndRopeRatio) {
 
 }  // namespace
 }  // namespace posenc
+
+// The 2026 structure rows on minimal configs: what the family's rule makes of them.
+TEST(ModelFamilies, RuleRowsOnMinimalConfigs) {
+  // Gemma 4 without rope_parameters: full layers proportional over global_head_dim 512 (64 of 256 pairs
+  // turn), sliding layers default RoPE over head_dim 256 at 1e4.
+  const std::string gemma4 = R"({"model_type": "gemma4_text", "num_hidden_layers": 12})";
+  PositionScheme full = Parse(gemma4);
+  EXPECT_EQ(full.rope.scaling.type, RopeScalingType::kProportional);
+  EXPECT_EQ(full.rope.layout.head_dim, 512);
+  EXPECT_EQ(full.rope.base, 1e6);
+  PositionScheme sliding = Parse(gemma4, HfConfigOptions{.layer_type = "sliding_attention"});
+  EXPECT_EQ(sliding.rope.scaling.type, RopeScalingType::kNone);
+  EXPECT_EQ(sliding.rope.layout.head_dim, 256);
+  EXPECT_EQ(sliding.rope.base, 1e4);
+  // Layer 11, the last, is full whatever the pattern; layer 4 sliding.
+  EXPECT_EQ(Parse(gemma4, HfConfigOptions{.layer = 11}).rope.layout.head_dim, 512);
+  EXPECT_EQ(Parse(gemma4, HfConfigOptions{.layer = 4}).rope.layout.head_dim, 256);
+  // DeepSeek-V4: the attention site of a compressed layer takes the compress set, the back 64 of 512.
+  const std::string v4 = R"({"model_type": "deepseek_v4", "num_hidden_layers": 3, "compress_ratios": [0, 4, 128, 0],
+    "rope_theta": 10000, "compress_rope_theta": 160000, "index_head_dim": 128,
+    "rope_scaling": {"type": "yarn", "factor": 16, "original_max_position_embeddings": 65536}})";
+  PositionScheme main = Parse(v4, HfConfigOptions{.layer = 0});
+  EXPECT_EQ(main.rope_key, "main");
+  EXPECT_EQ(main.rope.base, 10000.0);
+  EXPECT_EQ(main.rope.layout.rotary_start, 448);
+  PositionScheme compress = Parse(v4, HfConfigOptions{.layer = 1});
+  EXPECT_EQ(compress.rope_key, "compress");
+  EXPECT_EQ(compress.rope.base, 160000.0);
+  EXPECT_EQ(compress.rope.scaling.type, RopeScalingType::kYarn);
+  PositionScheme out = Parse(v4, HfConfigOptions{.layer = 2, .site = "attention_output"});
+  EXPECT_EQ(out.rotation_sign, -1);
+  PositionScheme index = Parse(v4, HfConfigOptions{.layer = 0, .site = "indexer"});
+  EXPECT_EQ(index.rope_key, "compress");  // the indexer always takes compress
+  EXPECT_EQ(index.rope.layout.head_dim, 128);
+  EXPECT_EQ(index.rope.layout.rotary_start, 64);
+  // A site the family does not have is refused naming the ones it has.
+  const Result<PositionScheme> bad = ParseHfConfig(v4, "v4.json", HfConfigOptions{.site = "mla"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("attention_output"), std::string::npos) << bad.status().message();
+  // Granite 4.0-H: positions only with position_embedding_type "rope"; its mamba layers never.
+  const std::string granite = R"({"model_type": "granitemoehybrid", "hidden_size": 768, "num_attention_heads": 12,
+    "num_hidden_layers": 4, "layer_types": ["mamba", "attention", "mamba", "attention"], "rope_theta": 10000)";
+  EXPECT_EQ(Parse(granite + "}").kind, PositionKind::kNone);
+  EXPECT_EQ(Parse(granite + R"(, "position_embedding_type": "nope"})").kind, PositionKind::kNone);
+  const std::string rope = granite + R"(, "position_embedding_type": "rope"})";
+  EXPECT_EQ(Parse(rope).kind, PositionKind::kRope);
+  EXPECT_EQ(Parse(rope, HfConfigOptions{.layer = 0}).kind, PositionKind::kNone);  // a mamba layer
+  EXPECT_EQ(Parse(rope, HfConfigOptions{.layer = 1}).kind, PositionKind::kRope);
+  const Result<PositionScheme> odd =
+      ParseHfConfig(granite + R"(, "position_embedding_type": "alibi"})", "g.json", HfConfigOptions{});
+  ASSERT_FALSE(odd.ok());
+  EXPECT_NE(odd.status().message().find("position_embedding_type"), std::string::npos);
+  // Nemotron-H never rotates, whatever rope_theta says; its pattern gives the attention layers.
+  const PositionScheme nemo = Parse(R"({"model_type": "nemotron_h", "num_hidden_layers": 4,
+    "hybrid_override_pattern": "M*E-", "rope_theta": 10000, "hidden_size": 64, "num_attention_heads": 4})");
+  EXPECT_EQ(nemo.kind, PositionKind::kNone);
+  const LayerSchedule schedule = LayerRopeSchedule(nemo).value();
+  EXPECT_EQ(schedule.attention, (std::vector<bool>{false, true, false, false}));
+  EXPECT_EQ(schedule.rope, (std::vector<bool>{false, false, false, false}));
+}
+
+// A config with no model_type (and no class naming a family) is refused, not read as half pairing.
+TEST(ModelFamilies, NoModelTypeIsRefusedUnlessStated) {
+  const std::string text = R"({"hidden_size": 64, "num_attention_heads": 4, "rope_theta": 10000})";
+  const Result<PositionScheme> s = ParseHfConfig(text, "x.json", HfConfigOptions{});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("model_type"), std::string::npos) << s.status().message();
+  EXPECT_NE(s.status().message().find("assume-layout"), std::string::npos) << s.status().message();
+  const PositionScheme stated = Parse(text, HfConfigOptions{.assume_layout = RopePairing::kInterleaved});
+  EXPECT_EQ(stated.rope.layout.pairing, RopePairing::kInterleaved);
+}

@@ -66,6 +66,18 @@ Result<RotaryLayout> CheckCaseLayout(const json& j, const RotaryLayout& layout, 
   return apply;
 }
 
+// The layer and site a case holds (FORMAT.md: layer_index, layer_type, rotary_site): which of the
+// model's rotations to derive, as `posenc rope --layer --layer-type --site` asks. Everything the
+// rotation is made of still comes from the config.
+HfConfigOptions CaseOptions(const Case& c) {
+  const json& j = c.j();
+  HfConfigOptions options;
+  if (j.contains("layer_index")) options.layer = j["layer_index"].get<int64_t>();
+  if (j.contains("layer_type")) options.layer_type = j["layer_type"].get<std::string>();
+  if (j.contains("rotary_site")) options.site = j["rotary_site"].get<std::string>();
+  return options;
+}
+
 // The case's RoPE config, derived from its `config` as FORMAT.md says: ggml parameters (n_dims and
 // mode present; the mode fixes the pairing), a vision config read by vision_2d_variant (rope_vision_2d
 // cases), or a Hugging Face config read with the case's hf_model_type as model_type (which fixes the
@@ -86,12 +98,53 @@ Result<RopeConfig> CaseConfig(const Case& c, int64_t head_dim, PositionScheme* s
     return ParseHfVision2dConfig(config.dump(), variant, "case config");
   }
   if (!config.contains("model_type") && j.contains("hf_model_type")) config["model_type"] = j["hf_model_type"];
-  POSENC_ASSIGN_OR_RETURN(PositionScheme s, ParseHfConfig(config.dump(), "case config"));
+  POSENC_ASSIGN_OR_RETURN(PositionScheme s, ParseHfConfig(config.dump(), "case config", CaseOptions(c)));
   if (s.kind != PositionKind::kRope)
     return InvalidArgumentError(fmt::format("case config: the scheme is {}, not rope", ToString(s.kind)));
   RopeConfig rc = s.rope;
   if (scheme != nullptr) *scheme = std::move(s);
   return rc;
+}
+
+// The case's per-layer roles (FORMAT.md 2026 section) against the model's layer table: which layers
+// have attention, the keyed set each uses (by name: the case's rope_keys order is its own), its head size.
+Status CompareLayerTable(const Case& c, const PositionScheme& scheme, const std::string& role, const Array& want) {
+  POSENC_ASSIGN_OR_RETURN(LayerSchedule schedule, LayerRopeSchedule(scheme));
+  std::vector<int64_t> got;
+  if (role == "layer_attention") {
+    for (bool a : schedule.attention) got.push_back(a ? 1 : 0);
+  } else if (role == "layer_head_dim") {
+    got = schedule.head_dim;
+  } else {  // layer_rope_key
+    const json& names = c.j().at("rope_keys");
+    for (int64_t k : schedule.rope_key) {
+      int64_t index = -1;
+      if (k >= 0) {
+        const std::string& name = scheme.rope_keys[static_cast<size_t>(k)];
+        for (size_t i = 0; i < names.size(); ++i)
+          if (names[i].get<std::string>() == name) index = static_cast<int64_t>(i);
+        if (index < 0)
+          return InvalidArgumentError(fmt::format("layer_rope_key: posenc's set '{}' is not in the case's rope_keys", name));
+      }
+      got.push_back(index);
+    }
+  }
+  return CompareInts(fmt::format("{} ({})", role, schedule.rule), got, want);
+}
+
+// The case's statements of the site (rotary_offset, rotation_sign, rope_parameters_key) against the scheme.
+Status CheckCaseSite(const Case& c, const PositionScheme& scheme) {
+  const json& j = c.j();
+  if (j.contains("rotary_offset") && j["rotary_offset"].get<int64_t>() != scheme.rope.layout.rotary_start)
+    return InvalidArgumentError(fmt::format("config gives rotary_offset {}, case says {}",
+                                            scheme.rope.layout.rotary_start, j["rotary_offset"].dump()));
+  if (j.contains("rotation_sign") && j["rotation_sign"].get<int64_t>() != scheme.rotation_sign)
+    return InvalidArgumentError(
+        fmt::format("config gives rotation_sign {}, case says {}", scheme.rotation_sign, j["rotation_sign"].dump()));
+  if (j.contains("rope_parameters_key") && j["rope_parameters_key"].get<std::string>() != scheme.rope_key)
+    return InvalidArgumentError(fmt::format("config gives rope parameter set '{}', case says {}", scheme.rope_key,
+                                            j["rope_parameters_key"].dump()));
+  return OkStatus();
 }
 
 // The RoPE config of a 1-D rope case (CaseConfig), its layout, head_dim and rotary_dim checked, and
@@ -112,14 +165,14 @@ Status CompareLayerSchedule(const PositionScheme& scheme, const Array& want) {
 
 Result<std::vector<double>> RotateCase(const Array& input, DType storage, const RotaryLayout& layout,
                                        const RopeFrequencies& freqs, const std::vector<int64_t>& positions,
-                                       RopePrecision precision) {
+                                       RopePrecision precision, RopeDirection direction) {
   POSENC_ASSIGN_OR_RETURN(Array x, input.AsType(storage));
   POSENC_ASSIGN_OR_RETURN(HeadsView view, HeadsView::Of(x, "input"));
   int64_t max_pos = 0;
   for (int64_t p : positions) max_pos = std::max(max_pos, p);
   // A table over the prefix of positions, on-the-fly for any beyond: both paths are exercised.
   POSENC_ASSIGN_OR_RETURN(RopeTable table, RopeTable::Build(freqs, std::min<int64_t>(max_pos + 1, 1 << 16), precision));
-  RopeArgs args{layout, &table, positions};
+  RopeArgs args{layout, &table, positions, direction};
   POSENC_RETURN_IF_ERROR(ApplyRope(args, view));
   return ToDoubles(x);
 }
@@ -139,16 +192,35 @@ Result<std::string> RunRope(const Case& c) {
   const int64_t seq_len = c.SeqLen(positions);
   POSENC_ASSIGN_OR_RETURN(RopeFrequencies freqs, ComputeRopeFrequencies(rc, seq_len));
   const DType storage = c.Storage();
+  POSENC_RETURN_IF_ERROR(CheckCaseSite(c, scheme));
+  const RopeDirection direction = scheme.rotation_sign < 0 ? RopeDirection::kBackward : RopeDirection::kForward;
 
   std::string checked;
   POSENC_RETURN_IF_ERROR(CheckAttentionScaling(c, freqs.attention_scaling, &checked));
   for (const std::string& role : c.OutputRoles()) {
     POSENC_ASSIGN_OR_RETURN(Array want, c.Read(role));
-    if (role == "inv_freq") {
+    if (role == "attn_scales" || role == "attn_scales_exact") {
+      // Mistral 4: the query multiplier of every token (the config's llama_4_scaling_beta).
+      const AttnTemperature& t = scheme.attn_temperature;
+      if (!t.tuning) return InvalidArgumentError(fmt::format("{}: the config gives no query temperature", role));
+      double max_scale = 1;
+      POSENC_ASSIGN_OR_RETURN(std::vector<double> exact, AttnTemperatureScalesExact(t, positions));
+      for (double v : exact) max_scale = std::max(max_scale, std::fabs(v));
+      if (role == "attn_scales") {
+        POSENC_ASSIGN_OR_RETURN(std::vector<float> scales, AttnTemperatureScales(t, positions));
+        POSENC_RETURN_IF_ERROR(Compare(role, std::vector<double>(scales.begin(), scales.end()), want,
+                                       c.Tol(role, {8 * std::ldexp(max_scale, -24), 0})));
+      } else {
+        POSENC_RETURN_IF_ERROR(Compare(role, exact, want, c.Tol(role, {std::ldexp(max_scale, -30), 0})));
+      }
+    } else if (role == "layer_attention" || role == "layer_rope_key" || role == "layer_head_dim") {
+      POSENC_RETURN_IF_ERROR(CompareLayerTable(c, scheme, role, want));
+    } else if (role == "inv_freq") {
       POSENC_RETURN_IF_ERROR(Compare(role, freqs.inv_freq, want, c.Tol(role, {0, kTwoUlpRtol})));
     } else if (role == "expected" || role == "expected_exact") {
       const RopePrecision precision = role == "expected" ? RopePrecision::kReference : RopePrecision::kExact;
-      POSENC_ASSIGN_OR_RETURN(std::vector<double> got, RotateCase(input, storage, apply, freqs, positions, precision));
+      POSENC_ASSIGN_OR_RETURN(std::vector<double> got,
+                              RotateCase(input, storage, apply, freqs, positions, precision, direction));
       POSENC_RETURN_IF_ERROR(
           Compare(fmt::format("{} ({} precision)", role, ToString(precision)), got, want, c.Tol(role, {})));
     } else if (role == "pair_component") {
@@ -161,8 +233,45 @@ Result<std::string> RunRope(const Case& c) {
     }
     checked += role + " ";
   }
-  return fmt::format("rope {} {} R={}/{}, {}: {}", ToString(rc.scaling.type), ToString(rc.layout.pairing),
-                     rc.layout.rotary_dim, rc.layout.head_dim, ToString(storage), checked);
+  return fmt::format("rope {} {} R={}/{} at {}, site {}{}, {}: {}", ToString(rc.scaling.type),
+                     ToString(rc.layout.pairing), rc.layout.rotary_dim, rc.layout.head_dim, rc.layout.rotary_start,
+                     ToString(scheme.site), scheme.rotation_sign < 0 ? " (inverse)" : "", ToString(storage), checked);
+}
+
+// --- nope (no positional transform) -------------------------------------------------------------
+
+// The config must give no positions at the case's layer: the module hands its input on unchanged
+// (`expected` equals `input` exactly), and the layer roles match the model's table.
+Result<std::string> RunNope(const Case& c) {
+  const json& j = c.j();
+  if (!j.contains("config") || !j["config"].is_object()) return DataLossError("case.json has no 'config' object");
+  json config = j["config"];
+  if (!config.contains("model_type") && j.contains("hf_model_type")) config["model_type"] = j["hf_model_type"];
+  POSENC_ASSIGN_OR_RETURN(PositionScheme scheme, ParseHfConfig(config.dump(), "case config", CaseOptions(c)));
+  if (scheme.kind != PositionKind::kNone)
+    return InvalidArgumentError(fmt::format("case config: the scheme at layer {} is {}, the case says none",
+                                            j.value("layer_index", int64_t{-1}), ToString(scheme.kind)));
+  POSENC_ASSIGN_OR_RETURN(Array input, c.Read("input"));
+  std::string checked;
+  for (const std::string& role : c.OutputRoles()) {
+    POSENC_ASSIGN_OR_RETURN(Array want, c.Read(role));
+    if (role == "expected") {
+      // No transform: what posenc hands on is the input itself, compared exactly.
+      POSENC_RETURN_IF_ERROR(Compare(role, ToDoubles(input), want, c.Tol(role, {0, 0})));
+    } else if (role == "layer_schedule") {
+      POSENC_RETURN_IF_ERROR(CompareLayerSchedule(scheme, want));
+    } else if (role == "layer_attention" || role == "layer_rope_key" || role == "layer_head_dim") {
+      POSENC_RETURN_IF_ERROR(CompareLayerTable(c, scheme, role, want));
+    } else {
+      return UnimplementedError(fmt::format("nope case role '{}' is not known to this runner", role));
+    }
+    checked += role + " ";
+  }
+  POSENC_ASSIGN_OR_RETURN(LayerSchedule schedule, LayerRopeSchedule(scheme));
+  int64_t attention_layers = 0;
+  for (bool a : schedule.attention) attention_layers += a ? 1 : 0;
+  return fmt::format("nope {}: {} of {} layers with attention, none rotates: {}", scheme.model_type, attention_layers,
+                     schedule.num_layers(), checked);
 }
 
 // --- multi-axis rope (mrope, rope_vision_2d) ----------------------------------------------------
@@ -410,6 +519,8 @@ GoldenResult RunGoldenCase(const std::string& dir) {
   try {
     if (scheme == "rope")
       out = RunRope(*c);
+    else if (scheme == "nope")
+      out = RunNope(*c);
     else if (scheme == "attn_temperature")
       out = RunAttnTemperature(*c);
     else if (scheme == "sinusoidal")

@@ -39,6 +39,9 @@ json RowJson(const ModelFamily& f) {
                                                            {"own_keys", &ModelFamily::own_keys},
                                                            {"layer_schedule", &ModelFamily::layer_schedule},
                                                            {"position_scaling", &ModelFamily::position_scaling},
+                                                           {"derives_from", &ModelFamily::derives_from},
+                                                           {"full_head_dim_key", &ModelFamily::full_head_dim_key},
+                                                           {"ignored_keys", &ModelFamily::ignored_keys},
                                                            {"classes", &ModelFamily::classes}};
   for (const auto& [key, field] : kText)
     if (!(f.*field).empty()) r[key] = f.*field;
@@ -48,6 +51,11 @@ json RowJson(const ModelFamily& f) {
   if (f.sections != FamilySections::kNone) r["sections"] = ToString(f.sections);
   if (f.query_temperature == QueryTemperatureForm::kLlama4Tuning) r["query_temperature"] = "attn_temperature_tuning";
   if (f.query_temperature == QueryTemperatureForm::kScalingBeta) r["query_temperature"] = "llama_4_scaling_beta";
+  if (f.positions != PositionSwitch::kAlways) r["positions"] = ToString(f.positions);
+  if (f.layer_types_rule != LayerTypesRule::kConfigOnly) r["layer_types_rule"] = ToString(f.layer_types_rule);
+  if (f.site_rule != SiteRule::kAttention) r["sites"] = ToString(f.site_rule);
+  if (f.site_rule == SiteRule::kDsa) r["indexer_pairing"] = ToString(f.indexer_pairing);
+  if (f.keying == RopeKeying::kMainCompress) r["rope_keys"] = "main (sliding layers), compress (compressed layers)";
   return r;
 }
 
@@ -76,8 +84,13 @@ void RegisterFamilies(CLI::App& app) {
       std::printf("%-20s %-10s %-11s %-11s %-20s %s%s\n", std::string(f.model_type).c_str(),
                   std::string(ToString(f.scheme)).c_str(), pairing.c_str(), WindowText(f).c_str(), gguf.c_str(),
                   f.remote_code ? "[remote] " : "", std::string(f.source).c_str());
+      if (f.positions != PositionSwitch::kAlways)
+        std::printf("%-20s   positions: %s\n", "", std::string(ToString(f.positions)).c_str());
+      if (f.site_rule != SiteRule::kAttention)
+        std::printf("%-20s   sites: %s\n", "", std::string(ToString(f.site_rule)).c_str());
       for (auto [label, v] : {std::pair{"keys", f.own_keys}, std::pair{"layers", f.layer_schedule},
-                              std::pair{"scaling", f.position_scaling}})
+                              std::pair{"scaling", f.position_scaling}, std::pair{"derives from", f.derives_from},
+                              std::pair{"ignores", f.ignored_keys}})
         if (!v.empty()) std::printf("%-20s   %s: %s\n", "", label, std::string(v).c_str());
     }
     std::printf("%zu families\n", ModelFamilies().size());

@@ -59,6 +59,25 @@ json ScalingParams(const RopeConfig& rc) {
   return p;
 }
 
+// The per-layer table (LayerRopeSchedule, the family's rule): which layers have attention, which rotate
+// (R) or not (N: NoPE; "-": no attention), the parameter set and head size of each.
+json LayersJson(const PositionScheme& s, const LayerSchedule& schedule) {
+  json layers;
+  layers["count"] = schedule.num_layers();
+  layers["rule"] = schedule.rule;
+  layers["rope"] = std::vector<int>(schedule.rope.begin(), schedule.rope.end());
+  layers["attention"] = std::vector<int>(schedule.attention.begin(), schedule.attention.end());
+  layers["nope_layers"] = schedule.num_nope_layers();
+  if (!s.rope_keys.empty()) {
+    layers["rope_keys"] = s.rope_keys;
+    layers["rope_key"] = schedule.rope_key;
+  }
+  if (s.full_attention_head_dim > 0 && s.full_attention_head_dim != s.layer_head_dim)
+    layers["head_dim"] = schedule.head_dim;
+  if (!s.layer_types.empty()) layers["types"] = s.layer_types;
+  return layers;
+}
+
 // Everything `inspect` reports, as JSON (the text form is printed from it).
 Result<json> Describe(const PositionScheme& s, const std::string& path, int64_t seq_len_opt) {
   json out;
@@ -85,7 +104,14 @@ Result<json> Describe(const PositionScheme& s, const std::string& path, int64_t 
       out["max_position_embeddings"] = s.max_position_embeddings;
       if (!s.sinusoidal_layout.empty()) out["layout"] = s.sinusoidal_layout;
       return out;
-    case PositionKind::kNone: return out;
+    case PositionKind::kNone:
+      // Layers with and without attention, none rotating (a hybrid model, or positions switched off).
+      if (s.num_layers > 0) {
+        POSENC_ASSIGN_OR_RETURN(LayerSchedule schedule, LayerRopeSchedule(s));
+        out["layers"] = LayersJson(s, schedule);
+      }
+      if (s.layer >= 0) out["layer"] = s.layer;
+      return out;
     case PositionKind::kRope: break;
   }
   const RopeConfig& rc = s.rope;
@@ -115,6 +141,15 @@ Result<json> Describe(const PositionScheme& s, const std::string& path, int64_t 
     out["layer_types"] = s.rope_layer_types;
     out["layer_type"] = s.rope_layer_type;
   }
+  if (!s.sites.empty()) {
+    std::vector<std::string> sites;
+    for (RotarySite site : s.sites) sites.emplace_back(ToString(site));
+    out["sites"] = sites;
+    out["site"] = std::string(ToString(s.site));
+    out["rotation_sign"] = s.rotation_sign;
+  }
+  if (!s.rope_key.empty()) out["rope_key"] = s.rope_key;
+  if (s.layer >= 0) out["layer"] = s.layer;
   out["layout"] = std::string(ToString(rc.layout.pairing));
   out["head_dim"] = rc.layout.head_dim;
   out["rotary_start"] = rc.layout.rotary_start;
@@ -129,13 +164,7 @@ Result<json> Describe(const PositionScheme& s, const std::string& path, int64_t 
   std::optional<LayerSchedule> schedule;
   if (s.num_layers > 0) {
     POSENC_ASSIGN_OR_RETURN(schedule, LayerRopeSchedule(s));
-    json layers;
-    layers["count"] = schedule->num_layers();
-    layers["rule"] = schedule->rule;
-    layers["rope"] = std::vector<int>(schedule->rope.begin(), schedule->rope.end());
-    layers["nope_layers"] = schedule->num_nope_layers();
-    if (!s.layer_types.empty()) layers["types"] = s.layer_types;
-    out["layers"] = layers;
+    out["layers"] = LayersJson(s, *schedule);
   }
   // Position-dependent query temperature (Llama 4 on NoPE layers; Ministral 3 on every layer).
   if (s.attn_temperature.tuning) {
@@ -204,13 +233,15 @@ void PrintText(const json& d) {
   std::printf("source: %s\n", d["source"].get<std::string>().c_str());
   std::printf("scheme: %s\n", d["scheme"].get<std::string>().c_str());
   for (const char* k : {"model_type", "num_heads", "num_kv_heads", "hidden_size", "fused_qkv", "alibi_variant",
-                        "alibi_bias_max", "num_buckets", "max_distance", "bidirectional", "spelling", "layer_type",
-                        "layout", "head_dim", "rotary_start", "rotary_dim", "base", "max_position_embeddings"}) {
+                        "alibi_bias_max", "num_buckets", "max_distance", "bidirectional", "spelling", "layer",
+                        "layer_type", "rope_key", "site", "rotation_sign", "layout", "head_dim", "rotary_start",
+                        "rotary_dim", "base", "max_position_embeddings"}) {
     if (!d.contains(k)) continue;
     const json& v = d[k];
     std::printf("%s: %s\n", k, v.is_string() ? v.get<std::string>().c_str() : num(v).c_str());
   }
   if (d.contains("layer_types")) std::printf("layer_types: %s\n", d["layer_types"].dump().c_str());
+  if (d.contains("sites") && d["sites"].size() > 1) std::printf("sites: %s\n", d["sites"].dump().c_str());
   if (d.contains("multi_axis"))
     std::printf("multi_axis: %s (%s rules) sections %s over %lld components\n",
                 d["multi_axis"]["section_layout"].get<std::string>().c_str(),
@@ -227,14 +258,29 @@ void PrintText(const json& d) {
     std::printf("attention_scaling: %s\n", num(d["attention_scaling"]).c_str());
   }
   if (d.contains("layers")) {
-    // R = the layer applies RoPE, N = NoPE; eight layers a group.
+    // R = the layer applies RoPE, N = NoPE attention, - = no attention (mamba, linear attention, ...);
+    // eight layers a group.
     const json& l = d["layers"];
     std::string map;
-    for (size_t i = 0; i < l["rope"].size(); ++i)
-      map += std::string(i > 0 && i % 8 == 0 ? " " : "") + (l["rope"][i].get<int>() ? "R" : "N");
-    std::printf("layers: %lld (%s), %lld NoPE: %s\n", static_cast<long long>(l["count"].get<int64_t>()),
-                l["rule"].get<std::string>().c_str(), static_cast<long long>(l["nope_layers"].get<int64_t>()),
+    int64_t without = 0;
+    for (size_t i = 0; i < l["rope"].size(); ++i) {
+      const bool attention = l["attention"][i].get<int>() != 0;
+      without += attention ? 0 : 1;
+      map += std::string(i > 0 && i % 8 == 0 ? " " : "") + (!attention ? "-" : l["rope"][i].get<int>() ? "R" : "N");
+    }
+    std::printf("layers: %lld (%s), %lld NoPE, %lld without attention: %s\n",
+                static_cast<long long>(l["count"].get<int64_t>()), l["rule"].get<std::string>().c_str(),
+                static_cast<long long>(l["nope_layers"].get<int64_t>() - without), static_cast<long long>(without),
                 map.c_str());
+    if (l.contains("rope_keys")) {
+      std::string keys;
+      for (size_t i = 0; i < l["rope_key"].size(); ++i) {
+        const int64_t k = l["rope_key"][i].get<int64_t>();
+        keys += std::string(i > 0 && i % 8 == 0 ? " " : "") + (k < 0 ? std::string("-") : std::to_string(k));
+      }
+      std::printf("parameter sets: %s per layer: %s\n", l["rope_keys"].dump().c_str(), keys.c_str());
+    }
+    if (l.contains("head_dim")) std::printf("head_dim per layer: %s\n", l["head_dim"].dump().c_str());
   }
   if (d.contains("query_temperature")) {
     const json& q = d["query_temperature"];
@@ -275,7 +321,8 @@ void RegisterInspect(CLI::App& app) {
   static std::string path;
   static int64_t seq_len = -1;
   static bool as_json = false;
-  static std::string layer_type;
+  static std::string layer_type, site;
+  static int64_t layer = -1;
   static bool allow_default_base = false, require_freq_base = false;
   static std::string assume_layout;
   cmd->add_option("config", path, "config.json, or a model: .gguf, .safetensors, a Hugging Face folder, llama2.c .bin")
@@ -284,7 +331,15 @@ void RegisterInspect(CLI::App& app) {
       ->check(NonNegativeInteger());
   cmd->add_flag("--json", as_json, "Print the same as JSON");
   cmd->add_option("--layer-type", layer_type,
-                  "Nested rope_parameters (Gemma 3/4 style): which layer type, e.g. sliding_attention");
+                  "Which layer type's parameters (keyed rope_parameters, Gemma 3/4, DeepSeek-V4; a GGUF's "
+                  "sliding_attention), e.g. sliding_attention");
+  cmd->add_option("--layer", layer,
+                  "Decoder layer index: the scheme of that layer (its type's parameters; none for a NoPE or mamba "
+                  "layer)")
+      ->check(NonNegativeInteger());
+  cmd->add_option("--site", site,
+                  "RoPE site of an attention layer: attention, mla, indexer, attention_output, compressor (the "
+                  "model's sites are listed)");
   cmd->add_option("--assume-layout", assume_layout,
                   "Pair layout for a config.json whose model_type posenc does not know (see posenc families): "
                   "half or interleaved")
@@ -306,6 +361,8 @@ void RegisterInspect(CLI::App& app) {
     }
     ModelSchemeOptions options;
     options.layer_type = layer_type;
+    options.layer = layer;
+    options.site = site;
     options.allow_default_freq_base = !require_freq_base;
     if (RopePairing pairing; !assume_layout.empty() && ParseRopePairing(assume_layout, &pairing))
       options.assume_layout = pairing;

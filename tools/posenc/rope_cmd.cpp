@@ -28,40 +28,67 @@ struct RopeOptions {
   std::string direction = "forward";
   std::string order = "tokens-first";
   int64_t seq_len = 0;
+  // Which layer (index or type) and RoPE site of the model to rotate for.
+  int64_t layer = -1;
+  std::string layer_type, site;
+};
+
+// What the model does at the layer and site asked for: its RoPE, the direction of the site (DeepSeek-V4's
+// attention output rotates backwards), or no positional transform at all (a NoPE or mamba layer).
+struct SiteRope {
+  RopeConfig rope;
+  bool inverse = false;
+  bool none = false;
+  std::string why_none;
 };
 
 // The RoPE of --model (any model OpenModel reads: GGUF, Hugging Face folder, safetensors with its
 // config.json, llama2.c) or of --config: a .gguf model likewise, else a JSON text that is ggml_rope_ext
 // parameters (n_dims, mode, freq_base, ...; head_dim from the input) or a Hugging Face config.json in
 // either spelling. The file is read once; a model's scheme comes from ModelScheme.
-Result<RopeConfig> LoadRopeConfig(const RopeOptions& o, int64_t input_head_dim) {
+Result<SiteRope> SiteOf(const PositionScheme& scheme, const std::string& path) {
+  SiteRope out;
+  if (scheme.kind == PositionKind::kNone) {
+    out.none = true;
+    out.why_none = scheme.notes.empty() ? std::string("no positions") : scheme.notes.back();
+    return out;
+  }
+  if (scheme.kind != PositionKind::kRope)
+    return InvalidArgumentError(
+        fmt::format("config {}: the model's scheme is {}, not rope", path, ToString(scheme.kind)));
+  out.rope = scheme.rope;
+  out.inverse = scheme.rotation_sign < 0;
+  return out;
+}
+
+Result<SiteRope> LoadRopeConfig(const RopeOptions& o, int64_t input_head_dim) {
   if (o.model.empty() == o.config.empty()) return InvalidArgumentError("give exactly one of --config and --model");
   const std::string& path = o.model.empty() ? o.config : o.model;
   ModelSchemeOptions scheme_options;
+  scheme_options.layer = o.layer;
+  scheme_options.layer_type = o.layer_type;
+  scheme_options.site = o.site;
+  const bool asked_layer = o.layer >= 0 || !o.layer_type.empty() || !o.site.empty();
   if (RopePairing pairing; !o.assume_layout.empty()) {
     if (!ParseRopePairing(o.assume_layout, &pairing))
       return InvalidArgumentError(fmt::format("--assume-layout '{}' (expected half or interleaved)", o.assume_layout));
     scheme_options.assume_layout = pairing;
   }
-  if (o.model.empty() && !o.config.ends_with(".gguf") && scheme_options.assume_layout.has_value()) {
-    // --assume-layout states that --config is a Hugging Face config.json (ggml parameters give their mode).
+  if (o.model.empty() && !o.config.ends_with(".gguf") && (scheme_options.assume_layout.has_value() || asked_layer)) {
+    // --assume-layout, --layer, --layer-type or --site state that --config is a Hugging Face config.json
+    // (ggml parameters give their mode and have one rotation).
     POSENC_ASSIGN_OR_RETURN(PositionScheme scheme, ConfigFileScheme(o.config, scheme_options));
-    if (scheme.kind != PositionKind::kRope)
-      return InvalidArgumentError(
-          fmt::format("config {}: the model's scheme is {}, not rope", o.config, ToString(scheme.kind)));
-    return scheme.rope;
+    return SiteOf(scheme, o.config);
   }
   if (o.model.empty() && !o.config.ends_with(".gguf")) {
     Result<std::string> text = ReadFileToString(o.config);  // a regular file, bounded, never blocking
     if (!text.ok()) return text.status().WithContext(fmt::format("config {}: cannot open file: ", o.config));
-    return ParseRopeConfigJson(*text, input_head_dim, o.config);
+    POSENC_ASSIGN_OR_RETURN(RopeConfig rc, ParseRopeConfigJson(*text, input_head_dim, o.config));
+    return SiteRope{.rope = std::move(rc)};
   }
   POSENC_ASSIGN_OR_RETURN(ModelFile model, OpenModel(path));
   POSENC_ASSIGN_OR_RETURN(PositionScheme scheme, ModelScheme(model, scheme_options));
-  if (scheme.kind != PositionKind::kRope)
-    return InvalidArgumentError(
-        fmt::format("config {}: the model's scheme is {}, not rope", path, ToString(scheme.kind)));
-  return scheme.rope;
+  return SiteOf(scheme, path);
 }
 
 HeadsView ViewOf(Array& x, bool heads_first) {
@@ -120,11 +147,19 @@ Status RunRope(const RopeOptions& o) {
     return InvalidArgumentError(fmt::format("input {}: shape {} is not {}", o.input, ShapeToString(x.shape()),
                                             heads_first ? "[heads, tokens, head_dim]" : "[tokens, heads, head_dim]"));
   const int64_t tokens = x.dim(heads_first ? 1 : 0), heads = x.dim(heads_first ? 0 : 1), head_dim = x.dim(2);
-  POSENC_ASSIGN_OR_RETURN(RopeConfig rc, LoadRopeConfig(o, head_dim));
+  POSENC_ASSIGN_OR_RETURN(SiteRope site, LoadRopeConfig(o, head_dim));
+  if (site.none) {
+    // No positional transform at this layer: what the model hands its attention is the input itself.
+    std::fprintf(stderr, "posenc rope: %s; the output is the input unchanged\n", site.why_none.c_str());
+    return WriteNpy(o.output, x);
+  }
+  RopeConfig rc = std::move(site.rope);
+  RopeOptions directed = o;
+  if (site.inverse) directed.direction = o.direction == "backward" ? "forward" : "backward";
   if (!o.layout.empty() && !ParseRopePairing(o.layout, &rc.layout.pairing))
     return InvalidArgumentError(fmt::format("--layout '{}' (expected half or interleaved)", o.layout));
   POSENC_ASSIGN_OR_RETURN(Array pos_array, ReadNpy(o.positions));
-  if (rc.multi_axis.has_value()) return RunMultiAxisRope(o, rc, pos_array, std::move(x), precision);
+  if (rc.multi_axis.has_value()) return RunMultiAxisRope(directed, rc, pos_array, std::move(x), precision);
   if (pos_array.ndim() != 1)
     return InvalidArgumentError(
         fmt::format("positions {}: shape {} is not [tokens]", o.positions, ShapeToString(pos_array.shape())));
@@ -149,7 +184,7 @@ Status RunRope(const RopeOptions& o) {
                              ? HeadsView{x.bytes(), x.dtype(), tokens, heads, head_dim, head_dim, tokens * head_dim}
                              : HeadsView::Dense(x.bytes(), x.dtype(), tokens, heads, head_dim);
   RopeArgs args{layout, &table, positions,
-                o.direction == "backward" ? RopeDirection::kBackward : RopeDirection::kForward};
+                directed.direction == "backward" ? RopeDirection::kBackward : RopeDirection::kForward};
   POSENC_RETURN_IF_ERROR(ApplyRope(args, view).WithContext(o.input));
   return WriteNpy(o.output, x);
 }
@@ -182,6 +217,15 @@ void RegisterRope(CLI::App& app) {
       ->check(CLI::IsMember({"half", "interleaved"}));
   cmd->add_option("--seq-len", o.seq_len, "Sequence length for length-dependent scalings (default: max position + 1)")
       ->check(NonNegativeInteger());
+  cmd->add_option("--layer", o.layer,
+                  "Decoder layer index: rotate as that layer does (its type's parameters; a NoPE or mamba layer "
+                  "leaves the input unchanged)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--layer-type", o.layer_type,
+                  "Layer type whose parameters to use (e.g. sliding_attention, compressed_sparse_attention)");
+  cmd->add_option("--site", o.site,
+                  "RoPE site of the layer: attention, mla, indexer, attention_output (rotates backwards), compressor "
+                  "(posenc inspect lists a model's sites)");
   cmd->add_option("--direction", o.direction, "forward, or backward (rotate by -angle: the gradient)")
       ->check(CLI::IsMember({"forward", "backward"}))
       ->capture_default_str();

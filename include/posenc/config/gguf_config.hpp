@@ -24,6 +24,11 @@ class GgufFile;
 // cleared (then a missing key is kNotFound naming it).
 struct GgufConfigOptions {
   bool allow_default_freq_base = true;
+  // The layer type to describe: "" or "full_attention" (the file's rope keys), or "sliding_attention":
+  // <arch>.rope.freq_base_swa and <arch>.rope.scaling_swa.* where the file has them, llama.cpp's fixed
+  // values for Gemma 3 (base 10000, no scaling) where it has not. Another name, or sliding_attention
+  // for a file without sliding-window parameters, is refused naming the key looked for.
+  std::string layer_type;
 };
 Result<PositionScheme> LoadGgufConfig(const std::string& path, const GgufConfigOptions& options = {});
 // The same from a GGUF file already open (or parsed from bytes); errors name f.name().

@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "posenc/config/position_scheme.hpp"
 #include "posenc/core/status.hpp"
@@ -15,10 +16,23 @@ struct HfConfigOptions {
   // Nested rope_parameters: the layer type to describe. Empty: "full_attention" when present, else the
   // first type in key order (noted). A name that is not there is kNotFound listing the ones that are.
   std::string layer_type;
+  // A decoder layer index: the scheme of that layer (its type by the family's rule, checked against
+  // layer_type when both are given). A layer without attention (mamba, linear attention, ...) gives
+  // PositionKind::kNone. -1: not given.
+  int64_t layer = -1;
+  // The RoPE site to describe (RotarySite names); empty: the family's first site (attention, or mla).
+  // A site the family does not have is kInvalidArgument naming the sites it has.
+  std::string site;
   // The pair layout of a RoPE config whose model_type is not in the family registry
   // (model_families.hpp): without it such a config is refused (kInvalidArgument naming the model_type).
-  // Ignored for a known family; a config with no model_type at all is read as half pairing (noted).
+  // Ignored for a known family; a config with no model_type (and no class naming a family) is refused
+  // unless it is given.
   std::optional<RopePairing> assume_layout{};
+  // Keys the caller states as understood. A config key that names positions or rotation (rope, rotary,
+  // position, nope, mrope, theta, partial) which neither the reader nor the family's registry row reads
+  // or lists as deliberately ignored is refused naming it (never guessed past); a key listed here is
+  // accepted as not changing the answer, noted.
+  std::vector<std::string> understood_keys{};
 };
 
 // Parses a Hugging Face config.json text; `source` names it in errors. RoPE configs in both

@@ -28,14 +28,20 @@
 namespace posenc {
 
 struct LayerSchedule {
-  std::vector<bool> rope;  // per decoder layer: true = applies RoPE, false = NoPE
-  std::string rule;        // which rule produced it, e.g. "llama4 no_rope_layers", for messages
+  std::vector<bool> rope;       // per decoder layer: true = applies RoPE, false = NoPE (or no attention)
+  std::vector<bool> attention;  // per decoder layer: has self-attention (false: mamba, linear attention, ...)
+  std::vector<int64_t> rope_key;  // per layer: index into the scheme's rope_keys of the set its attention
+                                  // uses; -1 = none (no attention, or a model with one set)
+  std::vector<int64_t> head_dim;  // per layer: its q / k head size (0: no attention, or not known)
+  std::string rule;               // which rule produced it, e.g. "llama4 no_rope_layers", for messages
   int64_t num_layers() const { return static_cast<int64_t>(rope.size()); }
   int64_t num_nope_layers() const;
 };
 
-// The schedule of `scheme` (a RoPE scheme as ParseHfConfig fills it). Errors (kInvalidArgument, one
-// line naming the config source, the key and the value): a scheme that is not RoPE; no
+// The schedule of `scheme` (a RoPE scheme as ParseHfConfig fills it, or a "none" scheme of a model
+// whose positions are off: every layer NoPE, `attention` from its layer types). Layer types without
+// attention (LayerTypeHasAttention) never rotate. Errors (kInvalidArgument, one line naming the config
+// source, the key and the value): another scheme that is not RoPE; no
 // num_hidden_layers; no_rope_layers or layer_types of a length other than num_hidden_layers; a
 // Cohere2 layer type other than sliding_attention / full_attention; a non-positive interval or
 // pattern.

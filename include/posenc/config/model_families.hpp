@@ -26,8 +26,51 @@ enum class RotaryWindow {
 };
 std::string_view ToString(RotaryWindow w);
 
-// M-RoPE section layout a family's modeling code applies to mrope_section (none: 1-D only).
-enum class FamilySections { kNone, kChunked, kInterleaved };
+// M-RoPE section layout a family's modeling code applies to mrope_section (none: 1-D only);
+// kHwAlternating: ERNIE-4.5-VL, mrope_section [s_h, s_w, s_t], pairs below s_h + s_w alternate h / w.
+enum class FamilySections { kNone, kChunked, kInterleaved, kHwAlternating };
+
+// What switches a family's positions on or off (the config keys the modeling code reads for it).
+enum class PositionSwitch {
+  kAlways,                     // the family's scheme on every attention layer the layer rule names
+  kPositionEmbeddingTypeRope,  // RoPE iff position_embedding_type is exactly "rope"; null / "nope": none
+                               // (Granite 4.0-H, GraniteMoeHybridAttention)
+  kMlaUseNope,                 // RoPE unless mla_use_nope is true (Kimi Linear's MLA layers)
+  kNever,                      // the attention never rotates, whatever rope_theta says (Nemotron-H)
+};
+std::string_view ToString(PositionSwitch p);
+
+// How a family derives every decoder layer's type where the config's layer_types does not list them.
+enum class LayerTypesRule {
+  kConfigOnly,          // layer_types if given (or the LayerRule's own keys)
+  kGemma4Pattern,       // full_attention where (i + 1) % 6 == 0, else sliding; the last layer always full
+  kCompressRatios,      // DeepSeek-V4: compress_ratios 0 / 4 / 128 -> sliding / compressed_sparse /
+                        // heavily_compressed_attention, cut to num_hidden_layers
+  kHybridOverride,      // Nemotron-H: hybrid_override_pattern (or layers_block_type), M mamba, E moe,
+                        // - mlp, * attention
+  kMambaUnlessListed,   // Granite 4.0-H: layer_types with "mamba" / "attention"; absent: every layer Mamba
+  kHybridLayerPattern,  // MiMo-V2 (remote code): hybrid_layer_pattern 1 sliding, 0 full attention
+  kKdaLayers,           // Kimi Linear: linear_attn_config.kda_layers (1-based) linear_attention, else full
+};
+
+// The RoPE sites of a family's attention layers and how each is shaped (hf_config.cpp applies them).
+enum class SiteRule {
+  kAttention,   // one site: q / k of self-attention (MLA families: its rope slice, named mla)
+  kDsa,         // mla + indexer: the index head (index_head_dim) rotates its FRONT qk_rope_head_dim dims,
+                // paired as indexer_pairing, with the MLA site's frequencies
+  kDeepseekV4,  // attention, attention_output (inverse), indexer, compressor: the back R dims of each head,
+                // parameter set per layer: main / compress
+};
+
+std::string_view ToString(LayerTypesRule r);
+std::string_view ToString(SiteRule r);
+
+// How keyed rope_parameters map onto layers.
+enum class RopeKeying {
+  kNone,          // one set (or the nested per-layer-type form, read by layer type)
+  kMainCompress,  // DeepSeek-V4: "main" for sliding_attention layers, "compress" for the compressed ones
+                  // and for the indexer and compressor sites
+};
 
 // The per-layer rule of a family's modeling code (LayerRopeSchedule and ParseHfConfig apply it).
 enum class LayerRule {
@@ -71,6 +114,18 @@ struct ModelFamily {
   std::string_view position_scaling{};  // position-dependent scaling of the family's own ("" none)
   FamilySections sections = FamilySections::kNone;
   QueryTemperatureForm query_temperature = QueryTemperatureForm::kNone;
+  // 2026 structure: what switches positions off, how layer types are derived, the sites and keyed sets.
+  std::string_view derives_from{};  // the row whose facts this one extends ("" none)
+  PositionSwitch positions = PositionSwitch::kAlways;
+  LayerTypesRule layer_types_rule = LayerTypesRule::kConfigOnly;
+  SiteRule site_rule = SiteRule::kAttention;
+  RopePairing indexer_pairing = RopePairing::kHalf;  // SiteRule::kDsa: the indexer's pairing
+  RopeKeying keying = RopeKeying::kNone;
+  std::string_view full_head_dim_key{};  // the head size of full_attention layers (Gemma 4: global_head_dim)
+  // The config class's rope_parameters where the config gives none (JSON; keyed by layer type where the
+  // class keys them): Gemma 4, LFM3, Laguna, ... ("" none: the reader's plain defaults apply)
+  std::string_view default_rope_parameters{};
+  std::string_view ignored_keys{};       // positional keys the family's code does not read, and why
   bool remote_code = false;    // no class in transformers: the model's repo ships the code
   std::string_view classes{};  // remote code: architectures / auto_map class names, ',' separated
   std::string_view source{};   // the file (and function) each fact was read from

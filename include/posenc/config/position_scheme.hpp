@@ -15,6 +15,21 @@ namespace posenc {
 enum class PositionKind { kRope, kLearned, kSinusoidal, kAlibi, kT5Bucket, kNone };
 std::string_view ToString(PositionKind k);
 
+// Where in an attention layer a rotation applies (golden FORMAT.md, "rotary_site"). Most models have
+// one site, q and k of self-attention; DeepSeek-style MLA rotates the rope slice of q and k; a DSA
+// "lightning indexer" (DeepSeek-V3.2, GLM-5) is a second site in the same layer with its own head
+// size and window; DeepSeek-V4 also rotates the attention output backwards and its compressed KV
+// entries.
+enum class RotarySite { kAttention, kMla, kIndexer, kAttentionOutput, kCompressor };
+std::string_view ToString(RotarySite s);
+bool ParseRotarySite(std::string_view name, RotarySite* out);
+
+// Whether a decoder layer type has self-attention: "mamba", "linear_attention" (Gated DeltaNet,
+// Mamba-2 as transformers 5 spells hybrid layers), "conv", "short_conv", "moe" and "mlp" layers have
+// none, so no positions; every other type ("full_attention", "sliding_attention", "attention",
+// "chunked_attention", "compressed_sparse_attention", ...) is an attention layer.
+bool LayerTypeHasAttention(std::string_view layer_type);
+
 // How a fused query_key_value projection (one [rows, hidden] weight for q, k and v) orders its rows,
 // as the model's Hugging Face modeling code splits it. Head counts are the config's.
 enum class FusedQkvLayout {
@@ -68,6 +83,23 @@ struct PositionScheme {
   bool has_sliding_window = false;              // a non-null sliding_window key (EXAONE 4: hybrid attention)
   // Llama 4's query temperature on NoPE layers: tuning is false for every other family.
   AttnTemperature attn_temperature;
+  // Layers and sites (2026 structure, docs/MODEL_FAMILIES.md). `layer_types` above holds the type of
+  // every decoder layer once the family's rule has derived it (layer kinds included: "mamba", "moe",
+  // ...). The RoPE sites of each attention layer (empty for a scheme that is not RoPE), the one `rope`
+  // describes, and its direction (-1: the inverse rotation, DeepSeek-V4's attention output).
+  std::vector<RotarySite> sites;
+  RotarySite site = RotarySite::kAttention;
+  int rotation_sign = 1;
+  // Keyed parameter sets (Gemma 4 / MiMo: one per layer type; DeepSeek-V4: "main" / "compress"), in
+  // the family's order, and the one `rope` describes; empty where the model has one set.
+  std::vector<std::string> rope_keys;
+  std::string rope_key;
+  // q/k head size of the default layers and of full_attention layers (Gemma 4's global_head_dim);
+  // 0 = not known / the same.
+  int64_t layer_head_dim = 0;
+  int64_t full_attention_head_dim = 0;
+  // The layer asked for (HfConfigOptions::layer), -1 none; the scheme then describes that layer.
+  int64_t layer = -1;
   // Notes on values taken from a family default or inferred (for every kind; RoPE ones are also in
   // rope.notes).
   std::vector<std::string> notes;

@@ -33,8 +33,11 @@ enum class SectionLayout {
                     // HF Qwen2-VL vision): inv_freq = base^(-2k / (R/2)), k = j - start of the block
   kChunkedStrided,  // blocks as kChunked, the k-th pair of block c taking frequency index k*C + c of the
                     // whole-head table base^(-2i / R) (HF Pixtral vision: h even, w odd frequencies)
+  kHwAlternating,   // ERNIE-4.5-VL: sections [s_h, s_w, s_t]; pair j < s_h + s_w takes h (component 1) when j
+                    // is even and w (component 2) when odd, pairs from s_h + s_w on take t (component 0);
+                    // frequency index j
 };
-// "chunked", "interleaved", "chunked_restart", "chunked_strided"
+// "chunked", "interleaved", "chunked_restart", "chunked_strided", "hw_alternating"
 std::string_view ToString(SectionLayout l);
 bool ParseSectionLayout(std::string_view s, SectionLayout* out);
 

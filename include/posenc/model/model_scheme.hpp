@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "posenc/config/position_scheme.hpp"
 #include "posenc/core/status.hpp"
@@ -39,7 +40,12 @@ struct Llama2cConfig;
 // What a caller may state that the file does not.
 struct ModelSchemeOptions {
   // Nested rope_parameters (Gemma 3 style): which layer type to describe (HfConfigOptions::layer_type).
+  // A GGUF: "sliding_attention" reads <arch>.rope.freq_base_swa / rope.scaling_swa where the file has
+  // them (or the architecture fixes them); a GGUF without per-layer-type parameters refuses it.
   std::string layer_type;
+  // Which decoder layer (HfConfigOptions::layer; -1 none) and RoPE site (HfConfigOptions::site).
+  int64_t layer = -1;
+  std::string site;
   // A GGUF without <arch>.rope.freq_base: llama.cpp's 10000, noted (true, as llama.cpp runs it), or
   // kNotFound naming the key (false).
   bool allow_default_freq_base = true;
@@ -48,6 +54,8 @@ struct ModelSchemeOptions {
   // A Hugging Face config whose model_type is not in the family registry: the pair layout to read it
   // with (HfConfigOptions::assume_layout); without it such a config is refused. Known families ignore it.
   std::optional<RopePairing> assume_layout{};
+  // Positional-looking config keys the caller states as understood (HfConfigOptions::understood_keys).
+  std::vector<std::string> understood_keys{};
 };
 
 // The scheme of an opened model. Errors name the file: the config readers' errors, kNotFound when the
