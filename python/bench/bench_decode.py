@@ -25,7 +25,7 @@ import numpy as np
 import posenc
 from posenc import _posenc
 
-CONFIG = {"hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
+CONFIG = {"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
           "max_position_embeddings": 8192, "rope_theta": 500000.0}
 
 

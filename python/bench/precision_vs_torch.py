@@ -30,7 +30,7 @@ def main():
     print(f"torch {torch.__version__}, numpy {np.__version__}")
     for name, base, dim in CONFIGS:
         heads = 8
-        cfg = {"hidden_size": heads * dim, "num_attention_heads": heads, "rope_theta": base,
+        cfg = {"model_type": "llama", "hidden_size": heads * dim, "num_attention_heads": heads, "rope_theta": base,
                "max_position_embeddings": 1 << 21}
         rope = posenc.Rope(cfg, max_positions=16)  # (positions past the table: computed on the fly, same numbers)
         ours = rope.inv_freq.astype(np.float32)

@@ -17,7 +17,7 @@ import posenc
 from conftest import DATA, need
 from posenc import cp, hf
 
-CFG = {"hidden_size": 512, "num_attention_heads": 8, "num_key_value_heads": 2, "max_position_embeddings": 2048,
+CFG = {"model_type": "llama", "hidden_size": 512, "num_attention_heads": 8, "num_key_value_heads": 2, "max_position_embeddings": 2048,
        "rope_theta": 10000.0, "num_hidden_layers": 4}
 T, H, KV, D = 4, 8, 2, 64
 ast = np.lib.stride_tricks.as_strided

@@ -26,7 +26,7 @@ got_cli="$(v/bin/posenc --version)"
 echo "version: CMakeLists $want, posenc.__version__ $got_py, posenc --version '$got_cli'"
 [ "$got_py" = "$want" ] && [ "$got_cli" = "posenc $want" ]
 # The README's one-liner (numpy only: torch is not installed in this venv).
-v/bin/python -c "import numpy as np, posenc; q = np.ones((4, 8, 64), np.float32); posenc.Rope({'hidden_size': 512, 'num_attention_heads': 8, 'rope_theta': 10000.0, 'max_position_embeddings': 2048}).apply(q, np.arange(4)); print('rotated', q[1, 0, :2])"
+v/bin/python -c "import numpy as np, posenc; q = np.ones((4, 8, 64), np.float32); posenc.Rope({'model_type': 'llama', 'hidden_size': 512, 'num_attention_heads': 8, 'rope_theta': 10000.0, 'max_position_embeddings': 2048}).apply(q, np.arange(4)); print('rotated', q[1, 0, :2])"
 v/bin/posenc demo >/dev/null
 echo "posenc demo: ok"
 if v/bin/pip install --quiet matplotlib; then
