@@ -41,7 +41,7 @@ import numpy as np
 
 import posenc
 
-CONFIG = {"hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 8192, "rope_theta": 500000.0}
+CONFIG = {"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 8192, "rope_theta": 500000.0}
 
 
 def median_ms(fn, reps):

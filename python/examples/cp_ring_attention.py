@@ -27,7 +27,7 @@ import torch.distributed as dist
 import posenc
 import posenc.cp
 
-CONFIG = {"hidden_size": 256, "num_attention_heads": 4, "max_position_embeddings": 4096, "rope_theta": 10000.0}
+CONFIG = {"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4, "max_position_embeddings": 4096, "rope_theta": 10000.0}
 SEQ_LENS = [37, 64, 19]
 HEADS, DIM = 4, 64
 

@@ -11,6 +11,7 @@ the argument; nothing is ever copied behind the caller's back.
 from __future__ import annotations
 
 import operator
+import sys
 from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -42,7 +43,11 @@ def _torch():
 
 
 def is_torch(x: Any) -> bool:
+    """Whether x is a torch tensor. Never imports torch: until something else has imported it, no
+    object can be one (numpy-only callers do not pay torch's import)."""
     if _TORCH is False:
+        if "torch" not in sys.modules:
+            return False
         _torch()
     return isinstance(x, _TORCH_TENSOR)
 
@@ -67,7 +72,7 @@ def from_dlpack(x: Any, name: str) -> Any:
     if dev_type != 1:
         raise ValueError(f"{name}: DLPack tensor is on device {_DLPACK_DEVICES.get(dev_type, f'type {dev_type}')}:{dev_id}; "
                          "posenc runs on CPU tensors only")
-    torch = _torch()
+    torch = _torch() if "torch" in sys.modules else None  # (numpy-only callers: no torch import)
     try:
         if torch is not None:
             import torch.utils.dlpack  # noqa: PLC0415
@@ -136,24 +141,73 @@ def byte_range(ptr: int, shape: Sequence[int], strides: Sequence[int], item: int
     return ptr + lo * item, ptr + (hi + 1) * item
 
 
+def _buffer_extent(o: Any) -> Optional[Tuple[int, int]]:
+    """[first byte, one past the last] of an object exporting a contiguous buffer, else None."""
+    try:
+        with memoryview(o) as m:
+            if not m.contiguous:
+                return None
+            if m.nbytes == 0:
+                return 0, 0
+            a = np.frombuffer(m.cast("B"), np.uint8)
+            a0 = int(a.__array_interface__["data"][0])
+            del a
+            return a0, a0 + m.nbytes
+    except (TypeError, ValueError, BufferError):
+        return None
+
+
+def owner_extent(x: np.ndarray) -> Optional[Tuple[int, int]]:
+    """[first byte, one past the last] of the memory a numpy array's data lives in, from the object at
+    the end of its .base chain (through as_strided's wrapper and memoryviews): an ndarray that owns its
+    data, or any object exporting a buffer (bytearray, bytes, mmap, array.array: np.frombuffer's
+    source), or a torch tensor's storage (tensor.numpy()); for another owner (a DLPack capsule), the
+    contiguous ndarray wrapping it directly, as that library declared it. None when nothing along the chain states an extent."""
+    chain: List[Any] = [x]
+    while len(chain) < 100000:
+        o = chain[-1]
+        nxt = o.obj if isinstance(o, memoryview) else getattr(o, "base", None)
+        if nxt is None or nxt is o:
+            break
+        chain.append(nxt)
+    last = chain[-1]
+    if isinstance(last, np.ndarray):
+        o0 = int(last.__array_interface__["data"][0])
+        return o0, o0 + last.nbytes
+    ext = _buffer_extent(last)
+    if ext is not None:
+        return ext
+    if is_torch(last):  # tensor.numpy(): the tensor's storage
+        try:
+            st = last.untyped_storage()
+        except AttributeError:  # (torch < 2.0)
+            st = last.storage().untyped()
+        return int(st.data_ptr()), int(st.data_ptr()) + int(st.nbytes())
+    wrap = chain[-2]
+    if isinstance(wrap, np.ndarray) and (wrap.flags.c_contiguous or wrap.flags.f_contiguous):
+        o0 = int(wrap.__array_interface__["data"][0])
+        return o0, o0 + wrap.nbytes
+    return None
+
+
 def check_in_owner(x: np.ndarray, ptr: int, name: str) -> None:
-    """Refuses a numpy view whose strides reach outside the memory of the array it was cut from
-    (np.lib.stride_tricks.as_strided makes such views; posenc would read or write past the buffer).
-    The owner is the last ndarray along .base that owns its memory; views of other buffers are not
-    checked (their extent is not known)."""
-    owner, b = None, x.base
-    while b is not None:
-        if isinstance(b, np.ndarray):
-            owner = b
-        b = getattr(b, "base", None)
-    if owner is None or not owner.flags.owndata or not (owner.flags.c_contiguous or owner.flags.f_contiguous):
-        return
+    """Refuses a numpy view whose strides reach outside the memory of whatever owns it
+    (np.lib.stride_tricks.as_strided makes such views; posenc would read or write past the buffer):
+    an ndarray, a bytearray / mmap / any buffer-protocol object (np.frombuffer), or memory another
+    library declared (owner_extent)."""
+    if x.base is None:
+        return  # (x owns its memory: its shape and strides are numpy's own)
     item = x.itemsize
     lo, hi = byte_range(ptr, x.shape, [st // item for st in x.strides], item)
-    o0 = int(owner.__array_interface__["data"][0])
-    if lo < hi and (lo < o0 or hi > o0 + owner.nbytes):
+    if lo >= hi:
+        return
+    ext = owner_extent(x)
+    if ext is None:
+        raise ValueError(f"{name}: a view of memory whose extent posenc cannot find (base {type(x.base).__name__}); "
+                         "pass an array that owns its memory or views a buffer")
+    if lo < ext[0] or hi > ext[1]:
         raise ValueError(f"{name}: shape {list(x.shape)} and strides {list(x.strides)} (bytes) reach outside the "
-                         f"{owner.nbytes} bytes of the array it views")
+                         f"{ext[1] - ext[0]} bytes of the memory it views")
 
 
 def check_view_sizes(shape: Sequence[int], strides: Sequence[int], name: str) -> None:
@@ -433,3 +487,50 @@ def check_built_size(name: str, dims: Sequence[int], limit: int = MAX_BUILT_ELEM
     if n > limit:
         raise ValueError(f"{name}: {' x '.join(str(int(d)) for d in dims)} = {n} elements is more than posenc "
                          f"builds at once (2^{limit.bit_length() - 1})")
+
+
+def quote(v: Any, cap: int = 80) -> str:
+    """repr(v) for a message: one line, at most `cap` characters (a huge or multi-line value is cut and
+    its length said)."""
+    r = repr(v)
+    if len(r) > cap:
+        r = f"{r[:cap]}... ({len(r)} characters)"
+    return r
+
+
+def cap(text: str, limit: int = 120) -> str:
+    """A key path or name for a message, as it is when short (control characters escaped: one line);
+    cut, with its length, when long."""
+    if not text.isprintable():
+        text = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+def path_arg(x: Any, name: str) -> str:
+    """A path argument (str, bytes or os.PathLike) as str: TypeError for anything else, ValueError for a
+    path holding a NUL (the C library would open the path before it: another file)."""
+    import os  # noqa: PLC0415
+    try:
+        p = os.fspath(x)
+    except TypeError:
+        raise TypeError(f"{name}: {quote(x)} ({type(x).__name__}) is not a path (str, bytes or os.PathLike)") from None
+    if isinstance(p, bytes):
+        try:
+            p = os.fsdecode(p)
+        except UnicodeDecodeError:
+            raise ValueError(f"{name}: {quote(p)} is not decodable with the file system encoding") from None
+    if "\0" in p:
+        raise ValueError(f"{name}: {quote(p)} holds a NUL character at index {p.index(chr(0))}")
+    return p
+
+
+def real_arg(x: Any, name: str) -> float:
+    """A real number argument (not a string or bool): TypeError naming it otherwise."""
+    if isinstance(x, (bool, np.bool_, str, bytes)) or not isinstance(x, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name}: {quote(x)} ({type(x).__name__}) is not a number")
+    return float(x)
+
+
+def ids_arg(ids: Any, name: str = "ids") -> np.ndarray:
+    """Integers (ids, positions) as a contiguous 1-d int64 array."""
+    return to_int64(int_array(ids, name).reshape(-1), name)

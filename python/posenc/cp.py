@@ -23,6 +23,7 @@ import numpy as np
 from . import _tensors
 
 MAX_SEQ_LEN = 1 << 31  # RoPE's position bound: a longer sequence has positions no kernel takes
+MAX_SHARD_TOKENS = 1 << 24  # one rank's tokens: four int64/bool arrays and their temporaries, ~1 GiB at most
 
 __all__ = ["Shard", "padded_length", "shard"]
 
@@ -49,10 +50,13 @@ def padded_length(seq_len: int, cp_size: int, split: str = "zigzag") -> int:
         raise ValueError(f"seq_len: {seq_len} is negative")
     if seq_len >= MAX_SEQ_LEN:
         raise ValueError(f"seq_len: {seq_len} is beyond 2^31 (positions must stay below 2^31)")
-    unit = {"zigzag": 2 * cp_size, "contiguous": cp_size}.get(split)
+    unit = {"zigzag": 2 * cp_size, "contiguous": cp_size}.get(split) if isinstance(split, str) else None
     if unit is None:
-        raise ValueError(f"split: '{split}' (expected zigzag or contiguous)")
-    return -(-seq_len // unit) * unit
+        raise ValueError(f"split: {split!r} (expected zigzag or contiguous)")
+    padded = -(-seq_len // unit) * unit
+    if padded > MAX_SEQ_LEN:  # (padding tokens take positions up to padded - 1)
+        raise ValueError(f"seq_len: {seq_len} padded to a multiple of {unit} is {padded} tokens, whose positions pass 2^31")
+    return padded
 
 
 def shard(seq_lens: Sequence[int], cp_size: int, rank: int, split: str = "zigzag") -> Shard:
@@ -67,8 +71,9 @@ def shard(seq_lens: Sequence[int], cp_size: int, rank: int, split: str = "zigzag
         raise TypeError(f"seq_lens: {type(seq_lens).__name__} is not a sequence of lengths")
     lens = [_tensors.int_arg(x, f"seq_lens[{i}]") for i, x in enumerate(seq_lens)]
     padded = [padded_length(n, cp_size, split) for n in lens]  # every length checked before any is sharded
-    if sum(padded) // cp_size >= MAX_SEQ_LEN:
-        raise ValueError(f"seq_lens: {sum(padded) // cp_size} tokens per rank is beyond 2^31")
+    if sum(padded) // cp_size > MAX_SHARD_TOKENS:  # (bounded before any array is built)
+        raise ValueError(f"seq_lens: {sum(padded) // cp_size} tokens per rank is more than posenc builds at once "
+                         f"(2^{MAX_SHARD_TOKENS.bit_length() - 1})")
     pos, idx, seq = [], [], []
     start = 0
     for s, (n, p) in enumerate(zip(lens, padded)):

@@ -248,12 +248,72 @@ def apply_cos_sin(q: Any, k: Any, cos: Any, sin: Any, unsqueeze_dim: int = 1,
     return q_out, k_out
 
 
+def _shape(x: Any) -> list:
+    return [int(n) for n in getattr(x, "shape", ())]
+
+
+def cos_sin_per_token(q: Any, cos: Any, sin: Any, position_ids: Any, unsqueeze_dim: int = 1) -> Tuple[Any, Any]:
+    """cos and sin as one row per token ([batch or 1, seq, rotary_dim]) under the calling convention
+    their shapes name, or ValueError naming the shapes when no convention computes exactly that:
+
+    - per token, [batch or 1, seq, rotary_dim] (transformers >= 4.38: position_ids, if given, are
+      unused, as there), or [1, rotary_dim] for one token (unsqueeze_dim 1): returned as they are;
+      other 2-d cos without position_ids is refused (cos.unsqueeze(dim) broadcasts it across heads);
+    - a table [kv_len, rotary_dim] (transformers 4.34-4.37 and remote-code models) or [1, 1, kv_len,
+      rotary_dim] (up to 4.33, squeezed first) with position_ids [batch or 1, seq] (or [1] for one
+      token): cos[position_ids] as that code indexes it; an id outside [0, kv_len) is refused (torch
+      would wrap a negative one to the table's end)."""
+    if unsqueeze_dim not in (1, 2) or type(unsqueeze_dim) is bool:
+        raise ValueError(f"unsqueeze_dim: {unsqueeze_dim!r} (expected 1: [batch, heads, seq, dim], or 2: [batch, seq, heads, dim])")
+    q, cos, sin = (_tensors.as_tensor(x, n) for x, n in ((q, "q"), (cos, "cos"), (sin, "sin")))
+    cs, ss, qs = _shape(cos), _shape(sin), _shape(q)
+    if cs != ss:
+        raise ValueError(f"sin: shape {ss} differs from cos's {cs}")
+    if len(cs) == 3:
+        return cos, sin
+    if position_ids is None:
+        if len(cs) == 2 and cs[0] == 1 and unsqueeze_dim == 1:
+            return cos, sin  # ([1, R] unsqueezed is [1, 1, R]: one row for the one token)
+        raise ValueError(f"cos: shape {cs} without position_ids is not per token [batch or 1, seq, rotary_dim] for q {qs} "
+                         f"(cos.unsqueeze({unsqueeze_dim}) would not broadcast one row per token; pass cos[None], or "
+                         "position_ids to index it as a table)")
+    p = _tensors.int_array(position_ids, "position_ids")
+    ps = list(p.shape)
+    if len(cs) == 4 and cs[:2] == [1, 1] and unsqueeze_dim == 1:
+        cos, sin = cos[0, 0], sin[0, 0]  # (transformers <= 4.33: cos.squeeze(1).squeeze(0); no unsqueeze_dim then)
+    elif len(cs) != 2:
+        raise ValueError(f"cos: shape {cs} with position_ids {ps} is neither per token [batch, seq, rotary_dim] nor a "
+                         f"table [kv_len, rotary_dim] or [1, 1, kv_len, rotary_dim] (that one with unsqueeze_dim 1; "
+                         f"q {qs}, unsqueeze_dim {unsqueeze_dim})")
+    seq = qs[1 + unsqueeze_dim % 2] if len(qs) == 4 else -1  # (unsqueeze_dim 1: [B, H, S, D]; 2: [B, S, H, D])
+    if p.ndim == 1 and ps == [1] and seq == 1 and unsqueeze_dim == 1:
+        p = p.reshape(1, 1)  # cos[ids] is [1, R], unsqueezed [1, 1, R]: every row at that position
+    if len(qs) != 4 or p.ndim != 2 or p.shape[1] != seq or p.shape[0] not in (1, qs[0]):
+        raise ValueError(f"position_ids: shape {ps} does not index the cos table {cs} as one row per token of q "
+                         f"{qs} (expected [batch or 1, seq]; unsqueeze_dim {unsqueeze_dim})")
+    rows = int(_shape(cos)[0])
+    if p.size:
+        lo, hi = int(p.min()), int(p.max())
+        if lo < 0 or hi >= rows:
+            bad = lo if lo < 0 else hi
+            at = [int(i) for i in np.argwhere(p == bad)[0]]
+            raise ValueError(f"position_ids: {bad} at {at} is outside the cos table's rows [0, {rows}) (cos {cs})")
+    ids = _tensors.to_int64(p, "position_ids")
+    if _tensors.is_torch(cos):
+        import torch  # noqa: PLC0415 (cos is a torch tensor: torch is loaded)
+        t = torch.from_numpy(ids)
+        return cos[t], sin[t]
+    return np.asarray(cos)[ids], np.asarray(sin)[ids]
+
+
 def apply_rotary_pos_emb(rope: Any, q: Any, k: Any, cos: Any = None, sin: Any = None, position_ids: Any = None,
                          unsqueeze_dim: int = 1, from_cos_sin: bool = True) -> Tuple[Any, Any]:
     """HF's apply_rotary_pos_emb computed by `rope` (a posenc.Rope): new (q_embed, k_embed). Given
-    cos and sin (and from_cos_sin, the default), HF's bits from HF's cos/sin (apply_cos_sin); else
-    posenc's own angles at position_ids (or at the positions read back from cos/sin)."""
+    cos and sin (and from_cos_sin, the default), HF's bits from HF's cos/sin (apply_cos_sin), per token
+    or as a table indexed by position_ids (cos_sin_per_token); else posenc's own angles at
+    position_ids (or at the positions read back from cos/sin)."""
     if from_cos_sin and cos is not None and sin is not None:
+        cos, sin = cos_sin_per_token(q, cos, sin, position_ids, unsqueeze_dim)
         return apply_cos_sin(q, k, cos, sin, unsqueeze_dim, rope.scheme.pairing)
     q, k = _tensors.as_tensor(q, "q"), _tensors.as_tensor(k, "k")
     if unsqueeze_dim not in (1, 2) or type(unsqueeze_dim) is bool:
@@ -280,6 +340,8 @@ def drop_in(rope: Any, from_cos_sin: bool = True) -> Callable[..., Tuple[Any, An
 
     def apply_rotary_pos_emb_posenc(q, k, cos=None, sin=None, position_ids=None, unsqueeze_dim=1):
         if from_cos_sin and cos is not None and sin is not None:
+            if position_ids is not None or len(getattr(cos, "shape", ())) != 3:
+                cos, sin = cos_sin_per_token(q, cos, sin, position_ids, unsqueeze_dim)
             return apply_cos_sin(q, k, cos, sin, unsqueeze_dim, pairing)
         return apply_rotary_pos_emb(rope, q, k, cos, sin, position_ids, unsqueeze_dim, False)
     apply_rotary_pos_emb_posenc.__doc__ = apply_rotary_pos_emb.__doc__

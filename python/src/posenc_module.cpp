@@ -29,6 +29,8 @@
 #include "posenc/config/layer_schedule.hpp"     // likewise
 #include "posenc/kernels/attn_temperature.hpp"  // likewise
 #include "posenc/kernels/rope_cos_sin.hpp"      // likewise
+#include "posenc/io/json_guard.hpp"
+#include "posenc/math/rope_scaling_facts.hpp"
 #include "posenc/posenc.hpp"
 
 namespace py = pybind11;
@@ -160,6 +162,23 @@ py::dict ScalingDict(const RopeScaling& s) {
   return d;
 }
 
+// (name, value) of each parameter the scaling uses, from its row (ScalingParamsOf): what inspect lists.
+py::list ScalingParamsList(const RopeConfig& rc) {
+  py::list out;
+  for (const ScalingParam& p : ScalingParamsOf(rc)) {
+    py::object v;
+    switch (p.kind) {
+      case ScalingKeyKind::kNumber:
+      case ScalingKeyKind::kOptionalNumber: v = py::float_(p.number); break;
+      case ScalingKeyKind::kInteger: v = py::int_(p.integer); break;
+      case ScalingKeyKind::kBoolean: v = py::bool_(p.boolean); break;
+      case ScalingKeyKind::kNumberList: v = py::cast(p.list); break;
+    }
+    out.append(py::make_tuple(std::string(p.name), v));
+  }
+  return out;
+}
+
 py::object MultiAxisDict(const RopeConfig& rc) {
   if (!rc.multi_axis) return py::none();
   py::dict d;
@@ -243,9 +262,11 @@ RopeArgs Args(const RopeTable& table, const RotaryLayout& layout, const std::str
 
 // Rotates batch element b of x (in place, or into out) at positions[b]. Every element is validated
 // before any is written, so an error leaves every tensor as it was.
-void ApplyRopeBatch(const RopeTable& table, const RotaryLayout& layout, const py::list& x_views,
-                    const py::list& out_views, const py::list& positions, const std::string& direction,
-                    const std::string& what, bool reference) {
+// reps > 0 (the benchmark's C++ baseline, python/bench): the validated call run `reps` more times
+// back to back, each timed in C++ (ApplyRope validates again per call, as any C++ caller's does).
+std::vector<double> ApplyRopeBatch(const RopeTable& table, const RotaryLayout& layout, const py::list& x_views,
+                                   const py::list& out_views, const py::list& positions, const std::string& direction,
+                                   const std::string& what, bool reference, int reps = 0) {
   std::vector<HeadsView> x = Views(x_views, what.c_str());
   std::vector<HeadsView> out = Views(out_views, "out");
   std::vector<Positions> pos = PositionRows(positions);
@@ -259,15 +280,21 @@ void ApplyRopeBatch(const RopeTable& table, const RotaryLayout& layout, const py
     if (!out.empty()) Check(ValidateRope(args, out[b], "out"));
   }
   Status s;
+  std::vector<double> times;
   {
     py::gil_scoped_release release;
-    for (size_t b = 0; b < x.size() && s.ok(); ++b) {
-      args.positions = Span(pos[b]);
-      HeadsView dst = out.empty() ? x[b] : out[b];
-      s = reference ? ApplyRopeReference(args, x[b], dst) : ApplyRope(args, x[b], dst);
+    for (int r = 0; r <= reps && s.ok(); ++r) {
+      const auto t0 = std::chrono::steady_clock::now();
+      for (size_t b = 0; b < x.size() && s.ok(); ++b) {
+        args.positions = Span(pos[b]);
+        HeadsView dst = out.empty() ? x[b] : out[b];
+        s = reference ? ApplyRopeReference(args, x[b], dst) : ApplyRope(args, x[b], dst);
+      }
+      if (r > 0) times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
   }
   Check(s);
+  return times;
 }
 
 void ApplyRopeQKBatch(const RopeTable& table, const RotaryLayout& layout, const py::list& q_views,
@@ -300,7 +327,8 @@ void ApplyRopeKvCacheBinding(const RopeTable& table, const RotaryLayout& layout,
                              const py::tuple& k_t, const py::tuple& v_t, const py::tuple& q_out_t,
                              const Positions& positions, const Positions& slots, uintptr_t k_cache, int64_t k_nbytes,
                              uintptr_t v_cache, int64_t v_nbytes, const std::string& cache_type, int64_t layers,
-                             int64_t cache_slots, int64_t layer, bool reference) {
+                             int64_t cache_slots, int64_t layer, bool reference, int reps = 0,
+                             std::vector<double>* times = nullptr) {
   QkvViews x{View(q_t, "q"), View(k_t, "k"), View(v_t, "v")};
   const HeadsView q_out = View(q_out_t, "q_out");
   KvCacheView cache;
@@ -324,7 +352,11 @@ void ApplyRopeKvCacheBinding(const RopeTable& table, const RotaryLayout& layout,
   Status st;
   {
     py::gil_scoped_release release;
-    st = reference ? ApplyRopeKvCacheReference(args, x, q_out, cache) : ApplyRopeKvCache(args, x, q_out, cache);
+    for (int r = 0; r <= reps && st.ok(); ++r) {  // (reps > 0: timed repeats, as ApplyRopeBatch)
+      const auto t0 = std::chrono::steady_clock::now();
+      st = reference ? ApplyRopeKvCacheReference(args, x, q_out, cache) : ApplyRopeKvCache(args, x, q_out, cache);
+      if (r > 0 && times) times->push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
   }
   Check(st);
 }
@@ -823,6 +855,17 @@ using namespace posenc::python;  // NOLINT
 
 PYBIND11_MODULE(_posenc, m) {
   m.doc() = "posenc's C++ API, translated (use the `posenc` package, not this module)";
+  m.attr("__version__") = POSENC_VERSION;             // the project's version (CMakeLists.txt)
+  m.attr("MAX_JSON_NESTING") = kMaxJsonNesting;      // the bound every JSON reader applies
+  m.def("scaling_rows", [] {  // (name, [key names]) of each row of RopeScalings(): the library's list
+    py::list rows;
+    for (const RopeScalingSpec& r : RopeScalings()) {
+      py::list keys;
+      for (const RopeScalingKey& k : r.keys) keys.append(std::string(k.name));
+      rows.append(py::make_tuple(std::string(r.name), keys));
+    }
+    return rows;
+  });
 
   m.def("set_num_threads", &SetNumThreads, py::arg("n"));
   m.def("num_threads", &NumThreads);
@@ -889,6 +932,9 @@ PYBIND11_MODULE(_posenc, m) {
       .def_property_readonly("rope_max_position_embeddings",
                              [](const PositionScheme& s) { return s.rope.max_position_embeddings; })
       .def_property_readonly("scaling", [](const PositionScheme& s) { return ScalingDict(s.rope.scaling); })
+      .def_property_readonly("scaling_params", [](const PositionScheme& s) { return ScalingParamsList(s.rope); })
+      .def_property_readonly("frequencies_depend_on_seq_len",
+                             [](const PositionScheme& s) { return FrequenciesDependOnSeqLen(s.rope); })
       .def_property_readonly("multi_axis", [](const PositionScheme& s) { return MultiAxisDict(s.rope); })
       .def_property_readonly("rope_notes", [](const PositionScheme& s) { return s.rope.notes; })
       .def_property_readonly("source", [](const PositionScheme& s) { return s.rope.source; })
@@ -997,13 +1043,13 @@ PYBIND11_MODULE(_posenc, m) {
       "apply_rope",
       [](const RopeTable& table, const std::string& pairing, int64_t head_dim, int64_t rotary_start, int64_t rotary_dim,
          const py::list& x, const py::list& out, const py::list& positions, const std::string& direction,
-         const std::string& what, bool reference) {
+         const std::string& what, bool reference, int reps) {
         RotaryLayout layout{Pairing(pairing), head_dim, rotary_start, rotary_dim};
-        ApplyRopeBatch(table, layout, x, out, positions, direction, what, reference);
+        return ApplyRopeBatch(table, layout, x, out, positions, direction, what, reference, reps);
       },
       py::arg("table"), py::arg("pairing"), py::arg("head_dim"), py::arg("rotary_start"), py::arg("rotary_dim"),
       py::arg("views"), py::arg("out_views"), py::arg("positions"), py::arg("direction"), py::arg("what"),
-      py::arg("reference") = false);
+      py::arg("reference") = false, py::arg("reps") = 0);
   m.def(
       "apply_rope_qk",
       [](const RopeTable& table, const std::string& pairing, int64_t head_dim, int64_t rotary_start, int64_t rotary_dim,
@@ -1019,15 +1065,17 @@ PYBIND11_MODULE(_posenc, m) {
       [](const RopeTable& table, const std::string& pairing, int64_t head_dim, int64_t rotary_start, int64_t rotary_dim,
          const py::tuple& q, const py::tuple& k, const py::tuple& v, const py::tuple& q_out, const Positions& positions,
          const Positions& slots, uintptr_t k_cache, int64_t k_nbytes, uintptr_t v_cache, int64_t v_nbytes,
-         const std::string& cache_type, int64_t layers, int64_t cache_slots, int64_t layer, bool reference) {
+         const std::string& cache_type, int64_t layers, int64_t cache_slots, int64_t layer, bool reference, int reps) {
+        std::vector<double> times;
         ApplyRopeKvCacheBinding(table, RotaryLayout{Pairing(pairing), head_dim, rotary_start, rotary_dim}, q, k, v,
                                 q_out, positions, slots, k_cache, k_nbytes, v_cache, v_nbytes, cache_type, layers,
-                                cache_slots, layer, reference);
+                                cache_slots, layer, reference, reps, &times);
+        return times;
       },
       py::arg("table"), py::arg("pairing"), py::arg("head_dim"), py::arg("rotary_start"), py::arg("rotary_dim"),
       py::arg("q"), py::arg("k"), py::arg("v"), py::arg("q_out"), py::arg("positions"), py::arg("slots"),
       py::arg("k_cache"), py::arg("k_nbytes"), py::arg("v_cache"), py::arg("v_nbytes"), py::arg("cache_type"),
-      py::arg("layers"), py::arg("cache_slots"), py::arg("layer"), py::arg("reference"));
+      py::arg("layers"), py::arg("cache_slots"), py::arg("layer"), py::arg("reference"), py::arg("reps") = 0);
   m.def("apply_query_temperature", &ApplyTemperatureBatch, py::arg("q_views"), py::arg("scales"));
   m.def(
       "descs_apart",

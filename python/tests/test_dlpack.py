@@ -8,7 +8,7 @@ import torch
 import posenc
 from posenc import _tensors
 
-CONFIG = {"hidden_size": 256, "num_attention_heads": 4, "rope_theta": 500000.0}
+CONFIG = {"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4, "rope_theta": 500000.0}
 
 
 class Producer:

@@ -93,8 +93,8 @@ def test_drop_in_is_hf_bit_for_bit(folder):
 def test_hf_bits_are_not_posenc_angles():
     """The cos/sin path really uses the given rows: cos/sin of another config (no integer position of
     this one) are applied as given, where from_cos_sin=False still refuses them."""
-    rope = posenc.Rope({"hidden_size": 256, "num_attention_heads": 4, "rope_theta": 500000.0})
-    other = posenc.Rope({"hidden_size": 256, "num_attention_heads": 4, "rope_theta": 10000.0})
+    rope = posenc.Rope({"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4, "rope_theta": 500000.0})
+    other = posenc.Rope({"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4, "rope_theta": 10000.0})
     pos = torch.arange(8)[None]
     cos, sin = hf_cos_sin(other.inv_freq, pos, 1.0, False, torch.float32)
     q = torch.randn(1, 4, 8, 64)
@@ -105,7 +105,7 @@ def test_hf_bits_are_not_posenc_angles():
 
 
 def test_cos_sin_errors_name_the_argument():
-    rope = posenc.Rope({"hidden_size": 256, "num_attention_heads": 4, "rope_theta": 500000.0})
+    rope = posenc.Rope({"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4, "rope_theta": 500000.0})
     q = torch.randn(1, 4, 8, 64)
     cos, sin = hf_cos_sin(rope.inv_freq, torch.arange(8)[None], 1.0, False, torch.float32)
     with pytest.raises(ValueError, match="cos: dtype bfloat16 differs from q's float32"):
@@ -131,7 +131,7 @@ def test_cos_sin_errors_name_the_argument():
 def test_cos_sin_refuses_tensors_that_require_grad():
     """The drop-in has no backward: under autograd it refuses, instead of returning q and k cut off
     from the graph; under no_grad (inference, HF's generate) the same tensors pass."""
-    rope = posenc.Rope({"hidden_size": 256, "num_attention_heads": 4, "rope_theta": 500000.0})
+    rope = posenc.Rope({"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4, "rope_theta": 500000.0})
     q, k = torch.randn(1, 4, 8, 64, requires_grad=True), torch.randn(1, 2, 8, 64)
     cos, sin = hf_cos_sin(rope.inv_freq, torch.arange(8)[None], 1.0, False, torch.float32)
     qo, ko = torch.zeros(1, 4, 8, 64), torch.zeros(1, 2, 8, 64)
@@ -148,7 +148,7 @@ def test_cos_sin_refuses_tensors_that_require_grad():
 
 
 def test_numpy_arrays_too():
-    rope = posenc.Rope({"hidden_size": 256, "num_attention_heads": 4, "rope_theta": 500000.0})
+    rope = posenc.Rope({"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4, "rope_theta": 500000.0})
     q = torch.randn(1, 4, 8, 64)
     cos, sin = hf_cos_sin(rope.inv_freq, torch.arange(8)[None], 1.0, False, torch.float32)
     got_q, _ = rope.apply_rotary_pos_emb(q.numpy(), q.numpy(), cos.numpy(), sin.numpy())
@@ -158,7 +158,7 @@ def test_numpy_arrays_too():
 
 def test_into_given_outputs_and_in_place():
     """out=(q_out, k_out): the same bits written into the caller's tensors, also in place (out = q, k)."""
-    rope = posenc.Rope({"hidden_size": 256, "num_attention_heads": 4, "rope_theta": 500000.0})
+    rope = posenc.Rope({"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4, "rope_theta": 500000.0})
     q, k = torch.randn(2, 4, 8, 64), torch.randn(2, 2, 8, 64)
     cos, sin = hf_cos_sin(rope.inv_freq, torch.arange(8)[None].expand(2, -1), 1.0, False, torch.float32)
     want_q, want_k = hf_formula(q, cos, sin, False, 1), hf_formula(k, cos, sin, False, 1)
@@ -179,7 +179,7 @@ def test_in_place_on_views_of_one_fused_qkv_output(batch, seq):
     """q and k cut from one fused projection output (their byte spans interleave, no element is
     shared) rotate in place with HF's bits; v, the rest of each row, is untouched. Views of the same
     rows that do share elements are still refused."""
-    rope = posenc.Rope({"hidden_size": 256, "num_attention_heads": 4, "num_key_value_heads": 2, "rope_theta": 1e4})
+    rope = posenc.Rope({"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4, "num_key_value_heads": 2, "rope_theta": 1e4})
     hq, hkv, d = 4, 2, 64
     qkv = torch.randn(batch, seq, (hq + 2 * hkv) * d)
     q = qkv[..., :hq * d].view(batch, seq, hq, d).transpose(1, 2)
@@ -235,7 +235,7 @@ def test_large_outputs_reuse_freed_memory():
     """Outputs from 1 MiB up come from buffers freed by earlier outputs (no fresh pages to fault in):
     the same address again once the first result is dropped, HF's bits still, q's strides kept, and
     a result alive is never handed out twice."""
-    rope = posenc.Rope({"hidden_size": 4096, "num_attention_heads": 32, "rope_theta": 500000.0})
+    rope = posenc.Rope({"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32, "rope_theta": 500000.0})
     q = torch.randn(1, 160, 32, 128).bfloat16().transpose(1, 2)  # 1.25 MiB of bfloat16
     k = torch.randn(1, 160, 8, 128).bfloat16().transpose(1, 2)
     cos, sin = hf_cos_sin(rope.inv_freq, torch.arange(160)[None], 1.0, False, torch.bfloat16)

@@ -17,7 +17,7 @@ import posenc
 from conftest import DATA, need
 from posenc import cp, hf
 
-CFG = {"hidden_size": 512, "num_attention_heads": 8, "num_key_value_heads": 2, "max_position_embeddings": 2048,
+CFG = {"model_type": "llama", "hidden_size": 512, "num_attention_heads": 8, "num_key_value_heads": 2, "max_position_embeddings": 2048,
        "rope_theta": 10000.0, "num_hidden_layers": 4}
 T, H, KV, D = 4, 8, 2, 64
 ast = np.lib.stride_tricks.as_strided
@@ -814,3 +814,153 @@ def test_fuzz_one_mutation_at_a_time(rope):
         check(res)
         outcomes["ok"] += 1
     assert outcomes["ok"] >= 60 and outcomes["refused"] >= 100, outcomes
+
+
+# ---- buffer owners, argument conversion, validate-then-write (issue 32, items 3 and 4) -------------
+
+
+def _owners(nbytes):
+    """(name, numpy float32 array over the whole of an owner's memory, the owner) for each kind of
+    buffer owner: bytearray, an mmap, a memoryview slice, array.array, and a DLPack import."""
+    import array
+    import mmap
+    ba = bytearray(nbytes)
+    mm = mmap.mmap(-1, nbytes)
+    big = bytearray(nbytes + 64)
+    arr = array.array("f", [0.0] * (nbytes // 4))
+    out = [("bytearray", np.frombuffer(ba, np.float32), ba),
+           ("mmap", np.frombuffer(mm, np.float32), mm),
+           ("memoryview slice", np.frombuffer(memoryview(big)[64:], np.float32), big),
+           ("array.array", np.frombuffer(arr, np.float32), arr)]
+    src = np.zeros(nbytes // 4, np.float32)
+    out.append(("dlpack", np.from_dlpack(src), src))
+    return out
+
+
+def test_views_reaching_outside_any_owner_are_refused(rope):
+    """A view made with as_strided over memory numpy does not own (np.frombuffer of a bytearray, an mmap,
+    a memoryview, array.array; a DLPack import) reaches past it: every call that reads or writes it
+    refuses it by name, and the owner's bytes stay as they were. The same view kept inside is used."""
+    n = T * H * D
+    for name, flat, owner in _owners(n * 4):
+        writable = flat.flags.writeable  # (np.from_dlpack's arrays are read-only)
+        (flat if writable else owner)[:] = np.arange(n, dtype=np.float32)
+        inside = ast(flat, (T, H, D), (H * D * 4, D * 4, 4))
+        past = ast(flat, (T + 3, H, D), (H * D * 4, D * 4, 4))  # 3 tokens past the end
+        ref = snap(flat)
+        cos = np.ones((1, T + 3, D), np.float32)
+        calls = [("hf q (read)", lambda x: hf.apply_cos_sin(x.transpose(1, 0, 2)[None], rnd(1, KV, x.shape[0], D), cos, cos))]
+        if writable:
+            calls += [("apply", lambda x: rope.apply(x, np.arange(x.shape[0]))),
+                      ("apply out", lambda x: rope.apply(rnd(*x.shape), np.arange(x.shape[0]), out=x)),
+                      ("apply_qk k", lambda x: rope.apply_qk(rnd(x.shape[0], H, D), x[:, :KV], np.arange(x.shape[0]))),
+                      ("hf out", lambda x: hf.apply_cos_sin(rnd(1, H, x.shape[0], D), rnd(1, H, x.shape[0], D), cos, cos,
+                                                            out=(x.transpose(1, 0, 2)[None], rnd(1, H, x.shape[0], D))))]
+        for what, call in calls:
+            refuses(lambda: call(past), ValueError, r"reach outside the \d+ bytes of the memory it views", flat)
+            assert same(flat, ref), f"{name} {what}: the owner was written"
+        if writable:
+            rope.apply(inside, np.arange(T))  # inside the owner: rotated in place
+            assert not same(flat, ref), f"{name}: a view inside its owner was not rotated"
+        else:
+            hf.apply_cos_sin(inside.transpose(1, 0, 2)[None], rnd(1, KV, T, D), cos[:, :T], cos[:, :T])  # read inside: fine
+    # Memory a foreign object declares only through a strided interface (no buffer, no contiguous
+    # extent): a view of it is refused, never trusted.
+    class Foreign:
+        def __init__(self, a):
+            self.__array_interface__ = dict(a.__array_interface__)
+    base = np.zeros(2 * n, np.float32)
+    foreign = np.asarray(Foreign(ast(base, (T, H, D), (2 * H * D * 4, D * 4, 4))))
+    refuses(lambda: rope.apply(ast(foreign, (T + 3, H, D), foreign.strides), np.arange(T + 3)), ValueError,
+            r"^x: a view of memory whose extent posenc cannot find")
+
+
+def test_config_nesting_is_bounded_before_recursion():
+    deep = {}
+    d = deep
+    for _ in range(5000):
+        d["a"] = {}
+        d = d["a"]
+    refuses(lambda: posenc.Rope(deep), ValueError, r"^config: a\.a\.a[a.]* is nested more than 32 levels deep")
+    cyc = dict(CFG)
+    cyc["self"] = cyc
+    refuses(lambda: posenc.load_scheme(cyc), ValueError, r"is nested more than \d+ levels deep")
+    lst = [0]
+    for _ in range(5000):
+        lst = [lst]
+    refuses(lambda: posenc.Scheme.from_ggml({"n_dims": lst}, 64), ValueError, r"^params: .* is nested more than")
+
+
+def test_paths_with_nul_are_refused(tmp_path):
+    good = tmp_path / "config.json"
+    good.write_text("{}")
+    for call, pat in [(lambda: posenc.Scheme.from_config(str(good) + "\0.gguf"), r"^config: '.*\.\.\. \(\d+ characters\) holds a NUL character at index \d+"),
+                      (lambda: posenc.load_scheme(str(good) + "\0x"), r"^source: .* holds a NUL character"),
+                      (lambda: posenc.Scheme.from_gguf(b"/tmp/x\0y"), r"^path: .* holds a NUL character"),
+                      (lambda: posenc.Scheme.from_model("a\0b"), r"^path: 'a\\x00b' holds a NUL character at index 1"),
+                      (lambda: posenc.Model("m\0"), r"^path: .* holds a NUL"),
+                      (lambda: posenc.golden("g\0"), r"^folder: .* holds a NUL")]:
+        refuses(call, ValueError, pat)
+    refuses(lambda: posenc.Model(5), TypeError, r"^path: 5 \(int\) is not a path")
+
+
+def test_huge_counts_are_refused_before_allocating():
+    refuses(lambda: cp.shard([2 ** 31 - 1], 2, 0), ValueError, r"^seq_lens: \d+ tokens per rank is more than posenc builds at once")
+    refuses(lambda: cp.shard([1], 2 ** 31 - 1, 0), ValueError, r"^seq_len: 1 padded to a multiple of \d+ is \d+ tokens, whose positions pass 2\^31")
+    refuses(lambda: cp.padded_length(2 ** 31 - 1, 3), ValueError, r"^seq_len: 2147483647 padded to a multiple of 6 is 2147483652 tokens")
+    assert cp.padded_length(2 ** 31 - 1, 2) == 2 ** 31  # (its last padding position is 2^31 - 1)
+
+
+def test_apply_layer_checks_everything_before_writing():
+    """A query temperature that overflows float32 at these positions, and a k that does not fit: q and
+    k are left as they were (the rotation used to run first, then the temperature raised)."""
+    cfg = {"model_type": "llama4_text", "hidden_size": 512, "num_attention_heads": 8, "num_key_value_heads": 2,
+           "head_dim": 64, "num_hidden_layers": 4, "max_position_embeddings": 1 << 20, "rope_theta": 5e5,
+           "no_rope_layers": [1, 1, 1, 0], "attn_temperature_tuning": True, "floor_scale": 1, "attn_scale": 3e38}
+    r = posenc.Rope(cfg)
+    sch = r.scheme.layer_schedule()
+    layer = next(i for i, t in enumerate(sch.temperature) if t)
+    pos = np.array([0, 10, 1000, 100000])
+    scales = r.scheme.attn_temperature_scales(pos)
+    q, k = rnd(T, H, D), rnd(T, KV, D, seed=1)
+    if np.isfinite(scales).all():
+        pytest.skip("the library refuses or bounds this temperature itself")
+    refuses(lambda: r.apply_layer(q, k, pos, layer), ValueError, r"^attn_temperature: the scale at token \d+ is inf", q, k)
+    for i, rope_on in enumerate(sch.rope):
+        if rope_on:
+            refuses(lambda: r.apply_layer(q, rnd(T, KV, D + 2), pos, i), ValueError, r"k has head_dim 66", q)
+            break
+
+
+def test_int_arguments_out_of_range_give_one_line():
+    """Integers past what the library takes (2^63 - 1, -2^63, 2^64) in every integer argument are one
+    line naming the argument: never pybind11's multi-line signature dump, never a wrap."""
+    big = [2 ** 63 - 1, -2 ** 63, 2 ** 64, 2 ** 31]
+    calls = {
+        "text_vision_positions start": lambda v: posenc.text_vision_positions([2], start=v),
+        "text_vision_positions spatial_merge_size": lambda v: posenc.text_vision_positions([2], v),
+        "text_vision_positions grid": lambda v: posenc.text_vision_positions([{"type": "image", "grid_thw": [1, v, 2]}]),
+        "vision_patch_positions": lambda v: posenc.vision_patch_positions([1, 2, v]),
+        "sinusoidal d_model": lambda v: posenc.sinusoidal_table([0], v),
+        "alibi_slopes": lambda v: posenc.alibi_slopes(v),
+        "t5_buckets num_buckets": lambda v: posenc.t5_buckets([0], num_buckets=v),
+        "t5_buckets max_distance": lambda v: posenc.t5_buckets([0], max_distance=v),
+        "shaw": lambda v: posenc.shaw_indices(2, 2, v),
+        "from_ggml head_dim": lambda v: posenc.Scheme.from_ggml({"n_dims": 64}, v),
+        "set_num_threads": lambda v: posenc.set_num_threads(v),
+        "Rope seq_len": lambda v: posenc.Rope(CFG, seq_len=v),
+        "Rope max_positions": lambda v: posenc.Rope(CFG, max_positions=v),
+        "frequencies seq_len": lambda v: posenc.load_scheme(CFG).frequencies(v),
+        "mrope positions": lambda v: posenc.Rope(QWEN2_VL).apply_multi_axis(rnd(T, 12, 128), np.full((3, T), v, dtype=np.uint64 if v >= 2 ** 63 else np.int64)),
+        "attn_temperature_scales": lambda v: posenc.load_scheme(CFG).attn_temperature_scales([v]),
+        "apply positions": lambda v: posenc.Rope(CFG).apply(rnd(T, H, D), [v] * T),
+    }
+    for name, call in calls.items():
+        for v in big:
+            try:
+                call(v)
+            except (ValueError, TypeError, OverflowError, NotImplementedError) as e:
+                msg = str(e)
+                assert "\n" not in msg.strip() and len(msg) < 1024, f"{name}({v}): {msg!r}"
+                assert "incompatible function arguments" not in msg, f"{name}({v}): {msg}"
+                assert not isinstance(e, OverflowError) or "int" in msg, f"{name}({v}): {msg}"

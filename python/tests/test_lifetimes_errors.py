@@ -12,7 +12,7 @@ import torch
 import posenc
 from conftest import DATA, need
 
-CONFIG = {"hidden_size": 256, "num_attention_heads": 4, "max_position_embeddings": 512, "rope_theta": 10000.0}
+CONFIG = {"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4, "max_position_embeddings": 512, "rope_theta": 10000.0}
 
 
 def test_view_outlives_its_array():
@@ -84,9 +84,9 @@ def _cli_message(cli, path):
 
 def test_errors_map_to_python_with_the_same_message(cli, tmp_path):
     bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps({"hidden_size": 64, "num_attention_heads": 4, "rope_theta": -5}))
+    bad.write_text(json.dumps({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "rope_theta": -5}))
     unknown = tmp_path / "unknown.json"
-    unknown.write_text(json.dumps({"hidden_size": 64, "num_attention_heads": 4,
+    unknown.write_text(json.dumps({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4,
                                    "rope_scaling": {"rope_type": "wibble", "factor": 2}}))
     corrupt = tmp_path / "bad.gguf"
     corrupt.write_bytes(b"GGUF\x03\x00\x00\x00junk")
@@ -100,7 +100,7 @@ def test_errors_map_to_python_with_the_same_message(cli, tmp_path):
 
 def test_value_errors_name_the_key():
     with pytest.raises(ValueError, match=r"key 'rope_theta' is -5"):
-        posenc.Rope({"hidden_size": 64, "num_attention_heads": 4, "rope_theta": -5})
+        posenc.Rope({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "rope_theta": -5})
     with pytest.raises(ValueError, match=r"precision 'fast'"):
         posenc.Rope(CONFIG, precision="fast")
     with pytest.raises(ValueError, match=r"the scheme is alibi, not rope"):
@@ -134,7 +134,7 @@ def test_unknown_model_type_raises_until_the_layout_is_stated(tmp_path):
 def test_config_dict_values_that_are_not_json():
     """numpy numbers in a config dict are numbers; any other value, or a key that is not a string,
     is a ValueError naming its key path (json.dumps' TypeError named neither)."""
-    base = {"hidden_size": 256, "num_attention_heads": 4, "rope_theta": 10000.0}
+    base = {"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4, "rope_theta": 10000.0}
     r = posenc.Rope({**base, "hidden_size": np.int64(256), "rope_theta": np.float32(500000.0)})
     assert r.scheme.base == 500000.0 and r.scheme.head_dim == 64
     with pytest.raises(ValueError, match=r"^config: rope_scaling\.factor: object is not a JSON value"):
@@ -145,3 +145,22 @@ def test_config_dict_values_that_are_not_json():
         posenc.Rope({**base, 7: 1})
     with pytest.raises(ValueError, match=r"^params: freq_factors: set is not a JSON value"):
         posenc.Scheme.from_ggml({"n_dims": 64, "mode": 0, "freq_base": 10000.0, "freq_factors": {1.0}}, 64)
+
+
+def test_numpy_calls_never_import_torch():
+    """The README's one-liner and the other apply-style calls on numpy arrays leave torch unimported
+    (its import cost seconds of a one-line script)."""
+    import subprocess
+    import sys
+    code = ("import sys, numpy as np, posenc\n"
+            "r = posenc.Rope({'model_type': 'llama', 'hidden_size': 512, 'num_attention_heads': 8, 'num_key_value_heads': 2, 'rope_theta': 1e4,"
+            " 'max_position_embeddings': 64})\n"
+            "q = np.ones((4, 8, 64), np.float32); k = np.ones((4, 2, 64), np.float32)\n"
+            "r.apply(q, np.arange(4)); r.apply_qk(q, k, np.arange(4)); r.cos_sin([1, 2])\n"
+            "kc = np.zeros((8, 2, 64), np.float32); vc = np.zeros_like(kc)\n"
+            "r.apply_kv_cache(q, k, k.copy(), np.arange(4), np.arange(4), kc, vc)\n"
+            "c = np.ones((1, 4, 64), np.float32)\n"
+            "posenc.hf.drop_in(r)(q[None].transpose(0, 2, 1, 3), k[None].transpose(0, 2, 1, 3), c, c)\n"
+            "print('torch' in sys.modules)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert r.stdout.strip() == "False", r.stdout + r.stderr

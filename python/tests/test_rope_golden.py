@@ -171,9 +171,9 @@ def test_drop_in_bshd_and_bfloat16(folder):
 def test_drop_in_refuses_foreign_cos_sin():
     """posenc's own angles (from_cos_sin=False): cos/sin of another config (base 10000 vs 500000) match
     no integer positions: ValueError."""
-    rope = posenc.Rope({"hidden_size": 256, "num_attention_heads": 4, "max_position_embeddings": 4096,
+    rope = posenc.Rope({"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4, "max_position_embeddings": 4096,
                         "rope_theta": 500000.0})
-    other = posenc.Rope({"hidden_size": 256, "num_attention_heads": 4, "max_position_embeddings": 4096,
+    other = posenc.Rope({"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4, "max_position_embeddings": 4096,
                          "rope_theta": 10000.0})
     pos = torch.arange(100, 116)[None]
     cos, sin = hf_cos_sin(other.inv_freq.astype(np.float32), pos, 1.0, False)

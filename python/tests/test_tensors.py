@@ -6,7 +6,7 @@ import torch
 
 import posenc
 
-CONFIG = {"hidden_size": 512, "num_attention_heads": 8, "num_key_value_heads": 2, "max_position_embeddings": 2048,
+CONFIG = {"model_type": "llama", "hidden_size": 512, "num_attention_heads": 8, "num_key_value_heads": 2, "max_position_embeddings": 2048,
           "rope_theta": 10000.0}
 
 

@@ -5,10 +5,15 @@
 
 #include "commands.hpp"
 
+#ifndef POSENC_VERSION  // (CMakeLists.txt defines it: the project's version)
+#define POSENC_VERSION "unknown"
+#endif
+
 int main(int argc, char** argv) {
   CLI::App app{"posenc: token embeddings and positional encodings of decoder-only transformers"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Show help for every subcommand");
+  app.set_version_flag("--version", "posenc " POSENC_VERSION);  // (the project's version, from CMake)
   app.failure_message(posenc::cli::OneLineFailureMessage);
   posenc::cli::InstallTerminateHandler(app);
   try {
