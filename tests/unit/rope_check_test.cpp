@@ -17,6 +17,8 @@
 #include <nlohmann/json.hpp>
 
 #include "posenc/core/dtype.hpp"
+#include "posenc/kernels/rope.hpp"
+#include "posenc/math/rope_table.hpp"
 #include "posenc/model/rope_check.hpp"
 #include "test_support.hpp"
 
@@ -374,6 +376,106 @@ TEST_F(RopeCheckOneModel, BadInputIsOneLineNamingIt) {
                        "the model has 32 layers"));
   EXPECT_TRUE(HasError(RopeCheckTargetOf(d, RopeCheckSelect{.layer = -1, .layer_type = "sliding_attention", .site = ""}).status(),
                        StatusCode::kNotFound, "sliding_attention"));
+}
+
+TEST_F(RopeCheckOneModel, PosencsOwnKernelAndAFloat64AngleEnginePass) {
+  const RopeDescription d = Open(PublishedConfig("llama__llama-3.1-8b"));
+  const RopeCheckTarget t = RopeCheckTargetOf(d, RopeCheckSelect{.layer = 3, .layer_type = "", .site = ""}).value();
+  const std::vector<int64_t> pos = Positions(100000);
+  RopeDump dump = Engine(t.config, DType::kF32, 4, pos, Fault{}, 21);
+  // The SIMD kernel, in the exact precision (float64 angles): a different rounding of every angle.
+  for (RopePrecision precision : {RopePrecision::kReference, RopePrecision::kExact}) {
+    const RopeFrequencies f = ComputeRopeFrequencies(t.config, pos.back() + 1).value();
+    const RopeTable table = RopeTable::Build(f, 1024, precision).value();
+    std::vector<float> out = dump.before;
+    RopeArgs args;
+    args.layout = t.config.layout;
+    args.table = &table;
+    args.positions = pos;
+    ASSERT_TRUE(ApplyRope(args, HeadsView::Dense(out.data(), DType::kF32, dump.tokens, dump.heads, dump.width)).ok());
+    RopeDump kernel = dump;
+    kernel.after = out;
+    const RopeCheckReport r = CheckRope(t, kernel).value();
+    EXPECT_TRUE(r.pass) << ToString(precision) << " " << r.max_ratio;
+  }
+}
+
+TEST_F(RopeCheckOneModel, PackedSequencesCountedOnAreAPositionReset) {
+  const RopeDescription d = Open(PublishedConfig("qwen2__qwen2.5-7b-instruct"));
+  const RopeCheckTarget t = RopeCheckTargetOf(d, RopeCheckSelect{}).value();
+  // Two packed sequences of 16 tokens: positions restart at 0; the engine counts on to 31.
+  std::vector<int64_t> packed;
+  for (int64_t s = 0; s < 2; ++s)
+    for (int64_t i = 0; i < 16; ++i) packed.push_back(i * 97);
+  std::vector<int64_t> counted;
+  for (int64_t i = 0; i < 32; ++i) counted.push_back(i);
+  RopeDump dump = Engine(t.config, DType::kBF16, 2, counted, Fault{}, 8);
+  dump.positions = packed;
+  const RopeCheckReport r = CheckRope(t, dump).value();
+  ASSERT_FALSE(r.diagnosis.empty());
+  EXPECT_EQ(r.diagnosis.front().id, "position_reset") << r.diagnosis.front().detail;
+}
+
+TEST_F(RopeCheckOneModel, AYarnFactorOffIsAScalingParameter) {
+  const RopeDescription d = Open(PublishedConfig("qwen2__qwen2.5-7b-instruct-yarn-d1e200f"));
+  const RopeCheckTarget t = RopeCheckTargetOf(d, RopeCheckSelect{}).value();
+  RopeConfig half = t.config;
+  half.scaling.factor = 2.0;  // the config says 4
+  half.checked.reset();
+  const RopeCheckReport r = CheckRope(t, Engine(t.config, DType::kF32, 2, Positions(60000),
+                                                With([&](Fault& f) { f.config = half; }), 4))
+                                .value();
+  ASSERT_FALSE(r.diagnosis.empty());
+  EXPECT_EQ(r.diagnosis.front().id, "scaling_param");
+  EXPECT_NE(r.diagnosis.front().detail.find("factor 2"), std::string::npos) << r.diagnosis.front().detail;
+}
+
+TEST_F(RopeCheckOneModel, MultiAxisSectionsIgnoredAreNamed) {
+  const RopeDescription d = Open(PublishedConfig("qwen2_5_vl__gd-ml-autodrive-r2-7b-cot-sft"));
+  const RopeCheckTarget t = RopeCheckTargetOf(d, RopeCheckSelect{}).value();
+  ASSERT_TRUE(t.config.multi_axis.has_value());
+  const int64_t T = 24, H = 2, D = t.config.layout.head_dim;
+  // Text tokens (t = h = w), then an image grid whose h and w run apart from t.
+  std::vector<int64_t> pos(3 * T);
+  for (int64_t i = 0; i < T; ++i) {
+    const bool image = i >= 8;
+    pos[i] = image ? 8 : i;
+    pos[T + i] = image ? 8 + (i - 8) / 4 : i;
+    pos[2 * T + i] = image ? 8 + (i - 8) % 4 : i;
+  }
+  const SiteFrequencies f = ComputeSiteFrequencies(t.config, 64).value();
+  auto dump_with = [&](bool ignore_sections) {
+    RopeDump dump;
+    dump.what = "mrope";
+    dump.tokens = T, dump.heads = H, dump.width = D;
+    dump.positions = pos;
+    std::mt19937_64 rng = MakeRng(3);
+    dump.before = RandomNormal(rng, static_cast<size_t>(T * H * D));
+    dump.after = dump.before;
+    const RotaryLayout& l = t.config.layout;
+    for (int64_t i = 0; i < T; ++i)
+      for (int64_t j = 0; j < l.num_pairs(); ++j) {
+        const int64_t comp = ignore_sections ? 0 : f.pair_component[j];
+        const float a = static_cast<float>(pos[comp * T + i]) * static_cast<float>(f.freqs.inv_freq[j]);
+        const float c = std::cos(a), s = std::sin(a);
+        for (int64_t h = 0; h < H; ++h) {
+          const size_t b = static_cast<size_t>((i * H + h) * D);
+          const float x1 = dump.before[b + l.first(j)], x2 = dump.before[b + l.second(j)];
+          dump.after[b + l.first(j)] = x1 * c - x2 * s;
+          dump.after[b + l.second(j)] = x2 * c + x1 * s;
+        }
+      }
+    return dump;
+  };
+  EXPECT_TRUE(CheckRope(t, dump_with(false)).value().pass);
+  const RopeCheckReport r = CheckRope(t, dump_with(true)).value();
+  EXPECT_FALSE(r.pass);
+  ASSERT_FALSE(r.diagnosis.empty());
+  EXPECT_EQ(r.diagnosis.front().id, "sections") << r.diagnosis.front().detail;
+  // 1-D positions for a 3-component model are refused.
+  RopeDump flat = dump_with(false);
+  flat.positions.resize(T);
+  EXPECT_TRUE(HasError(CheckRope(t, flat).status(), StatusCode::kInvalidArgument, "takes 3 per token"));
 }
 
 TEST(RopeCauses, TheVocabularyIsStable) {
