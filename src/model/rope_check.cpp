@@ -332,6 +332,47 @@ double FitBase(const RopeConfig& config, int64_t seq_len, int64_t j, double w_ob
   return std::exp(0.5 * (lo + hi));
 }
 
+// The base whose frequencies (scaling kept) best agree with the observed angles at the given
+// positions: the largest sum over tokens and pairs of cos(observed - position * w), searched on a
+// log grid from 1.5 to 1e13 and refined around the best points. 0 when nothing is observable.
+double FitBaseCoherent(const Context& ctx) {
+  const RopeDump& d = *ctx.dump;
+  if (ctx.observed.empty() || ctx.reference.num_components != 1 || d.kind == RopeDumpKind::kInvFreq) return 0;
+  const int64_t T = d.tokens, pairs = ctx.layout.num_pairs();
+  const RopeConfig& ref = ctx.target->config;
+  auto score = [&](double log_base) {
+    RopeConfig c = ref;
+    c.base = std::exp(log_base);
+    c.checked.reset();
+    Result<SiteFrequencies> f = ComputeSiteFrequencies(c, ctx.seq_len);
+    if (!f.ok() || static_cast<int64_t>(f->freqs.inv_freq.size()) != pairs) return -1e300;
+    double sum = 0;
+    for (int64_t j = 1; j < pairs; ++j) {
+      const double w = f->freqs.inv_freq[j];
+      for (int64_t t = 0; t < T; ++t) {
+        const double a = ctx.observed[t * pairs + j];
+        if (!std::isnan(a)) sum += std::cos(a - static_cast<double>(ctx.reference.positions[t]) * w);
+      }
+    }
+    return sum;
+  };
+  const double lo = std::log(1.5), hi = std::log(1e13);
+  constexpr int kGrid = 2000;
+  const double step = (hi - lo) / kGrid;
+  std::vector<std::pair<double, double>> grid;  // (score, log base)
+  for (int k = 0; k <= kGrid; ++k) grid.emplace_back(score(lo + k * step), lo + k * step);
+  std::partial_sort(grid.begin(), grid.begin() + 4, grid.end(), std::greater<>());
+  double best = -1e300, best_log = 0;
+  for (int g = 0; g < 4; ++g) {
+    for (int k = -40; k <= 40; ++k) {
+      const double x = grid[g].second + k * step / 40;
+      const double v = score(x);
+      if (v > best) best = v, best_log = x;
+    }
+  }
+  return best > 0 ? std::exp(best_log) : 0;
+}
+
 // ---------- the causes: one entry each ----------
 
 using CauseFn = void (*)(const Context&, std::vector<Candidate>*);
@@ -339,6 +380,8 @@ using CauseFn = void (*)(const Context&, std::vector<Candidate>*);
 struct Cause {
   std::string_view id;
   CauseFn candidates;
+  // Costly candidates (a fit over every observation), tried only when no cause's `candidates` explain.
+  CauseFn refine = nullptr;
 };
 
 void PairingCauses(const Context& ctx, std::vector<Candidate>* out) {
@@ -393,6 +436,8 @@ void WindowCauses(const Context& ctx, std::vector<Candidate>* out) {
   window(0, W / 4, "a quarter of the head rotated");
 }
 
+void AddBases(const Context& ctx, const std::set<double>& bases, std::vector<Candidate>* out);
+
 void BaseCauses(const Context& ctx, std::vector<Candidate>* out) {
   const RopeConfig& ref = ctx.target->config;
   std::set<double> bases;
@@ -408,6 +453,23 @@ void BaseCauses(const Context& ctx, std::vector<Candidate>* out) {
     bases.insert(fit);
   }
   for (double b : {10000.0, 500000.0, 1000000.0, 100000.0, 5000000.0, 1e7, 75000000.0}) bases.insert(b);
+  AddBases(ctx, bases, out);
+}
+
+// When no quick fit explains it: the base fitted to every observed angle at once (FitBaseCoherent).
+void BaseRefined(const Context& ctx, std::vector<Candidate>* out) {
+  const double fit = FitBaseCoherent(ctx);
+  if (fit <= 0) return;
+  std::set<double> bases{fit};
+  for (int digits : {2, 3, 4}) {
+    const double mag = std::pow(10.0, std::floor(std::log10(fit)) - (digits - 1));
+    bases.insert(std::round(fit / mag) * mag);
+  }
+  AddBases(ctx, bases, out);
+}
+
+void AddBases(const Context& ctx, const std::set<double>& bases, std::vector<Candidate>* out) {
+  const RopeConfig& ref = ctx.target->config;
   for (double b : bases) {
     if (std::abs(b - ref.base) <= 1e-9 * ref.base) continue;
     RopeConfig c = ref;
@@ -616,7 +678,7 @@ constexpr Cause kCauses[] = {
     // Before base: another layer type's parameters that differ only in the base explain it as well as
     // the fitted base, and say more.
     {"layer_type", LayerTypeCauses},
-    {"base", BaseCauses},
+    {"base", BaseCauses, BaseRefined},
     {"scaling_missing", ScalingMissingCauses},
     // Before scaling_param: a parameter that only sets the attention scaling (LongRoPE's factor) gives
     // the same output as the scaling left out.
@@ -856,16 +918,22 @@ Result<RopeCheckReport> CheckRope(const RopeCheckTarget& target, const RopeDump&
     ctx.observed.assign(d.inv_freq.begin(), d.inv_freq.end());
   }
 
-  for (const Cause& cause : kCauses) {
-    std::vector<Candidate> candidates;
-    cause.candidates(ctx, &candidates);
-    double best = std::numeric_limits<double>::infinity();
-    std::string detail;
-    for (const Candidate& c : candidates) {
-      const Comparison m = Compare(got, Render(c.engine, d));
-      if (m.over == 0 && m.max_ratio < best) best = m.max_ratio, detail = c.detail;
+  // The quick candidates of every cause; only when none explains, the costly fits.
+  for (bool refine : {false, true}) {
+    if (refine && !report.diagnosis.empty()) break;
+    for (const Cause& cause : kCauses) {
+      const CauseFn fn = refine ? cause.refine : cause.candidates;
+      if (fn == nullptr) continue;
+      std::vector<Candidate> candidates;
+      fn(ctx, &candidates);
+      double best = std::numeric_limits<double>::infinity();
+      std::string detail;
+      for (const Candidate& c : candidates) {
+        const Comparison m = Compare(got, Render(c.engine, d));
+        if (m.over == 0 && m.max_ratio < best) best = m.max_ratio, detail = c.detail;
+      }
+      if (std::isfinite(best)) report.diagnosis.push_back(RopeCause{std::string(cause.id), detail, best});
     }
-    if (std::isfinite(best)) report.diagnosis.push_back(RopeCause{std::string(cause.id), detail, best});
   }
   // Best first; ratios within a tenth of each other are a tie, kept in the list's order (the more
   // specific cause first: scaling_missing before the same computation as a scaling parameter).

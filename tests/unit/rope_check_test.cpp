@@ -3,6 +3,7 @@
 // rounded) for published configs of several families. A correct dump passes in every dtype; each fault
 // planted alone is diagnosed with its cause first; a fault outside the list is not_explained with where
 // the error starts; bad input is refused naming it.
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -483,6 +484,91 @@ TEST(RopeCauses, TheVocabularyIsStable) {
                                                       "attention_scaling", "scaling_param", "position_offset",
                                                       "position_reset", "precision", "direction", "cos_sin_swapped",
                                                       "sections"}));
+}
+
+}  // namespace
+}  // namespace posenc
+
+namespace posenc {
+namespace {
+
+// Planted faults over random positions, tokens, heads, dtypes and families: correct dumps always
+// pass, and at least 9 in 10 faults are named right first (the bar); a wrong cause first is
+// counted and printed.
+TEST(RopeCheckSweep, NineInTenPlantedFaultsAreNamedRightFirst) {
+  const char* families[] = {"llama__llama-3.1-8b", "qwen2__qwen2.5-7b-instruct-yarn-d1e200f",
+                            "phi3__phi-3.5-mini-instruct", "gptj__gpt-j-6b-8bit",
+                            "gpt_neox__gptneox-response-full-static-sft", "qwen2__qwen2.5-7b-instruct"};
+  const fs::path dir = TempDir("rope_check_sweep", "configs");
+  std::mt19937_64 rng = MakeRng(2026);
+  int faults = 0, right = 0, correct_failed = 0;
+  std::string wrong, missed;
+  for (int round = 0; round < 120; ++round) {
+    const std::string name = families[rng() % std::size(families)];
+    WriteFile(dir / "config.json", PublishedConfig(name).dump());
+    const RopeDescription d = OpenRopeDescription((dir / "config.json").string()).value();
+    const RopeCheckTarget t = RopeCheckTargetOf(d, RopeCheckSelect{}).value();
+    const RopeConfig& ref = t.config;
+    const DType dt = std::array{DType::kF32, DType::kF16, DType::kBF16}[rng() % 3];
+    const int64_t T = 8 + static_cast<int64_t>(rng() % 40), H = 1 + static_cast<int64_t>(rng() % 3);
+    const int64_t top = std::max<int64_t>(ref.max_position_embeddings > 0 ? ref.max_position_embeddings : 2048, 64);
+    std::vector<int64_t> pos;
+    for (int64_t i = 0; i < T; ++i) pos.push_back(static_cast<int64_t>(rng() % static_cast<uint64_t>(top - 16)));
+    std::sort(pos.begin(), pos.end());
+    const uint64_t seed = rng();
+    if (!CheckRope(t, Engine(ref, dt, H, pos, Fault{}, seed)).value().pass) ++correct_failed;
+    // One fault, chosen among those that apply to the family.
+    std::vector<std::pair<std::string, Fault>> options;
+    options.emplace_back("pairing", With([&](Fault& f) {
+                           f.pairing = ref.layout.pairing == RopePairing::kHalf ? RopePairing::kInterleaved
+                                                                                : RopePairing::kHalf;
+                         }));
+    RopeConfig base = ref;
+    base.base = ref.base * (rng() % 2 ? 4.0 : 0.25);
+    base.checked.reset();
+    options.emplace_back("base", With([&](Fault& f) { f.config = base; }));
+    const int64_t offset = 1 + static_cast<int64_t>(rng() % 64);
+    options.emplace_back("position_offset", With([&](Fault& f) { f.offset = offset; }));
+    options.emplace_back("direction", With([&](Fault& f) { f.negate_sin = true; }));
+    options.emplace_back("cos_sin_swapped", With([&](Fault& f) { f.swap = true; }));
+    if (pos.back() > 4096) options.emplace_back("precision", With([&](Fault& f) { f.angle_bf16 = true; }));
+    if (dt == DType::kF32) options.emplace_back("precision", With([&](Fault& f) { f.cos_sin_bf16 = true; }));
+    if (ref.scaling.type != RopeScalingType::kNone && ref.scaling.type != RopeScalingType::kLongRope) {
+      RopeConfig plain = ref;
+      plain.scaling = RopeScaling{};
+      plain.checked.reset();
+      options.emplace_back("scaling_missing", With([&](Fault& f) {
+                             f.config = plain;
+                             f.scaling = 1.0;
+                           }));
+    }
+    const double s = ComputeRopeFrequencies(ref, pos.back() + 1).value().attention_scaling;
+    if (s != 1.0) options.emplace_back("attention_scaling", With([&](Fault& f) { f.scaling = 1.0; }));
+    if (ref.layout.rotary_dim < ref.layout.head_dim) {
+      RopeConfig whole = ref;
+      whole.layout.rotary_dim = ref.layout.head_dim;
+      whole.checked.reset();
+      options.emplace_back("window", With([&](Fault& f) { f.config = whole; }));
+    }
+    const auto& [want, fault] = options[rng() % options.size()];
+    const RopeCheckReport r = CheckRope(t, Engine(ref, dt, H, pos, fault, seed)).value();
+    if (r.pass) continue;  // a fault these positions cannot show (e.g. a small offset in bfloat16)
+    ++faults;
+    if (r.diagnosis.front().id == want) {
+      ++right;
+    } else if (r.diagnosis.front().id == "not_explained") {
+      missed += fmt::format("  {} {} T={} top={}: planted {}: {}\n", name, ToString(dt), T, pos.back(), want,
+                            r.diagnosis.front().detail);
+    } else {
+      wrong += fmt::format("  {} {} T={} top={}: planted {}, named {} ({})\n", name, ToString(dt), T, pos.back(), want,
+                           r.diagnosis.front().id, r.diagnosis.front().detail);
+    }
+  }
+  fs::remove_all(dir);
+  EXPECT_EQ(correct_failed, 0);
+  EXPECT_GE(right * 10, faults * 9) << right << " of " << faults << " named right first\n" << wrong;
+  EXPECT_TRUE(wrong.empty()) << wrong;
+  std::printf("sweep: %d of %d planted faults named right first; not explained:\n%s", right, faults, missed.c_str());
 }
 
 }  // namespace
