@@ -42,11 +42,21 @@ bool IsJsonConfig(const std::string& path) {
 std::string Num(double v) { return fmt::format("{:.10g}", v); }
 
 // The scaling's keys as (name, text) in its row's order, read through the row's field pointers.
-std::vector<std::pair<std::string, std::string>> ScalingKeyTexts(const RopeConfig& rc) {
+// `set_only`: only the keys whose value is not the row's default (lists: not empty; optionals: given).
+std::vector<std::pair<std::string, std::string>> ScalingKeyTexts(const RopeConfig& rc, bool set_only = false) {
   std::vector<std::pair<std::string, std::string>> out;
   RopeConfig& c = const_cast<RopeConfig&>(rc);  // ScalingField points into it; only read here
   for (const RopeScalingKey& k : RopeScalingOf(rc.scaling.type).keys) {
     const ScalingField f = k.field(c);
+    if (set_only) {
+      const bool at_default =
+          (k.kind == ScalingKeyKind::kNumber && *f.number == k.default_value) ||
+          (k.kind == ScalingKeyKind::kInteger && static_cast<double>(*f.integer) == k.default_value) ||
+          (k.kind == ScalingKeyKind::kBoolean && static_cast<double>(*f.boolean) == k.default_value) ||
+          (k.kind == ScalingKeyKind::kOptionalNumber && !f.optional->has_value()) ||
+          (k.kind == ScalingKeyKind::kNumberList && f.list->empty());
+      if (at_default) continue;
+    }
     std::string v;
     switch (k.kind) {
       case ScalingKeyKind::kNumber: v = Num(*f.number); break;
@@ -186,9 +196,10 @@ std::vector<FieldDiff> FieldDiffs(const RopeSite& sa, const RopeSite& sb) {
     const auto ka = ScalingKeyTexts(a), kb = ScalingKeyTexts(b);
     for (size_t i = 0; i < ka.size() && i < kb.size(); ++i) add("scaling." + ka[i].first, ka[i].second, kb[i].second);
   } else {
-    // Another kind: the keys of each, so a dropped factor shows what it was.
-    for (const auto& [k, v] : ScalingKeyTexts(a)) add("scaling." + k, v, "(not used)");
-    for (const auto& [k, v] : ScalingKeyTexts(b)) add("scaling." + k, "(not used)", v);
+    // Another kind: the keys of each that are not at their neutral default, so a dropped factor shows
+    // what it was (and a ggml scaling with neutral parameters lists nothing).
+    for (const auto& [k, v] : ScalingKeyTexts(a, true)) add("scaling." + k, v, "(not used)");
+    for (const auto& [k, v] : ScalingKeyTexts(b, true)) add("scaling." + k, "(not used)", v);
   }
   add("max_position_embeddings", fmt::format("{}", a.max_position_embeddings),
       fmt::format("{}", b.max_position_embeddings));
