@@ -180,5 +180,50 @@ TEST_F(CheckCli, BadInputIsOneLineAndExitTwo) {
   EXPECT_NE(out.find("not a bfloat16 value"), std::string::npos) << out;
 }
 
+TEST_F(CheckCli, FrequenciesAndCachesFromTheCommandLine) {
+  WriteFile(Path("config.json"), PublishedConfig("qwen2__qwen2.5-7b-instruct").dump());
+  auto freqs = [](double base) {
+    std::vector<float> w;
+    for (int64_t i = 0; i < 64; ++i) w.push_back(static_cast<float>(std::pow(base, -2.0 * i / 128.0)));
+    return w;
+  };
+  std::string out;
+  SaveF32("f.npy", {64}, freqs(1000000.0));
+  EXPECT_EQ(Run("check --model " + Path("config.json") + " --inv-freq " + Path("f.npy"), &out), 0) << out;
+  SaveF32("f.npy", {64}, freqs(10000.0));
+  EXPECT_EQ(Run("check --model " + Path("config.json") + " --inv-freq " + Path("f.npy") + " --json", &out), 1) << out;
+  const json r = json::parse(out);
+  EXPECT_EQ(r["diagnosis"][0]["cause"], "base");
+  EXPECT_NE(r["diagnosis"][0]["detail"].get<std::string>().find("base 10000 fits"), std::string::npos);
+
+  // A [T, R/2] cache, row i = position i, with sin negated: direction.
+  const std::vector<float> w = freqs(1000000.0);
+  std::vector<float> c, s;
+  for (int64_t t = 0; t < 40; ++t)
+    for (int64_t j = 0; j < 64; ++j) {
+      const float a = static_cast<float>(t * 50) * w[j];
+      c.push_back(std::cos(a));
+      s.push_back(-std::sin(a));
+    }
+  SaveF32("cos.npy", {40, 64}, c);
+  SaveF32("sin.npy", {40, 64}, s);
+  std::vector<int64_t> pos;
+  for (int64_t t = 0; t < 40; ++t) pos.push_back(t * 50);
+  SaveI64("pos.npy", pos);
+  EXPECT_EQ(Run("check --model " + Path("config.json") + " --cos " + Path("cos.npy") + " --sin " + Path("sin.npy") +
+                    " --positions " + Path("pos.npy") + " --json",
+                &out),
+            1)
+      << out;
+  EXPECT_EQ(json::parse(out)["diagnosis"][0]["cause"], "direction");
+  // A cache of the wrong width is refused naming the widths it could be.
+  SaveF32("cos.npy", {40, 48}, std::vector<float>(40 * 48, 1.0f));
+  SaveF32("sin.npy", {40, 48}, std::vector<float>(40 * 48, 0.0f));
+  EXPECT_EQ(Run("check --model " + Path("config.json") + " --cos " + Path("cos.npy") + " --sin " + Path("sin.npy"), &out),
+            2)
+      << out;
+  EXPECT_NE(out.find("[T, 128] or [T, 64]"), std::string::npos) << out;
+}
+
 }  // namespace
 }  // namespace posenc
