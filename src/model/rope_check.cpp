@@ -116,7 +116,7 @@ Rendered Render(const EngineModel& e, const RopeDump& d) {
             r.want[i1] = x1 * k.c - x2 * k.s;
             r.want[i2] = x2 * k.c + x1 * k.s;
             const double tol =
-                std::hypot(x1, x2) * std::abs(e.scaling) * (4 * u + 0x1p-21 * (1 + std::abs(k.angle))) + 1e-30;
+                std::sqrt(x1 * x1 + x2 * x2) * std::abs(e.scaling) * (4 * u + 0x1p-21 * (1 + std::abs(k.angle))) + 1e-30;
             r.tol[i1] = r.tol[i2] = tol;
           }
         }
@@ -210,8 +210,9 @@ Where Locate(const RopeDump& d, const RotaryLayout& layout, size_t i) {
       w.dim = idx % d.width;
       w.head = (idx / d.width) % d.heads;
       w.token = idx / (d.width * d.heads);
-      for (int64_t j = 0; j < pairs; ++j)
-        if (layout.first(j) == w.dim || layout.second(j) == w.dim) w.pair = j;
+      const int64_t k = w.dim - layout.rotary_start;  // within the window when in [0, R)
+      if (k >= 0 && k < layout.rotary_dim)
+        w.pair = layout.pairing == RopePairing::kHalf ? k % pairs : k / 2;
       return w;
     }
     case RopeDumpKind::kCosSin: {
@@ -340,6 +341,7 @@ double FitBaseCoherent(const Context& ctx) {
   if (ctx.observed.empty() || ctx.reference.num_components != 1 || d.kind == RopeDumpKind::kInvFreq) return 0;
   const int64_t T = d.tokens, pairs = ctx.layout.num_pairs();
   const RopeConfig& ref = ctx.target->config;
+  const int64_t stride = std::max<int64_t>(1, T / 64);  // about 64 tokens at most: the fit, not the check
   auto score = [&](double log_base) {
     RopeConfig c = ref;
     c.base = std::exp(log_base);
@@ -349,7 +351,7 @@ double FitBaseCoherent(const Context& ctx) {
     double sum = 0;
     for (int64_t j = 1; j < pairs; ++j) {
       const double w = f->freqs.inv_freq[j];
-      for (int64_t t = 0; t < T; ++t) {
+      for (int64_t t = 0; t < T; t += stride) {
         const double a = ctx.observed[t * pairs + j];
         if (!std::isnan(a)) sum += std::cos(a - static_cast<double>(ctx.reference.positions[t]) * w);
       }
@@ -918,6 +920,29 @@ Result<RopeCheckReport> CheckRope(const RopeCheckTarget& target, const RopeDump&
     ctx.observed.assign(d.inv_freq.begin(), d.inv_freq.end());
   }
 
+  // Candidates are screened on two heads of the dump (every head rotates with the same angles), and
+  // only those that explain the screen are measured on the whole dump.
+  RopeDump screen;
+  const bool screening = d.kind == RopeDumpKind::kRotated && d.heads > 2;
+  if (screening) {
+    screen = d;
+    screen.heads = 2;
+    screen.before.clear();
+    screen.after.clear();
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t h = 0; h < 2; ++h) {
+        const size_t b = static_cast<size_t>((t * d.heads + h) * d.width);
+        screen.before.insert(screen.before.end(), d.before.begin() + b, d.before.begin() + b + d.width);
+        screen.after.insert(screen.after.end(), d.after.begin() + b, d.after.begin() + b + d.width);
+      }
+  }
+  const std::vector<double> screen_got = screening ? Got(screen) : std::vector<double>{};
+  auto explains = [&](const EngineModel& e, double* ratio) {
+    if (screening && Compare(screen_got, Render(e, screen)).over > 0) return false;
+    const Comparison m = Compare(got, Render(e, d));
+    *ratio = m.max_ratio;
+    return m.over == 0;
+  };
   // The quick candidates of every cause; only when none explains, the costly fits.
   for (bool refine : {false, true}) {
     if (refine && !report.diagnosis.empty()) break;
@@ -929,8 +954,8 @@ Result<RopeCheckReport> CheckRope(const RopeCheckTarget& target, const RopeDump&
       double best = std::numeric_limits<double>::infinity();
       std::string detail;
       for (const Candidate& c : candidates) {
-        const Comparison m = Compare(got, Render(c.engine, d));
-        if (m.over == 0 && m.max_ratio < best) best = m.max_ratio, detail = c.detail;
+        double ratio = 0;
+        if (explains(c.engine, &ratio) && ratio < best) best = ratio, detail = c.detail;
       }
       if (std::isfinite(best)) report.diagnosis.push_back(RopeCause{std::string(cause.id), detail, best});
     }
@@ -941,18 +966,19 @@ Result<RopeCheckReport> CheckRope(const RopeCheckTarget& target, const RopeDump&
     return std::floor(a.max_ratio * 10) < std::floor(b.max_ratio * 10);
   });
   if (report.diagnosis.empty()) {
-    std::set<int64_t> pairs_over;
+    std::vector<bool> pair_over(static_cast<size_t>(pairs), false);
     int64_t first = -1;
     for (size_t i = 0; i < over.size(); ++i) {
       if (!over[i]) continue;
       const Where w = Locate(d, ctx.layout, i);
-      if (w.pair >= 0) pairs_over.insert(w.pair);
+      if (w.pair >= 0) pair_over[static_cast<size_t>(w.pair)] = true;
       if (w.token >= 0 && w.pair >= 0) {
         const int64_t p = PositionOf(ctx.reference, T, w.token, w.pair);
         if (first < 0 || p < first) first = p;
       }
     }
-    report.error_pairs.assign(pairs_over.begin(), pairs_over.end());
+    for (int64_t j = 0; j < pairs; ++j)
+      if (pair_over[static_cast<size_t>(j)]) report.error_pairs.push_back(j);
     report.error_first_position = first;
     std::string where = report.error_pairs.empty() ? std::string("dims outside the rotary window")
                                                    : fmt::format("pairs {} of {}", Ranges(report.error_pairs), pairs);
