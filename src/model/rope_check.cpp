@@ -428,8 +428,6 @@ void WindowCauses(const Context& ctx, std::vector<Candidate>* out) {
     out->push_back({fmt::format("{} (dims [{}, {})) instead of dims [{}, {})", what, start, start + dim,
                                 l.rotary_start, l.rotary_start + R),
                     std::move(e).value()});
-    // The same window with the reference's frequencies (only the placement wrong).
-    if (dim == R) return;
   };
   window(0, W, "the whole head rotated (partial rotary ignored)");
   window(0, R, "the window at the front of the head");

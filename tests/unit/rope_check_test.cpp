@@ -479,6 +479,33 @@ TEST_F(RopeCheckOneModel, MultiAxisSectionsIgnoredAreNamed) {
   EXPECT_TRUE(HasError(CheckRope(t, flat).status(), StatusCode::kInvalidArgument, "takes 3 per token"));
 }
 
+TEST_F(RopeCheckOneModel, DeepSeekMlaWindowAtTheFrontIsNamed) {
+  // DeepSeek-V2-Lite: q = [q_nope (128) | q_pe (64)], RoPE on the back 64 dims, interleaved, YaRN.
+  const RopeDescription d = Open(PublishedConfig("deepseek_v2__deepseek-v2-lite"));
+  const RopeCheckTarget t = RopeCheckTargetOf(d, RopeCheckSelect{}).value();
+  ASSERT_EQ(t.config.layout.rotary_start, 128);
+  ASSERT_EQ(t.config.layout.rotary_dim, 64);
+  const std::vector<int64_t> pos = Positions(20000);
+  EXPECT_TRUE(CheckRope(t, Engine(t.config, DType::kBF16, 2, pos, Fault{}, 6)).value().pass);
+  // The q_pe slice alone, as the model's code rotates it.
+  EXPECT_TRUE(CheckRope(t, Engine(t.config, DType::kBF16, 2, pos, Fault{}, 6, /*width=*/64)).value().pass);
+  // An engine that rotates the front 64 dims of the whole head.
+  RopeConfig front = t.config;
+  front.layout.rotary_start = 0;
+  front.checked.reset();
+  const RopeCheckReport r =
+      CheckRope(t, Engine(t.config, DType::kBF16, 2, pos, With([&](Fault& f) { f.config = front; }), 6)).value();
+  ASSERT_FALSE(r.diagnosis.empty());
+  EXPECT_EQ(r.diagnosis.front().id, "window");
+  EXPECT_NE(r.diagnosis.front().detail.find("front"), std::string::npos) << r.diagnosis.front().detail;
+  // Half pairs in the q_pe slice (the DeepSeek port that forgot the interleave).
+  const RopeCheckReport h = CheckRope(t, Engine(t.config, DType::kF16, 2, pos,
+                                                With([&](Fault& f) { f.pairing = RopePairing::kHalf; }), 6, 64))
+                                .value();
+  ASSERT_FALSE(h.diagnosis.empty());
+  EXPECT_EQ(h.diagnosis.front().id, "pairing");
+}
+
 TEST(RopeCauses, TheVocabularyIsStable) {
   EXPECT_EQ(RopeCauseIds(), (std::vector<std::string>{"pairing", "window", "layer_type", "base", "scaling_missing",
                                                       "attention_scaling", "scaling_param", "position_offset",
