@@ -256,5 +256,25 @@ TEST_F(RopeDiffTest, ADifferentSchemeIsNotEquivalent) {
   EXPECT_EQ(r.differences[0].field, "scheme");
 }
 
+TEST_F(RopeDiffTest, APerLayerScheduleLostIsNamedPerLayer) {
+  // Llama 4 Scout: every 4th layer NoPE (no_rope_layers); a converter that writes every layer as RoPE.
+  json a = PublishedConfig("llama4__llama-4-scout-17b-16e");
+  json b = a;
+  b["text_config"]["no_rope_layers"] = std::vector<int>(48, 1);
+  const RopeDiffReport r = Diff(Write("a", a), Write("b", b));
+  EXPECT_FALSE(r.equivalent);
+  EXPECT_TRUE(r.cost.structural);
+  std::vector<int64_t> layers;
+  for (const RopeDifference& d : r.differences) {
+    EXPECT_EQ(d.field, "rope_applied") << d.text;
+    EXPECT_EQ(d.a, "NoPE");
+    EXPECT_EQ(d.b, "RoPE");
+    EXPECT_EQ(d.first_layer, d.last_layer);
+    layers.push_back(d.first_layer);
+  }
+  EXPECT_EQ(layers, (std::vector<int64_t>{3, 7, 11, 15, 19, 23, 27, 31, 35, 39, 43, 47}));
+  EXPECT_EQ(r.cost.first_position_f32, 1);
+}
+
 }  // namespace
 }  // namespace posenc
