@@ -11,7 +11,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "model_builders.hpp"
 #include "posenc/core/array.hpp"
+#include "posenc/core/dtype.hpp"
 #include "posenc/io/npy.hpp"
 #include "posenc/math/rope_config.hpp"
 #include "test_support.hpp"
@@ -223,6 +225,46 @@ TEST_F(CheckCli, FrequenciesAndCachesFromTheCommandLine) {
             2)
       << out;
   EXPECT_NE(out.find("[T, 128] or [T, 64]"), std::string::npos) << out;
+}
+
+TEST_F(CheckCli, ABfloat16SafetensorsDumpIsReadWithItsDtype) {
+  WriteFile(Path("config.json"), PublishedConfig("qwen2__qwen2.5-7b-instruct").dump());
+  RopeConfig rc;
+  rc.layout = RotaryLayout{RopePairing::kHalf, 128, 0, 128};
+  rc.base = 1000000.0;
+  WriteDump(rc, false, 16, 2);
+  // The float32 dump rounded to bfloat16, both tensors and the positions in one file.
+  auto bf16 = [&](const std::string& npy) {
+    const Array a = ReadNpy(Path(npy)).value();
+    std::string bytes;
+    for (float v : a.span<float>()) {
+      const uint16_t bits = F32ToBF16(v).bits;
+      bytes.append(reinterpret_cast<const char*>(&bits), 2);
+    }
+    return bytes;
+  };
+  const Array pos = ReadNpy(Path("pos.npy")).value();
+  SafetensorsBuilder b;
+  b.Tensor("q", "BF16", {16, 2, 128}, bf16("q.npy"))
+      .Tensor("q_rot", "BF16", {16, 2, 128}, bf16("q_rot.npy"))
+      .Tensor("pos", "I64", {16}, std::string(reinterpret_cast<const char*>(pos.bytes()), pos.nbytes()))
+      .Finish();
+  WriteFile(Path("dump.safetensors"), b.Build());
+  const std::string f = Path("dump.safetensors");
+  std::string out;
+  // The bfloat16 rounding of the output is within the bfloat16 tolerance, not float32's.
+  EXPECT_EQ(Run("check --model " + Path("config.json") + " --before " + f + ":q --after " + f + ":q_rot --positions " +
+                    f + ":pos",
+                &out),
+            0)
+      << out;
+  // A file of three tensors without a name is refused naming them.
+  EXPECT_EQ(Run("check --model " + Path("config.json") + " --before " + f + " --after " + f + ":q_rot --positions " +
+                    f + ":pos",
+                &out),
+            2)
+      << out;
+  EXPECT_NE(out.find("3 tensors (pos, q, q_rot)"), std::string::npos) << out;
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 // Exit 0 pass, 1 fail, 2 bad input.
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -13,7 +14,9 @@
 
 #include "commands.hpp"
 #include "posenc/core/dtype.hpp"
+#include "posenc/core/message.hpp"
 #include "posenc/io/npy.hpp"
+#include "posenc/io/safetensors.hpp"
 #include "posenc/model/rope_check.hpp"
 
 namespace posenc::cli {
@@ -27,8 +30,62 @@ struct Loaded {
   DType dtype = DType::kF32;
 };
 
-// A float .npy as float32 values (float16 and float64 converted exactly or rounded once).
+// A tensor of a safetensors file named "FILE.safetensors:NAME" (or "FILE.safetensors" holding one
+// tensor): its dtype, shape and bytes.
+struct RawTensor {
+  std::string dtype;
+  std::vector<int64_t> shape;
+  std::vector<std::byte> bytes;
+};
+bool IsSafetensors(const std::string& spec) {
+  return spec.ends_with(".safetensors") || spec.find(".safetensors:") != std::string::npos;
+}
+Result<RawTensor> LoadSafetensor(const std::string& flag, const std::string& spec) {
+  std::string path = spec, name;
+  if (const size_t at = spec.rfind(".safetensors:"); at != std::string::npos) {
+    path = spec.substr(0, at + 12);
+    name = spec.substr(at + 13);
+  }
+  POSENC_ASSIGN_OR_RETURN(SafetensorsFile f, SafetensorsFile::Open(path));
+  const SafetensorsTensor* t = nullptr;
+  if (name.empty()) {
+    if (f.tensors().size() != 1) {
+      std::vector<std::string> names;
+      for (const SafetensorsTensor& x : f.tensors()) names.push_back(EscapeForMessage(x.name));
+      return InvalidArgumentError(fmt::format("{} {}: {} tensors ({}): name one as {}:NAME", flag, path,
+                                              names.size(), fmt::join(names, ", "), path));
+    }
+    t = &f.tensors().front();
+  } else {
+    POSENC_ASSIGN_OR_RETURN(t, f.FindTensor(name));
+  }
+  const std::span<const std::byte> data = f.TensorData(*t);
+  return RawTensor{t->dtype, t->shape, std::vector<std::byte>(data.begin(), data.end())};
+}
+
+// A float .npy or safetensors tensor as float32 values (float16, bfloat16 and float64 converted
+// exactly or rounded once).
 Result<Loaded> LoadFloats(const std::string& flag, const std::string& path) {
+  if (IsSafetensors(path)) {
+    POSENC_ASSIGN_OR_RETURN(RawTensor r, LoadSafetensor(flag, path));
+    Loaded l;
+    l.shape = r.shape;
+    const size_t n = r.bytes.size();
+    if (r.dtype == "F32") {
+      l.values.resize(n / 4);
+      std::memcpy(l.values.data(), r.bytes.data(), n);
+    } else if (r.dtype == "F16" || r.dtype == "BF16") {
+      l.dtype = r.dtype == "F16" ? DType::kF16 : DType::kBF16;
+      for (size_t i = 0; i + 1 < n; i += 2) {
+        uint16_t bits;
+        std::memcpy(&bits, r.bytes.data() + i, 2);
+        l.values.push_back(r.dtype == "F16" ? F16ToF32(f16_t{bits}) : BF16ToF32(bf16_t{bits}));
+      }
+    } else {
+      return InvalidArgumentError(fmt::format("{} {}: dtype {} is not F32, F16 or BF16", flag, path, r.dtype));
+    }
+    return l;
+  }
   POSENC_ASSIGN_OR_RETURN(Array a, ReadNpy(path));
   Loaded l;
   l.shape = a.shape();
@@ -52,6 +109,26 @@ Result<Loaded> LoadFloats(const std::string& flag, const std::string& path) {
 
 // Positions: an integer .npy ([T] or [C, T]) or a comma-separated list.
 Result<std::vector<int64_t>> LoadPositions(const std::string& text) {
+  if (IsSafetensors(text)) {
+    POSENC_ASSIGN_OR_RETURN(RawTensor r, LoadSafetensor("--positions", text));
+    std::vector<int64_t> out;
+    if (r.dtype == "I64") {
+      out.resize(r.bytes.size() / 8);
+      std::memcpy(out.data(), r.bytes.data(), out.size() * 8);
+    } else if (r.dtype == "I32") {
+      for (size_t i = 0; i + 3 < r.bytes.size(); i += 4) {
+        int32_t v;
+        std::memcpy(&v, r.bytes.data() + i, 4);
+        out.push_back(v);
+      }
+    } else {
+      return InvalidArgumentError(fmt::format("--positions {}: dtype {} is not I32 or I64", text, r.dtype));
+    }
+    if (r.shape.size() != 1 && r.shape.size() != 2)
+      return InvalidArgumentError(
+          fmt::format("--positions {}: {} dims; expected [T] or [components, T]", text, r.shape.size()));
+    return out;
+  }
   if (!text.ends_with(".npy")) return ParseIntegerList("--positions", text, 0, kMaxRopePosition - 1);
   POSENC_ASSIGN_OR_RETURN(Array a, ReadNpy(text));
   std::vector<int64_t> out;
@@ -123,14 +200,16 @@ void RegisterCheck(CLI::App& app) {
       "check",
       "Check an engine's RoPE for one layer against the model: rotated q/k (--before --after --positions), a "
       "cos/sin cache (--cos --sin) or per-pair frequencies (--inv-freq), from .npy; pass/fail with a tolerance "
-      "for the dump's dtype, the worst element, and the causes that explain a failure. Exit 0 pass, 1 fail, "
+      "for the dump's dtype, the worst element, and the causes that explain a failure; each file a .npy or "
+      "FILE.safetensors[:NAME] (F32/F16/BF16, positions I32/I64). Exit 0 pass, 1 fail, "
       "2 bad input");
   static std::string model, before, after, positions, cos, sin, inv_freq, order = "tokens-first", dtype_name,
                                                                          layer_type, site, assume_layout;
   static int64_t layer = -1, seq_len = 0;
   static bool as_json = false;
   cmd->add_option("--model", model, "config.json, .gguf, .safetensors or Hugging Face folder")->required();
-  cmd->add_option("--before", before, ".npy of q or k before RoPE: [T, H, D] (or [H, T, D] with --order)");
+  cmd->add_option("--before", before,
+                  ".npy (or FILE.safetensors[:NAME]) of q or k before RoPE: [T, H, D] (or [H, T, D] with --order)");
   cmd->add_option("--after", after, ".npy of the engine's rotated q or k, the same shape");
   cmd->add_option("--positions", positions, ".npy of int positions [T] ([C, T] multi-axis) or a list 0,1,2");
   cmd->add_option("--cos", cos, ".npy of the engine's cos cache [T, R] or [T, R/2]");
