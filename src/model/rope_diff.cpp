@@ -334,7 +334,35 @@ Result<RopeDiffReport> DiffRope(const RopeDescription& a, const RopeDescription&
     return r;
   }
   if (ma.kind != PositionKind::kRope) {
-    r.summary = fmt::format("both {}: not RoPE, nothing per layer to compare", ToString(ma.kind));
+    // Not RoPE: the scheme's own parameters (the same for every layer).
+    const PositionScheme &sa = a.scheme, &sb = b.scheme;
+    auto field = [&](const char* name, std::string va, std::string vb) {
+      if (va != vb) whole(name, std::move(va), std::move(vb));
+    };
+    switch (ma.kind) {
+      case PositionKind::kAlibi:
+        field("alibi_variant", sa.alibi_variant, sb.alibi_variant);
+        field("alibi_bias_max", Num(sa.alibi_bias_max), Num(sb.alibi_bias_max));
+        field("num_heads", fmt::format("{}", sa.num_heads), fmt::format("{}", sb.num_heads));
+        break;
+      case PositionKind::kT5Bucket:
+        field("num_buckets", fmt::format("{}", sa.t5_num_buckets), fmt::format("{}", sb.t5_num_buckets));
+        field("max_distance", fmt::format("{}", sa.t5_max_distance), fmt::format("{}", sb.t5_max_distance));
+        field("bidirectional", sa.t5_bidirectional ? "true" : "false", sb.t5_bidirectional ? "true" : "false");
+        break;
+      case PositionKind::kSinusoidal:
+        field("sinusoidal_layout", sa.sinusoidal_layout, sb.sinusoidal_layout);
+        [[fallthrough]];
+      case PositionKind::kLearned:
+        field("max_position_embeddings", fmt::format("{}", sa.max_position_embeddings),
+              fmt::format("{}", sb.max_position_embeddings));
+        break;
+      default: break;
+    }
+    r.equivalent = r.differences.empty();
+    if (!r.equivalent) r.cost.first_position_f32 = r.cost.first_position_1e3 = 0;
+    r.summary = r.equivalent ? fmt::format("equivalent: both {} with the same parameters", ToString(ma.kind))
+                             : fmt::format("differs from position 0: {}", r.differences.front().text);
     return r;
   }
   int64_t count = static_cast<int64_t>(std::max(ma.layers.size(), mb.layers.size()));

@@ -276,5 +276,16 @@ TEST_F(RopeDiffTest, APerLayerScheduleLostIsNamedPerLayer) {
   EXPECT_EQ(r.cost.first_position_f32, 1);
 }
 
+TEST_F(RopeDiffTest, SchemesOtherThanRopeCompareTheirParameters) {
+  const json bloom = PublishedConfig("bloom__bigscience-bloom-560m");
+  EXPECT_TRUE(Diff(Write("a", bloom), Write("b", bloom)).equivalent);
+  json more = bloom;
+  more["n_head"] = bloom.value("n_head", 16) * 2;  // other ALiBi slopes
+  const RopeDiffReport r = Diff(Write("a", bloom), Write("c", more));
+  EXPECT_FALSE(r.equivalent);
+  ASSERT_FALSE(r.differences.empty());
+  EXPECT_EQ(r.differences.front().field, "num_heads");
+}
+
 }  // namespace
 }  // namespace posenc
