@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <numbers>
 #include <set>
@@ -333,24 +334,31 @@ double FitBase(const RopeConfig& config, int64_t seq_len, int64_t j, double w_ob
   return std::exp(0.5 * (lo + hi));
 }
 
-// The base whose frequencies (scaling kept) best agree with the observed angles at the given
-// positions: the largest sum over tokens and pairs of cos(observed - position * w), searched on a
-// log grid from 1.5 to 1e13 and refined around the best points. 0 when nothing is observable.
-double FitBaseCoherent(const Context& ctx) {
+// The value of one config parameter (set by `set`, searched on a log grid over [lo, hi] and refined
+// around the best points) whose frequencies best agree with what the dump shows: for rotated tensors
+// and caches the largest sum over tokens and pairs of cos(observed angle - position * w), for
+// frequencies the smallest sum of |log(w / observed)|. 0 when nothing is observable.
+double FitCoherent(const Context& ctx, const std::function<void(RopeConfig&, double)>& set, double lo, double hi,
+                   int grid_points) {
   const RopeDump& d = *ctx.dump;
-  if (ctx.observed.empty() || ctx.reference.num_components != 1 || d.kind == RopeDumpKind::kInvFreq) return 0;
+  if (ctx.observed.empty() || ctx.reference.num_components != 1 || !(lo > 0) || !(hi > lo)) return 0;
   const int64_t T = d.tokens, pairs = ctx.layout.num_pairs();
   const RopeConfig& ref = ctx.target->config;
   const int64_t stride = std::max<int64_t>(1, T / 64);  // about 64 tokens at most: the fit, not the check
-  auto score = [&](double log_base) {
+  auto score = [&](double log_value) {
     RopeConfig c = ref;
-    c.base = std::exp(log_base);
+    set(c, std::exp(log_value));
     c.checked.reset();
     Result<SiteFrequencies> f = ComputeSiteFrequencies(c, ctx.seq_len);
     if (!f.ok() || static_cast<int64_t>(f->freqs.inv_freq.size()) != pairs) return -1e300;
     double sum = 0;
-    for (int64_t j = 1; j < pairs; ++j) {
+    for (int64_t j = 0; j < pairs; ++j) {
       const double w = f->freqs.inv_freq[j];
+      if (d.kind == RopeDumpKind::kInvFreq) {
+        const double o = ctx.observed[j];
+        if (w > 0 && o > 0) sum -= std::abs(std::log(w / o));
+        continue;
+      }
       for (int64_t t = 0; t < T; t += stride) {
         const double a = ctx.observed[t * pairs + j];
         if (!std::isnan(a)) sum += std::cos(a - static_cast<double>(ctx.reference.positions[t]) * w);
@@ -358,21 +366,30 @@ double FitBaseCoherent(const Context& ctx) {
     }
     return sum;
   };
-  const double lo = std::log(1.5), hi = std::log(1e13);
-  constexpr int kGrid = 2000;
-  const double step = (hi - lo) / kGrid;
-  std::vector<std::pair<double, double>> grid;  // (score, log base)
-  for (int k = 0; k <= kGrid; ++k) grid.emplace_back(score(lo + k * step), lo + k * step);
-  std::partial_sort(grid.begin(), grid.begin() + 4, grid.end(), std::greater<>());
+  const double llo = std::log(lo), lhi = std::log(hi);
+  const double step = (lhi - llo) / grid_points;
+  std::vector<std::pair<double, double>> grid;  // (score, log value)
+  for (int k = 0; k <= grid_points; ++k) grid.emplace_back(score(llo + k * step), llo + k * step);
+  std::partial_sort(grid.begin(), grid.begin() + std::min<size_t>(4, grid.size()), grid.end(), std::greater<>());
   double best = -1e300, best_log = 0;
-  for (int g = 0; g < 4; ++g) {
+  for (size_t g = 0; g < std::min<size_t>(4, grid.size()); ++g) {
     for (int k = -40; k <= 40; ++k) {
       const double x = grid[g].second + k * step / 40;
       const double v = score(x);
       if (v > best) best = v, best_log = x;
     }
   }
-  return best > 0 ? std::exp(best_log) : 0;
+  return best > -1e299 ? std::exp(best_log) : 0;
+}
+
+// The fit, and the values a config would write near it: 2, 3 and 4 significant digits.
+std::set<double> RoundedNear(double fit) {
+  std::set<double> out{fit};
+  for (int digits : {2, 3, 4}) {
+    const double mag = std::pow(10.0, std::floor(std::log10(fit)) - (digits - 1));
+    out.insert(std::round(fit / mag) * mag);
+  }
+  return out;
 }
 
 // ---------- the causes: one entry each ----------
@@ -412,6 +429,21 @@ void WindowCauses(const Context& ctx, std::vector<Candidate>* out) {
       k.engine.inv_freq.assign(f->freqs.inv_freq.begin(), f->freqs.inv_freq.begin() + l.num_pairs());
       out->push_back(std::move(k));
     }
+  }
+  // A proportional RoPE (Gemma 4's p-RoPE: pairs (i, i + D/2) over the whole head, the tail at
+  // frequency 0) read as a partial one: the first share of the head rotated, frequencies over it.
+  if (ref.scaling.type == RopeScalingType::kProportional && ctx.dump->kind == RopeDumpKind::kRotated) {
+    RopeConfig c = ref;
+    c.scaling = RopeScaling{};
+    c.layout.rotary_start = 0;
+    c.layout.rotary_dim = 2 * static_cast<int64_t>(std::floor(ref.scaling.partial_rotary_factor * W / 2));
+    c.checked.reset();
+    if (c.layout.rotary_dim > 0)
+      if (Result<EngineModel> e = EngineOf(c, *ctx.dump, ctx.seq_len, ctx.reference.positions); e.ok())
+        out->push_back({fmt::format("proportional RoPE read as partial: the first {} dims rotated, frequencies over "
+                                    "them",
+                                    c.layout.rotary_dim),
+                        std::move(e).value()});
   }
   if (ctx.dump->kind != RopeDumpKind::kRotated) return;
   // Another window over the dump's head: the whole head, the front or back of it, half or a quarter.
@@ -456,16 +488,10 @@ void BaseCauses(const Context& ctx, std::vector<Candidate>* out) {
   AddBases(ctx, bases, out);
 }
 
-// When no quick fit explains it: the base fitted to every observed angle at once (FitBaseCoherent).
+// When no quick fit explains it: the base fitted to every observation at once.
 void BaseRefined(const Context& ctx, std::vector<Candidate>* out) {
-  const double fit = FitBaseCoherent(ctx);
-  if (fit <= 0) return;
-  std::set<double> bases{fit};
-  for (int digits : {2, 3, 4}) {
-    const double mag = std::pow(10.0, std::floor(std::log10(fit)) - (digits - 1));
-    bases.insert(std::round(fit / mag) * mag);
-  }
-  AddBases(ctx, bases, out);
+  const double fit = FitCoherent(ctx, [](RopeConfig& c, double v) { c.base = v; }, 1.5, 1e13, 2000);
+  if (fit > 0) AddBases(ctx, RoundedNear(fit), out);
 }
 
 void AddBases(const Context& ctx, const std::set<double>& bases, std::vector<Candidate>* out) {
@@ -549,6 +575,35 @@ void ScalingParamCauses(const Context& ctx, std::vector<Candidate>* out) {
                                                      : ref.max_position_embeddings;
     try_config(c, fmt::format("{} scaling instead of {} (factor {:.10g})", ToString(t), ToString(ref.scaling.type),
                               ref.scaling.factor));
+  }
+}
+
+// When no quick candidate explains it: each number key of the scaling's row fitted to every
+// observation at once, over a sixteenth to sixteen times its value.
+void ScalingParamRefined(const Context& ctx, std::vector<Candidate>* out) {
+  const RopeConfig& ref = ctx.target->config;
+  if (ref.scaling.type == RopeScalingType::kNone) return;
+  for (const RopeScalingKey& k : RopeScalingOf(ref.scaling.type).keys) {
+    if (k.kind != ScalingKeyKind::kNumber && k.kind != ScalingKeyKind::kInteger) continue;
+    RopeConfig probe = ref;
+    const double now = k.kind == ScalingKeyKind::kNumber ? *k.field(probe).number
+                                                         : static_cast<double>(*k.field(probe).integer);
+    if (!(now > 0)) continue;
+    auto set = [&k](RopeConfig& c, double v) {
+      const ScalingField g = k.field(c);
+      if (k.kind == ScalingKeyKind::kNumber) *g.number = v;
+      else *g.integer = std::max<int64_t>(1, static_cast<int64_t>(std::llround(v)));
+    };
+    const double fit = FitCoherent(ctx, set, now / 16, now * 16, 400);
+    if (fit <= 0) continue;
+    for (double v : RoundedNear(fit)) {
+      if (v == now) continue;
+      RopeConfig c = ref;
+      set(c, v);
+      c.checked.reset();
+      if (!ValidateRopeConfig(c).ok()) continue;
+      AddFromConfig(ctx, c, fmt::format("{} {:.10g} fits (model: {:.10g})", k.name, v, now), out);
+    }
   }
 }
 
@@ -658,11 +713,16 @@ void SectionCauses(const Context& ctx, std::vector<Candidate>* out) {
     c.checked.reset();
     AddFromConfig(ctx, c, fmt::format("sections read as {} (model: {})", ToString(other), ToString(m.layout)), out);
   }
-  // The axes in reverse order.
-  if (m.num_components > 1) {
-    Candidate rev{"position components in reverse order", ctx.reference};
-    for (int64_t& comp : rev.engine.pair_component) comp = m.num_components - 1 - comp;
-    out->push_back(std::move(rev));
+  // The axes in another order (t, h, w read as t, w, h, ...).
+  if (m.num_components > 1 && m.num_components <= 4) {
+    std::vector<int64_t> order(static_cast<size_t>(m.num_components));
+    for (int64_t c = 0; c < m.num_components; ++c) order[c] = c;
+    while (std::next_permutation(order.begin(), order.end())) {
+      Candidate perm{fmt::format("position components read in the order [{}]", fmt::join(order, ", ")),
+                     ctx.reference};
+      for (int64_t& comp : perm.engine.pair_component) comp = order[static_cast<size_t>(comp)];
+      out->push_back(std::move(perm));
+    }
   }
 }
 
@@ -683,7 +743,7 @@ constexpr Cause kCauses[] = {
     // Before scaling_param: a parameter that only sets the attention scaling (LongRoPE's factor) gives
     // the same output as the scaling left out.
     {"attention_scaling", AttentionScalingCauses},
-    {"scaling_param", ScalingParamCauses},
+    {"scaling_param", ScalingParamCauses, ScalingParamRefined},
     {"position_offset", PositionOffsetCauses},
     {"position_reset", PositionResetCauses},
     {"precision", PrecisionCauses},

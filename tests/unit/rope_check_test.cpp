@@ -473,6 +473,19 @@ TEST_F(RopeCheckOneModel, MultiAxisSectionsIgnoredAreNamed) {
   EXPECT_FALSE(r.pass);
   ASSERT_FALSE(r.diagnosis.empty());
   EXPECT_EQ(r.diagnosis.front().id, "sections") << r.diagnosis.front().detail;
+  // Height and width exchanged (t, w, h).
+  std::vector<int64_t> swapped = pos;
+  for (int64_t i = 0; i < T; ++i) std::swap(swapped[T + i], swapped[2 * T + i]);
+  const std::vector<int64_t> truth = pos;
+  pos = swapped;  // the engine rotated with h and w exchanged; the dump states the true positions
+  RopeDump hw_dump = dump_with(false);
+  pos = truth;
+  hw_dump.positions = truth;
+  const RopeCheckReport rs = CheckRope(t, hw_dump).value();
+  EXPECT_FALSE(rs.pass);
+  ASSERT_FALSE(rs.diagnosis.empty());
+  EXPECT_EQ(rs.diagnosis.front().id, "sections") << rs.diagnosis.front().detail;
+  EXPECT_NE(rs.diagnosis.front().detail.find("[0, 2, 1]"), std::string::npos) << rs.diagnosis.front().detail;
   // 1-D positions for a 3-component model are refused.
   RopeDump flat = dump_with(false);
   flat.positions.resize(T);
@@ -504,6 +517,21 @@ TEST_F(RopeCheckOneModel, DeepSeekMlaWindowAtTheFrontIsNamed) {
                                 .value();
   ASSERT_FALSE(h.diagnosis.empty());
   EXPECT_EQ(h.diagnosis.front().id, "pairing");
+}
+
+TEST_F(RopeCheckOneModel, AnOddScalingFactorIsFittedAndNamed) {
+  // Llama 3.1 with factor 6 where the config says 8 (neither the default, twice nor half).
+  const RopeDescription d = Open(PublishedConfig("llama__llama-3.1-8b"));
+  const RopeCheckTarget t = RopeCheckTargetOf(d, RopeCheckSelect{}).value();
+  RopeConfig six = t.config;
+  six.scaling.factor = 6.0;
+  six.checked.reset();
+  const RopeCheckReport r = CheckRope(t, Engine(t.config, DType::kBF16, 2, Positions(100000),
+                                                With([&](Fault& f) { f.config = six; }), 12))
+                                .value();
+  ASSERT_FALSE(r.diagnosis.empty());
+  EXPECT_EQ(r.diagnosis.front().id, "scaling_param");
+  EXPECT_NE(r.diagnosis.front().detail.find("factor 6 fits"), std::string::npos) << r.diagnosis.front().detail;
 }
 
 TEST(RopeCauses, TheVocabularyIsStable) {
