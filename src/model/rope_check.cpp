@@ -88,6 +88,14 @@ int64_t PositionOf(const EngineModel& e, int64_t tokens, int64_t t, int64_t pair
   return e.positions[static_cast<size_t>(comp * tokens + t)];
 }
 
+// The slack for a float32 angle of pair j computed another way than posenc's (radians): 2^-21 (1 +
+// |angle|) for the position, the frequency and their product each rounded to float32 and cos/sin
+// rounded, plus j 2^-22 |angle| for ggml's frequency powers, theta *= theta_scale once per pair in
+// float32 (each step and theta_scale itself rounded: about j 2^-22 relative by pair j).
+double AngleSlack(int64_t j, double angle) {
+  return 0x1p-21 * (1 + std::abs(angle)) + static_cast<double>(j) * 0x1p-22 * std::abs(angle);
+}
+
 // The engine's dump and each element's tolerance, in the dump's own element order.
 struct Rendered {
   std::vector<double> want, tol;
@@ -117,7 +125,7 @@ Rendered Render(const EngineModel& e, const RopeDump& d) {
             r.want[i1] = x1 * k.c - x2 * k.s;
             r.want[i2] = x2 * k.c + x1 * k.s;
             const double tol =
-                std::sqrt(x1 * x1 + x2 * x2) * std::abs(e.scaling) * (4 * u + 0x1p-21 * (1 + std::abs(k.angle))) + 1e-30;
+                std::sqrt(x1 * x1 + x2 * x2) * std::abs(e.scaling) * (4 * u + AngleSlack(j, k.angle)) + 1e-30;
             r.tol[i1] = r.tol[i2] = tol;
           }
         }
@@ -134,7 +142,7 @@ Rendered Render(const EngineModel& e, const RopeDump& d) {
       for (int64_t t = 0; t < T; ++t)
         for (int64_t j = 0; j < pairs; ++j) {
           const CosSin k = EngineCosSin(e, PositionOf(e, T, t, j), e.inv_freq[static_cast<size_t>(j)]);
-          const double tol = std::abs(e.scaling) * (2 * up + 0x1p-21 * (1 + std::abs(k.angle))) + 1e-30;
+          const double tol = std::abs(e.scaling) * (2 * up + AngleSlack(j, k.angle)) + 1e-30;
           std::vector<int64_t> cols;
           if (!full) {
             cols = {j};
@@ -154,7 +162,8 @@ Rendered Render(const EngineModel& e, const RopeDump& d) {
     }
     case RopeDumpKind::kInvFreq: {
       r.want.assign(e.inv_freq.begin(), e.inv_freq.end());
-      for (double w : r.want) r.tol.push_back(std::abs(w) * (0x1p-21 + 2 * u) + 1e-30);
+      for (size_t j = 0; j < r.want.size(); ++j)
+        r.tol.push_back(std::abs(r.want[j]) * (0x1p-21 + static_cast<double>(j) * 0x1p-22 + 2 * u) + 1e-30);
       return r;
     }
   }
@@ -382,13 +391,14 @@ double FitCoherent(const Context& ctx, const std::function<void(RopeConfig&, dou
   return best > -1e299 ? std::exp(best_log) : 0;
 }
 
-// The fit, and the values a config would write near it: 2, 3 and 4 significant digits.
-std::set<double> RoundedNear(double fit) {
-  std::set<double> out{fit};
+// The values a config would write near a fit (2, 3 and 4 significant digits), then the fit itself.
+std::vector<double> RoundedNear(double fit) {
+  std::vector<double> out;
   for (int digits : {2, 3, 4}) {
     const double mag = std::pow(10.0, std::floor(std::log10(fit)) - (digits - 1));
-    out.insert(std::round(fit / mag) * mag);
+    out.push_back(std::round(fit / mag) * mag);
   }
+  out.push_back(fit);
   return out;
 }
 
@@ -468,23 +478,24 @@ void WindowCauses(const Context& ctx, std::vector<Candidate>* out) {
   window(0, W / 4, "a quarter of the head rotated");
 }
 
-void AddBases(const Context& ctx, const std::set<double>& bases, std::vector<Candidate>* out);
+void AddBases(const Context& ctx, const std::vector<double>& bases, std::vector<Candidate>* out);
 
 void BaseCauses(const Context& ctx, std::vector<Candidate>* out) {
   const RopeConfig& ref = ctx.target->config;
-  std::set<double> bases;
+  // Round values first (common bases, the fits to 3 digits), the raw fits last: among candidates that
+  // explain equally well the first is named.
+  std::vector<double> bases = {10000.0, 500000.0, 1000000.0, 100000.0, 5000000.0, 1e7, 75000000.0}, raw;
   const int64_t pairs = ctx.layout.num_pairs();
   for (int64_t j : {int64_t{1}, pairs / 4, pairs / 2}) {
     if (j < 1 || j >= pairs) continue;
     const double w = ObservedFrequency(ctx, j);
     const double fit = FitBase(ref, ctx.seq_len, j, w);
     if (fit <= 0) continue;
-    // A base a config would write: the fit to 3 significant digits, and the fit itself.
     const double mag = std::pow(10.0, std::floor(std::log10(fit)) - 2);
-    bases.insert(std::round(fit / mag) * mag);
-    bases.insert(fit);
+    bases.push_back(std::round(fit / mag) * mag);
+    raw.push_back(fit);
   }
-  for (double b : {10000.0, 500000.0, 1000000.0, 100000.0, 5000000.0, 1e7, 75000000.0}) bases.insert(b);
+  bases.insert(bases.end(), raw.begin(), raw.end());
   AddBases(ctx, bases, out);
 }
 
@@ -494,9 +505,11 @@ void BaseRefined(const Context& ctx, std::vector<Candidate>* out) {
   if (fit > 0) AddBases(ctx, RoundedNear(fit), out);
 }
 
-void AddBases(const Context& ctx, const std::set<double>& bases, std::vector<Candidate>* out) {
+void AddBases(const Context& ctx, const std::vector<double>& bases, std::vector<Candidate>* out) {
   const RopeConfig& ref = ctx.target->config;
+  std::set<double> seen;
   for (double b : bases) {
+    if (!seen.insert(b).second) continue;
     if (std::abs(b - ref.base) <= 1e-9 * ref.base) continue;
     RopeConfig c = ref;
     c.base = b;
@@ -877,7 +890,7 @@ Result<RopeCheckReport> CheckRope(const RopeCheckTarget& target, const RopeDump&
       POSENC_RETURN_IF_ERROR(CheckFinite(d.before, d.what + " (before)", d.width));
       POSENC_RETURN_IF_ERROR(CheckFinite(d.after, d.what + " (after)", d.width));
       if (d.positions.empty()) return InvalidArgumentError(fmt::format("{}: rotated tensors need positions", d.what));
-      report.tolerance = "per element s*|pair|*(4u + 2^-21*(1+|angle|)), u the dtype's unit roundoff";
+      report.tolerance = "per element s*|pair|*(4u + 2^-21*(1+|angle|) + j*2^-22*|angle|), u the dtype's unit roundoff, j the pair";
       break;
     }
     case RopeDumpKind::kCosSin: {
@@ -890,7 +903,7 @@ Result<RopeCheckReport> CheckRope(const RopeCheckTarget& target, const RopeDump&
         return InvalidArgumentError(fmt::format("{}: cos and sin must both be [tokens, width] of the same shape", d.what));
       POSENC_RETURN_IF_ERROR(CheckFinite(d.cos, d.what + " (cos)", d.width));
       POSENC_RETURN_IF_ERROR(CheckFinite(d.sin, d.what + " (sin)", d.width));
-      report.tolerance = "per element s*(2u + 2^-21*(1+|angle|)), u the dtype's unit roundoff (at least float32's)";
+      report.tolerance = "per element s*(2u + 2^-21*(1+|angle|) + j*2^-22*|angle|), u the dtype's unit roundoff (at least float32's), j the pair";
       break;
     }
     case RopeDumpKind::kInvFreq: {
@@ -899,7 +912,7 @@ Result<RopeCheckReport> CheckRope(const RopeCheckTarget& target, const RopeDump&
                                                 d.inv_freq.size(), pairs));
       POSENC_RETURN_IF_ERROR(CheckFinite(d.inv_freq, d.what, static_cast<int64_t>(d.inv_freq.size())));
       T = 0;
-      report.tolerance = "per pair |w|*(2^-21 + 2u), u the dtype's unit roundoff";
+      report.tolerance = "per pair |w|*(2^-21 + j*2^-22 + 2u), u the dtype's unit roundoff, j the pair";
       break;
     }
   }
@@ -1009,12 +1022,22 @@ Result<RopeCheckReport> CheckRope(const RopeCheckTarget& target, const RopeDump&
       if (fn == nullptr) continue;
       std::vector<Candidate> candidates;
       fn(ctx, &candidates);
-      double best = std::numeric_limits<double>::infinity();
-      std::string detail;
+      // The best candidate; one listed earlier wins when within a tenth of it (a round base before
+      // the raw fit it was rounded from).
+      std::vector<std::pair<double, const Candidate*>> explaining;
       for (const Candidate& c : candidates) {
         double ratio = 0;
-        if (explains(c.engine, &ratio) && ratio < best) best = ratio, detail = c.detail;
+        if (explains(c.engine, &ratio)) explaining.emplace_back(ratio, &c);
       }
+      double best = std::numeric_limits<double>::infinity();
+      for (const auto& [ratio, c] : explaining) best = std::min(best, ratio);
+      std::string detail;
+      for (const auto& [ratio, c] : explaining)
+        if (ratio <= best + 0.1) {
+          best = ratio;
+          detail = c->detail;
+          break;
+        }
       if (std::isfinite(best)) report.diagnosis.push_back(RopeCause{std::string(cause.id), detail, best});
     }
   }

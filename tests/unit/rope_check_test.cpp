@@ -534,6 +534,31 @@ TEST_F(RopeCheckOneModel, AnOddScalingFactorIsFittedAndNamed) {
   EXPECT_NE(r.diagnosis.front().detail.find("factor 6 fits"), std::string::npos) << r.diagnosis.front().detail;
 }
 
+TEST_F(RopeCheckOneModel, GgmlsRepeatedFrequencyProductsPass) {
+  // llama.cpp's CPU rope: theta = p, then theta *= theta_scale once per pair, all in float32, with
+  // theta_scale = powf(base, -2/R): the slow pairs' angles drift by about j 2^-22 relative.
+  const RopeDescription d = Open(PublishedConfig("qwen2__qwen2.5-7b-instruct"));
+  const RopeCheckTarget t = RopeCheckTargetOf(d, RopeCheckSelect{}).value();
+  const std::vector<int64_t> pos = Positions(32000);
+  RopeDump dump = Engine(t.config, DType::kF32, 2, pos, Fault{}, 17);
+  const RotaryLayout& l = t.config.layout;
+  const float scale = std::pow(static_cast<float>(t.config.base), -2.0f / static_cast<float>(l.rotary_dim));
+  for (size_t i = 0; i < pos.size(); ++i) {
+    float theta = static_cast<float>(pos[i]);
+    for (int64_t j = 0; j < l.num_pairs(); ++j, theta *= scale) {
+      const float c = std::cos(theta), sn = std::sin(theta);
+      for (int64_t h = 0; h < 2; ++h) {
+        const size_t b = static_cast<size_t>((static_cast<int64_t>(i) * 2 + h) * l.head_dim);
+        const float x1 = dump.before[b + l.first(j)], x2 = dump.before[b + l.second(j)];
+        dump.after[b + l.first(j)] = x1 * c - x2 * sn;
+        dump.after[b + l.second(j)] = x2 * c + x1 * sn;
+      }
+    }
+  }
+  const RopeCheckReport r = CheckRope(t, dump).value();
+  EXPECT_TRUE(r.pass) << r.max_ratio << " at pair " << r.worst.pair << " position " << r.worst.position;
+}
+
 TEST(RopeCauses, TheVocabularyIsStable) {
   EXPECT_EQ(RopeCauseIds(), (std::vector<std::string>{"pairing", "window", "layer_type", "base", "scaling_missing",
                                                       "attention_scaling", "scaling_param", "position_offset",

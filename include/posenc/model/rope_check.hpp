@@ -5,14 +5,16 @@
 // reference with that one fault applied, kept when it matches the dump within the same tolerance.
 //
 // Tolerance (per element; u = unit roundoff of the dump's dtype: 2^-24 float32, 2^-11 float16, 2^-8
-// bfloat16; s = attention scaling; r = |(x_a, x_b)| the pair's input norm; theta the pair's angle):
-//   rotated    s*r*(4u + 2^-21 (1 + |theta|)): the output's rounding, cos/sin rounded to the dtype and
-//              the two products and the sum rounded in it (HF's q*cos + rotate_half(q)*sin in that
-//              dtype), plus the float32 angle's rounding (position, frequency and product, and a
-//              cos/sin computed from a differently rounded angle); dims outside the rotary window
-//              must come back within u*|x|.
-//   cos/sin    s*(2u' + 2^-21 (1 + |theta|)), u' = max(u, 2^-24).
-//   inv_freq   |w|*(2^-21 + 2u).
+// bfloat16; s = attention scaling; r = |(x_a, x_b)| the pair's input norm; theta the pair's angle, j
+// its index; slack(j, theta) = 2^-21 (1 + |theta|) + j 2^-22 |theta|):
+//   rotated    s*r*(4u + slack): the output's rounding, cos/sin rounded to the dtype and the two
+//              products and the sum rounded in it (HF's q*cos + rotate_half(q)*sin in that dtype),
+//              plus a float32 angle computed another way (position, frequency and product rounded,
+//              cos/sin from a differently rounded angle; ggml's frequencies as theta *= theta_scale
+//              once per pair in float32, about j 2^-22 relative by pair j); dims outside the rotary
+//              window must come back within u*|x|.
+//   cos/sin    s*(2u' + slack), u' = max(u, 2^-24).
+//   inv_freq   |w|*(2^-21 + j 2^-22 + 2u).
 // A dump passes when every element is within its tolerance.
 //
 // Example:
