@@ -199,7 +199,7 @@ void RegisterCheck(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "check",
       "Check an engine's RoPE for one layer against the model: rotated q/k (--before --after --positions), a "
-      "cos/sin cache (--cos --sin) or per-pair frequencies (--inv-freq), from .npy; pass/fail with a tolerance "
+      "cos/sin cache (--cos --sin) or per-pair frequencies (--inv-freq); pass/fail with a tolerance "
       "for the dump's dtype, the worst element, and the causes that explain a failure; each file a .npy or "
       "FILE.safetensors[:NAME] (F32/F16/BF16, positions I32/I64). Exit 0 pass, 1 fail, "
       "2 bad input");
