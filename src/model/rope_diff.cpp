@@ -1,0 +1,457 @@
+// Per-layer RoPE sites of a description, and the comparison of two descriptions (rope_diff.hpp).
+#include "posenc/model/rope_diff.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <numbers>
+#include <set>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "posenc/config/layer_schedule.hpp"
+#include "posenc/io/mapped_file.hpp"
+#include "posenc/math/multi_axis.hpp"
+
+namespace posenc {
+namespace {
+
+// A config.json by name or by content: a regular file whose first non-space bytes are '{' then '"'
+// or '}' (GGUF, .npy, safetensors and llama2.c headers never start so).
+bool IsJsonConfig(const std::string& path) {
+  if (path.ends_with(".json")) return true;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return false;
+  Result<MappedFile> f = MappedFile::Open(path);
+  if (!f.ok()) return false;
+  int seen = 0;
+  for (std::byte byte : f->bytes()) {
+    const char c = static_cast<char>(byte);
+    if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;
+    if (seen++ == 0) {
+      if (c != '{') return false;
+    } else {
+      return c == '"' || c == '}';
+    }
+  }
+  return false;
+}
+
+std::string Num(double v) { return fmt::format("{:.10g}", v); }
+
+// The scaling's keys as (name, text) in its row's order, read through the row's field pointers.
+// `set_only`: only the keys whose value is not the row's default (lists: not empty; optionals: given).
+std::vector<std::pair<std::string, std::string>> ScalingKeyTexts(const RopeConfig& rc, bool set_only = false) {
+  std::vector<std::pair<std::string, std::string>> out;
+  RopeConfig& c = const_cast<RopeConfig&>(rc);  // ScalingField points into it; only read here
+  for (const RopeScalingKey& k : RopeScalingOf(rc.scaling.type).keys) {
+    const ScalingField f = k.field(c);
+    if (set_only) {
+      const bool at_default =
+          (k.kind == ScalingKeyKind::kNumber && *f.number == k.default_value) ||
+          (k.kind == ScalingKeyKind::kInteger && static_cast<double>(*f.integer) == k.default_value) ||
+          (k.kind == ScalingKeyKind::kBoolean && static_cast<double>(*f.boolean) == k.default_value) ||
+          (k.kind == ScalingKeyKind::kOptionalNumber && !f.optional->has_value()) ||
+          (k.kind == ScalingKeyKind::kNumberList && f.list->empty());
+      if (at_default) continue;
+    }
+    std::string v;
+    switch (k.kind) {
+      case ScalingKeyKind::kNumber: v = Num(*f.number); break;
+      case ScalingKeyKind::kInteger: v = fmt::format("{}", *f.integer); break;
+      case ScalingKeyKind::kBoolean: v = *f.boolean ? "true" : "false"; break;
+      case ScalingKeyKind::kOptionalNumber: v = f.optional->has_value() ? Num(**f.optional) : "unset"; break;
+      case ScalingKeyKind::kNumberList: {
+        if (f.list->empty()) {
+          v = "[]";
+          break;
+        }
+        std::vector<std::string> items;
+        for (double x : *f.list) items.push_back(Num(x));
+        v = items.size() <= 4 ? fmt::format("[{}]", fmt::join(items, ", "))
+                              : fmt::format("[{}, {}, ... {} values]", items[0], items[1], items.size());
+        // Two lists differing past the shown items still differ in the text: append a digest.
+        size_t h = 0;
+        for (const std::string& s : items) h = h * 1000003u ^ std::hash<std::string>{}(s);
+        if (items.size() > 4) v += fmt::format(" #{:08x}", static_cast<uint32_t>(h));
+        break;
+      }
+    }
+    out.emplace_back(std::string(k.name), v);
+  }
+  return out;
+}
+
+std::string WindowText(const RotaryLayout& l) {
+  if (l.rotary_start == 0 && l.rotary_dim == l.head_dim) return fmt::format("whole head ({} dims)", l.head_dim);
+  return fmt::format("dims [{}, {}) of {}", l.rotary_start, l.rotary_start + l.rotary_dim, l.head_dim);
+}
+
+std::string SectionsText(const std::optional<MultiAxisRope>& m) {
+  if (!m.has_value()) return "none (1-D RoPE)";
+  return fmt::format("{} ({} rules) [{}] over {} components", ToString(m->layout), ToString(m->rules),
+                     fmt::join(m->sections, ", "), m->num_components);
+}
+
+bool SameMultiAxis(const std::optional<MultiAxisRope>& a, const std::optional<MultiAxisRope>& b) {
+  if (a.has_value() != b.has_value()) return false;
+  if (!a.has_value()) return true;
+  return a->layout == b->layout && a->rules == b->rules && a->sections == b->sections &&
+         a->num_components == b->num_components;
+}
+
+// The lengths (first sequence length of a new regime) where a config's frequencies change, within (1, n].
+void RegimeBreaks(const RopeConfig& c, int64_t n, std::set<int64_t>* out) {
+  const RopeScalingSpec& row = RopeScalingOf(c.scaling.type);
+  for (int64_t edge : {c.scaling.original_max_position_embeddings, c.max_position_embeddings}) {
+    if (edge <= 0 || edge + 1 > n) continue;
+    if (row.regime_of(c, edge) != row.regime_of(c, edge + 1)) out->insert(edge + 1);
+  }
+}
+
+struct SiteCost {
+  bool structural = false;
+  double max_angle = 0.0;
+  int64_t max_pair = -1, max_pos = -1;
+  double scale_a = 1.0, scale_b = 1.0;
+  int64_t first_f32 = -1, first_1e3 = -1;
+  bool affects() const { return structural || first_f32 >= 0; }
+};
+
+void TakeFirst(int64_t p, int64_t* slot) {
+  if (p >= 0 && (*slot < 0 || p < *slot)) *slot = p;
+}
+
+// What running A's site instead of B's costs over positions [0, n).
+Result<SiteCost> CostOf(const RopeConfig& a, const RopeConfig& b, int64_t n) {
+  SiteCost c;
+  if (a.layout.pairing != b.layout.pairing || a.layout.head_dim != b.layout.head_dim ||
+      a.layout.rotary_start != b.layout.rotary_start || a.layout.rotary_dim != b.layout.rotary_dim ||
+      !SameMultiAxis(a.multi_axis, b.multi_axis)) {
+    c.structural = true;
+    c.first_f32 = c.first_1e3 = n > 1 ? 1 : -1;
+  }
+  std::set<int64_t> breaks{1};
+  RegimeBreaks(a, n, &breaks);
+  RegimeBreaks(b, n, &breaks);
+  breaks.insert(n + 1);
+  const std::vector<int64_t> lengths(breaks.begin(), breaks.end());
+  for (size_t k = 0; k + 1 < lengths.size(); ++k) {
+    // Positions [lo, hi) are processed in sequences of length lo+1 .. hi; the frequencies at length
+    // hi hold for the whole run (fixed regimes), or are its largest departure (dynamic NTK).
+    const int64_t lo = lengths[k] - 1, hi = lengths[k + 1] - 1;
+    if (hi <= lo) continue;
+    POSENC_ASSIGN_OR_RETURN(SiteFrequencies fa, ComputeSiteFrequencies(a, hi));
+    POSENC_ASSIGN_OR_RETURN(SiteFrequencies fb, ComputeSiteFrequencies(b, hi));
+    c.scale_a = fa.freqs.attention_scaling;
+    c.scale_b = fb.freqs.attention_scaling;
+    const double ds = std::abs(c.scale_a - c.scale_b) / std::max(std::abs(c.scale_a), std::abs(c.scale_b));
+    if (ds > 0x1p-23) TakeFirst(lo, &c.first_f32);
+    if (ds > 1e-3) TakeFirst(lo, &c.first_1e3);
+    const size_t pairs = std::min(fa.freqs.inv_freq.size(), fb.freqs.inv_freq.size());
+    for (size_t i = 0; i < pairs; ++i) {
+      const double wa = fa.freqs.inv_freq[i], wb = fb.freqs.inv_freq[i];
+      const double d = std::abs(wa - wb), w = std::max(std::abs(wa), std::abs(wb));
+      if (d == 0.0) continue;
+      const double excess = d - 0x1p-23 * w;  // past the float32 rounding of the frequency and the angle
+      if (excess > 0) {
+        const double p = std::floor(0x1p-23 / excess) + 1;
+        if (p < static_cast<double>(hi)) TakeFirst(std::max<int64_t>(lo, static_cast<int64_t>(p)), &c.first_f32);
+      }
+      const double p3 = std::floor(1e-3 / d) + 1;
+      if (p3 < static_cast<double>(hi)) TakeFirst(std::max<int64_t>(lo, static_cast<int64_t>(p3)), &c.first_1e3);
+      // The largest angle difference, modulo a full turn: pi once the drift reaches it.
+      const double drift = static_cast<double>(hi - 1) * d;
+      const double angle = std::min(drift, std::numbers::pi);
+      if (angle > c.max_angle) {
+        c.max_angle = angle;
+        c.max_pair = static_cast<int64_t>(i);
+        c.max_pos = drift >= std::numbers::pi ? std::max<int64_t>(lo, static_cast<int64_t>(std::ceil(std::numbers::pi / d)))
+                                              : hi - 1;
+      }
+    }
+  }
+  return c;
+}
+
+struct FieldDiff {
+  std::string site, field, a, b;
+};
+
+std::vector<FieldDiff> FieldDiffs(const RopeSite& sa, const RopeSite& sb) {
+  std::vector<FieldDiff> out;
+  const RopeConfig &a = sa.config, &b = sb.config;
+  auto add = [&](std::string field, std::string va, std::string vb) {
+    if (va != vb) out.push_back({sa.name, std::move(field), std::move(va), std::move(vb)});
+  };
+  add("pairing", std::string(ToString(a.layout.pairing)), std::string(ToString(b.layout.pairing)));
+  add("head_dim", fmt::format("{}", a.layout.head_dim), fmt::format("{}", b.layout.head_dim));
+  add("rotary_window", WindowText(a.layout), WindowText(b.layout));
+  add("sections", SectionsText(a.multi_axis), SectionsText(b.multi_axis));
+  add("base", Num(a.base), Num(b.base));
+  add("scaling", std::string(ToString(a.scaling.type)), std::string(ToString(b.scaling.type)));
+  if (a.scaling.type == b.scaling.type) {
+    const auto ka = ScalingKeyTexts(a), kb = ScalingKeyTexts(b);
+    for (size_t i = 0; i < ka.size() && i < kb.size(); ++i) add("scaling." + ka[i].first, ka[i].second, kb[i].second);
+  } else {
+    // Another kind: the keys of each that are not at their neutral default, so a dropped factor shows
+    // what it was (and a ggml scaling with neutral parameters lists nothing).
+    for (const auto& [k, v] : ScalingKeyTexts(a, true)) add("scaling." + k, v, "(not used)");
+    for (const auto& [k, v] : ScalingKeyTexts(b, true)) add("scaling." + k, "(not used)", v);
+  }
+  add("max_position_embeddings", fmt::format("{}", a.max_position_embeddings),
+      fmt::format("{}", b.max_position_embeddings));
+  return out;
+}
+
+std::string LayersText(int64_t first, int64_t last) {
+  if (first < 0) return "model";
+  return first == last ? fmt::format("layer {}", first) : fmt::format("layers {}-{}", first, last);
+}
+
+std::string DifferenceText(const RopeDifference& d) {
+  std::string t = fmt::format("{}: {}: A {}, B {}", LayersText(d.first_layer, d.last_layer), d.field, d.a, d.b);
+  const std::string none(ToString(RopeScalingType::kNone));
+  if (d.field == "scaling" && d.b == none) t += " (B applies no scaling)";
+  if (d.field == "scaling" && d.a == none) t += " (A applies no scaling)";
+  if (!d.affects) t += " (no effect on the computation)";
+  return t;
+}
+
+// One side a GGUF with interleaved pairs, the other a Hugging Face config with half pairs: the GGUF
+// converter's permutation of W_q / W_k (convert_hf_to_gguf's LlamaModel.permute) makes them equal.
+bool ConverterPermutes(const RopeDescription& a, const RopeConfig& ca, const RopeDescription& b, const RopeConfig& cb) {
+  if (ca.layout.pairing == cb.layout.pairing) return false;
+  const bool a_gguf = a.scheme.rope_spelling == "gguf", b_gguf = b.scheme.rope_spelling == "gguf";
+  if (a_gguf == b_gguf) return false;
+  const RopeConfig& gguf = a_gguf ? ca : cb;
+  return gguf.layout.pairing == RopePairing::kInterleaved;
+}
+
+}  // namespace
+
+Result<RopeDescription> OpenRopeDescription(const std::string& path, const ModelSchemeOptions& options) {
+  RopeDescription d;
+  d.path = path;
+  d.options = options;
+  if (!IsJsonConfig(path)) {
+    POSENC_ASSIGN_OR_RETURN(ModelFile m, OpenModel(path));
+    d.model = std::move(m);
+  }
+  POSENC_ASSIGN_OR_RETURN(d.scheme, SchemeOfLayerType(d, options.layer_type));
+  return d;
+}
+
+Result<PositionScheme> SchemeOfLayerType(const RopeDescription& d, const std::string& layer_type) {
+  ModelSchemeOptions o = d.options;
+  o.layer_type = layer_type;
+  return d.model.has_value() ? ModelScheme(*d.model, o) : ConfigFileScheme(d.path, o);
+}
+
+Result<SiteFrequencies> ComputeSiteFrequencies(const RopeConfig& config, int64_t seq_len) {
+  SiteFrequencies out;
+  if (config.multi_axis.has_value()) {
+    POSENC_ASSIGN_OR_RETURN(MultiAxisPlan plan, ComputeMultiAxisRope(config, seq_len));
+    out.freqs = std::move(plan.freqs);
+    out.pair_component = std::move(plan.pair_component);
+    out.num_components = plan.num_components;
+    return out;
+  }
+  POSENC_ASSIGN_OR_RETURN(out.freqs, ComputeRopeFrequencies(config, seq_len));
+  out.pair_component.assign(out.freqs.inv_freq.size(), 0);
+  return out;
+}
+
+Result<ModelRope> ModelRopeLayers(const RopeDescription& d) {
+  ModelRope m;
+  m.kind = d.scheme.kind;
+  if (d.scheme.kind != PositionKind::kRope) return m;
+  // The scheme of each layer type the config declares (one parse per type): types with their own
+  // rope parameters, Gemma 3's rope_local_base_freq, OLMo 3's scaling on full layers only.
+  std::map<std::string, PositionScheme> per_type;
+  std::set<std::string> types(d.scheme.layer_types.begin(), d.scheme.layer_types.end());
+  auto scheme_of = [&](const std::string& type) -> Result<const PositionScheme*> {
+    if (type.empty() || types.size() < 2) return &d.scheme;
+    auto it = per_type.find(type);
+    if (it == per_type.end()) {
+      Result<PositionScheme> s = SchemeOfLayerType(d, type);
+      // A format with one RoPE for all layer types refuses the type: the default scheme is that RoPE.
+      if (!s.ok() && s.status().code() == StatusCode::kNotFound) return &d.scheme;
+      if (!s.ok()) return s.status();
+      it = per_type.emplace(type, std::move(s).value()).first;
+    }
+    return &it->second;
+  };
+  auto sites_of = [](const PositionScheme& s) { return std::vector<RopeSite>{RopeSite{"rope", s.rope}}; };
+  if (d.scheme.num_layers <= 0) {
+    m.layers.push_back(LayerRope{0, "", true, sites_of(d.scheme)});
+    return m;
+  }
+  POSENC_ASSIGN_OR_RETURN(LayerSchedule schedule, LayerRopeSchedule(d.scheme));
+  m.layers_known = true;
+  m.schedule_rule = schedule.rule;
+  for (int64_t l = 0; l < schedule.num_layers(); ++l) {
+    LayerRope layer;
+    layer.layer = l;
+    if (static_cast<size_t>(l) < d.scheme.layer_types.size()) layer.layer_type = d.scheme.layer_types[l];
+    layer.rope = schedule.rope[static_cast<size_t>(l)];
+    if (layer.rope) {
+      POSENC_ASSIGN_OR_RETURN(const PositionScheme* s, scheme_of(layer.layer_type));
+      layer.sites = sites_of(*s);
+    }
+    m.layers.push_back(std::move(layer));
+  }
+  return m;
+}
+
+Result<RopeDiffReport> DiffRope(const RopeDescription& a, const RopeDescription& b, const RopeDiffOptions& options) {
+  RopeDiffReport r;
+  r.a_source = a.path;
+  r.b_source = b.path;
+  POSENC_ASSIGN_OR_RETURN(ModelRope ma, ModelRopeLayers(a));
+  POSENC_ASSIGN_OR_RETURN(ModelRope mb, ModelRopeLayers(b));
+  int64_t n = options.seq_len;
+  if (n <= 0) {
+    n = std::max(a.scheme.kind == PositionKind::kRope ? a.scheme.rope.max_position_embeddings : 0,
+                 b.scheme.kind == PositionKind::kRope ? b.scheme.rope.max_position_embeddings : 0);
+    if (n <= 0) n = 8192;
+  }
+  n = std::min(n, kMaxRopePosition);
+  r.seq_len = n;
+  auto whole = [&](std::string field, std::string va, std::string vb) {
+    RopeDifference d{-1, -1, "", std::move(field), std::move(va), std::move(vb), true, ""};
+    d.text = DifferenceText(d);
+    r.differences.push_back(std::move(d));
+  };
+  if (ma.kind != mb.kind) {
+    whole("scheme", std::string(ToString(ma.kind)), std::string(ToString(mb.kind)));
+    r.equivalent = false;
+    r.cost.structural = true;
+    r.cost.first_position_f32 = r.cost.first_position_1e3 = 0;
+    r.summary = fmt::format("not equivalent: A is {}, B is {}", ToString(ma.kind), ToString(mb.kind));
+    return r;
+  }
+  if (ma.kind != PositionKind::kRope) {
+    // Not RoPE: the scheme's own parameters (the same for every layer).
+    const PositionScheme &sa = a.scheme, &sb = b.scheme;
+    auto field = [&](const char* name, std::string va, std::string vb) {
+      if (va != vb) whole(name, std::move(va), std::move(vb));
+    };
+    switch (ma.kind) {
+      case PositionKind::kAlibi:
+        field("alibi_variant", sa.alibi_variant, sb.alibi_variant);
+        field("alibi_bias_max", Num(sa.alibi_bias_max), Num(sb.alibi_bias_max));
+        field("num_heads", fmt::format("{}", sa.num_heads), fmt::format("{}", sb.num_heads));
+        break;
+      case PositionKind::kT5Bucket:
+        field("num_buckets", fmt::format("{}", sa.t5_num_buckets), fmt::format("{}", sb.t5_num_buckets));
+        field("max_distance", fmt::format("{}", sa.t5_max_distance), fmt::format("{}", sb.t5_max_distance));
+        field("bidirectional", sa.t5_bidirectional ? "true" : "false", sb.t5_bidirectional ? "true" : "false");
+        break;
+      case PositionKind::kSinusoidal:
+        field("sinusoidal_layout", sa.sinusoidal_layout, sb.sinusoidal_layout);
+        [[fallthrough]];
+      case PositionKind::kLearned:
+        field("max_position_embeddings", fmt::format("{}", sa.max_position_embeddings),
+              fmt::format("{}", sb.max_position_embeddings));
+        break;
+      default: break;
+    }
+    r.equivalent = r.differences.empty();
+    if (!r.equivalent) r.cost.first_position_f32 = r.cost.first_position_1e3 = 0;
+    r.summary = r.equivalent ? fmt::format("equivalent: both {} with the same parameters", ToString(ma.kind))
+                             : fmt::format("differs from position 0: {}", r.differences.front().text);
+    return r;
+  }
+  int64_t count = static_cast<int64_t>(std::max(ma.layers.size(), mb.layers.size()));
+  if (ma.layers_known && mb.layers_known && ma.layers.size() != mb.layers.size()) {
+    whole("layers", fmt::format("{}", ma.layers.size()), fmt::format("{}", mb.layers.size()));
+    r.cost.structural = true;
+    count = static_cast<int64_t>(std::min(ma.layers.size(), mb.layers.size()));
+  }
+  // A description without a layer count stands for every layer with its one layer.
+  auto layer_of = [](const ModelRope& m, int64_t l) -> const LayerRope& {
+    return m.layers_known ? m.layers[static_cast<size_t>(l)] : m.layers.front();
+  };
+  std::vector<RopeDifference> per_layer;
+  auto push = [&](int64_t l, RopeDifference d) {
+    // Merge with the same difference on the previous layer.
+    for (RopeDifference& prev : per_layer)
+      if (prev.last_layer == l - 1 && prev.site == d.site && prev.field == d.field && prev.a == d.a &&
+          prev.b == d.b && prev.affects == d.affects) {
+        prev.last_layer = l;
+        return;
+      }
+    d.first_layer = d.last_layer = l;
+    per_layer.push_back(std::move(d));
+  };
+  for (int64_t l = 0; l < count; ++l) {
+    const LayerRope &la = layer_of(ma, l), &lb = layer_of(mb, l);
+    if (la.rope != lb.rope) {
+      push(l, RopeDifference{-1, -1, "", "rope_applied", la.rope ? "RoPE" : "NoPE", lb.rope ? "RoPE" : "NoPE", true, ""});
+      r.cost.structural = true;
+      TakeFirst(n > 1 ? 1 : -1, &r.cost.first_position_f32);
+      TakeFirst(n > 1 ? 1 : -1, &r.cost.first_position_1e3);
+      continue;
+    }
+    for (size_t s = 0; s < la.sites.size() && s < lb.sites.size(); ++s) {
+      // A GGUF's interleaved pairs against the config's half pairs: llama.cpp's converter permuted the
+      // rows of W_q and W_k, so the converted model computes the same (unless asked to count it).
+      RopeConfig cb = lb.sites[s].config;
+      const bool permuted = !options.strict_pairing && ConverterPermutes(a, la.sites[s].config, b, cb);
+      if (permuted) cb.layout.pairing = la.sites[s].config.layout.pairing;
+      POSENC_ASSIGN_OR_RETURN(SiteCost c, CostOf(la.sites[s].config, cb, n));
+      for (FieldDiff& f : FieldDiffs(la.sites[s], lb.sites[s])) {
+        if (f.field == "pairing" && permuted) {
+          f.b += " (GGUF: llama.cpp's converter permutes W_q/W_k rows to it)";
+          push(l, RopeDifference{-1, -1, f.site, f.field, f.a, f.b, false, ""});
+          continue;
+        }
+        push(l, RopeDifference{-1, -1, f.site, f.field, f.a, f.b, c.affects(), ""});
+      }
+      r.cost.structural = r.cost.structural || c.structural;
+      TakeFirst(c.first_f32, &r.cost.first_position_f32);
+      TakeFirst(c.first_1e3, &r.cost.first_position_1e3);
+      if (c.max_angle > r.cost.max_angle_diff) {
+        r.cost.max_angle_diff = c.max_angle;
+        r.cost.max_at_pair = c.max_pair;
+        r.cost.max_at_position = c.max_pos;
+        r.cost.max_at_layer = l;
+      }
+      if (c.scale_a != c.scale_b || l == 0) {
+        r.cost.attention_scaling_a = c.scale_a;
+        r.cost.attention_scaling_b = c.scale_b;
+      }
+    }
+  }
+  for (RopeDifference& d : per_layer) {
+    d.text = DifferenceText(d);
+    r.differences.push_back(std::move(d));
+  }
+  bool affecting = false;
+  for (const RopeDifference& d : r.differences) affecting = affecting || d.affects;
+  r.equivalent = !affecting && !r.cost.structural && r.cost.first_position_f32 < 0;
+  if (r.equivalent) {
+    r.summary = fmt::format("equivalent: the same positional computation in every layer for positions below {}", n);
+    if (!r.differences.empty()) r.summary += " (fields that differ have no effect)";
+    return r;
+  }
+  std::string first_cause;
+  for (const RopeDifference& d : r.differences)
+    if (d.affects) {
+      first_cause = d.text;
+      break;
+    }
+  const int64_t p = r.cost.first_position_f32;
+  if (p > 1)
+    r.summary = fmt::format("identical below position {}; beyond it {}", p, first_cause);
+  else if (p >= 0)
+    r.summary = fmt::format("differs from position {}: {}", p, first_cause);
+  else
+    r.summary = fmt::format("differs (structurally): {}", first_cause);
+  return r;
+}
+
+}  // namespace posenc

@@ -1,0 +1,655 @@
+// posenc check's library: dumps of a test engine (Hugging Face's arithmetic in the dump's dtype: the
+// angle in float32, cos/sin cast to the dtype, q*cos + rotate_half(q)*sin with each product and the sum
+// rounded) for published configs of several families. A correct dump passes in every dtype; each fault
+// planted alone is diagnosed with its cause first; a fault outside the list is not_explained with where
+// the error starts; bad input is refused naming it.
+#include <array>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "posenc/core/dtype.hpp"
+#include "posenc/kernels/rope.hpp"
+#include "posenc/math/rope_table.hpp"
+#include "posenc/model/rope_check.hpp"
+#include "test_support.hpp"
+
+namespace posenc {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace ::posenc::testing;  // NOLINT
+
+json PublishedConfig(const std::string& name) {
+  std::ifstream in(std::string(POSENC_SOURCE_DIR) + "/tests/conformance/configs/" + name + ".json");
+  return json::parse(in)["config"];
+}
+
+float Round(float v, DType t) {
+  if (t == DType::kF16) return F16ToF32(F32ToF16(v));
+  if (t == DType::kBF16) return BF16ToF32(F32ToBF16(v));
+  return v;
+}
+
+// One fault of the test engine (default: none).
+struct Fault {
+  std::optional<RopePairing> pairing;
+  std::optional<RopeConfig> config;  // frequencies (and window) from this config instead
+  int64_t offset = 0;
+  bool index_positions = false;
+  bool negate_sin = false, swap = false;
+  bool angle_bf16 = false, cos_sin_bf16 = false;
+  std::optional<double> scaling;
+  std::function<void(std::vector<double>&)> tweak;  // a fault outside the list
+};
+
+template <typename Fn>
+Fault With(Fn fn) {
+  Fault f;
+  fn(f);
+  return f;
+}
+
+// The engine: rotated q for `positions`, heads H, the whole head (or `width` = the rotary window alone).
+RopeDump Engine(const RopeConfig& ref, DType dt, int64_t H, const std::vector<int64_t>& positions, const Fault& f,
+                uint64_t seed, int64_t width = 0) {
+  const RopeConfig& cfg = f.config ? *f.config : ref;
+  int64_t seq_len = 1;
+  for (int64_t p : positions) seq_len = std::max(seq_len, p + 1);
+  RopeFrequencies freqs = ComputeRopeFrequencies(cfg, seq_len).value();
+  if (f.tweak) f.tweak(freqs.inv_freq);
+  RotaryLayout layout = RotaryLayoutForInput(cfg.layout, width > 0 ? width : cfg.layout.head_dim, "test").value();
+  if (f.pairing) layout.pairing = *f.pairing;
+  const double s = f.scaling.value_or(freqs.attention_scaling);
+  const int64_t T = static_cast<int64_t>(positions.size()), D = layout.head_dim;
+  RopeDump d;
+  d.kind = RopeDumpKind::kRotated;
+  d.dtype = dt;
+  d.what = "test dump";
+  d.tokens = T, d.heads = H, d.width = D;
+  d.positions = positions;
+  std::mt19937_64 rng = MakeRng(seed);
+  for (float v : RandomNormal(rng, static_cast<size_t>(T * H * D))) d.before.push_back(Round(v, dt));
+  d.after = d.before;
+  for (int64_t t = 0; t < T; ++t) {
+    const int64_t pos = (f.index_positions ? t : positions[t]) + f.offset;
+    for (int64_t j = 0; j < layout.num_pairs(); ++j) {
+      float a = static_cast<float>(pos) * static_cast<float>(freqs.inv_freq[j]);
+      if (f.angle_bf16) a = Round(a, DType::kBF16);
+      float c = static_cast<float>(std::cos(static_cast<double>(a))) * static_cast<float>(s);
+      float sn = static_cast<float>(std::sin(static_cast<double>(a))) * static_cast<float>(s);
+      if (f.cos_sin_bf16) c = Round(c, DType::kBF16), sn = Round(sn, DType::kBF16);
+      if (f.negate_sin) sn = -sn;
+      if (f.swap) std::swap(c, sn);
+      c = Round(c, dt), sn = Round(sn, dt);
+      for (int64_t h = 0; h < H; ++h) {
+        const size_t b = static_cast<size_t>((t * H + h) * D);
+        const float x1 = d.before[b + layout.first(j)], x2 = d.before[b + layout.second(j)];
+        d.after[b + layout.first(j)] = Round(Round(x1 * c, dt) + Round(-x2 * sn, dt), dt);
+        d.after[b + layout.second(j)] = Round(Round(x2 * c, dt) + Round(x1 * sn, dt), dt);
+      }
+    }
+  }
+  return d;
+}
+
+// 0..7, then roughly geometric up to `top`, 32 tokens.
+std::vector<int64_t> Positions(int64_t top) {
+  std::vector<int64_t> p;
+  for (int64_t i = 0; i < 8; ++i) p.push_back(i);
+  for (int64_t i = 0; i < 24; ++i)
+    p.push_back(8 + static_cast<int64_t>(std::pow(static_cast<double>(top - 8), (i + 1) / 24.0)));
+  return p;
+}
+
+struct Family {
+  std::string name;     // conformance record
+  int64_t top;          // largest position of the dumps
+  std::string layer_type;
+  std::function<void(json&)> edit;  // the config as a test needs it
+};
+
+class RopeCheckTest : public ::testing::TestWithParam<Family> {
+ protected:
+  void SetUp() override {
+    dir_ = TempDir("rope_check_test", std::to_string(reinterpret_cast<uintptr_t>(this)));
+    json c = PublishedConfig(GetParam().name);
+    if (GetParam().edit) GetParam().edit(c);
+    WriteFile(dir_ / "config.json", c.dump());
+    Result<RopeDescription> d = OpenRopeDescription((dir_ / "config.json").string());
+    ASSERT_TRUE(d.ok()) << d.status().ToString();
+    desc_ = std::move(d).value();
+    Result<RopeCheckTarget> t = RopeCheckTargetOf(desc_, RopeCheckSelect{.layer = -1, .layer_type = GetParam().layer_type, .site = ""});
+    ASSERT_TRUE(t.ok()) << t.status().ToString();
+    target_ = std::move(t).value();
+    positions_ = Positions(GetParam().top);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  RopeCheckReport Check(const RopeDump& d) {
+    Result<RopeCheckReport> r = CheckRope(target_, d);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? std::move(r).value() : RopeCheckReport{};
+  }
+  static std::string Diagnosis(const RopeCheckReport& r) {
+    std::string s;
+    for (const RopeCause& c : r.diagnosis) s += fmt::format("[{} {} {:.3g}] ", c.id, c.detail, c.max_ratio);
+    return s;
+  }
+  void ExpectFirstCause(const Fault& f, const std::string& id, DType dt = DType::kF32) {
+    SCOPED_TRACE(id + " in " + std::string(ToString(dt)));
+    const RopeCheckReport r = Check(Engine(target_.config, dt, 2, positions_, f, 7));
+    EXPECT_FALSE(r.pass);
+    ASSERT_FALSE(r.diagnosis.empty());
+    EXPECT_EQ(r.diagnosis.front().id, id) << Diagnosis(r);
+  }
+  fs::path dir_;
+  RopeDescription desc_;
+  RopeCheckTarget target_;
+  std::vector<int64_t> positions_;
+};
+
+TEST_P(RopeCheckTest, ACorrectDumpPassesInEveryDtype) {
+  for (DType dt : {DType::kF32, DType::kF16, DType::kBF16}) {
+    SCOPED_TRACE(ToString(dt));
+    for (uint64_t seed : {1, 2, 3}) {
+      const RopeCheckReport r = Check(Engine(target_.config, dt, 3, positions_, Fault{}, seed));
+      EXPECT_TRUE(r.pass) << r.max_ratio << " worst at token " << r.worst.token << " pair " << r.worst.pair;
+      EXPECT_LE(r.max_ratio, 1.0);
+      EXPECT_TRUE(r.diagnosis.empty());
+    }
+  }
+}
+
+TEST_P(RopeCheckTest, EachPlantedFaultIsDiagnosedFirst) {
+  const RopeConfig& ref = target_.config;
+  for (DType dt : {DType::kF32, DType::kBF16}) {
+    ExpectFirstCause(With([&](Fault& f) { f.pairing = ref.layout.pairing == RopePairing::kHalf ? RopePairing::kInterleaved
+                                                                               : RopePairing::kHalf; }),
+                     "pairing", dt);
+    RopeConfig base = ref;
+    base.base = ref.base == 10000.0 ? 500000.0 : 10000.0;
+    base.checked.reset();
+    ExpectFirstCause(With([&](Fault& f) { f.config = base; }), "base", dt);
+    ExpectFirstCause(With([&](Fault& f) { f.offset = 7; }), "position_offset", dt);
+    ExpectFirstCause(With([&](Fault& f) { f.negate_sin = true; }), "direction", dt);
+    ExpectFirstCause(With([&](Fault& f) { f.swap = true; }), "cos_sin_swapped", dt);
+    ExpectFirstCause(With([&](Fault& f) { f.angle_bf16 = true; }), "precision", dt);
+    if (ref.scaling.type != RopeScalingType::kNone) {
+      RopeConfig plain = ref;
+      plain.scaling = RopeScaling{};
+      plain.checked.reset();
+      Fault missing;
+      missing.config = plain;
+      missing.scaling = 1.0;
+      ExpectFirstCause(missing, "scaling_missing", dt);
+    }
+    const double s = ComputeRopeFrequencies(ref, positions_.back() + 1).value().attention_scaling;
+    if (s != 1.0) ExpectFirstCause(With([&](Fault& f) { f.scaling = 1.0; }), "attention_scaling", dt);
+    if (ref.layout.rotary_dim < ref.layout.head_dim) {
+      RopeConfig whole = ref;
+      whole.layout.rotary_dim = ref.layout.head_dim;
+      whole.layout.rotary_start = 0;
+      whole.checked.reset();
+      ExpectFirstCause(With([&](Fault& f) { f.config = whole; }), "window", dt);
+    }
+  }
+  // Positions: the engine used the token index where the given positions start at 100.
+  std::vector<int64_t> shifted = positions_;
+  for (int64_t& p : shifted) p += 100;
+  const RopeCheckReport r = Check(Engine(ref, DType::kF32, 2, shifted, With([&](Fault& f) { f.index_positions = true; }), 5));
+  ASSERT_FALSE(r.diagnosis.empty());
+  EXPECT_TRUE(r.diagnosis.front().id == "position_reset" || r.diagnosis.front().id == "position_offset")
+      << Diagnosis(r);
+}
+
+TEST_P(RopeCheckTest, AFaultOutsideTheListIsNotExplainedAndSaysWhereItStarts) {
+  const int64_t pairs = target_.config.layout.num_pairs();
+  const int64_t first = pairs / 2;
+  Fault f;
+  f.tweak = [&](std::vector<double>& w) {
+    for (int64_t j = first; j < first + 3; ++j) w[j] *= 1.37;
+  };
+  for (DType dt : {DType::kF32, DType::kBF16}) {
+    SCOPED_TRACE(ToString(dt));
+    const RopeCheckReport r = Check(Engine(target_.config, dt, 2, positions_, f, 11));
+    EXPECT_FALSE(r.pass);
+    ASSERT_EQ(r.diagnosis.size(), 1u) << Diagnosis(r);
+    EXPECT_EQ(r.diagnosis[0].id, "not_explained");
+    ASSERT_FALSE(r.error_pairs.empty());
+    for (int64_t j : r.error_pairs) {
+      EXPECT_GE(j, first);
+      EXPECT_LT(j, first + 3);
+    }
+    EXPECT_GT(r.error_first_position, 0);
+    EXPECT_NE(r.diagnosis[0].detail.find(fmt::format("from position {}", r.error_first_position)), std::string::npos)
+        << r.diagnosis[0].detail;
+  }
+}
+
+json GemmaLayerTypes(json c) {
+  c["layer_types"] = json::array();
+  for (int i = 0; i < 26; ++i) c["layer_types"].push_back((i + 1) % 6 == 0 ? "full_attention" : "sliding_attention");
+  return c;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Families, RopeCheckTest,
+    ::testing::Values(Family{"llama__llama-3.1-8b", 30000, "", nullptr},
+                      Family{"qwen2__qwen2.5-7b-instruct-yarn-d1e200f", 30000, "", nullptr},
+                      Family{"phi3__phi-3.5-mini-instruct", 30000, "", nullptr},
+                      Family{"gptj__gpt-j-6b-8bit", 2000, "", nullptr},
+                      Family{"gpt_neox__gptneox-response-full-static-sft", 2000, "", nullptr},
+                      Family{"gemma3_text__gemma-3-1b-it", 8000, "sliding_attention",
+                             [](json& c) { c = GemmaLayerTypes(c); }}),
+    [](const ::testing::TestParamInfo<Family>& p) {
+      std::string n = p.param.name.substr(0, p.param.name.find("__"));
+      for (char& ch : n)
+        if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+      return n;
+    });
+
+class RopeCheckOneModel : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = TempDir("rope_check_one", ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  RopeDescription Open(const json& c) {
+    WriteFile(dir_ / "config.json", c.dump());
+    return OpenRopeDescription((dir_ / "config.json").string()).value();
+  }
+  fs::path dir_;
+};
+
+TEST_F(RopeCheckOneModel, TheWrongLayerTypesParametersAreNamed) {
+  const RopeDescription d = Open(GemmaLayerTypes(PublishedConfig("gemma3_text__gemma-3-1b-it")));
+  const RopeCheckTarget sliding = RopeCheckTargetOf(d, RopeCheckSelect{.layer = 0, .layer_type = "", .site = ""}).value();
+  const RopeCheckTarget full = RopeCheckTargetOf(d, RopeCheckSelect{.layer = 5, .layer_type = "", .site = ""}).value();
+  EXPECT_EQ(sliding.config.base, 10000.0);
+  EXPECT_EQ(full.config.base, 1000000.0);
+  ASSERT_EQ(sliding.other_layer_types.size(), 1u);
+  // Layer 0 (sliding) computed with the full layers' base.
+  const RopeDump dump = Engine(sliding.config, DType::kBF16, 2, Positions(8000), With([&](Fault& f) { f.config = full.config; }), 3);
+  const RopeCheckReport r = CheckRope(sliding, dump).value();
+  EXPECT_FALSE(r.pass);
+  ASSERT_FALSE(r.diagnosis.empty());
+  EXPECT_EQ(r.diagnosis.front().id, "layer_type");
+  EXPECT_NE(r.diagnosis.front().detail.find("full_attention"), std::string::npos);
+  // The same dump is right for layer 5.
+  EXPECT_TRUE(CheckRope(full, dump).value().pass);
+}
+
+TEST_F(RopeCheckOneModel, AWindowOnlyDumpOfAPartialHeadIsChecked) {
+  const RopeDescription d = Open(PublishedConfig("gptj__gpt-j-6b-8bit"));
+  const RopeCheckTarget t = RopeCheckTargetOf(d, RopeCheckSelect{}).value();
+  ASSERT_EQ(t.config.layout.rotary_dim, 64);
+  const RopeDump slice = Engine(t.config, DType::kF16, 2, Positions(2000), Fault{}, 4, /*width=*/64);
+  EXPECT_EQ(slice.width, 64);
+  EXPECT_TRUE(CheckRope(t, slice).value().pass);
+}
+
+TEST_F(RopeCheckOneModel, CosSinCachesAndFrequenciesAreChecked) {
+  const RopeDescription d = Open(PublishedConfig("llama__llama-3.1-8b"));
+  const RopeCheckTarget t = RopeCheckTargetOf(d, RopeCheckSelect{}).value();
+  const int64_t T = 64, R = 128;
+  const RopeFrequencies f = ComputeRopeFrequencies(t.config, 131072).value();
+  // HF's cache: [T, R] = cat(freqs, freqs) per row, row i = position i * 100.
+  auto cache = [&](bool drop_scaling, int64_t width) {
+    RopeConfig c = t.config;
+    if (drop_scaling) c.scaling = RopeScaling{}, c.checked.reset();
+    const RopeFrequencies g = ComputeRopeFrequencies(c, 131072).value();
+    RopeDump dump;
+    dump.kind = RopeDumpKind::kCosSin;
+    dump.what = "cache";
+    dump.tokens = T, dump.width = width;
+    dump.seq_len = 131072;
+    for (int64_t p = 0; p < T; ++p) dump.positions.push_back(p * 1000);
+    for (int64_t p = 0; p < T; ++p)
+      for (int64_t k = 0; k < width; ++k) {
+        const float a = static_cast<float>(p * 1000) * static_cast<float>(g.inv_freq[k % (R / 2)]);
+        dump.cos.push_back(static_cast<float>(std::cos(static_cast<double>(a))));
+        dump.sin.push_back(static_cast<float>(std::sin(static_cast<double>(a))));
+      }
+    return dump;
+  };
+  EXPECT_TRUE(CheckRope(t, cache(false, R)).value().pass);
+  EXPECT_TRUE(CheckRope(t, cache(false, R / 2)).value().pass);
+  const RopeCheckReport bad = CheckRope(t, cache(true, R)).value();
+  EXPECT_FALSE(bad.pass);
+  ASSERT_FALSE(bad.diagnosis.empty());
+  EXPECT_EQ(bad.diagnosis.front().id, "scaling_missing");
+
+  RopeDump freqs;
+  freqs.kind = RopeDumpKind::kInvFreq;
+  freqs.what = "inv_freq";
+  for (double w : f.inv_freq) freqs.inv_freq.push_back(static_cast<float>(w));
+  EXPECT_TRUE(CheckRope(t, freqs).value().pass);
+  RopeConfig other = t.config;
+  other.base = 10000.0;
+  other.checked.reset();
+  freqs.inv_freq.clear();
+  const RopeFrequencies g = ComputeRopeFrequencies(other, 131072).value();
+  for (double w : g.inv_freq) freqs.inv_freq.push_back(static_cast<float>(w));
+  const RopeCheckReport rb = CheckRope(t, freqs).value();
+  ASSERT_FALSE(rb.diagnosis.empty());
+  EXPECT_EQ(rb.diagnosis.front().id, "base");
+  EXPECT_NE(rb.diagnosis.front().detail.find("base 10000 fits"), std::string::npos) << rb.diagnosis.front().detail;
+}
+
+TEST_F(RopeCheckOneModel, BadInputIsOneLineNamingIt) {
+  const RopeDescription d = Open(PublishedConfig("llama__llama-3.1-8b"));
+  const RopeCheckTarget t = RopeCheckTargetOf(d, RopeCheckSelect{}).value();
+  const std::vector<int64_t> pos = Positions(1000);
+  {  // another layer's head size
+    RopeConfig c = t.config;
+    c.layout.head_dim = c.layout.rotary_dim = 96;
+    c.checked.reset();
+    const Result<RopeCheckReport> r = CheckRope(t, Engine(c, DType::kF32, 2, pos, Fault{}, 1));
+    EXPECT_TRUE(HasError(r.status(), StatusCode::kInvalidArgument, "head_dim 96"));
+  }
+  {  // a position out of range
+    RopeDump dump = Engine(t.config, DType::kF32, 2, pos, Fault{}, 1);
+    dump.positions[3] = -4;
+    EXPECT_TRUE(HasError(CheckRope(t, dump).status(), StatusCode::kOutOfRange, "position -4"));
+  }
+  {  // NaN in the dump
+    RopeDump dump = Engine(t.config, DType::kF32, 2, pos, Fault{}, 1);
+    dump.after[300] = NAN;
+    EXPECT_TRUE(HasError(CheckRope(t, dump).status(), StatusCode::kInvalidArgument, "NaN at element 300"));
+  }
+  {  // positions that do not match the tokens
+    RopeDump dump = Engine(t.config, DType::kF32, 2, pos, Fault{}, 1);
+    dump.positions.pop_back();
+    EXPECT_TRUE(HasError(CheckRope(t, dump).status(), StatusCode::kInvalidArgument, "31 positions for 32 tokens"));
+  }
+  // A layer past the model's, a layer type it does not have.
+  EXPECT_TRUE(HasError(RopeCheckTargetOf(d, RopeCheckSelect{.layer = 32, .layer_type = "", .site = ""}).status(), StatusCode::kOutOfRange,
+                       "the model has 32 layers"));
+  EXPECT_TRUE(HasError(RopeCheckTargetOf(d, RopeCheckSelect{.layer = -1, .layer_type = "sliding_attention", .site = ""}).status(),
+                       StatusCode::kNotFound, "sliding_attention"));
+}
+
+TEST_F(RopeCheckOneModel, PosencsOwnKernelAndAFloat64AngleEnginePass) {
+  const RopeDescription d = Open(PublishedConfig("llama__llama-3.1-8b"));
+  const RopeCheckTarget t = RopeCheckTargetOf(d, RopeCheckSelect{.layer = 3, .layer_type = "", .site = ""}).value();
+  const std::vector<int64_t> pos = Positions(100000);
+  RopeDump dump = Engine(t.config, DType::kF32, 4, pos, Fault{}, 21);
+  // The SIMD kernel, in the exact precision (float64 angles): a different rounding of every angle.
+  for (RopePrecision precision : {RopePrecision::kReference, RopePrecision::kExact}) {
+    const RopeFrequencies f = ComputeRopeFrequencies(t.config, pos.back() + 1).value();
+    const RopeTable table = RopeTable::Build(f, 1024, precision).value();
+    std::vector<float> out = dump.before;
+    RopeArgs args;
+    args.layout = t.config.layout;
+    args.table = &table;
+    args.positions = pos;
+    ASSERT_TRUE(ApplyRope(args, HeadsView::Dense(out.data(), DType::kF32, dump.tokens, dump.heads, dump.width)).ok());
+    RopeDump kernel = dump;
+    kernel.after = out;
+    const RopeCheckReport r = CheckRope(t, kernel).value();
+    EXPECT_TRUE(r.pass) << ToString(precision) << " " << r.max_ratio;
+  }
+}
+
+TEST_F(RopeCheckOneModel, PackedSequencesCountedOnAreAPositionReset) {
+  const RopeDescription d = Open(PublishedConfig("qwen2__qwen2.5-7b-instruct"));
+  const RopeCheckTarget t = RopeCheckTargetOf(d, RopeCheckSelect{}).value();
+  // Two packed sequences of 16 tokens: positions restart at 0; the engine counts on to 31.
+  std::vector<int64_t> packed;
+  for (int64_t s = 0; s < 2; ++s)
+    for (int64_t i = 0; i < 16; ++i) packed.push_back(i * 97);
+  std::vector<int64_t> counted;
+  for (int64_t i = 0; i < 32; ++i) counted.push_back(i);
+  RopeDump dump = Engine(t.config, DType::kBF16, 2, counted, Fault{}, 8);
+  dump.positions = packed;
+  const RopeCheckReport r = CheckRope(t, dump).value();
+  ASSERT_FALSE(r.diagnosis.empty());
+  EXPECT_EQ(r.diagnosis.front().id, "position_reset") << r.diagnosis.front().detail;
+}
+
+TEST_F(RopeCheckOneModel, AYarnFactorOffIsAScalingParameter) {
+  const RopeDescription d = Open(PublishedConfig("qwen2__qwen2.5-7b-instruct-yarn-d1e200f"));
+  const RopeCheckTarget t = RopeCheckTargetOf(d, RopeCheckSelect{}).value();
+  RopeConfig half = t.config;
+  half.scaling.factor = 2.0;  // the config says 4
+  half.checked.reset();
+  const RopeCheckReport r = CheckRope(t, Engine(t.config, DType::kF32, 2, Positions(60000),
+                                                With([&](Fault& f) { f.config = half; }), 4))
+                                .value();
+  ASSERT_FALSE(r.diagnosis.empty());
+  EXPECT_EQ(r.diagnosis.front().id, "scaling_param");
+  EXPECT_NE(r.diagnosis.front().detail.find("factor 2"), std::string::npos) << r.diagnosis.front().detail;
+}
+
+TEST_F(RopeCheckOneModel, MultiAxisSectionsIgnoredAreNamed) {
+  const RopeDescription d = Open(PublishedConfig("qwen2_5_vl__gd-ml-autodrive-r2-7b-cot-sft"));
+  const RopeCheckTarget t = RopeCheckTargetOf(d, RopeCheckSelect{}).value();
+  ASSERT_TRUE(t.config.multi_axis.has_value());
+  const int64_t T = 24, H = 2, D = t.config.layout.head_dim;
+  // Text tokens (t = h = w), then an image grid whose h and w run apart from t.
+  std::vector<int64_t> pos(3 * T);
+  for (int64_t i = 0; i < T; ++i) {
+    const bool image = i >= 8;
+    pos[i] = image ? 8 : i;
+    pos[T + i] = image ? 8 + (i - 8) / 4 : i;
+    pos[2 * T + i] = image ? 8 + (i - 8) % 4 : i;
+  }
+  const SiteFrequencies f = ComputeSiteFrequencies(t.config, 64).value();
+  auto dump_with = [&](bool ignore_sections) {
+    RopeDump dump;
+    dump.what = "mrope";
+    dump.tokens = T, dump.heads = H, dump.width = D;
+    dump.positions = pos;
+    std::mt19937_64 rng = MakeRng(3);
+    dump.before = RandomNormal(rng, static_cast<size_t>(T * H * D));
+    dump.after = dump.before;
+    const RotaryLayout& l = t.config.layout;
+    for (int64_t i = 0; i < T; ++i)
+      for (int64_t j = 0; j < l.num_pairs(); ++j) {
+        const int64_t comp = ignore_sections ? 0 : f.pair_component[j];
+        const float a = static_cast<float>(pos[comp * T + i]) * static_cast<float>(f.freqs.inv_freq[j]);
+        const float c = std::cos(a), s = std::sin(a);
+        for (int64_t h = 0; h < H; ++h) {
+          const size_t b = static_cast<size_t>((i * H + h) * D);
+          const float x1 = dump.before[b + l.first(j)], x2 = dump.before[b + l.second(j)];
+          dump.after[b + l.first(j)] = x1 * c - x2 * s;
+          dump.after[b + l.second(j)] = x2 * c + x1 * s;
+        }
+      }
+    return dump;
+  };
+  EXPECT_TRUE(CheckRope(t, dump_with(false)).value().pass);
+  const RopeCheckReport r = CheckRope(t, dump_with(true)).value();
+  EXPECT_FALSE(r.pass);
+  ASSERT_FALSE(r.diagnosis.empty());
+  EXPECT_EQ(r.diagnosis.front().id, "sections") << r.diagnosis.front().detail;
+  // Height and width exchanged (t, w, h).
+  std::vector<int64_t> swapped = pos;
+  for (int64_t i = 0; i < T; ++i) std::swap(swapped[T + i], swapped[2 * T + i]);
+  const std::vector<int64_t> truth = pos;
+  pos = swapped;  // the engine rotated with h and w exchanged; the dump states the true positions
+  RopeDump hw_dump = dump_with(false);
+  pos = truth;
+  hw_dump.positions = truth;
+  const RopeCheckReport rs = CheckRope(t, hw_dump).value();
+  EXPECT_FALSE(rs.pass);
+  ASSERT_FALSE(rs.diagnosis.empty());
+  EXPECT_EQ(rs.diagnosis.front().id, "sections") << rs.diagnosis.front().detail;
+  EXPECT_NE(rs.diagnosis.front().detail.find("[0, 2, 1]"), std::string::npos) << rs.diagnosis.front().detail;
+  // 1-D positions for a 3-component model are refused.
+  RopeDump flat = dump_with(false);
+  flat.positions.resize(T);
+  EXPECT_TRUE(HasError(CheckRope(t, flat).status(), StatusCode::kInvalidArgument, "takes 3 per token"));
+}
+
+TEST_F(RopeCheckOneModel, DeepSeekMlaWindowAtTheFrontIsNamed) {
+  // DeepSeek-V2-Lite: q = [q_nope (128) | q_pe (64)], RoPE on the back 64 dims, interleaved, YaRN.
+  const RopeDescription d = Open(PublishedConfig("deepseek_v2__deepseek-v2-lite"));
+  const RopeCheckTarget t = RopeCheckTargetOf(d, RopeCheckSelect{}).value();
+  ASSERT_EQ(t.config.layout.rotary_start, 128);
+  ASSERT_EQ(t.config.layout.rotary_dim, 64);
+  const std::vector<int64_t> pos = Positions(20000);
+  EXPECT_TRUE(CheckRope(t, Engine(t.config, DType::kBF16, 2, pos, Fault{}, 6)).value().pass);
+  // The q_pe slice alone, as the model's code rotates it.
+  EXPECT_TRUE(CheckRope(t, Engine(t.config, DType::kBF16, 2, pos, Fault{}, 6, /*width=*/64)).value().pass);
+  // An engine that rotates the front 64 dims of the whole head.
+  RopeConfig front = t.config;
+  front.layout.rotary_start = 0;
+  front.checked.reset();
+  const RopeCheckReport r =
+      CheckRope(t, Engine(t.config, DType::kBF16, 2, pos, With([&](Fault& f) { f.config = front; }), 6)).value();
+  ASSERT_FALSE(r.diagnosis.empty());
+  EXPECT_EQ(r.diagnosis.front().id, "window");
+  EXPECT_NE(r.diagnosis.front().detail.find("front"), std::string::npos) << r.diagnosis.front().detail;
+  // Half pairs in the q_pe slice (the DeepSeek port that forgot the interleave).
+  const RopeCheckReport h = CheckRope(t, Engine(t.config, DType::kF16, 2, pos,
+                                                With([&](Fault& f) { f.pairing = RopePairing::kHalf; }), 6, 64))
+                                .value();
+  ASSERT_FALSE(h.diagnosis.empty());
+  EXPECT_EQ(h.diagnosis.front().id, "pairing");
+}
+
+TEST_F(RopeCheckOneModel, AnOddScalingFactorIsFittedAndNamed) {
+  // Llama 3.1 with factor 6 where the config says 8 (neither the default, twice nor half).
+  const RopeDescription d = Open(PublishedConfig("llama__llama-3.1-8b"));
+  const RopeCheckTarget t = RopeCheckTargetOf(d, RopeCheckSelect{}).value();
+  RopeConfig six = t.config;
+  six.scaling.factor = 6.0;
+  six.checked.reset();
+  const RopeCheckReport r = CheckRope(t, Engine(t.config, DType::kBF16, 2, Positions(100000),
+                                                With([&](Fault& f) { f.config = six; }), 12))
+                                .value();
+  ASSERT_FALSE(r.diagnosis.empty());
+  EXPECT_EQ(r.diagnosis.front().id, "scaling_param");
+  EXPECT_NE(r.diagnosis.front().detail.find("factor 6 fits"), std::string::npos) << r.diagnosis.front().detail;
+}
+
+TEST_F(RopeCheckOneModel, GgmlsRepeatedFrequencyProductsPass) {
+  // llama.cpp's CPU rope: theta = p, then theta *= theta_scale once per pair, all in float32, with
+  // theta_scale = powf(base, -2/R): the slow pairs' angles drift by about j 2^-22 relative.
+  const RopeDescription d = Open(PublishedConfig("qwen2__qwen2.5-7b-instruct"));
+  const RopeCheckTarget t = RopeCheckTargetOf(d, RopeCheckSelect{}).value();
+  const std::vector<int64_t> pos = Positions(32000);
+  RopeDump dump = Engine(t.config, DType::kF32, 2, pos, Fault{}, 17);
+  const RotaryLayout& l = t.config.layout;
+  const float scale = std::pow(static_cast<float>(t.config.base), -2.0f / static_cast<float>(l.rotary_dim));
+  for (size_t i = 0; i < pos.size(); ++i) {
+    float theta = static_cast<float>(pos[i]);
+    for (int64_t j = 0; j < l.num_pairs(); ++j, theta *= scale) {
+      const float c = std::cos(theta), sn = std::sin(theta);
+      for (int64_t h = 0; h < 2; ++h) {
+        const size_t b = static_cast<size_t>((static_cast<int64_t>(i) * 2 + h) * l.head_dim);
+        const float x1 = dump.before[b + l.first(j)], x2 = dump.before[b + l.second(j)];
+        dump.after[b + l.first(j)] = x1 * c - x2 * sn;
+        dump.after[b + l.second(j)] = x2 * c + x1 * sn;
+      }
+    }
+  }
+  const RopeCheckReport r = CheckRope(t, dump).value();
+  EXPECT_TRUE(r.pass) << r.max_ratio << " at pair " << r.worst.pair << " position " << r.worst.position;
+}
+
+TEST(RopeCauses, TheVocabularyIsStable) {
+  EXPECT_EQ(RopeCauseIds(), (std::vector<std::string>{"pairing", "window", "layer_type", "base", "scaling_missing",
+                                                      "attention_scaling", "scaling_param", "position_offset",
+                                                      "position_reset", "precision", "direction", "cos_sin_swapped",
+                                                      "sections"}));
+}
+
+}  // namespace
+}  // namespace posenc
+
+namespace posenc {
+namespace {
+
+// Planted faults over random positions, tokens, heads, dtypes and families: correct dumps always
+// pass, and at least 9 in 10 faults are named right first (the bar); a wrong cause first is
+// counted and printed.
+TEST(RopeCheckSweep, NineInTenPlantedFaultsAreNamedRightFirst) {
+  const char* families[] = {"llama__llama-3.1-8b", "qwen2__qwen2.5-7b-instruct-yarn-d1e200f",
+                            "phi3__phi-3.5-mini-instruct", "gptj__gpt-j-6b-8bit",
+                            "gpt_neox__gptneox-response-full-static-sft", "qwen2__qwen2.5-7b-instruct"};
+  const fs::path dir = TempDir("rope_check_sweep", "configs");
+  std::mt19937_64 rng = MakeRng(2026);
+  int faults = 0, right = 0, correct_failed = 0;
+  std::string wrong, missed;
+  for (int round = 0; round < 120; ++round) {
+    const std::string name = families[rng() % std::size(families)];
+    WriteFile(dir / "config.json", PublishedConfig(name).dump());
+    const RopeDescription d = OpenRopeDescription((dir / "config.json").string()).value();
+    const RopeCheckTarget t = RopeCheckTargetOf(d, RopeCheckSelect{}).value();
+    const RopeConfig& ref = t.config;
+    const DType dt = std::array{DType::kF32, DType::kF16, DType::kBF16}[rng() % 3];
+    const int64_t T = 8 + static_cast<int64_t>(rng() % 40), H = 1 + static_cast<int64_t>(rng() % 3);
+    const int64_t top = std::max<int64_t>(ref.max_position_embeddings > 0 ? ref.max_position_embeddings : 2048, 64);
+    std::vector<int64_t> pos;
+    for (int64_t i = 0; i < T; ++i) pos.push_back(static_cast<int64_t>(rng() % static_cast<uint64_t>(top - 16)));
+    std::sort(pos.begin(), pos.end());
+    const uint64_t seed = rng();
+    if (!CheckRope(t, Engine(ref, dt, H, pos, Fault{}, seed)).value().pass) ++correct_failed;
+    // One fault, chosen among those that apply to the family.
+    std::vector<std::pair<std::string, Fault>> options;
+    options.emplace_back("pairing", With([&](Fault& f) {
+                           f.pairing = ref.layout.pairing == RopePairing::kHalf ? RopePairing::kInterleaved
+                                                                                : RopePairing::kHalf;
+                         }));
+    RopeConfig base = ref;
+    base.base = ref.base * (rng() % 2 ? 4.0 : 0.25);
+    base.checked.reset();
+    options.emplace_back("base", With([&](Fault& f) { f.config = base; }));
+    const int64_t offset = 1 + static_cast<int64_t>(rng() % 64);
+    options.emplace_back("position_offset", With([&](Fault& f) { f.offset = offset; }));
+    options.emplace_back("direction", With([&](Fault& f) { f.negate_sin = true; }));
+    options.emplace_back("cos_sin_swapped", With([&](Fault& f) { f.swap = true; }));
+    if (pos.back() > 4096) options.emplace_back("precision", With([&](Fault& f) { f.angle_bf16 = true; }));
+    if (dt == DType::kF32) options.emplace_back("precision", With([&](Fault& f) { f.cos_sin_bf16 = true; }));
+    if (ref.scaling.type != RopeScalingType::kNone && ref.scaling.type != RopeScalingType::kLongRope) {
+      RopeConfig plain = ref;
+      plain.scaling = RopeScaling{};
+      plain.checked.reset();
+      options.emplace_back("scaling_missing", With([&](Fault& f) {
+                             f.config = plain;
+                             f.scaling = 1.0;
+                           }));
+    }
+    const double s = ComputeRopeFrequencies(ref, pos.back() + 1).value().attention_scaling;
+    if (s != 1.0) options.emplace_back("attention_scaling", With([&](Fault& f) { f.scaling = 1.0; }));
+    if (ref.layout.rotary_dim < ref.layout.head_dim) {
+      RopeConfig whole = ref;
+      whole.layout.rotary_dim = ref.layout.head_dim;
+      whole.checked.reset();
+      options.emplace_back("window", With([&](Fault& f) { f.config = whole; }));
+    }
+    const auto& [want, fault] = options[rng() % options.size()];
+    const RopeCheckReport r = CheckRope(t, Engine(ref, dt, H, pos, fault, seed)).value();
+    if (r.pass) continue;  // a fault these positions cannot show (e.g. a small offset in bfloat16)
+    ++faults;
+    if (r.diagnosis.front().id == want) {
+      ++right;
+    } else if (r.diagnosis.front().id == "not_explained") {
+      missed += fmt::format("  {} {} T={} top={}: planted {}: {}\n", name, ToString(dt), T, pos.back(), want,
+                            r.diagnosis.front().detail);
+    } else {
+      wrong += fmt::format("  {} {} T={} top={}: planted {}, named {} ({})\n", name, ToString(dt), T, pos.back(), want,
+                           r.diagnosis.front().id, r.diagnosis.front().detail);
+    }
+  }
+  fs::remove_all(dir);
+  EXPECT_EQ(correct_failed, 0);
+  EXPECT_GE(right * 10, faults * 9) << right << " of " << faults << " named right first\n" << wrong;
+  EXPECT_TRUE(wrong.empty()) << wrong;
+  std::printf("sweep: %d of %d planted faults named right first; not explained:\n%s", right, faults, missed.c_str());
+}
+
+}  // namespace
+}  // namespace posenc
