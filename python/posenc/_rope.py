@@ -109,6 +109,13 @@ class Rope:
         rows = _tensors.position_rows(positions, batch, tokens, views=len(views))
         return views, rows, out_views
 
+    def _site_direction(self, direction: str) -> str:
+        """The kernel's direction: the one asked for, reversed at a site that rotates backwards
+        (DeepSeek-V4's attention output: scheme.rotation_sign -1)."""
+        if self.scheme.rotation_sign >= 0 or direction not in ("forward", "backward"):
+            return direction
+        return "backward" if direction == "forward" else "forward"
+
     def apply(self, x: Any, positions: Any, *, out: Any = None, order: Optional[str] = None,
               direction: str = "forward") -> Any:
         """Rotates queries or keys `x` at `positions`, in place (out=None) or into `out` (same shape and
@@ -123,7 +130,7 @@ class Rope:
         """
         x, out = _tensors.as_tensor(x, "x"), None if out is None else _tensors.as_tensor(out, "out")
         views, rows, out_views = self._views_in_out(x, positions, out, order)
-        _posenc.apply_rope(self._table_for(rows), *self._layout(), views, out_views, rows, direction, "x")
+        _posenc.apply_rope(self._table_for(rows), *self._layout(), views, out_views, rows, self._site_direction(direction), "x")
         return x if out is None else out
 
     def apply_reference(self, x: Any, positions: Any, *, out: Any = None, order: Optional[str] = None,
@@ -131,7 +138,7 @@ class Rope:
         """The scalar reference kernel (float64 rotation, one rounding), same contract as `apply`."""
         x, out = _tensors.as_tensor(x, "x"), None if out is None else _tensors.as_tensor(out, "out")
         views, rows, out_views = self._views_in_out(x, positions, out, order)
-        _posenc.apply_rope(self._table_for(rows), *self._layout(), views, out_views, rows, direction, "x", True)
+        _posenc.apply_rope(self._table_for(rows), *self._layout(), views, out_views, rows, self._site_direction(direction), "x", True)
         return x if out is None else out
 
     def apply_qk(self, q: Any, k: Any, positions: Any, *, order: Optional[str] = None,
@@ -149,7 +156,7 @@ class Rope:
             kv, _, _ = _tensors.heads_views(k, "k", order, fold=False)
         _tensors.check_no_partial_overlap(qv, kv, "k", "q", allow_same=False)
         rows = _tensors.position_rows(positions, batch, tokens, views=len(qv))
-        _posenc.apply_rope_qk(self._table_for(rows), *self._layout(), qv, kv, rows, direction)
+        _posenc.apply_rope_qk(self._table_for(rows), *self._layout(), qv, kv, rows, self._site_direction(direction))
         return q, k
 
     def apply_kv_cache(self, q: Any, k: Any, v: Any, positions: Any, slots: Any, k_cache: Any, v_cache: Any, *,

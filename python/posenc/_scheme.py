@@ -74,18 +74,24 @@ class Scheme:
     # constructors
     @staticmethod
     def from_config(config: Union[PathLike, Mapping[str, Any]], *, layer_type: str = "",
-                    model_type: Optional[str] = None, assume_layout: str = "") -> "Scheme":
+                    model_type: Optional[str] = None, assume_layout: str = "", layer: int = -1,
+                    site: str = "") -> "Scheme":
         """A Hugging Face config.json (a path or a dict), in either spelling (rope_scaling or
         rope_parameters). `model_type` fills in a dict's missing model_type (it fixes the pairing of
         families such as gptj, cohere, glm4). `assume_layout` ("half" or "interleaved") states the pair
         layout of a model_type posenc does not know (`posenc families` lists those it does); without it
-        such a config raises ValueError naming the model_type. Known families ignore it."""
+        such a config raises ValueError naming the model_type. Known families ignore it. `layer` (a decoder
+        layer index) and `site` (attention, mla, indexer, attention_output, compressor) choose which of the
+        model's rotations the scheme describes; a layer without RoPE gives kind "none"."""
+        layer = _tensors.int_arg(layer, "layer")
         if isinstance(config, Mapping):
             c = dict(config)
             if model_type is not None and "model_type" not in c:
                 c["model_type"] = model_type
-            return Scheme(_posenc.Scheme.from_hf_json(_config_json(c, "config"), "config dict", layer_type, assume_layout))
-        return Scheme(_posenc.Scheme.from_hf_config(_tensors.path_arg(config, "config"), layer_type, assume_layout))
+            return Scheme(_posenc.Scheme.from_hf_json(_config_json(c, "config"), "config dict", layer_type, assume_layout,
+                                                      layer, site))
+        return Scheme(_posenc.Scheme.from_hf_config(_tensors.path_arg(config, "config"), layer_type, assume_layout,
+                                                    layer, site))
 
     @staticmethod
     def from_gguf(path: PathLike, *, allow_default_freq_base: bool = True) -> "Scheme":
@@ -239,18 +245,20 @@ class Scheme:
 
 
 def load_scheme(source: ConfigSource, *, layer_type: str = "", allow_default_freq_base: bool = True,
-                model_type: Optional[str] = None, assume_layout: str = "") -> Scheme:
+                model_type: Optional[str] = None, assume_layout: str = "", layer: int = -1,
+                site: str = "") -> Scheme:
     """A scheme from a dict (Hugging Face config), a config.json path, a .gguf file or a model folder
     (or a .safetensors / llama2.c file posenc opens). A Scheme is returned as it is. `assume_layout`
     ("half" or "interleaved") states the pair layout of a model_type posenc does not know."""
     if isinstance(source, Scheme):
         return source
     if isinstance(source, Mapping):
-        return Scheme.from_config(source, layer_type=layer_type, model_type=model_type, assume_layout=assume_layout)
+        return Scheme.from_config(source, layer_type=layer_type, model_type=model_type, assume_layout=assume_layout,
+                                  layer=layer, site=site)
     path = _tensors.path_arg(source, "source")
     if path.endswith(".gguf"):
         return Scheme.from_gguf(path, allow_default_freq_base=allow_default_freq_base)
     if path.endswith(".json"):
-        return Scheme.from_config(path, layer_type=layer_type, assume_layout=assume_layout)
+        return Scheme.from_config(path, layer_type=layer_type, assume_layout=assume_layout, layer=layer, site=site)
     return Scheme.from_model(path, allow_default_freq_base=allow_default_freq_base, layer_type=layer_type,
                              assume_layout=assume_layout)

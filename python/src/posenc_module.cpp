@@ -876,22 +876,29 @@ PYBIND11_MODULE(_posenc, m) {
       .def_static(
           "from_hf_json",
           [](const std::string& text, const std::string& source, const std::string& layer_type,
-             const std::string& assume_layout) {
+             const std::string& assume_layout, int64_t layer, const std::string& site) {
             HfConfigOptions o;
             o.layer_type = layer_type;
             o.assume_layout = AssumedLayout(assume_layout);
+            o.layer = layer;
+            o.site = site;
             return Take(ParseHfConfig(text, source, o));
           },
-          py::arg("text"), py::arg("source"), py::arg("layer_type") = "", py::arg("assume_layout") = "")
+          py::arg("text"), py::arg("source"), py::arg("layer_type") = "", py::arg("assume_layout") = "",
+          py::arg("layer") = -1, py::arg("site") = "")
       .def_static(
           "from_hf_config",
-          [](const std::string& path, const std::string& layer_type, const std::string& assume_layout) {
+          [](const std::string& path, const std::string& layer_type, const std::string& assume_layout, int64_t layer,
+             const std::string& site) {
             ModelSchemeOptions o;
             o.layer_type = layer_type;
             o.assume_layout = AssumedLayout(assume_layout);
+            o.layer = layer;
+            o.site = site;
             return Take(ConfigFileScheme(path, o));
           },
-          py::arg("path"), py::arg("layer_type") = "", py::arg("assume_layout") = "")
+          py::arg("path"), py::arg("layer_type") = "", py::arg("assume_layout") = "", py::arg("layer") = -1,
+          py::arg("site") = "")
       .def_static(
           "from_gguf",
           [](const std::string& path, bool allow_default) {
@@ -910,6 +917,16 @@ PYBIND11_MODULE(_posenc, m) {
                   py::arg("layer_type") = "", py::arg("assume_layout") = "")
       .def_property_readonly("kind", [](const PositionScheme& s) { return std::string(ToString(s.kind)); })
       .def_readonly("model_type", &PositionScheme::model_type)
+      .def_property_readonly("site", [](const PositionScheme& s) { return std::string(ToString(s.site)); })
+      .def_property_readonly("sites",
+                             [](const PositionScheme& s) {
+                               std::vector<std::string> out;
+                               for (RotarySite site : s.sites) out.emplace_back(ToString(site));
+                               return out;
+                             })
+      .def_readonly("rotation_sign", &PositionScheme::rotation_sign)
+      .def_readonly("rope_keys", &PositionScheme::rope_keys)
+      .def_readonly("rope_key", &PositionScheme::rope_key)
       .def_readonly("num_heads", &PositionScheme::num_heads)
       .def_readonly("num_kv_heads", &PositionScheme::num_kv_heads)
       .def_readonly("hidden_size", &PositionScheme::hidden_size)

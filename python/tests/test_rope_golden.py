@@ -27,8 +27,15 @@ def _rope(j, precision="reference"):
         scheme = posenc.Scheme.from_ggml(j["config"], j.get("head_dim") or np.load(
             pathlib.Path(j["_folder"]) / j["files"]["input"]).shape[2])
     else:
-        scheme = posenc.load_scheme(j["config"], model_type=j.get("hf_model_type"))
+        scheme = _scheme(j)
     return posenc.Rope(scheme, precision=precision, seq_len=j.get("seq_len"))
+
+
+def _scheme(j):
+    """The case's config read for the layer and site the case holds (FORMAT.md: layer_index,
+    layer_type, rotary_site)."""
+    return posenc.load_scheme(j["config"], model_type=j.get("hf_model_type"), layer=j.get("layer_index", -1),
+                              layer_type=j.get("layer_type", ""), site=j.get("rotary_site", ""))
 
 
 def _close(got, want, tol, what):
@@ -205,6 +212,9 @@ def test_same_numbers_as_cli(folder, precision, cli, tmp_path):
             "--input", str(tmp_path / "in.npy"), "--output", str(tmp_path / "out.npy"), "--precision", precision]
     if "seq_len" in j:
         args += ["--seq-len", str(j["seq_len"])]
+    for key, flag in (("layer_index", "--layer"), ("layer_type", "--layer-type"), ("rotary_site", "--site")):
+        if key in j:
+            args += [flag, str(j[key])]
     r = subprocess.run(args, capture_output=True, text=True, check=False)
     assert r.returncode == 0, r.stderr
     want = np.load(tmp_path / "out.npy")
@@ -224,7 +234,7 @@ def test_same_numbers_as_cli(folder, precision, cli, tmp_path):
 def test_multi_axis_matches_reference(folder):
     """M-RoPE (Qwen2-VL, Qwen2.5-VL, Qwen3-VL) positions [3, T] through Rope.apply_multi_axis."""
     j, a = _case(folder)
-    rope = posenc.Rope(posenc.load_scheme(j["config"], model_type=j.get("hf_model_type")), seq_len=j.get("seq_len"))
+    rope = posenc.Rope(_scheme(j), seq_len=j.get("seq_len"))
     assert rope.scheme.multi_axis is not None
     x = a["input"].copy()
     rope.apply_multi_axis(x, a["positions"])
@@ -243,7 +253,7 @@ SCHEDULE_CASES = [c for c in HF_CASES + golden_cases("hf", {"attn_temperature"})
 @pytest.mark.parametrize("folder", SCHEDULE_CASES, ids=_ids(SCHEDULE_CASES))
 def test_layer_schedule(folder):
     j, a = _case(folder)
-    scheme = posenc.load_scheme(j["config"], model_type=j.get("hf_model_type"))
+    scheme = _scheme(j)
     sch = scheme.layer_schedule()
     assert [int(x) for x in sch.rope] == a["layer_schedule"].tolist(), sch.rule
 

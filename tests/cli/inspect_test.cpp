@@ -52,7 +52,11 @@ TEST(Inspect, EveryHfGoldenConfig) {
     const std::string path = tmp + "/" + e.path().filename().string() + ".json";
     std::ofstream(path) << config.dump();
 
+    // The layer and site the case holds (keyed sets, a second RoPE site, a NoPE layer).
     std::string seq_arg;
+    if (c.contains("layer_index")) seq_arg += " --layer " + std::to_string(c["layer_index"].get<int64_t>());
+    if (c.contains("layer_type")) seq_arg += " --layer-type " + c["layer_type"].get<std::string>();
+    if (c.contains("rotary_site")) seq_arg += " --site " + c["rotary_site"].get<std::string>();
     int64_t seq_len = 0;
     if (scheme == "rope") {
       if (c.contains("seq_len")) {
@@ -63,7 +67,7 @@ TEST(Inspect, EveryHfGoldenConfig) {
         Array p = pos->AsType(DType::kI64).value();
         seq_len = *std::max_element(p.span<int64_t>().begin(), p.span<int64_t>().end()) + 1;
       }
-      seq_arg = " --seq-len " + std::to_string(seq_len);
+      seq_arg += " --seq-len " + std::to_string(seq_len);
     }
     std::string out;
     ASSERT_EQ(testing::RunCommand(testing::CliPath() + " inspect " + path + seq_arg + " --json", &out), 0) << out;
@@ -74,6 +78,17 @@ TEST(Inspect, EveryHfGoldenConfig) {
       EXPECT_EQ(d["scheme"], "rope");
       EXPECT_EQ(d["layout"], "interleaved");
       EXPECT_EQ(d["head_dim"], c["head_dim"]);
+      ++checked;
+      continue;
+    }
+    if (scheme == "nope") {
+      // No positions at the case's layer; the layer table says which layers have attention.
+      EXPECT_EQ(d["scheme"], "none");
+      ASSERT_TRUE(d.contains("layers")) << out;
+      const Array want = ReadNpy((e.path() / c["files"]["layer_attention"].get<std::string>()).string()).value();
+      const Array want64 = want.AsType(DType::kI64).value();
+      ASSERT_EQ(d["layers"]["attention"].size(), static_cast<size_t>(want64.size()));
+      for (int64_t i = 0; i < want64.size(); ++i) EXPECT_EQ(d["layers"]["attention"][i], want64.data<int64_t>()[i]) << i;
       ++checked;
       continue;
     }
@@ -100,6 +115,7 @@ TEST(Inspect, EveryHfGoldenConfig) {
       EXPECT_EQ(d["head_dim"], c["head_dim"]);
       EXPECT_EQ(d["rotary_dim"], c["rotary_dim"]);
       EXPECT_EQ(d["layout"], c["layout"]);
+      EXPECT_EQ(d["rotary_start"], c.value("rotary_offset", int64_t{0}));
       EXPECT_EQ(d["seq_len"], seq_len);
       EXPECT_NEAR(d["attention_scaling"].get<double>(), c["attention_scaling"].get<double>(), 1e-12);
       ASSERT_EQ(d["pairs"].size(), c["rotary_dim"].get<size_t>() / 2);

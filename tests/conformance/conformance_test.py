@@ -141,13 +141,18 @@ def check_reference_against_golden(golden):
     import numpy as np
 
     hf = os.path.join(golden, "hf")
-    checked, failures = 0, []
+    checked, failures, skipped_2026 = 0, [], []
     for n in sorted(os.listdir(hf)):
         p = os.path.join(hf, n, "inv_freq.npy")
         if not os.path.exists(p):
             continue
         with open(os.path.join(hf, n, "case.json")) as f:
             case = json.load(f)
+        if any(k in case for k in ("rotary_site", "rope_keys", "rotary_offset")) or case.get("scheme") == "nope":
+            # The 2026 cases (FORMAT.md's newest section: second sites, keyed sets, windows at the back,
+            # proportional RoPE) are beyond this re-derivation; posenc golden checks posenc on them.
+            skipped_2026.append(n)
+            continue
         cfg = dict(case["config"])
         cfg.setdefault("model_type", case.get("hf_model_type"))
         if "max_position_embeddings" not in cfg and "n_positions" not in cfg:
@@ -162,6 +167,9 @@ def check_reference_against_golden(golden):
         scale = case.get("attention_scaling", case.get("attention_factor"))
         if scale is not None and rel(ref.attention_factor, scale) > SCALE_RTOL:
             failures.append(f"{n}: reference attention scaling {ref.attention_factor} vs transformers' {scale}")
+    if skipped_2026:
+        print(f"conformance: hf_reference.py does not model the {len(skipped_2026)} 2026-structure golden cases "
+              f"(sites, keyed sets, back windows); `posenc golden` checks posenc on them")
     return checked, failures
 
 

@@ -39,6 +39,12 @@ void CheckCase(const fs::path& dir, const json& c, const json& config, const std
     if (c.contains("layout") && !(config.contains("n_dims"))) layout = " --layout " + c["layout"].get<std::string>();
     std::string seq;
     if (c.contains("seq_len")) seq = " --seq-len " + std::to_string(c["seq_len"].get<int64_t>());
+    // The layer and site the case holds (keyed parameter sets, a second RoPE site).
+    if (!config.contains("n_dims")) {
+      if (c.contains("layer_index")) seq += " --layer " + std::to_string(c["layer_index"].get<int64_t>());
+      if (c.contains("layer_type")) seq += " --layer-type " + c["layer_type"].get<std::string>();
+      if (c.contains("rotary_site")) seq += " --site " + c["rotary_site"].get<std::string>();
+    }
     std::string input = (dir / c["files"]["input"].get<std::string>()).string();
     if (c.value("dtype", std::string("float32")) == "float16") {
       // Run in float16 storage, as the reference did.
@@ -78,7 +84,7 @@ TEST(RopeCli, EveryGoldenRopeConfigInEverySpelling) {
       const bool ggml_params = c["config"].contains("n_dims");
       if (scheme != "rope" && scheme != "mrope" && !(scheme == "rope_vision_2d" && ggml_params)) continue;
       json config = c["config"];
-      if (scheme == "mrope" && !ggml_params && !config.contains("model_type"))
+      if (!ggml_params && !config.contains("model_type") && c.contains("hf_model_type"))
         config["model_type"] = c["hf_model_type"];
       ++cases;
       CheckCase(entry.path(), c, config, "config");

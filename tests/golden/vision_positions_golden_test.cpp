@@ -4,6 +4,7 @@
 // of a longer sequence (token_subset) must be an ordered subsequence of the rebuilt rows. Every hf case
 // of these schemes must carry its layout (token_layout, grid_thw or image_patches); the ggml cases give
 // ggml's own rows and no layout.
+#include <cstdio>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -48,6 +49,13 @@ TEST(VisionPositionsGolden, EveryHfCaseFromItsLayout) {
     const json& config = c["config"];
     std::vector<int64_t> got;
     int64_t n = 0;
+    if (c.contains("token_layout") && c["token_layout"].is_object()) {
+      // The 2026 cases (FORMAT.md: GLM-4.5V, ERNIE-4.5-VL, Qwen3-Omni) describe their tokens as
+      // information only: their positions come from each family's own get_rope_index, which
+      // text_vision_positions does not build; the golden runner checks their rotation from positions.npy.
+      std::printf("skipped (token_layout of %s's own get_rope_index): %s\n", type.c_str(), dir.c_str());
+      continue;
+    }
     if (c.contains("token_layout")) {
       ASSERT_EQ(C, 3);
       std::vector<PositionSpan> spans;
