@@ -1,7 +1,11 @@
 // Status formatting.
 #include "posenc/core/status.hpp"
 
+#include "posenc/core/message.hpp"
+
 namespace posenc {
+
+Status::Status(StatusCode code, std::string message) : code_(code), message_(OneLineMessage(std::move(message))) {}
 
 std::string_view ToString(StatusCode code) {
   switch (code) {
