@@ -7,10 +7,16 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include <fmt/format.h>
+
+#include "posenc/core/message.hpp"
 
 namespace posenc {
 
@@ -90,8 +96,36 @@ struct ThreadPool::Impl {
 };
 
 ThreadPool::ThreadPool(int num_threads) : impl_(std::make_unique<Impl>()) {
-  impl_->num_threads = num_threads <= 0 ? DefaultThreadCount() : num_threads;
-  for (int i = 1; i < impl_->num_threads; ++i) impl_->workers.emplace_back([this, i] { impl_->WorkerLoop(i); });
+  requested_ = num_threads <= 0 ? DefaultThreadCount() : std::min(num_threads, kMaxThreads);
+  // Start what the OS allows: a worker that cannot start (EAGAIN under a thread or address-space
+  // limit, or no memory for its state) ends the loop, and the pool runs with the threads it has
+  // (the caller's among them), so no share of a job ever waits for a thread that does not exist.
+  int started = 1;
+  try {
+    impl_->workers.reserve(static_cast<size_t>(requested_ - 1));
+    for (int i = 1; i < requested_; ++i) {
+      impl_->workers.emplace_back([this, i] { impl_->WorkerLoop(i); });
+      started = i + 1;
+    }
+  } catch (const std::exception& e) {
+    start_error_ = fmt::format("thread pool: started {} of {} threads; thread {} could not start: {}", started,
+                               requested_, started, e.what());
+  }
+  // The workers read num_threads only inside a job, which the first For publishes after this store.
+  impl_->num_threads = started;
+}
+
+Result<std::unique_ptr<ThreadPool>> ThreadPool::Create(int num_threads) {
+  if (num_threads < 1 || num_threads > kMaxThreads)
+    return InvalidArgumentError(
+        fmt::format("thread pool: {} threads is outside [1, {}]", num_threads, kMaxThreads));
+  auto pool = std::make_unique<ThreadPool>(num_threads);
+  if (pool->num_threads() < num_threads) {
+    std::string why = pool->start_error();
+    pool.reset();  // stops and joins the workers it started: nothing is left running or held
+    return InternalError(why + " (refused: no threads were kept)");
+  }
+  return pool;
 }
 
 ThreadPool::~ThreadPool() {
@@ -131,12 +165,36 @@ void ThreadPool::For(int64_t n, const std::function<void(int64_t, int64_t)>& fn)
   impl_->fn = nullptr;
 }
 
-int DefaultThreadCount() {
-  if (const char* env = std::getenv("POSENC_NUM_THREADS")) {
-    const int v = std::atoi(env);
-    if (v >= 1) return v;
+Result<int> ParseThreadCount(std::string_view text, std::string_view what) {
+  int64_t v = 0;
+  bool digits = !text.empty() && text.size() <= 9;
+  for (char c : text) {
+    if (c < '0' || c > '9') {
+      digits = false;
+      break;
+    }
+    v = v * 10 + (c - '0');
   }
-  return std::max(1u, std::thread::hardware_concurrency());
+  if (!digits || v < 1 || v > kMaxThreads)
+    return InvalidArgumentError(fmt::format("{} is {}, expected a thread count in [1, {}] (digits only)", what,
+                                            QuoteForMessage(text, 40), kMaxThreads));
+  return static_cast<int>(v);
+}
+
+int DefaultThreadCount() {
+  const int hardware = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, unsigned{kMaxThreads}));
+  const char* env = std::getenv("POSENC_NUM_THREADS");
+  if (env == nullptr) return hardware;
+  Result<int> v = ParseThreadCount(env, "environment variable POSENC_NUM_THREADS");
+  if (v.ok()) return *v;
+  // A bad value is not fatal (a library cannot fail a process for its environment): one warning line
+  // per process on stderr, and the CPU count.
+  static std::once_flag warned;
+  std::call_once(warned, [&] {
+    std::fprintf(stderr, "posenc: warning: %s; using %d threads (the CPU count)\n", v.status().message().c_str(),
+                 hardware);
+  });
+  return hardware;
 }
 
 ParallelRunner& DefaultRunner() {
