@@ -138,6 +138,9 @@ void ExpectOneLineExit2(const Outcome& o, const std::vector<std::string>& needle
   for (std::string line; std::getline(lines, line);) error_lines += line.find(": error: ") != std::string::npos;
   EXPECT_EQ(error_lines, 1u) << label << ": " << Shown(o.err);
   EXPECT_LT(o.err.size(), 5000u) << label;
+  // One message builder (issue 32): the error line is at most 1 KiB of message after its
+  // "posenc <command>: error: " prefix, however long the value it quotes.
+  EXPECT_LE(last.size(), 1100u) << label << ": " << Shown(last);
   for (char c : o.err) {
     if (c == '\n') continue;
     ASSERT_FALSE(static_cast<unsigned char>(c) < 0x20 || c == 0x7f) << label << ": control byte in " << Shown(o.err);
