@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <limits>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -63,6 +64,7 @@ struct ThreadPool::Impl {
   std::atomic<uint64_t> generation{0};
   std::atomic<int> pending{0};
   std::atomic<bool> stop{false};
+  std::atomic<int> keep{std::numeric_limits<int>::max()};  // workers with index >= keep return
   int64_t n = 0;
   const std::function<void(int64_t, int64_t)>* fn = nullptr;
 
@@ -75,14 +77,13 @@ struct ThreadPool::Impl {
   void WorkerLoop(int index) {
     uint64_t seen = 0;
     for (;;) {
-      auto ready = [&] {
-        return stop.load(std::memory_order_acquire) || generation.load(std::memory_order_acquire) != seen;
-      };
+      auto stopped = [&] { return stop.load(std::memory_order_acquire) || index >= keep.load(std::memory_order_acquire); };
+      auto ready = [&] { return stopped() || generation.load(std::memory_order_acquire) != seen; };
       if (!SpinUntil(ready)) {
         std::unique_lock<std::mutex> lock(mu);
         wake.wait(lock, ready);
       }
-      if (stop.load(std::memory_order_acquire)) return;
+      if (stopped()) return;
       seen = generation.load(std::memory_order_acquire);
       tls_running_pool = this;
       RunShare(index);
@@ -110,6 +111,18 @@ ThreadPool::ThreadPool(int num_threads) : impl_(std::make_unique<Impl>()) {
   } catch (const std::exception& e) {
     start_error_ = fmt::format("thread pool: started {} of {} threads; thread {} could not start: {}", started,
                                requested_, started, e.what());
+    // The OS is out of threads or of address space (each stack holds megabytes of it): keep half of the
+    // threads that started and stop the rest, so the work itself still has room to allocate.
+    const int kept = std::max(1, started / 2);
+    {
+      std::lock_guard<std::mutex> lock(impl_->mu);
+      impl_->keep.store(kept, std::memory_order_release);
+    }
+    impl_->wake.notify_all();
+    for (int i = kept; i < started; ++i) impl_->workers[static_cast<size_t>(i - 1)].join();
+    impl_->workers.resize(static_cast<size_t>(kept - 1));
+    start_error_ += fmt::format("; kept {}, stopped {} again to leave room for the work", kept, started - kept);
+    started = kept;
   }
   // The workers read num_threads only inside a job, which the first For publishes after this store.
   impl_->num_threads = started;

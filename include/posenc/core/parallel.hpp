@@ -43,8 +43,9 @@ class ParallelRunner {
 // sleep; the caller likewise polls for the workers to finish before it sleeps.
 //
 // Starting threads can fail (a process thread limit, an address-space cap): the constructor starts
-// what it can and the pool runs with those (num_threads() says how many, start_error() why the rest
-// did not start); Create refuses instead, leaving nothing running.
+// what it can, then keeps half of those (at least the caller's thread) and stops the rest, so the
+// memory their stacks held is left for the work; the pool runs with what it kept (num_threads() says
+// how many, start_error() why). Create refuses instead, leaving nothing running.
 class ThreadPool : public ParallelRunner {
  public:
   // num_threads <= 0 means DefaultThreadCount(); more than kMaxThreads means kMaxThreads.
