@@ -27,19 +27,20 @@ Result<PositionScheme> ParseHfConfigJson(const nlohmann::json& j, const std::str
 Result<RopeConfig> RopeConfigFromGgmlJson(const nlohmann::json& root, int64_t head_dim, const std::string& source);
 
 // One scaling key of `row` from the object `p`, by its kind (no range rule: ValidateRopeConfig's);
-// false when `p` does not have it.
+// false when `p` does not have it. `precision`: kFloat32 where the computation using the keys is
+// float32 (ggml's parameters), so a value float32 cannot hold is refused as it is read.
 inline Result<bool> ReadScalingKey(const nlohmann::json& p, const RopeScalingKey& k, const std::string& source,
-                                   RopeConfig* rc) {
+                                   RopeConfig* rc, json_util::Precision precision = json_util::Precision::kFloat64) {
   using namespace json_util;  // NOLINT
   if (!Has(p, k.name)) return false;
   const ScalingField f = k.field(*rc);
   switch (k.kind) {
     case ScalingKeyKind::kNumber: {
-      POSENC_ASSIGN_OR_RETURN(*f.number, GetNumber(p, k.name, source));
+      POSENC_ASSIGN_OR_RETURN(*f.number, GetNumber(p, k.name, source, precision));
       break;
     }
     case ScalingKeyKind::kOptionalNumber: {
-      POSENC_ASSIGN_OR_RETURN(double v, GetNumber(p, k.name, source));
+      POSENC_ASSIGN_OR_RETURN(double v, GetNumber(p, k.name, source, precision));
       *f.optional = v;
       break;
     }
@@ -52,7 +53,7 @@ inline Result<bool> ReadScalingKey(const nlohmann::json& p, const RopeScalingKey
       break;
     }
     case ScalingKeyKind::kNumberList: {
-      POSENC_ASSIGN_OR_RETURN(*f.list, GetNumberList(p, k.name, source));
+      POSENC_ASSIGN_OR_RETURN(*f.list, GetNumberList(p, k.name, source, precision));
       break;
     }
   }

@@ -38,14 +38,16 @@ Result<json> ReadFileJson(const std::string& path, std::string_view what) {
 Result<RopeConfig> RopeConfigFromGgmlJson(const json& root, int64_t head_dim, const std::string& source) {
   if (!root.is_object())
     return InvalidArgumentError(fmt::format("ggml params {}: top level is not a JSON object", source));
-  const json& j = Has(root, "config") && root["config"].is_object() ? root["config"] : root;
+  POSENC_ASSIGN_OR_RETURN(const json* inner, FindObject(root, "config", source));
+  const json& j = inner != nullptr ? *inner : root;
   RopeConfig rc;
   rc.source = source;
   RopeScaling& sc = rc.scaling;
   sc.type = RopeScalingType::kGgml;
   POSENC_ASSIGN_OR_RETURN(int64_t n_dims, GetInt(j, "n_dims", source));
   POSENC_ASSIGN_OR_RETURN(int64_t mode, GetInt(j, "mode", source));
-  POSENC_ASSIGN_OR_RETURN(rc.base, GetNumber(j, "freq_base", source));
+  // ggml_rope_ext takes freq_base and the scaling keys as float: each must be a float32 value.
+  POSENC_ASSIGN_OR_RETURN(rc.base, GetNumber(j, "freq_base", source, Precision::kFloat32));
   if (mode == 0)
     rc.layout.pairing = RopePairing::kInterleaved;
   else if (mode == 2 || multi_axis_json::IsGgmlMultiAxisMode(mode))
@@ -69,7 +71,7 @@ Result<RopeConfig> RopeConfigFromGgmlJson(const json& root, int64_t head_dim, co
   // freq_factors); an absent one keeps ggml's neutral value, noted where the row says so.
   for (const RopeScalingKey& k : RopeScalingOf(RopeScalingType::kGgml).keys) {
     if (k.read != ScalingKeyRead::kOptional) continue;
-    POSENC_ASSIGN_OR_RETURN(bool present, config_json::ReadScalingKey(j, k, source, &rc));
+    POSENC_ASSIGN_OR_RETURN(bool present, config_json::ReadScalingKey(j, k, source, &rc, Precision::kFloat32));
     if (!present && k.note_default)
       rc.notes.push_back(fmt::format("no {}: {} assumed (ggml's neutral value)", k.name, k.default_value));
   }
@@ -89,7 +91,7 @@ Result<RopeConfig> ParseRopeConfigJson(std::string_view json_text, int64_t head_
   // The one parse: both readers take the value.
   POSENC_ASSIGN_OR_RETURN(const json j, config_json::ParseText(json_text, fmt::format("config {}", source)));
   const json* params = &j;
-  if (j.is_object() && j.contains("config") && j["config"].is_object()) params = &j["config"];
+  if (const json* inner = Find(j, "config"); inner != nullptr && inner->is_object()) params = inner;
   if (params->is_object() && params->contains("n_dims") && params->contains("mode"))
     return config_json::RopeConfigFromGgmlJson(j, head_dim, source);
   POSENC_ASSIGN_OR_RETURN(PositionScheme scheme, config_json::ParseHfConfigJson(j, source, HfConfigOptions{}));

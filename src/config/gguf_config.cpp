@@ -65,11 +65,21 @@ struct ArchKeys {
 
   std::string Key(std::string_view k) const { return fmt::format("{}.{}", arch, k); }
   bool Has(std::string_view k) const { return f.Find(Key(k)) != nullptr; }
-  Status OptInt(std::string_view k, int64_t* dst) const {
+  // An integer key within [lo, hi]; out of it: the file, the key, the value and the range.
+  Status OptInt(std::string_view k, int64_t* dst, int64_t lo = std::numeric_limits<int64_t>::min(),
+                int64_t hi = std::numeric_limits<int64_t>::max()) const {
     if (!Has(k)) return OkStatus();
-    POSENC_ASSIGN_OR_RETURN(*dst, f.GetInt(Key(k)));
+    POSENC_ASSIGN_OR_RETURN(const int64_t v, f.GetInt(Key(k)));
+    if (v < lo || v > hi)
+      return InvalidArgumentError(
+          hi == std::numeric_limits<int64_t>::max()
+              ? fmt::format("gguf {}: key '{}' = {} must be >= {}", f.name(), Key(k), v, lo)
+              : fmt::format("gguf {}: key '{}' = {} must be in [{}, {}]", f.name(), Key(k), v, lo, hi));
+    *dst = v;
     return OkStatus();
   }
+  // A count or length: >= 0.
+  Status OptCount(std::string_view k, int64_t* dst) const { return OptInt(k, dst, 0); }
   // A float key as llama.cpp reads it, in float32: a float64 (or integer) value that is not finite or
   // would overflow or flush to 0 there is refused, quoting the file's value, never narrowed silently.
   Result<double> Float32(std::string_view k) const {
@@ -92,10 +102,10 @@ struct ArchKeys {
 
 // Head counts, width and context length.
 Status ReadCounts(const ArchKeys& k, PositionScheme* s) {
-  POSENC_RETURN_IF_ERROR(k.OptInt("attention.head_count", &s->num_heads));
-  POSENC_RETURN_IF_ERROR(k.OptInt("attention.head_count_kv", &s->num_kv_heads));
-  POSENC_RETURN_IF_ERROR(k.OptInt("embedding_length", &s->hidden_size));
-  return k.OptInt("context_length", &s->max_position_embeddings);
+  POSENC_RETURN_IF_ERROR(k.OptCount("attention.head_count", &s->num_heads));
+  POSENC_RETURN_IF_ERROR(k.OptCount("attention.head_count_kv", &s->num_kv_heads));
+  POSENC_RETURN_IF_ERROR(k.OptCount("embedding_length", &s->hidden_size));
+  return k.OptCount("context_length", &s->max_position_embeddings);
 }
 
 // The scheme of an architecture llama.cpp runs without RoPE (learned, ALiBi), or why posenc cannot
@@ -141,7 +151,7 @@ Status ReadLayout(const ArchKeys& k, std::optional<GgmlRopeType> rope_type, cons
   rc->notes.push_back(fmt::format("pairing {} is fixed by llama.cpp for architecture '{}' (not stored in the file)",
                                   ToString(rc->layout.pairing), k.arch));
   int64_t head_dim = 0;
-  POSENC_RETURN_IF_ERROR(k.OptInt("attention.key_length", &head_dim));
+  POSENC_RETURN_IF_ERROR(k.OptCount("attention.key_length", &head_dim));
   if (head_dim == 0) {
     if (s.num_heads <= 0)
       return NotFoundError(fmt::format("gguf {}: key '{}' is missing or 0", path, k.Key("attention.head_count")));
@@ -165,7 +175,7 @@ Status ReadLayout(const ArchKeys& k, std::optional<GgmlRopeType> rope_type, cons
   const ModelFamily* family = FindModelFamilyByGguf(k.arch);
   if (family != nullptr && family->window == RotaryWindow::kBackOfHead) {
     int64_t q_head = 0;
-    POSENC_RETURN_IF_ERROR(k.OptInt("attention.key_length_mla", &q_head));
+    POSENC_RETURN_IF_ERROR(k.OptCount("attention.key_length_mla", &q_head));
     if (q_head > 0) {
       if (n_rot > q_head)
         return InvalidArgumentError(fmt::format("gguf {}: key '{}' = {} is smaller than {} = {}", path,
@@ -211,10 +221,10 @@ Status ReadQueryTemperature(const ArchKeys& k, AttnTemperature* t) {
   if (scaling_beta) {
     floor_key =
         k.Has("rope.scaling.original_context_length") ? "rope.scaling.original_context_length" : "context_length";
-    POSENC_RETURN_IF_ERROR(k.OptInt(floor_key, &floor_scale));
+    POSENC_RETURN_IF_ERROR(k.OptCount(floor_key, &floor_scale));
   } else {
     floor_key = "attention.temperature_length";
-    POSENC_RETURN_IF_ERROR(k.OptInt(floor_key, &floor_scale));
+    POSENC_RETURN_IF_ERROR(k.OptCount(floor_key, &floor_scale));
   }
   if (floor_scale <= 0)
     return InvalidArgumentError(
@@ -326,7 +336,7 @@ Status ReadScaling(const ArchKeys& k, int64_t context_length, RopeScaling* sc) {
   sc->freq_scale = factor == 0.0f || type == "none" ? 1.0 : static_cast<double>(1.0f / factor);
   sc->factor = 1.0 / sc->freq_scale;
   int64_t n_ctx_orig = context_length;
-  POSENC_RETURN_IF_ERROR(k.OptInt("rope.scaling.original_context_length", &n_ctx_orig));
+  POSENC_RETURN_IF_ERROR(k.OptCount("rope.scaling.original_context_length", &n_ctx_orig));
   sc->original_max_position_embeddings = n_ctx_orig;
   sc->ext_factor = type == "yarn" ? 1.0 : 0.0;
   sc->beta_fast = 32.0;

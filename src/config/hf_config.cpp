@@ -109,7 +109,8 @@ Status ReadFamilyKeys(const json& j, const std::string& source, PositionScheme* 
   if (family == nullptr) return OkStatus();
   if (!family->refused_key.empty() && Has(j, family->refused_key)) {
     const json& v = j[std::string(family->refused_key)];
-    if ((v.is_boolean() && v.get<bool>()) || (v.is_number() && v.get<double>() != 0))
+    POSENC_ASSIGN_OR_RETURN(const bool on, GetFlag(j, family->refused_key, source));
+    if (on)
       return UnimplementedError(fmt::format("config {}: key '{}' = {}: {} with it is not implemented ({})", source,
                                             family->refused_key, JsonForMessage(v), family->model_type,
                                             family->source));
@@ -466,7 +467,7 @@ Result<bool> ParseNonRope(const json& j, const std::string& source, PositionSche
   std::string hk = FirstKey(j, {"num_attention_heads", "n_head", "n_heads", "num_heads"});
   if (!hk.empty()) { POSENC_ASSIGN_OR_RETURN(s->num_heads, GetInt(j, hk, source)); }
   // ALiBi.
-  const json* attn = Has(j, "attn_config") && j["attn_config"].is_object() ? &j["attn_config"] : nullptr;
+  POSENC_ASSIGN_OR_RETURN(const json* attn, FindObject(j, "attn_config", source));
   bool mpt_alibi = false;
   if (attn != nullptr && Has(*attn, "alibi")) {
     POSENC_ASSIGN_OR_RETURN(mpt_alibi, GetBool(*attn, "alibi", source));
@@ -892,7 +893,7 @@ Status ReadBaseAndLength(const json& j, const json& p, const RopeSource& src, co
     std::string leaf(key);
     std::string where = source;
     if (dot != std::string_view::npos) {
-      scope = Has(j, outer) && j[outer].is_object() ? &j[outer] : nullptr;
+      POSENC_ASSIGN_OR_RETURN(scope, FindObject(j, outer, source));
       leaf = std::string(key.substr(dot + 1));
       where = fmt::format("{} ({})", source, outer);
     }
@@ -1472,7 +1473,8 @@ Result<PositionScheme> ParseHfConfigJsonAt(const json& j, const std::string& sou
                                            int depth) {
   if (!j.is_object()) return InvalidArgumentError(fmt::format("config {}: top level is not a JSON object", source));
   PositionScheme s;
-  if (Has(j, "model_type") && j["model_type"].is_string()) s.model_type = j["model_type"].get<std::string>();
+  POSENC_ASSIGN_OR_RETURN(std::optional<std::string> model_type, FindString(j, "model_type", source, NullIs::kWrongType));
+  if (model_type) s.model_type = std::move(*model_type);
   if (s.model_type.empty() || FindModelFamily(s.model_type) == nullptr) FamilyFromClasses(j, &s);
   // Multimodal configs keep the language model's keys in text_config; some (transformers 5's Qwen3-VL) also
   // copy hidden_size to the top level, so the outer config is the model only where it has its own heads

@@ -22,21 +22,12 @@ using namespace json_util;  // NOLINT: the config readers' shared getters
 
 namespace {
 
-Result<std::vector<int64_t>> GetIntList(const json& j, std::string_view key, const std::string& source) {
-  POSENC_ASSIGN_OR_RETURN(std::vector<double> values, GetNumberList(j, key, source));
-  std::vector<int64_t> out;
-  for (size_t i = 0; i < values.size(); ++i) {
-    const double v = values[i];
-    if (!std::isfinite(v) || std::floor(v) != v || std::fabs(v) > 9.0e15)
-      return KeyError(source, fmt::format("{}[{}]", key, i), fmt::format("is {}, expected an integer", v));
-    out.push_back(static_cast<int64_t>(v));
-  }
-  return out;
-}
-
+// A list for a message: its first 16 values, then how many it has.
 std::string ListString(const std::vector<int64_t>& v) {
+  constexpr size_t kShown = 16;
   std::string out = "[";
-  for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(v[i]);
+  for (size_t i = 0; i < v.size() && i < kShown; ++i) out += (i ? ", " : "") + std::to_string(v[i]);
+  if (v.size() > kShown) out += fmt::format(", ... ({} values)", v.size());
   return out + "]";
 }
 
@@ -134,7 +125,7 @@ Status ReadGgmlMultiAxis(const json& j, int64_t mode, int64_t n_dims, int64_t he
                       source, head_dim, n_dims));
     // Its restarted frequency indices are only computed without YaRN's ramp and per-pair factors.
     if (Has(j, "ext_factor")) {
-      POSENC_ASSIGN_OR_RETURN(double ext, GetNumber(j, "ext_factor", source));
+      POSENC_ASSIGN_OR_RETURN(double ext, GetNumber(j, "ext_factor", source, Precision::kFloat32));
       if (ext != 0.0)
         return UnimplementedError(
             fmt::format("ggml params {}: key 'ext_factor' = {} with mode 24 (vision) is not supported "
@@ -183,7 +174,8 @@ Result<RopeConfig> ParseHfVision2dConfig(std::string_view json_text, Vision2dVar
                                          const std::string& source) {
   POSENC_ASSIGN_OR_RETURN(json root, config_json::ParseText(json_text, fmt::format("config {}", source)));
   if (!root.is_object()) return InvalidArgumentError(fmt::format("config {}: top level is not a JSON object", source));
-  const json& j = Has(root, "vision_config") && root["vision_config"].is_object() ? root["vision_config"] : root;
+  POSENC_ASSIGN_OR_RETURN(const json* vision, FindObject(root, "vision_config", source));
+  const json& j = vision != nullptr ? *vision : root;
   RopeConfig rc;
   rc.source = source;
   int64_t head_dim = 0;

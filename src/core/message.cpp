@@ -108,6 +108,90 @@ std::string EscapeForMessage(std::string_view s, size_t cap) {
   return out;
 }
 
-std::string QuoteForMessage(std::string_view s, size_t cap) { return "'" + EscapeForMessage(s, cap) + "'"; }
+std::string QuoteForMessage(std::string_view s, size_t cap) {
+  std::string out(1, '\'');  // built with append (GCC 12 warns falsely on "literal" + std::string&&)
+  out.append(EscapeForMessage(s, cap)).push_back('\'');
+  return out;
+}
+
+namespace {
+std::string KeyPart(std::string_view where, std::string_view key) {
+  std::string out;
+  if (!where.empty()) out.append(where).append(": ");
+  out.append("key ").append(QuoteForMessage(key, 120));
+  return out;
+}
+}  // namespace
+
+std::string KeyValueMessage(std::string_view where, std::string_view key, std::string_view value,
+                            std::string_view why) {
+  std::string out = KeyPart(where, key);
+  out.append(" is ").append(QuoteForMessage(value));
+  if (!why.empty()) out.append(", ").append(why);
+  return OneLineMessage(std::move(out));
+}
+
+std::string KeyShownMessage(std::string_view where, std::string_view key, std::string_view shown,
+                            std::string_view why) {
+  std::string out = KeyPart(where, key);
+  out.append(" is ").append(shown.size() <= kMessageQuoteCap ? std::string(shown) : EscapeForMessage(shown));
+  if (!why.empty()) out.append(", ").append(why);
+  return OneLineMessage(std::move(out));
+}
+
+namespace {
+// The first byte at or after `i` that starts a UTF-8 sequence (not a continuation byte).
+size_t Utf8Boundary(std::string_view s, size_t i) {
+  while (i < s.size() && (static_cast<unsigned char>(s[i]) & 0xc0) == 0x80) ++i;
+  return i;
+}
+}  // namespace
+
+std::string OneLineMessage(std::string message) {
+  bool clean = message.size() <= kMaxMessageBytes;
+  for (size_t i = 0; clean && i < message.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(message[i]);
+    clean = c >= 0x20 && c < 0x7f;
+  }
+  if (clean) return message;
+  // Escape what must not reach a terminal, keeping backslashes as they are.
+  std::string out;
+  out.reserve(message.size() + 16);
+  char buf[16];
+  for (size_t i = 0; i < message.size();) {
+    const unsigned char c = static_cast<unsigned char>(message[i]);
+    if (c == '\\' || (c >= 0x20 && c < 0x7f)) {
+      out.push_back(static_cast<char>(c));
+      ++i;
+    } else if (c < 0x80) {
+      out += EscapeForMessage(std::string_view(message.data() + i, 1), 16);
+      ++i;
+    } else {
+      uint32_t cp = 0;
+      const size_t len = Utf8Sequence(message, i, &cp);
+      if (len == 0) {
+        std::snprintf(buf, sizeof(buf), "\\x%02x", c);
+        out += buf;
+        ++i;
+      } else if (EscapedCodePoint(cp)) {
+        std::snprintf(buf, sizeof(buf), "\\u{%04x}", static_cast<unsigned>(cp));
+        out += buf;
+        i += len;
+      } else {
+        out.append(message, i, len);
+        i += len;
+      }
+    }
+  }
+  if (out.size() <= kMaxMessageBytes) return out;
+  // Keep the head and the tail; the cut names the full length.
+  const std::string cut = " ... (" + std::to_string(out.size()) + " bytes in all) ... ";
+  const size_t tail_len = 200;
+  const size_t head_len = kMaxMessageBytes - tail_len - cut.size();
+  size_t h = head_len;
+  while (h > 0 && (static_cast<unsigned char>(out[h]) & 0xc0) == 0x80) --h;
+  const size_t t = Utf8Boundary(out, out.size() - tail_len);
+  return out.substr(0, h) + cut + out.substr(t);
+}
 
 }  // namespace posenc

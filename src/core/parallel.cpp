@@ -7,10 +7,17 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
+#include <exception>
+#include <limits>
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include <fmt/format.h>
+
+#include "posenc/core/message.hpp"
 
 namespace posenc {
 
@@ -57,6 +64,7 @@ struct ThreadPool::Impl {
   std::atomic<uint64_t> generation{0};
   std::atomic<int> pending{0};
   std::atomic<bool> stop{false};
+  std::atomic<int> keep{std::numeric_limits<int>::max()};  // workers with index >= keep return
   int64_t n = 0;
   const std::function<void(int64_t, int64_t)>* fn = nullptr;
 
@@ -69,14 +77,13 @@ struct ThreadPool::Impl {
   void WorkerLoop(int index) {
     uint64_t seen = 0;
     for (;;) {
-      auto ready = [&] {
-        return stop.load(std::memory_order_acquire) || generation.load(std::memory_order_acquire) != seen;
-      };
+      auto stopped = [&] { return stop.load(std::memory_order_acquire) || index >= keep.load(std::memory_order_acquire); };
+      auto ready = [&] { return stopped() || generation.load(std::memory_order_acquire) != seen; };
       if (!SpinUntil(ready)) {
         std::unique_lock<std::mutex> lock(mu);
         wake.wait(lock, ready);
       }
-      if (stop.load(std::memory_order_acquire)) return;
+      if (stopped()) return;
       seen = generation.load(std::memory_order_acquire);
       tls_running_pool = this;
       RunShare(index);
@@ -90,8 +97,48 @@ struct ThreadPool::Impl {
 };
 
 ThreadPool::ThreadPool(int num_threads) : impl_(std::make_unique<Impl>()) {
-  impl_->num_threads = num_threads <= 0 ? DefaultThreadCount() : num_threads;
-  for (int i = 1; i < impl_->num_threads; ++i) impl_->workers.emplace_back([this, i] { impl_->WorkerLoop(i); });
+  requested_ = num_threads <= 0 ? DefaultThreadCount() : std::min(num_threads, kMaxThreads);
+  // Start what the OS allows: a worker that cannot start (EAGAIN under a thread or address-space
+  // limit, or no memory for its state) ends the loop, and the pool runs with the threads it has
+  // (the caller's among them), so no share of a job ever waits for a thread that does not exist.
+  int started = 1;
+  try {
+    impl_->workers.reserve(static_cast<size_t>(requested_ - 1));
+    for (int i = 1; i < requested_; ++i) {
+      impl_->workers.emplace_back([this, i] { impl_->WorkerLoop(i); });
+      started = i + 1;
+    }
+  } catch (const std::exception& e) {
+    start_error_ = fmt::format("thread pool: started {} of {} threads; thread {} could not start: {}", started,
+                               requested_, started, e.what());
+    // The OS is out of threads or of address space (each stack holds megabytes of it): keep half of the
+    // threads that started and stop the rest, so the work itself still has room to allocate.
+    const int kept = std::max(1, started / 2);
+    {
+      std::lock_guard<std::mutex> lock(impl_->mu);
+      impl_->keep.store(kept, std::memory_order_release);
+    }
+    impl_->wake.notify_all();
+    for (int i = kept; i < started; ++i) impl_->workers[static_cast<size_t>(i - 1)].join();
+    impl_->workers.resize(static_cast<size_t>(kept - 1));
+    start_error_ += fmt::format("; kept {}, stopped {} again to leave room for the work", kept, started - kept);
+    started = kept;
+  }
+  // The workers read num_threads only inside a job, which the first For publishes after this store.
+  impl_->num_threads = started;
+}
+
+Result<std::unique_ptr<ThreadPool>> ThreadPool::Create(int num_threads) {
+  if (num_threads < 1 || num_threads > kMaxThreads)
+    return InvalidArgumentError(
+        fmt::format("thread pool: {} threads is outside [1, {}]", num_threads, kMaxThreads));
+  auto pool = std::make_unique<ThreadPool>(num_threads);
+  if (pool->num_threads() < num_threads) {
+    std::string why = pool->start_error();
+    pool.reset();  // stops and joins the workers it started: nothing is left running or held
+    return InternalError(why + " (refused: no threads were kept)");
+  }
+  return pool;
 }
 
 ThreadPool::~ThreadPool() {
@@ -131,12 +178,36 @@ void ThreadPool::For(int64_t n, const std::function<void(int64_t, int64_t)>& fn)
   impl_->fn = nullptr;
 }
 
-int DefaultThreadCount() {
-  if (const char* env = std::getenv("POSENC_NUM_THREADS")) {
-    const int v = std::atoi(env);
-    if (v >= 1) return v;
+Result<int> ParseThreadCount(std::string_view text, std::string_view what) {
+  int64_t v = 0;
+  bool digits = !text.empty() && text.size() <= 9;
+  for (char c : text) {
+    if (c < '0' || c > '9') {
+      digits = false;
+      break;
+    }
+    v = v * 10 + (c - '0');
   }
-  return std::max(1u, std::thread::hardware_concurrency());
+  if (!digits || v < 1 || v > kMaxThreads)
+    return InvalidArgumentError(fmt::format("{} is {}, expected a thread count in [1, {}] (digits only)", what,
+                                            QuoteForMessage(text, 40), kMaxThreads));
+  return static_cast<int>(v);
+}
+
+int DefaultThreadCount() {
+  const int hardware = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, unsigned{kMaxThreads}));
+  const char* env = std::getenv("POSENC_NUM_THREADS");
+  if (env == nullptr) return hardware;
+  Result<int> v = ParseThreadCount(env, "environment variable POSENC_NUM_THREADS");
+  if (v.ok()) return *v;
+  // A bad value is not fatal (a library cannot fail a process for its environment): one warning line
+  // per process on stderr, and the CPU count.
+  static std::once_flag warned;
+  std::call_once(warned, [&] {
+    std::fprintf(stderr, "posenc: warning: %s; using %d threads (the CPU count)\n", v.status().message().c_str(),
+                 hardware);
+  });
+  return hardware;
 }
 
 ParallelRunner& DefaultRunner() {

@@ -4,7 +4,11 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "posenc/core/message.hpp"
+
 namespace posenc {
+
+Status::Status(StatusCode code, std::string message) : code_(code), message_(OneLineMessage(std::move(message))) {}
 
 std::string_view ToString(StatusCode code) {
   switch (code) {

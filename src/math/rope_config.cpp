@@ -216,7 +216,17 @@ Result<RopeFrequencies> Ggml(const RopeConfig& c, int64_t seq_len) {
     if (s.ext_factor != 0.0) {
       const double y = (static_cast<double>(i) - low) / std::max(0.001, high - low);
       const double mix = (1.0 - std::clamp(y, 0.0, 1.0)) * s.ext_factor;
-      f.inv_freq[i] = interp * (1.0 - mix) + extrap * mix;
+      const double a = interp * (1.0 - mix), b = extrap * mix;
+      f.inv_freq[i] = a + b;
+      // ggml mixes in float32: an ext_factor past 1 makes the two terms opposite, and where they are
+      // more than 2^12 times their sum float32 keeps fewer than half its 24 bits of the result (a
+      // huge ext_factor cancels the pair's rotation to 0 or noise). Refused, naming the pair.
+      if (!(std::abs(a) + std::abs(b) <= 4096.0 * std::abs(f.inv_freq[i])))
+        return FieldError(c, "ext_factor", fmt::format("{}", s.ext_factor),
+                          fmt::format("cancels pair {}'s frequency in ggml's float32 mix (interp * (1 - mix) + "
+                                      "extrap * mix = {:.6g} from terms of magnitude {:.6g}): use an ext_factor "
+                                      "in [0, 1]",
+                                      i, f.inv_freq[i], std::max(std::abs(a), std::abs(b))));
     } else {
       f.inv_freq[i] = interp;
     }
@@ -283,8 +293,12 @@ Result<RopeFrequencies> QwenDynamicNtk(const RopeConfig& c, int64_t seq_len) {
 // ---------- regimes ----------
 
 // The long regime's length: one past the original (and max) length.
+// One past the longer of the two lengths (at least 2), saturating at 2^63-1: a length of 2^63-1 read
+// from a config must not overflow here.
 int64_t LongLength(const RopeConfig& c) {
-  return std::max<int64_t>(std::max(c.scaling.original_max_position_embeddings, c.max_position_embeddings) + 1, 2);
+  const int64_t longest = std::max(c.scaling.original_max_position_embeddings, c.max_position_embeddings);
+  return longest >= std::numeric_limits<int64_t>::max() - 1 ? std::numeric_limits<int64_t>::max()
+                                                             : std::max<int64_t>(longest + 1, 2);
 }
 int64_t OneRegime(const RopeConfig&, int64_t) { return 1; }
 // LongRoPE (and ggml with its two lists) switch factors past original_max_position_embeddings.
@@ -613,7 +627,9 @@ Status CheckRopeScalingKey(const RopeConfig& c, const RopeScalingKey& key) {
   // attn_factor) end up in the float32 multiplier of cos/sin: a value valid in float64 that is Inf or
   // flushes to 0 (or a denormal) there is refused, whatever the key's rule. (The frequency keys are
   // combined in float64 and checked against the float32 angle bound afterwards.)
-  const bool attention_key = key.kind == ScalingKeyKind::kOptionalNumber || key.name == "attn_factor";
+  // Every number key of ggml's row is a float parameter of ggml_rope_ext, so the same bound holds there.
+  const bool attention_key = key.kind == ScalingKeyKind::kOptionalNumber || key.name == "attn_factor" ||
+                             (c.scaling.type == RopeScalingType::kGgml && key.kind == ScalingKeyKind::kNumber);
   const double* number = !attention_key                                     ? nullptr
                          : key.kind == ScalingKeyKind::kNumber              ? f.number
                          : f.optional != nullptr && f.optional->has_value() ? &**f.optional

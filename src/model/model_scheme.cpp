@@ -6,6 +6,7 @@
 #include "posenc/config/gguf_config.hpp"
 #include "posenc/config/hf_config.hpp"
 #include "posenc/config/model_families.hpp"
+#include "posenc/core/message.hpp"
 #include "posenc/io/gguf.hpp"
 #include "posenc/io/llama2c.hpp"
 
@@ -20,8 +21,26 @@ HfConfigOptions HfOptions(const ModelSchemeOptions& o) {
                          .understood_keys = o.understood_keys};
 }
 
+// A layer type asked of a format whose scheme has no per-layer-type RoPE parameters (GGUF as posenc
+// reads it, llama2.c) is refused: answering with the one scheme the file has would ignore the request.
+Status CheckLayerTypeAsked(const ModelFile& m, const ModelSchemeOptions& o) {
+  if (o.layer_type.empty()) return OkStatus();
+  if (m.format() == ModelFormat::kHuggingFaceFolder || m.format() == ModelFormat::kSafetensors) return OkStatus();
+  std::string why = "its format has one set of RoPE parameters for every layer";
+  if (m.format() == ModelFormat::kGguf) {
+    const Result<std::string> arch = m.gguf()->GetString("general.architecture");
+    const std::string swa = fmt::format("{}.rope.freq_base_swa", arch.ok() ? *arch : std::string("<arch>"));
+    why = arch.ok() && m.gguf()->Find(swa) != nullptr
+              ? fmt::format("posenc reads one set of RoPE parameters from GGUF and does not read '{}'", swa)
+              : "the file has no per-layer-type RoPE parameters (one set for every layer)";
+  }
+  return InvalidArgumentError(fmt::format("{}: layer type {} asked for, but {}", m.path(),
+                                          QuoteForMessage(o.layer_type), why));
+}
+
 // The scheme as the file's format gives it, before what the caller states.
 Result<PositionScheme> FormatScheme(const ModelFile& m, const ModelSchemeOptions& o) {
+  POSENC_RETURN_IF_ERROR(CheckLayerTypeAsked(m, o));
   switch (m.format()) {
     case ModelFormat::kGguf:
       if (o.layer >= 0 || !o.site.empty())

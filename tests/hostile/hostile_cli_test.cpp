@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -138,6 +139,9 @@ void ExpectOneLineExit2(const Outcome& o, const std::vector<std::string>& needle
   for (std::string line; std::getline(lines, line);) error_lines += line.find(": error: ") != std::string::npos;
   EXPECT_EQ(error_lines, 1u) << label << ": " << Shown(o.err);
   EXPECT_LT(o.err.size(), 5000u) << label;
+  // One message builder (issue 32): the error line is at most 1 KiB of message after its
+  // "posenc <command>: error: " prefix, however long the value it quotes.
+  EXPECT_LE(last.size(), 1100u) << label << ": " << Shown(last);
   for (char c : o.err) {
     if (c == '\n') continue;
     ASSERT_FALSE(static_cast<unsigned char>(c) < 0x20 || c == 0x7f) << label << ": control byte in " << Shown(o.err);
@@ -199,6 +203,59 @@ TEST_F(Hostile, EveryCorpusCaseIsOneLineAndExit2) {
       EXPECT_EQ(slurp(corpus / e.path().filename()), slurp(e.path())) << name << " changed " << e.path().filename();
     }
   }
+}
+
+// A .npy of `shape` (little-endian, C order) holding `data` as given.
+std::string Npy(const std::string& descr, const std::string& shape, const std::string& data) {
+  std::string h = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (" + shape + "), }";
+  h.append((64 - (10 + h.size() + 1) % 64) % 64, ' ').push_back('\n');
+  std::string out("\x93NUMPY\x01\x00", 8);
+  out.push_back(static_cast<char>(h.size() & 0xff));
+  out.push_back(static_cast<char>(h.size() >> 8));
+  return out + h + data;
+}
+
+// Issue 32: POSENC_NUM_THREADS=1000 under the 1 GiB address-space cap. The pool cannot start 1000
+// threads there (each stack holds 8 MiB of address space): it must neither hang nor leave the work
+// without memory, and the answer is the one 2 threads give, bit for bit. A bad value is one warning
+// naming the variable, and the answer is the same.
+TEST_F(Hostile, ThreadCountPastWhatTheOsGives) {
+  constexpr int kTokens = 4096, kHeads = 4, kDim = 64;  // 4 MiB: the kernels take the thread pool
+  std::string x(static_cast<size_t>(kTokens) * kHeads * kDim * 4, '\0');
+  for (size_t i = 0; i < x.size() / 4; ++i) {
+    const float v = static_cast<float>(i % 97) * 0.01f - 0.3f;
+    std::memcpy(&x[i * 4], &v, 4);
+  }
+  std::string pos(static_cast<size_t>(kTokens) * 8, '\0');
+  for (int64_t i = 0; i < kTokens; ++i) std::memcpy(&pos[static_cast<size_t>(i) * 8], &i, 8);
+  Write("x.npy", Npy("<f4", "4096, 4, 64", x));
+  Write("pos.npy", Npy("<i8", "4096,", pos));
+  Write("cfg.json", R"({"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4, "rope_theta": 10000.0})");
+  auto run = [&](const char* threads, const std::string& out) {
+    ::setenv("POSENC_NUM_THREADS", threads, 1);  // inherited by RunCapped's child
+    const Outcome o = RunCapped({"rope", "--config", P("cfg.json"), "--positions", P("pos.npy"), "--input",
+                                 P("x.npy"), "--output", out});
+    ::unsetenv("POSENC_NUM_THREADS");
+    return o;
+  };
+  auto slurp = [](const std::string& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  const Outcome two = run("2", P("two.npy"));
+  ASSERT_TRUE(two.exited && two.code == 0) << two.err;
+  for (const char* threads : {"1000", "1024"}) {
+    const Outcome many = run(threads, P("many.npy"));
+    EXPECT_FALSE(many.timed_out) << threads;
+    ASSERT_TRUE(many.exited && many.code == 0) << threads << ": " << Shown(many.err);
+    EXPECT_EQ(slurp(P("many.npy")), slurp(P("two.npy"))) << threads;
+  }
+  const Outcome bad = run("1000x", P("bad.npy"));
+  ASSERT_TRUE(bad.exited && bad.code == 0) << Shown(bad.err);
+  EXPECT_NE(bad.err.find("posenc: warning: environment variable POSENC_NUM_THREADS is '1000x'"), std::string::npos)
+      << bad.err;
+  EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
+  EXPECT_EQ(slurp(P("bad.npy")), slurp(P("two.npy")));
 }
 
 // Given where a file is read, a directory, a FIFO (which must not block) and a link to /dev/zero

@@ -272,6 +272,73 @@ add("flags_tokens_2e64.txt", b"", ["detect-layout", "{C}/tiny_llama2c.bin", "--t
 add("embed_id_past_vocab.txt", b"", ["embed", "{C}/table.npy", "--ids", "0,7", "--output", "{OUT}"],
     ["table.npy", "token id 7 at index 1"])
 
+# --- issue 32: one typed reader for config values. A key of the wrong JSON type is an error naming the
+# key and the type expected, never "absent"; integers are bounded (2^64-1 is not read as -1); floats
+# are checked to the float32 a computation uses them in; derived lengths do not overflow.
+ROPE_CFG = ["rope", "--config", "{F}", "--positions", "{C}/rope_pos.npy", "--input", "{C}/rope_x.npy", "--output",
+            "{OUT}"]
+HEAD = '"hidden_size": 16, "num_attention_heads": 2, "rope_theta": 10000.0'
+for tag, value in (("list", '["gptj"]'), ("int", "5"), ("null", "null"), ("object", '{"gptj": 1}')):
+    name = "cfg_model_type_%s.json" % tag
+    add(name, ('{"model_type": %s, %s}' % (value, HEAD)).encode(), ROPE_CFG,
+        [name, "key 'model_type' is", "expected a string"])
+add("cfg_chatglm_pe2d_string.json",
+    b'{"model_type": "chatglm", "hidden_size": 16, "num_attention_heads": 2, "kv_channels": 8, '
+    b'"seq_length": 64, "position_encoding_2d": "true"}', INSPECT,
+    ["cfg_chatglm_pe2d_string.json", "key 'position_encoding_2d' is \"true\"", "expected true, false or a number"])
+add("cfg_dbrx_attn_config_string.json",
+    b'{"model_type": "dbrx", "d_model": 16, "n_heads": 2, "max_seq_len": 64, "attn_config": "{\\"rope_theta\\": 5e5}"}',
+    INSPECT, ["cfg_dbrx_attn_config_string.json", "key 'attn_config' is", "expected an object"])
+add("cfg_max_positions_2e64.json", (CFG + '"rope_theta": 10000.0, "num_hidden_layers": 18446744073709551615}').encode(),
+    INSPECT, ["cfg_max_positions_2e64.json", "'num_hidden_layers' is 18446744073709551615"])
+add("ggml_config_string.json", b'{"n_dims": 8, "mode": 0, "freq_base": 10000.0, "config": "n_dims=8"}', ROPE_CFG,
+    ["ggml_config_string.json", "key 'config' is", "expected an object"])
+add("ggml_n_dims_2e64.json", b'{"n_dims": 18446744073709551615, "mode": 0, "freq_base": 10000.0}', ROPE_CFG,
+    ["ggml_n_dims_2e64.json", "'n_dims' is 18446744073709551615"])
+GGML = '{"n_dims": 8, "mode": 0, "freq_base": 10000.0, "n_ctx_orig": 4096, '
+for value in ("1e20", "1e200", "3e38"):
+    name = "ggml_ext_factor_%s.json" % value
+    add(name, (GGML + '"ext_factor": %s}' % value).encode(), ROPE_CFG,
+        [name, "'ext_factor'", "cancels pair" if value != "1e200" else "outside float32"])
+for key, value in (("freq_base", "1e39"), ("freq_scale", "1e-46"), ("beta_fast", "-1e300"), ("attn_factor", "1e39")):
+    name = "ggml_%s_%s.json" % (key, value)
+    body = GGML.replace('"freq_base": 10000.0, ', "") + '"%s": %s%s}' % (
+        key, value, "" if key == "freq_base" else ', "freq_base": 10000.0')
+    add(name, body.encode(), ROPE_CFG, [name, "'%s'" % key, "float32"])
+L4 = ('{"model_type": "llama4_text", "hidden_size": 16, "num_attention_heads": 2, "num_hidden_layers": 4, '
+      '"rope_theta": 500000.0, "max_position_embeddings": 64, ')
+for key, value in (("attn_scale", "1e39"), ("floor_scale", "1e-40"), ("attn_scale", "1e300")):
+    name = "cfg_llama4_%s_%s.json" % (key, value)
+    add(name, (L4 + '"%s": %s}' % (key, value)).encode(), INSPECT, [name, "'%s'" % key, "float32"])
+
+# One message builder: a value echoed is capped (about 200 bytes, with its length), the reason is kept,
+# the line stays under 1 KB (hostile_cli_test checks every case's line length).
+add("cfg_mrope_section_600k.json",
+    ('{"model_type": "qwen2_vl", %s, "rope_scaling": {"type": "mrope", "mrope_section": [%s]}}'
+     % (HEAD, ", ".join(["-1"] * 30000))).encode(), INSPECT, ["cfg_mrope_section_600k.json", "mrope_section"])
+add("cfg_model_type_100k.json", ('{"model_type": "%s\\n\\u001b[2J", %s}' % ("m" * 100000, HEAD)).encode(), INSPECT,
+    ["cfg_model_type_100k.json", "bytes in all"])
+add("flags_layout_100k.txt", b"", ROPE + ["{OUT}", "--layout", "h" * 100000], ["--layout"])
+
+# Overflow: lengths and positions of 2^63-1 (max(position) + 1 saturates; the position is refused as itself).
+add("rope_pos_2e63.npy", npy("{'descr': '<i8', 'fortran_order': False, 'shape': (3,), }" + " " * 5 + "\n",
+                             struct.pack("<3q", 0, 1, 2**63 - 1)),
+    ["rope", "--config", "{C}/rope_config.json", "--positions", "{F}", "--input", "{C}/rope_x.npy", "--output",
+     "{OUT}"], ["9223372036854775807"])
+def kv_i32(key, v):
+    return gstr(key) + struct.pack("<Ii", 5, v)
+
+
+for key in ("context_length", "rope.scaling.original_context_length", "attention.key_length"):
+    kvs = [kv for kv in LLAMA_KV if b"context_length" not in kv or key != "context_length"] + [kv_i32("llama." + key, -5)]
+    name = "gguf_negative_%s.gguf" % key.split(".")[-1]
+    add(name, gguf_model(kvs), INSPECT, [name, "'llama.%s' = -5 must be >= 0" % key])
+# --layer-type on a file whose format has one set of RoPE parameters: refused, not ignored.
+add("gguf_layer_type.gguf", gguf_model(LLAMA_KV), INSPECT + ["--layer-type", "sliding_attention"],
+    ["gguf_layer_type.gguf", "layer type 'sliding_attention' asked for", "no per-layer-type RoPE parameters"])
+case("llama2c_layer_type", "tiny_llama2c.bin", INSPECT + ["--layer-type", "full_attention"],
+     ["tiny_llama2c.bin", "layer type 'full_attention' asked for"])
+
 os.makedirs(OUT, exist_ok=True)
 with open(os.path.join(HERE, "cases.json"), "w") as f:
     json.dump(cases, f, indent=1, ensure_ascii=True)

@@ -381,10 +381,16 @@ TEST(RopeScalingValidation, GgmlFreqScaleAndBase) {
 TEST(RopeScalingValidation, FrequenciesBeyondFloat32AnglesAreRefused) {
   RopeConfig c = Config(RopeScalingType::kGgml, 64, 10000.0);
   c.source = "model.json";
+  // 7.8e52 itself is outside float32, the type ggml_rope_ext takes freq_scale in (issue 32: every
+  // float key of the ggml row), so the key is refused by name; 1e30 is a float32 value whose
+  // frequencies still break the angle bound.
   c.scaling.freq_scale = 7.8e52;
+  const Status key = ValidateRopeConfig(c);
+  EXPECT_NE(key.message().find("'freq_scale' = 7.8e+52 is outside float32"), std::string::npos) << key.message();
+  c.scaling.freq_scale = 1e30;
   for (const Status& s : {ValidateRopeConfig(c), ComputeRopeFrequencies(c, 16).status()}) {
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-    for (const char* needle : {"model.json", "ggml", "inv_freq[0] = 7.8e+52", "2^31"})
+    for (const char* needle : {"model.json", "ggml", "inv_freq[0] = 1e+30", "2^31"})
       EXPECT_NE(s.message().find(needle), std::string::npos) << needle << " in: " << s.message();
   }
   c.scaling.freq_scale = 1e20;  // 1e20 rad/token: angles of 2^31 positions still fit a float32

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "posenc/io/json_guard.hpp"
 #include "posenc/io/json_read.hpp"
 #include "posenc/io/npy.hpp"
 
@@ -44,6 +45,86 @@ Result<std::vector<std::string>> FindGoldenCases(const std::vector<std::string>&
   return out;
 }
 
+namespace {
+
+enum class Want { kString, kNumber, kInteger, kObject, kArray, kIntegerList };
+
+std::string_view WantName(Want w) {
+  switch (w) {
+    case Want::kString: return "a string";
+    case Want::kNumber: return "a number";
+    case Want::kInteger: return "an integer in [0, 2^63-1]";
+    case Want::kObject: return "an object";
+    case Want::kArray: return "a list";
+    case Want::kIntegerList: return "a list of integers in [0, 2^63-1]";
+  }
+  return "";
+}
+
+bool IsNonNegativeInteger(const json& v) {
+  return v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0);
+}
+
+bool Fits(const json& v, Want w) {
+  switch (w) {
+    case Want::kString: return v.is_string();
+    case Want::kNumber: return v.is_number();
+    case Want::kInteger:
+      return IsNonNegativeInteger(v) && v.get<uint64_t>() <= static_cast<uint64_t>(INT64_MAX);
+    case Want::kObject: return v.is_object();
+    case Want::kArray: return v.is_array();
+    case Want::kIntegerList:
+      if (!v.is_array()) return false;
+      for (const json& x : v)
+        if (!Fits(x, Want::kInteger)) return false;
+      return true;
+  }
+  return false;
+}
+
+Status FieldError(const std::string& path, const std::string& field, const json& v, Want w) {
+  return DataLossError(
+      fmt::format("{}: field '{}' is {}, expected {}", path, field, JsonForMessage(v), WantName(w)));
+}
+
+}  // namespace
+
+// The fields the runners read, each of the type they read it as (an absent or null field is left to the
+// runner, which says what it misses).
+Status CheckFieldTypes(const json& j, const std::string& path) {
+  static const std::pair<const char*, Want> kFields[] = {
+      {"scheme", Want::kString},         {"layout", Want::kString},           {"dtype", Want::kString},
+      {"variant", Want::kString},        {"vision_2d_variant", Want::kString}, {"section_layout", Want::kString},
+      {"hf_model_type", Want::kString},  {"seq_len", Want::kInteger},         {"layer_index", Want::kInteger},
+      {"attention_scaling", Want::kNumber}, {"rope_theta", Want::kNumber},    {"config", Want::kObject},
+      {"tolerance", Want::kObject},      {"sections", Want::kIntegerList},    {"position_components", Want::kArray},
+  };
+  for (const auto& [field, want] : kFields) {
+    const auto it = j.find(field);
+    if (it != j.end() && !it->is_null() && !Fits(*it, want)) return FieldError(path, field, *it, want);
+  }
+  for (const auto& [role, file] : j["files"].items())
+    if (!file.is_string()) return FieldError(path, "files." + role, file, Want::kString);
+  if (const auto cfg = j.find("config"); cfg != j.end() && cfg->is_object()) {
+    if (const auto attn = cfg->find("attn_config"); attn != cfg->end() && !attn->is_null()) {
+      if (!attn->is_object()) return FieldError(path, "config.attn_config", *attn, Want::kObject);
+      if (const auto b = attn->find("alibi_bias_max"); b != attn->end() && !b->is_number())
+        return FieldError(path, "config.attn_config.alibi_bias_max", *b, Want::kNumber);
+    }
+  }
+  if (const auto tol = j.find("tolerance"); tol != j.end() && tol->is_object()) {
+    for (const auto& [role, t] : tol->items()) {
+      if (!t.is_object()) return FieldError(path, "tolerance." + role, t, Want::kObject);
+      for (const char* k : {"atol", "rtol"})
+        if (const auto v = t.find(k); v != t.end() && !v->is_number())
+          return FieldError(path, fmt::format("tolerance.{}.{}", role, k), *v, Want::kNumber);
+      if (const auto v = t.find("nan_at"); v != t.end() && !Fits(*v, Want::kIntegerList))
+        return FieldError(path, fmt::format("tolerance.{}.nan_at", role), *v, Want::kIntegerList);
+    }
+  }
+  return OkStatus();
+}
+
 Result<GoldenCase> GoldenCase::Load(const std::string& dir) {
   GoldenCase c;
   c.dir_ = dir;
@@ -52,6 +133,7 @@ Result<GoldenCase> GoldenCase::Load(const std::string& dir) {
   if (!c.j_.is_object()) return DataLossError(fmt::format("{}: not a JSON object", path));
   if (!c.j_.contains("files") || !c.j_["files"].is_object())
     return DataLossError(fmt::format("{}/case.json: no 'files' object", dir));
+  POSENC_RETURN_IF_ERROR(CheckFieldTypes(c.j_, path));
   return c;
 }
 
@@ -80,16 +162,24 @@ DType GoldenCase::Storage() const {
 }
 
 int64_t GoldenCase::SeqLen(std::span<const int64_t> positions) const {
-  if (j_.contains("seq_len") && j_["seq_len"].is_number_integer()) return j_["seq_len"].get<int64_t>();
+  if (j_.contains("seq_len") && IsNonNegativeInteger(j_["seq_len"])) return j_["seq_len"].get<int64_t>();
   int64_t n = 0;
-  for (int64_t p : positions) n = std::max(n, p + 1);
+  // max(positions) + 1, saturating: a position of 2^63-1 gives 2^63-1, never a wrapped negative length.
+  for (int64_t p : positions) n = std::max(n, p == INT64_MAX ? INT64_MAX : p + 1);
   return n;
 }
 
 Tolerance GoldenCase::Tol(const std::string& role, Tolerance fallback) const {
   if (j_.contains("tolerance") && j_["tolerance"].contains(role)) {
     const json& t = j_["tolerance"][role];
-    return {t.value("atol", 0.0), t.value("rtol", 0.0)};
+    Tolerance out{t.value("atol", 0.0), t.value("rtol", 0.0), {}};
+    if (t.contains("nan_at") && t["nan_at"].is_array())
+      for (const json& i : t["nan_at"]) out.nan_at.push_back(i.get<int64_t>());
+    if (t.contains("nan_at") && !t.contains("atol") && !t.contains("rtol")) {
+      out.atol = fallback.atol;
+      out.rtol = fallback.rtol;
+    }
+    return out;
   }
   return fallback;
 }
@@ -105,13 +195,33 @@ std::vector<std::string> GoldenCase::OutputRoles() const {
 Status Compare(const std::string& role, std::span<const double> got, std::span<const double> want, Tolerance tol) {
   if (want.size() != got.size())
     return InvalidArgumentError(fmt::format("{}: {} values computed, reference has {}", role, got.size(), want.size()));
+  // Where NaN is expected: nan_at's indices (each within the role), sorted for lookup.
+  std::vector<int64_t> nan_at = tol.nan_at;
+  std::sort(nan_at.begin(), nan_at.end());
+  for (int64_t i : nan_at)
+    if (i < 0 || static_cast<uint64_t>(i) >= got.size())
+      return InvalidArgumentError(
+          fmt::format("{}: tolerance nan_at index {} is outside the role's {} elements", role, i, got.size()));
+  size_t nan_bad = 0, first_nan = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const bool expected_nan = std::binary_search(nan_at.begin(), nan_at.end(), static_cast<int64_t>(i));
+    const bool nan = std::isnan(got[i]) || std::isnan(want[i]);
+    const bool ok = expected_nan ? std::isnan(got[i]) && std::isnan(want[i]) : !nan;
+    if (!ok && nan_bad++ == 0) first_nan = i;
+  }
+  if (nan_bad)
+    return InvalidArgumentError(fmt::format(
+        "{}: {} of {} elements are NaN where the case does not expect it (or not NaN where its tolerance nan_at "
+        "says NaN); first at flat index {}: got {:.9g}, want {:.9g}",
+        role, nan_bad, got.size(), first_nan, got[first_nan], want[first_nan]));
   double worst_excess = 0;
   size_t worst = 0;
   size_t bad = 0;
   for (size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(got[i]) && std::isnan(want[i])) continue;  // listed in nan_at: checked above
     const double diff = std::fabs(got[i] - want[i]);
     const double allowed = tol.atol + tol.rtol * std::fabs(want[i]);
-    if (!(diff <= allowed) && !(std::isnan(got[i]) && std::isnan(want[i]))) {
+    if (!(diff <= allowed)) {
       ++bad;
       if (!(diff - allowed <= worst_excess)) {
         worst_excess = diff - allowed;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -16,7 +17,11 @@
 namespace posenc::golden {
 
 struct Tolerance {
+  Tolerance(double a = 0, double r = 0, std::vector<int64_t> nan = {}) : atol(a), rtol(r), nan_at(std::move(nan)) {}
   double atol = 0, rtol = 0;
+  // Flat indices where the reference's value is NaN on purpose (case.json: tolerance.<role>.nan_at):
+  // there, and only there, a NaN is expected, and the computed value must be NaN too.
+  std::vector<int64_t> nan_at;
 };
 
 // FORMAT.md: a float role with no tolerance entry is compared with rtol 2^-22 (about two float32 ulps).
@@ -32,7 +37,9 @@ Result<std::vector<std::string>> FindGoldenCases(const std::vector<std::string>&
 // One case folder: its case.json and its role files.
 class GoldenCase {
  public:
-  // kNotFound: no case.json; kDataLoss: not a JSON object, or no "files" object.
+  // kNotFound: no case.json; kDataLoss: not a JSON object, no "files" object, or a field the runners
+  // read of the wrong type (naming the field, its value and the type expected): after Load, the
+  // accessors below and the runners' reads of those fields do not throw.
   static Result<GoldenCase> Load(const std::string& dir);
 
   const std::string& dir() const { return dir_; }
@@ -58,8 +65,12 @@ class GoldenCase {
   nlohmann::json j_;
 };
 
-// got (float64 values) against want elementwise: |got - want| <= atol + rtol * |want| (NaN matches
-// NaN). kInvalidArgument naming the role, the count outside, the tolerance and the worst element.
+// The type check GoldenCase::Load runs on case.json (`path` names it in the message).
+Status CheckFieldTypes(const nlohmann::json& j, const std::string& path);
+
+// got (float64 values) against want elementwise: |got - want| <= atol + rtol * |want|. A NaN (in want
+// or got) fails, except at the indices tol.nan_at lists, where both must be NaN. kInvalidArgument
+// naming the role, the count outside, the tolerance and the worst element (or the first NaN).
 Status Compare(const std::string& role, std::span<const double> got, const Array& want, Tolerance tol);
 Status Compare(const std::string& role, std::span<const double> got, std::span<const double> want, Tolerance tol);
 // Integer roles (buckets, pair_component, layer_schedule): exactly equal.

@@ -43,35 +43,10 @@ void SetExitCode(int code) { g_exit_code = code; }
 int ExitCode() { return g_exit_code; }
 
 namespace {
-// The last line of defence for a message built from file bytes that were not quoted: control bytes
-// and invalid UTF-8 as \xNN (backslashes left alone: the text may hold escapes already), at most
-// kMaxLine bytes, so what reaches the terminal is one printable line.
-std::string OneLine(const std::string& text) {
-  constexpr size_t kMaxLine = 4096;
-  std::string out;
-  size_t i = 0;
-  while (i < text.size()) {
-    if (out.size() >= kMaxLine) {
-      out += fmt::format("... ({} bytes in all)", text.size());
-      break;
-    }
-    const unsigned char c = static_cast<unsigned char>(text[i]);
-    if (c >= 0x20 && c != 0x7f && c < 0x80) {
-      out.push_back(static_cast<char>(c));
-      ++i;
-      continue;
-    }
-    // One UTF-8 sequence (or control byte) at a time, escaped by the shared helper.
-    size_t len = 1;
-    if (c >= 0xc0) {
-      len = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
-      len = std::min(len, text.size() - i);
-    }
-    out += EscapeForMessage(std::string_view(text).substr(i, len));
-    i += len;
-  }
-  return out;
-}
+// The last line of defence for a message built from file bytes that were not quoted, and for text
+// that is not a Status (CLI11's, an exception's): the library's one message builder, OneLineMessage
+// (control bytes and invalid UTF-8 escaped, backslashes left alone, at most 1 KB keeping head and tail).
+std::string OneLine(const std::string& text) { return OneLineMessage(text); }
 }  // namespace
 
 void ReportError(const std::string& command, const Status& status) {

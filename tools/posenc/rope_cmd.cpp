@@ -99,6 +99,14 @@ HeadsView ViewOf(Array& x, bool heads_first) {
                      : HeadsView::Dense(x.bytes(), x.dtype(), tokens, heads, head_dim);
 }
 
+// The length the frequencies are computed for: --seq-len, or max(position) + 1, saturating at 2^63-1
+// (the positions are range-checked later, by the kernels: a position of 2^63-1 must reach that check
+// as itself, not wrap the length to a negative number first).
+int64_t SeqLenFor(int64_t seq_len, std::span<const int64_t> positions) {
+  for (int64_t p : positions) seq_len = std::max(seq_len, p == INT64_MAX ? INT64_MAX : p + 1);
+  return seq_len;
+}
+
 // A multi-axis config (M-RoPE, ggml MROPE / IMROPE / VISION): positions [components, tokens], one row
 // per position component (posenc/math/multi_axis.hpp); a [tokens] file is refused, naming the shape.
 Status RunMultiAxisRope(const RopeOptions& o, const RopeConfig& rc, const Array& pos_array, Array x,
@@ -119,8 +127,7 @@ Status RunMultiAxisRope(const RopeOptions& o, const RopeConfig& rc, const Array&
   if (pos64.dim(1) != view.tokens)
     return InvalidArgumentError(
         fmt::format("input {} has {} tokens, positions {} has {}", o.input, view.tokens, o.positions, pos64.dim(1)));
-  int64_t seq_len = o.seq_len;
-  for (int64_t p : pos64.span<int64_t>()) seq_len = std::max(seq_len, p + 1);
+  const int64_t seq_len = SeqLenFor(o.seq_len, pos64.span<int64_t>());
   POSENC_ASSIGN_OR_RETURN(MultiAxisPlan plan, ComputeMultiAxisRope(rc, seq_len));
   MultiAxisRopeArgs args{rc.layout,
                          &plan.freqs,
@@ -174,8 +181,7 @@ Status RunRope(const RopeOptions& o) {
   if (tokens != static_cast<int64_t>(positions.size()))
     return InvalidArgumentError(
         fmt::format("input {} has {} tokens, positions {} has {}", o.input, tokens, o.positions, positions.size()));
-  int64_t seq_len = o.seq_len;
-  for (int64_t p : positions) seq_len = std::max(seq_len, p + 1);
+  const int64_t seq_len = SeqLenFor(o.seq_len, positions);
   POSENC_ASSIGN_OR_RETURN(RopeFrequencies freqs, ComputeRopeFrequencies(rc, seq_len));
   POSENC_ASSIGN_OR_RETURN(RopeTable table, RopeTable::Build(freqs, 0, precision));  // on the fly: any position
   // Heads first ([heads, tokens, head_dim], one batch element of a [batch, heads, seq, head_dim]

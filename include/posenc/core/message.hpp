@@ -1,3 +1,6 @@
+// posenc's one message builder: every error text the library makes (Status, and so the CLI's stderr
+// line and Python's exception text) goes through it.
+//
 // Quoting bytes that came from a file (or a flag) inside a one-line error message.
 //
 // A string read from a model or config file may hold anything: newlines that would split the message,
@@ -28,5 +31,23 @@ std::string QuoteForMessage(std::string_view s, size_t cap = kMessageQuoteCap);
 // True if `s` is well-formed UTF-8 (no overlongs, no surrogates, nothing above U+10FFFF): the rule
 // EscapeForMessage keeps text by, which the file readers apply to keys, names and headers.
 bool IsValidUtf8(std::string_view s);
+
+// The most bytes an error message has (Status keeps every message within it).
+inline constexpr size_t kMaxMessageBytes = 1024;
+
+// "<where>: key '<key>' is <value>, <why>": the object and key first, then the value quoted by
+// QuoteForMessage (capped at kMessageQuoteCap bytes, with its full length past that), then the rule.
+// `where` may be empty. A value already rendered for a message (a number, JsonForMessage's text) goes
+// through KeyValueMessage's `shown` overload unquoted.
+std::string KeyValueMessage(std::string_view where, std::string_view key, std::string_view value, std::string_view why);
+// The same with a value already rendered (a number, or JsonForMessage's bounded text), capped again.
+std::string KeyShownMessage(std::string_view where, std::string_view key, std::string_view shown, std::string_view why);
+
+// What every Status message is made into: one line of at most kMaxMessageBytes bytes. Control bytes
+// (newline, ESC, NUL, DEL ...), bytes that are not well-formed UTF-8, C1 controls and bidi overrides
+// are escaped as EscapeForMessage writes them (a backslash already there is left as it is, so text
+// quoted before is not escaped twice); past kMaxMessageBytes the middle is cut, keeping the head (the
+// action, object, key and rule) and the tail, and the cut says how many bytes the message had.
+std::string OneLineMessage(std::string message);
 
 }  // namespace posenc

@@ -18,6 +18,10 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
+#include <string_view>
+
+#include "posenc/core/status.hpp"
 
 namespace posenc {
 
@@ -37,23 +41,47 @@ class ParallelRunner {
 // (concurrent callers are serialized); calling `For` from inside `fn` of the same pool runs inline.
 // After each job the workers poll for the next one for 200 us (a core stays busy that long), then
 // sleep; the caller likewise polls for the workers to finish before it sleeps.
+//
+// Starting threads can fail (a process thread limit, an address-space cap): the constructor starts
+// what it can, then keeps half of those (at least the caller's thread) and stops the rest, so the
+// memory their stacks held is left for the work; the pool runs with what it kept (num_threads() says
+// how many, start_error() why). Create refuses instead, leaving nothing running.
 class ThreadPool : public ParallelRunner {
  public:
-  // num_threads <= 0 means DefaultThreadCount().
+  // num_threads <= 0 means DefaultThreadCount(); more than kMaxThreads means kMaxThreads.
   explicit ThreadPool(int num_threads);
+  // A pool of exactly num_threads threads (in [1, kMaxThreads]), or kInvalidArgument outside that, or
+  // kInternal naming how many started when the OS refused a thread (those are stopped and joined first).
+  static Result<std::unique_ptr<ThreadPool>> Create(int num_threads);
   ~ThreadPool() override;
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
+  // The threads running (the caller's included): the number asked for, or fewer when the OS refused some.
   int num_threads() const override;
+  // The number asked for (after the defaults and the kMaxThreads bound).
+  int requested_threads() const { return requested_; }
+  // Why num_threads() < requested_threads() (one line), or "".
+  const std::string& start_error() const { return start_error_; }
   void For(int64_t n, const std::function<void(int64_t begin, int64_t end)>& fn) override;
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
+  int requested_ = 1;
+  std::string start_error_;
 };
 
-// std::thread::hardware_concurrency(), or POSENC_NUM_THREADS from the environment when set (>= 1).
+// The most threads a pool takes (each is an OS thread): set_num_threads' bound in Python too.
+inline constexpr int kMaxThreads = 1024;
+
+// A thread count written as text (POSENC_NUM_THREADS, a flag): digits only, in [1, kMaxThreads]; else
+// kInvalidArgument "<what> is '<text>', expected a thread count in [1, 1024] (digits only)".
+Result<int> ParseThreadCount(std::string_view text, std::string_view what);
+
+// std::thread::hardware_concurrency() (at most kMaxThreads), or POSENC_NUM_THREADS from the environment
+// when set. A value ParseThreadCount refuses ("8x", "-1", "1000000", " 4") is not used: posenc writes one
+// warning line naming the variable to stderr (once per process) and takes the CPU count.
 int DefaultThreadCount();
 
 // The process-wide pool used when a kernel is given no runner (created on first use with

@@ -27,7 +27,9 @@ std::string_view ToString(StatusCode code);
 class [[nodiscard]] Status {
  public:
   Status() = default;  // ok
-  Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
+  // The message is kept as OneLineMessage (posenc/core/message.hpp) makes it: one line, control
+  // characters escaped, at most 1 KB.
+  Status(StatusCode code, std::string message);
 
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }

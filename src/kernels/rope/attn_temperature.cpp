@@ -4,6 +4,7 @@
 #include "posenc/kernels/attn_temperature.hpp"
 
 #include <cmath>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -68,6 +69,20 @@ Status ValidateAttnTemperature(const AttnTemperature& t) {
   if (!std::isfinite(t.attn_scale))
     return InvalidArgumentError(
         fmt::format("attention temperature: key 'attn_scale' = {} must be finite", t.attn_scale));
+  // The scales are computed in float32 (as Hugging Face and llama.cpp do): floor_scale must be a
+  // float32 value for which (2^31 - 1) / floor_scale stays finite there, and attn_scale must stay
+  // finite times the largest ln(steps + 1) float32 gives (under 89; 128 bounds it).
+  constexpr double kF32Max = std::numeric_limits<float>::max();
+  if (!(t.floor_scale <= kF32Max && t.floor_scale >= static_cast<double>(kMaxPosition) / kF32Max))
+    return InvalidArgumentError(fmt::format(
+        "attention temperature: key 'floor_scale' = {} is outside float32's range for it ({} to {}: the scale "
+        "divides positions up to 2^31 in float32)",
+        t.floor_scale, static_cast<double>(kMaxPosition) / kF32Max, kF32Max));
+  if (!(std::abs(t.attn_scale) <= kF32Max / 128))
+    return InvalidArgumentError(fmt::format(
+        "attention temperature: key 'attn_scale' = {} is outside float32's range for it (magnitude at most {}: "
+        "it multiplies ln(steps + 1) in float32)",
+        t.attn_scale, kF32Max / 128));
   if (t.offset != 0 && t.offset != 1)
     return InvalidArgumentError(fmt::format("attention temperature: offset {} must be 0 or 1", t.offset));
   return OkStatus();
