@@ -411,7 +411,7 @@ Status ApplyLayerType(const ArchKeys& k, const std::string& layer_type, Position
                                    base_key));
   } else {
     return InvalidArgumentError(fmt::format(
-        "gguf {}: layer type 'sliding_attention' asked for, but the file has neither '{}' nor '{}' (no sliding "
+        "gguf {}: layer type 'sliding_attention' asked for, but the file has neither '{}' nor '{}' (no per-layer-type RoPE parameters, no sliding "
         "layers)",
         path, base_key, k.Key("attention.sliding_window")));
   }

@@ -21,21 +21,14 @@ HfConfigOptions HfOptions(const ModelSchemeOptions& o) {
                          .understood_keys = o.understood_keys};
 }
 
-// A layer type asked of a format whose scheme has no per-layer-type RoPE parameters (GGUF as posenc
-// reads it, llama2.c) is refused: answering with the one scheme the file has would ignore the request.
+// A layer type asked of llama2.c (one fixed scheme) is refused: answering with the one scheme the file
+// has would ignore the request. GGUF answers sliding_attention from its SWA keys and refuses the rest
+// itself (GgufConfigOptions::layer_type).
 Status CheckLayerTypeAsked(const ModelFile& m, const ModelSchemeOptions& o) {
-  if (o.layer_type.empty()) return OkStatus();
-  if (m.format() == ModelFormat::kHuggingFaceFolder || m.format() == ModelFormat::kSafetensors) return OkStatus();
-  std::string why = "its format has one set of RoPE parameters for every layer";
-  if (m.format() == ModelFormat::kGguf) {
-    const Result<std::string> arch = m.gguf()->GetString("general.architecture");
-    const std::string swa = fmt::format("{}.rope.freq_base_swa", arch.ok() ? *arch : std::string("<arch>"));
-    why = arch.ok() && m.gguf()->Find(swa) != nullptr
-              ? fmt::format("posenc reads one set of RoPE parameters from GGUF and does not read '{}'", swa)
-              : "the file has no per-layer-type RoPE parameters (one set for every layer)";
-  }
-  return InvalidArgumentError(fmt::format("{}: layer type {} asked for, but {}", m.path(),
-                                          QuoteForMessage(o.layer_type), why));
+  if (o.layer_type.empty() || m.format() != ModelFormat::kLlama2c) return OkStatus();
+  return InvalidArgumentError(fmt::format("{}: layer type {} asked for, but its format has one set of RoPE parameters "
+                                          "for every layer",
+                                          m.path(), QuoteForMessage(o.layer_type)));
 }
 
 // The scheme as the file's format gives it, before what the caller states.
