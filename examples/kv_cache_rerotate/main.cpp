@@ -265,7 +265,11 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "kv_cache_rerotate: %s is not JSON\n", config_path.c_str());
       return 2;
     }
-    const std::string text = j.contains("config") ? j["config"].dump() : ss.str();
+    // A golden case names its family in hf_model_type where its config does not.
+    nlohmann::json config = j.contains("config") ? j["config"] : j;
+    if (j.contains("config") && !config.contains("model_type") && j.contains("hf_model_type"))
+      config["model_type"] = j["hf_model_type"];
+    const std::string text = j.contains("config") ? config.dump() : ss.str();
     auto scheme = posenc::ParseHfConfig(text, config_path);
     if (!scheme.ok()) {
       std::fprintf(stderr, "kv_cache_rerotate: %s\n", std::string(scheme.status().message()).c_str());

@@ -61,3 +61,5 @@
 #include "posenc/model/layout_detect.hpp"   // which pair layout a model was trained for
 #include "posenc/model/model_file.hpp"      // OpenModel: any model file's tables and metadata
 #include "posenc/model/model_scheme.hpp"    // ModelScheme: an opened model's (or config.json's) scheme
+#include "posenc/model/rope_check.hpp"      // posenc check: an engine's RoPE dump against the reference
+#include "posenc/model/rope_diff.hpp"       // posenc diff: two descriptions of one model compared

@@ -218,7 +218,7 @@ def attention_maps(tokens: int = 12, d: int = 64, seed: int = 0):
     perm = rng.permutation(tokens)
     inv = np.argsort(perm)
     pos = np.arange(tokens)
-    rope = posenc.Rope({"hidden_size": d, "num_attention_heads": 1, "max_position_embeddings": 4096,
+    rope = posenc.Rope({"model_type": "llama", "hidden_size": d, "num_attention_heads": 1, "max_position_embeddings": 4096,
                         "rope_theta": 100.0})
     sin_table = posenc.sinusoidal_table(pos, d)
     slope = float(posenc.alibi_slopes(8, "bloom")[0])  # 1/2
@@ -309,7 +309,7 @@ def rope_pair(pair: int = 2, head_dim: int = 16, positions: int = 24, base: floa
     inv_freq[pair] per position, norm kept). Right: the score q_m . k_n against m - n for several
     offsets m: the curves coincide, RoPE scores depend only on m - n."""
     plt = _plt()
-    rope = posenc.Rope({"hidden_size": head_dim, "num_attention_heads": 1, "max_position_embeddings": 4096,
+    rope = posenc.Rope({"model_type": "llama", "hidden_size": head_dim, "num_attention_heads": 1, "max_position_embeddings": 4096,
                         "rope_theta": base})
     rng = np.random.default_rng(seed)
     v = np.zeros((positions, 1, head_dim), np.float32)

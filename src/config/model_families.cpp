@@ -379,9 +379,7 @@ constexpr ModelFamily kFamilies[] = {
                "(apply_rotary_pos_emb_interleave when rope_interleave)"},
     {.model_type = "glm4v",
      .pairing = RopePairing::kInterleaved,
-     .window = RotaryWindow::kFrontPartial,
-     .default_partial_rotary_factor = 0.5,
-     .own_keys = "rope_parameters.mrope_section (chunked), partial_rotary_factor (default 0.5)",
+     .own_keys = "rope_parameters.mrope_section (chunked), partial_rotary_factor",
      .sections = FamilySections::kChunked,
      .source = "transformers src/transformers/models/glm4v/modeling_glm4v.py: apply_multimodal_rotary_pos_emb "
                "(chunked mrope_section over the rotary part, rotate_half_llm on (2i, 2i+1) pairs)"},
@@ -549,14 +547,13 @@ constexpr ModelFamily kFamilies[] = {
      .pairing = RopePairing::kInterleaved,
      .window = RotaryWindow::kBackOfHead,
      .gguf_architecture = "kimi-linear",
-     .own_keys = "mla_use_nope (true: the MLA layers apply no RoPE), linear_attn_config.kda_layers (1-based)",
+     .own_keys = "linear_attn_config.kda_layers (1-based linear attention layers)",
      .derives_from = "deepseek_v3",
-     .positions = PositionSwitch::kMlaUseNope,
+     .positions = PositionSwitch::kNever,
      .layer_types_rule = LayerTypesRule::kKdaLayers,
-     .remote_code = true,
-     .classes = "KimiLinearForCausalLM,modeling_kimi.KimiLinearForCausalLM",
-     .source = "huggingface.co moonshotai/Kimi-Linear-48B-A3B-Instruct modeling_kimi.py: KimiMLAAttention "
-               "(no rotary when mla_use_nope), KimiDeltaAttention (no positions)"},
+     .ignored_keys = "mla_use_nope, qk_rope_head_dim (the MLA layers apply no rotary embedding in the code)",
+     .source = "transformers src/transformers/models/kimi_linear/modeling_kimi_linear.py: MLA attention with no "
+               "rotary embedding, KimiDeltaAttention (no positions)"},
     {.model_type = "kolibri1",
      .layer_schedule = "layer_types: full_attention, sliding_attention",
      .source = "transformers src/transformers/models/kolibri1/modeling_kolibri1.py: apply_rotary_pos_emb: half"},
@@ -678,11 +675,12 @@ constexpr ModelFamily kFamilies[] = {
      .source = "huggingface.co XiaomiMiMo/MiMo-V2-Flash modeling_mimo_v2_flash.py (as transformers' convert_config "
                "reads it): rotate_half on the first int(head_dim * partial_rotary_factor) dims"},
     {.model_type = "mimo_v2_flash",
-     .window = RotaryWindow::kFrontPartial,
-     .default_partial_rotary_factor = 0.334,
      .gguf_architecture = "mimo2",
      .own_keys = "rope_parameters keyed by layer type, partial_rotary_factor (default 0.334)",
      .layer_schedule = "layer_types: rope_parameters.sliding_attention / full_attention",
+     .default_rope_parameters =
+         R"({"full_attention": {"rope_type": "default", "rope_theta": 5000000.0, "partial_rotary_factor": 0.334}, )"
+         R"("sliding_attention": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.334}})",
      .source = "transformers src/transformers/models/mimo_v2_flash/modeling_mimo_v2_flash.py: rotate_half, "
                "apply_rotary_pos_emb on the rotary part"},
     {.model_type = "minicpm",
@@ -1051,6 +1049,7 @@ constexpr ModelFamily kFamilies[] = {
      .default_partial_rotary_factor = 0.25,
      .gguf_architecture = "stablelm",
      .own_keys = "partial_rotary_factor (StableLmConfig default 0.25)",
+     .ignored_keys = "rotary_scaling_factor (1.0 in published configs; StableLmAttention does not read it)",
      .source = "transformers src/transformers/models/stablelm/modeling_stablelm.py: rotate_half, apply_rotary_pos_emb"},
     {.model_type = "starcoder2",
      .gguf_architecture = "starcoder2",
@@ -1184,6 +1183,8 @@ const ModelFamily* FindModelFamily(std::string_view model_type) {
   if (const ModelFamily* f = FindExact(model_type); f != nullptr) return f;
   // Multimodal text_configs: qwen3_vl_text, llama4_text, gemma3_text, ...
   if (EndsWith(model_type, "_text")) return FindExact(model_type.substr(0, model_type.size() - 5));
+  // Omni models' thinker: qwen3_omni_moe_thinker.
+  if (EndsWith(model_type, "_thinker")) return FindExact(model_type.substr(0, model_type.size() - 8));
   // Mllama's text_config: mllama_text_model.
   if (EndsWith(model_type, "_text_model")) return FindExact(model_type.substr(0, model_type.size() - 11));
   return nullptr;

@@ -54,9 +54,10 @@ TEST(Inspect, EveryHfGoldenConfig) {
 
     // The layer and site the case holds (keyed sets, a second RoPE site, a NoPE layer).
     std::string seq_arg;
-    if (c.contains("layer_index")) seq_arg += " --layer " + std::to_string(c["layer_index"].get<int64_t>());
-    if (c.contains("layer_type")) seq_arg += " --layer-type " + c["layer_type"].get<std::string>();
-    if (c.contains("rotary_site")) seq_arg += " --site " + c["rotary_site"].get<std::string>();
+    const bool selects = scheme == "rope" || scheme == "nope" || scheme == "mrope";
+    if (selects && c.contains("layer_index")) seq_arg += " --layer " + std::to_string(c["layer_index"].get<int64_t>());
+    if (selects && c.contains("layer_type")) seq_arg += " --layer-type " + c["layer_type"].get<std::string>();
+    if (selects && c.contains("rotary_site")) seq_arg += " --site " + c["rotary_site"].get<std::string>();
     int64_t seq_len = 0;
     if (scheme == "rope") {
       if (c.contains("seq_len")) {

@@ -154,7 +154,7 @@ add("tiny_llama2c.bin", llama2c([8, 16, 1, 2, 1, 10, 4], struct.pack("<%df" % fl
     ["convert-layout", "--from", "interleaved", "--to", "half", "{F}", "{F}"], ["is the input", "tiny_llama2c.bin"])
 
 # Outputs that are inputs: embed over its table, rope over its config, positions or input.
-rope_cfg = b'{"hidden_size": 16, "num_attention_heads": 2, "rope_theta": 10000.0}'
+rope_cfg = b'{"model_type": "llama", "hidden_size": 16, "num_attention_heads": 2, "rope_theta": 10000.0}'
 add("rope_config.json", rope_cfg, None, None)
 add("rope_pos.npy", npy("{'descr': '<i8', 'fortran_order': False, 'shape': (3,), }" + " " * 5 + "\n",
                         struct.pack("<3q", 0, 1, 2)), None, None)

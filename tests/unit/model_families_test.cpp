@@ -111,7 +111,9 @@ TEST(ModelFamilies, GgufColumnNamesTheGgufTable) {
       ADD_FAILURE() << f.model_type << ": gguf_architecture " << f.gguf_architecture << " not in the GGUF table";
       continue;
     }
-    if (f.scheme == PositionKind::kRope && a->rope == GgmlRopeType::kNone)
+    // (Families whose code has no positions in the form llama.cpp builds, Nemotron-H and Kimi Linear,
+    // say so in their positions switch.)
+    if (f.scheme == PositionKind::kRope && a->rope == GgmlRopeType::kNone && f.positions == PositionSwitch::kAlways)
       rope_rows_llama_cpp_does_not_rotate.push_back(std::string(f.model_type));
     if (f.sections != FamilySections::kNone) {
       EXPECT_EQ(a->rope, f.sections == FamilySections::kChunked ? GgmlRopeType::kMrope : GgmlRopeType::kImrope)
@@ -187,7 +189,8 @@ TEST(ModelFamilies, EveryRowAgreesWithTheParser) {
     // Rows whose heads a family rule sizes (Gemma 4's full layers: global_head_dim 512 by default;
     // DeepSeek-V4: head_dim 512, the last R = 512 * 64/512 dims rotating) are checked below and by the
     // golden cases.
-    if (f.layer_types_rule == LayerTypesRule::kGemma4Pattern || f.site_rule == SiteRule::kDeepseekV4) {
+    if (f.layer_types_rule == LayerTypesRule::kGemma4Pattern || f.site_rule == SiteRule::kDeepseekV4 ||
+        !f.default_rope_parameters.empty()) {
       ++rope_rows;
       continue;
     }

@@ -6,7 +6,7 @@ Reads a Hugging Face transformers source tree statically (hf_reader.py: no impor
 torch), and llama.cpp's architecture -> rope type facts (a JSON extracted by extract_llama_rope_types.py),
 and compares them with posenc's registry:
 
-- every model_type whose modeling code applies positions must be a registry row (a `_text` /
+- every model_type whose modeling code applies positions must be a registry row (a `_text` / `_thinker` /
   `_text_model` suffix finds the row without it, as the registry does) or be in the leave-out list
   (a TSV, one `model_type<TAB>reason` a line; a pattern with `*` covers a group, with the reason);
 - for a listed family, the registry's scheme, pairing and default partial factor must agree with what
@@ -80,7 +80,7 @@ def load_registry(posenc: str | None, families_json: str | None) -> list[dict]:
 def find_row(rows: dict[str, dict], model_type: str) -> dict | None:
     if model_type in rows:
         return rows[model_type]
-    for suffix in ("_text_model", "_text"):
+    for suffix in ("_text_model", "_text", "_thinker"):
         if model_type.endswith(suffix) and model_type[: -len(suffix)] in rows:
             return rows[model_type[: -len(suffix)]]
     return None
