@@ -114,6 +114,11 @@ class Scheme:
     # what it is
     kind = property(lambda self: self._s.kind, doc="rope, learned, sinusoidal, alibi, t5_bucket or none")
     model_type = property(lambda self: self._s.model_type)
+    site = property(lambda self: self._s.site, doc="the RoPE site described: attention, mla, indexer, ...")
+    sites = property(lambda self: list(self._s.sites), doc="the RoPE sites of the model's attention layers")
+    rotation_sign = property(lambda self: self._s.rotation_sign, doc="-1 where the site rotates backwards")
+    rope_keys = property(lambda self: list(self._s.rope_keys), doc="keyed parameter sets (main / compress, ...)")
+    rope_key = property(lambda self: self._s.rope_key, doc="the parameter set described")
     num_heads = property(lambda self: self._s.num_heads)
     num_kv_heads = property(lambda self: self._s.num_kv_heads)
     hidden_size = property(lambda self: self._s.hidden_size)

@@ -917,7 +917,13 @@ def test_apply_layer_checks_everything_before_writing():
     cfg = {"model_type": "llama4_text", "hidden_size": 512, "num_attention_heads": 8, "num_key_value_heads": 2,
            "head_dim": 64, "num_hidden_layers": 4, "max_position_embeddings": 1 << 20, "rope_theta": 5e5,
            "no_rope_layers": [1, 1, 1, 0], "attn_temperature_tuning": True, "floor_scale": 1, "attn_scale": 3e38}
-    r = posenc.Rope(cfg)
+    try:
+        r = posenc.Rope(cfg)
+    except ValueError as e:
+        # The config reader bounds the temperature keys to what float32 holds (attn_scale 3e38 is refused
+        # before any tensor is touched): nothing to write half-way.
+        assert "attn_scale" in str(e) and "\n" not in str(e)
+        return
     sch = r.scheme.layer_schedule()
     layer = next(i for i, t in enumerate(sch.temperature) if t)
     pos = np.array([0, 10, 1000, 100000])

@@ -112,7 +112,7 @@ def test_rope_pair_turns_by_m_theta_and_scores_depend_on_m_minus_n():
     d = fig.posenc_data
     xy = d["pair_xy"]
     np.testing.assert_allclose(np.hypot(xy[:, 0], xy[:, 1]), 1.0, atol=1e-6)
-    rope = posenc.Rope({"hidden_size": 16, "num_attention_heads": 1, "max_position_embeddings": 4096,
+    rope = posenc.Rope({"model_type": "llama", "hidden_size": 16, "num_attention_heads": 1, "max_position_embeddings": 4096,
                         "rope_theta": 10000.0})
     assert d["theta"] == rope.inv_freq[2]
     np.testing.assert_allclose(np.unwrap(np.arctan2(xy[:, 1], xy[:, 0])), np.arange(20) * d["theta"], atol=1e-5)
