@@ -300,5 +300,22 @@ TEST(InspectModelFiles, SafetensorsWithoutConfigSaysWhatIsMissing) {
   fs::remove_all(dir);
 }
 
+// A config key naming positions that no reader or family row reads is refused naming it; --accept-key
+// states it as not changing the positions, and it is noted.
+TEST(Inspect, UnreadPositionalKeyIsRefusedUnlessAccepted) {
+  const std::string tmp = TempDir();
+  const std::string path = tmp + "/odd.json";
+  std::ofstream(path) << R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4,
+    "rope_theta": 10000, "rope_magic_shift": 3})";
+  std::string out;
+  EXPECT_EQ(testing::RunCommand(testing::CliPath() + " inspect " + path, &out), 2) << out;
+  EXPECT_NE(out.find("'rope_magic_shift'"), std::string::npos) << out;
+  EXPECT_NE(out.find("--accept-key"), std::string::npos) << out;
+  ASSERT_EQ(testing::RunCommand(testing::CliPath() + " inspect " + path + " --accept-key rope_magic_shift", &out), 0)
+      << out;
+  EXPECT_NE(out.find("rope_magic_shift"), std::string::npos) << out;
+  fs::remove_all(tmp);
+}
+
 }  // namespace
 }  // namespace posenc

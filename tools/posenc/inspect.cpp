@@ -7,6 +7,7 @@
 #include <limits>
 #include <numbers>
 #include <optional>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -327,6 +328,7 @@ void RegisterInspect(CLI::App& app) {
   static int64_t seq_len = -1;
   static bool as_json = false;
   static std::string layer_type, site;
+  static std::vector<std::string> accept_keys;
   static int64_t layer = -1;
   static bool allow_default_base = false, require_freq_base = false;
   static std::string assume_layout;
@@ -345,6 +347,9 @@ void RegisterInspect(CLI::App& app) {
   cmd->add_option("--site", site,
                   "RoPE site of an attention layer: attention, mla, indexer, attention_output, compressor (the "
                   "model's sites are listed)");
+  cmd->add_option("--accept-key", accept_keys,
+                  "A config key naming positions that posenc does not read, stated as not changing them (repeat for "
+                  "more keys; noted)");
   cmd->add_option("--assume-layout", assume_layout,
                   "Pair layout for a config.json whose model_type posenc does not know (see posenc families): "
                   "half or interleaved")
@@ -368,6 +373,7 @@ void RegisterInspect(CLI::App& app) {
     options.layer_type = layer_type;
     options.layer = layer;
     options.site = site;
+    options.understood_keys = accept_keys;
     options.allow_default_freq_base = !require_freq_base;
     if (RopePairing pairing; !assume_layout.empty() && ParseRopePairing(assume_layout, &pairing))
       options.assume_layout = pairing;

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -31,6 +32,7 @@ struct RopeOptions {
   // Which layer (index or type) and RoPE site of the model to rotate for.
   int64_t layer = -1;
   std::string layer_type, site;
+  std::vector<std::string> accept_keys;  // positional-looking config keys stated as understood
 };
 
 // What the model does at the layer and site asked for: its RoPE, the direction of the site (DeepSeek-V4's
@@ -68,7 +70,8 @@ Result<SiteRope> LoadRopeConfig(const RopeOptions& o, int64_t input_head_dim) {
   scheme_options.layer = o.layer;
   scheme_options.layer_type = o.layer_type;
   scheme_options.site = o.site;
-  const bool asked_layer = o.layer >= 0 || !o.layer_type.empty() || !o.site.empty();
+  scheme_options.understood_keys = o.accept_keys;
+  const bool asked_layer = o.layer >= 0 || !o.layer_type.empty() || !o.site.empty() || !o.accept_keys.empty();
   if (RopePairing pairing; !o.assume_layout.empty()) {
     if (!ParseRopePairing(o.assume_layout, &pairing))
       return InvalidArgumentError(fmt::format("--assume-layout '{}' (expected half or interleaved)", o.assume_layout));
@@ -232,6 +235,9 @@ void RegisterRope(CLI::App& app) {
   cmd->add_option("--site", o.site,
                   "RoPE site of the layer: attention, mla, indexer, attention_output (rotates backwards), compressor "
                   "(posenc inspect lists a model's sites)");
+  cmd->add_option("--accept-key", o.accept_keys,
+                  "A config key naming positions that posenc does not read, stated as not changing them (repeat for "
+                  "more keys; noted)");
   cmd->add_option("--direction", o.direction, "forward, or backward (rotate by -angle: the gradient)")
       ->check(CLI::IsMember({"forward", "backward"}))
       ->capture_default_str();
