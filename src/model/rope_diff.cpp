@@ -284,9 +284,24 @@ Result<ModelRope> ModelRopeLayers(const RopeDescription& d) {
     }
     return &it->second;
   };
-  auto sites_of = [](const PositionScheme& s) { return std::vector<RopeSite>{RopeSite{"rope", s.rope}}; };
+  // Each RoPE site of a layer (DeepSeek-V3.2 / GLM-5: mla and indexer; DeepSeek-V4: four), read for the
+  // layer's type; a model with one site keeps the one name "rope".
+  auto sites_of = [&](const PositionScheme& s, const std::string& type) -> Result<std::vector<RopeSite>> {
+    if (s.sites.size() < 2) return std::vector<RopeSite>{RopeSite{"rope", s.rope}};
+    std::vector<RopeSite> out;
+    for (RotarySite site : s.sites) {
+      ModelSchemeOptions o = d.options;
+      o.layer_type = type;
+      o.site = std::string(ToString(site));
+      POSENC_ASSIGN_OR_RETURN(PositionScheme one,
+                              d.model.has_value() ? ModelScheme(*d.model, o) : ConfigFileScheme(d.path, o));
+      out.push_back(RopeSite{std::string(ToString(site)), one.rope});
+    }
+    return out;
+  };
   if (d.scheme.num_layers <= 0) {
-    m.layers.push_back(LayerRope{0, "", true, sites_of(d.scheme)});
+    POSENC_ASSIGN_OR_RETURN(std::vector<RopeSite> sites, sites_of(d.scheme, d.options.layer_type));
+    m.layers.push_back(LayerRope{0, "", true, std::move(sites)});
     return m;
   }
   POSENC_ASSIGN_OR_RETURN(LayerSchedule schedule, LayerRopeSchedule(d.scheme));
@@ -299,7 +314,7 @@ Result<ModelRope> ModelRopeLayers(const RopeDescription& d) {
     layer.rope = schedule.rope[static_cast<size_t>(l)];
     if (layer.rope) {
       POSENC_ASSIGN_OR_RETURN(const PositionScheme* s, scheme_of(layer.layer_type));
-      layer.sites = sites_of(*s);
+      POSENC_ASSIGN_OR_RETURN(layer.sites, sites_of(*s, layer.layer_type));
     }
     m.layers.push_back(std::move(layer));
   }
