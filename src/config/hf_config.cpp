@@ -1154,6 +1154,10 @@ Status CheckPositionalKeys(const json& j, const std::string& source, const HfCon
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string& key = it.key();
     if (it.value().is_null() || !NamesPositions(key)) continue;
+    // A RoPE model's position_embedding_type that says rotary agrees with the answer.
+    if (key == "position_embedding_type" && s->kind == PositionKind::kRope && it.value().is_string() &&
+        (it.value().get<std::string>() == "rope" || it.value().get<std::string>() == "rotary"))
+      continue;
     if (std::find(std::begin(kReadKeys), std::end(kReadKeys), key) != std::end(kReadKeys)) continue;
     if (std::any_of(std::begin(kIgnoredEverywhere), std::end(kIgnoredEverywhere),
                     [&](const IgnoredKey& k) { return k.key == key; }))
