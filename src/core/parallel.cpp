@@ -180,8 +180,10 @@ void ThreadPool::For(int64_t n, const std::function<void(int64_t, int64_t)>& fn)
 
 Result<int> ParseThreadCount(std::string_view text, std::string_view what) {
   int64_t v = 0;
+  // At most 9 digits are read (no overflow); a longer text is refused whatever it holds.
   bool digits = !text.empty() && text.size() <= 9;
   for (char c : text) {
+    if (!digits) break;
     if (c < '0' || c > '9') {
       digits = false;
       break;
