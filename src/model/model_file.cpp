@@ -1,6 +1,8 @@
 // OpenModel: format detection and the per-format names of the input-stage tensors.
 #include "posenc/model/model_file.hpp"
 
+#include "posenc/io/mapped_file.hpp"
+
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -435,5 +437,24 @@ struct ModelFileBuilder {
 };
 
 Result<ModelFile> OpenModel(const std::string& path) { return ModelFileBuilder::Open(path); }
+
+bool LooksLikeJsonConfig(const std::string& path) {
+  if (path.ends_with(".json")) return true;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return false;
+  Result<MappedFile> f = MappedFile::Open(path);
+  if (!f.ok()) return false;
+  int seen = 0;
+  for (std::byte b : f->bytes()) {
+    const char c = static_cast<char>(b);
+    if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;
+    if (seen++ == 0) {
+      if (c != '{') return false;
+    } else {
+      return c == '"' || c == '}';
+    }
+  }
+  return false;
+}
 
 }  // namespace posenc

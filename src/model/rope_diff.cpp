@@ -18,26 +18,6 @@
 namespace posenc {
 namespace {
 
-// A config.json by name or by content: a regular file whose first non-space bytes are '{' then '"'
-// or '}' (GGUF, .npy, safetensors and llama2.c headers never start so).
-bool IsJsonConfig(const std::string& path) {
-  if (path.ends_with(".json")) return true;
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) return false;
-  Result<MappedFile> f = MappedFile::Open(path);
-  if (!f.ok()) return false;
-  int seen = 0;
-  for (std::byte byte : f->bytes()) {
-    const char c = static_cast<char>(byte);
-    if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;
-    if (seen++ == 0) {
-      if (c != '{') return false;
-    } else {
-      return c == '"' || c == '}';
-    }
-  }
-  return false;
-}
 
 std::string Num(double v) { return fmt::format("{:.10g}", v); }
 
@@ -236,7 +216,7 @@ Result<RopeDescription> OpenRopeDescription(const std::string& path, const Model
   RopeDescription d;
   d.path = path;
   d.options = options;
-  if (!IsJsonConfig(path)) {
+  if (!LooksLikeJsonConfig(path)) {
     POSENC_ASSIGN_OR_RETURN(ModelFile m, OpenModel(path));
     d.model = std::move(m);
   }

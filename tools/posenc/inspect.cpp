@@ -207,27 +207,6 @@ Result<json> Describe(const PositionScheme& s, const std::string& path, int64_t 
   return out;
 }
 
-// A config.json by its name or, whatever its name, by its content: a regular file whose first
-// non-space bytes are '{' then '"' or '}' (no model file starts so: GGUF, .npy and safetensors have
-// binary headers, a llama2.c header whose first byte is '{' has a 0 byte after it).
-bool LooksLikeJsonConfig(const std::string& path) {
-  if (path.ends_with(".json")) return true;
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) return false;
-  Result<MappedFile> f = MappedFile::Open(path);
-  if (!f.ok()) return false;
-  int seen = 0;
-  for (std::byte b : f->bytes()) {
-    const char c = static_cast<char>(b);
-    if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;
-    if (seen++ == 0) {
-      if (c != '{') return false;
-    } else {
-      return c == '"' || c == '}';
-    }
-  }
-  return false;
-}
 
 void PrintText(const json& d) {
   auto num = [](const json& v) { return v.is_number_float() ? fmt::format("{:.10g}", v.get<double>()) : v.dump(); };

@@ -110,4 +110,8 @@ class ModelFile {
 // kInvalidArgument (format not recognised), or the reader's own error.
 Result<ModelFile> OpenModel(const std::string& path);
 
+// A Hugging Face config.json by its name or, whatever its name, by its content: a regular file whose
+// first non-space bytes are '{' then '"' or '}' (GGUF, .npy, safetensors and llama2.c headers never start so).
+bool LooksLikeJsonConfig(const std::string& path);
+
 }  // namespace posenc
