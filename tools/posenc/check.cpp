@@ -204,8 +204,9 @@ void RegisterCheck(CLI::App& app) {
       "FILE.safetensors[:NAME] (F32/F16/BF16, positions I32/I64). Exit 0 pass, 1 fail, "
       "2 bad input");
   static std::string model, before, after, positions, cos, sin, inv_freq, order = "tokens-first", dtype_name,
-                                                                         layer_type, site, assume_layout;
-  static int64_t layer = -1, seq_len = 0;
+                                                                         assume_layout;
+  static LayerSelection sel;
+  static int64_t seq_len = 0;
   static bool as_json = false;
   cmd->add_option("--model", model, "config.json, .gguf, .safetensors or Hugging Face folder")->required();
   cmd->add_option("--before", before,
@@ -221,9 +222,7 @@ void RegisterCheck(CLI::App& app) {
                   "The engine's dtype: f32, f16 or bf16 (default: the dump's; bfloat16 dumps are saved as float32 "
                   "and named here)")
       ->check(CLI::IsMember({"f32", "f16", "bf16", "float32", "float16", "bfloat16"}));
-  AddIntOption(cmd, "--layer", layer, "Decoder layer the dump is of (default: the first RoPE layer)", 0, kMaxLayers);
-  cmd->add_option("--layer-type", layer_type, "The layer type the dump is of (e.g. sliding_attention)");
-  cmd->add_option("--site", site, "The RoPE site within the layer (default: its only one, 'rope')");
+  AddLayerSelection(cmd, sel, /*accept_keys=*/false);  // default: the first RoPE layer, its only site
   AddIntOption(cmd, "--seq-len", seq_len,
                "Sequence length the engine computed frequencies for (default: largest position + 1; "
                "inv_freq: max_position_embeddings)",
@@ -246,7 +245,7 @@ void RegisterCheck(CLI::App& app) {
     Result<RopeDescription> d = OpenRopeDescription(model, options);
     if (!d.ok()) return fail(d.status());
     Result<RopeCheckTarget> target =
-        RopeCheckTargetOf(*d, RopeCheckSelect{.layer = layer, .layer_type = layer_type, .site = site});
+        RopeCheckTargetOf(*d, RopeCheckSelect{.layer = sel.layer, .layer_type = sel.layer_type, .site = sel.site});
     if (!target.ok()) return fail(target.status());
 
     RopeDump dump;

@@ -306,9 +306,7 @@ void RegisterInspect(CLI::App& app) {
   static std::string path;
   static int64_t seq_len = -1;
   static bool as_json = false;
-  static std::string layer_type, site;
-  static std::vector<std::string> accept_keys;
-  static int64_t layer = -1;
+  static LayerSelection sel;
   static bool allow_default_base = false, require_freq_base = false;
   static std::string assume_layout;
   cmd->add_option("config", path, "config.json, or a model: .gguf, .safetensors, a Hugging Face folder, llama2.c .bin")
@@ -316,19 +314,7 @@ void RegisterInspect(CLI::App& app) {
   cmd->add_option("--seq-len", seq_len, "Sequence length (largest position + 1); default max_position_embeddings")
       ->check(NonNegativeInteger());
   cmd->add_flag("--json", as_json, "Print the same as JSON");
-  cmd->add_option("--layer-type", layer_type,
-                  "Which layer type's parameters (keyed rope_parameters, Gemma 3/4, DeepSeek-V4; a GGUF's "
-                  "sliding_attention), e.g. sliding_attention");
-  cmd->add_option("--layer", layer,
-                  "Decoder layer index: the scheme of that layer (its type's parameters; none for a NoPE or mamba "
-                  "layer)")
-      ->check(NonNegativeInteger());
-  cmd->add_option("--site", site,
-                  "RoPE site of an attention layer: attention, mla, indexer, attention_output, compressor (the "
-                  "model's sites are listed)");
-  cmd->add_option("--accept-key", accept_keys,
-                  "A config key naming positions that posenc does not read, stated as not changing them (repeat for "
-                  "more keys; noted)");
+  AddLayerSelection(cmd, sel, /*accept_keys=*/true);
   cmd->add_option("--assume-layout", assume_layout,
                   "Pair layout for a config.json whose model_type posenc does not know (see posenc families): "
                   "half or interleaved")
@@ -349,10 +335,10 @@ void RegisterInspect(CLI::App& app) {
       model = std::move(m).value();
     }
     ModelSchemeOptions options;
-    options.layer_type = layer_type;
-    options.layer = layer;
-    options.site = site;
-    options.understood_keys = accept_keys;
+    options.layer_type = sel.layer_type;
+    options.layer = sel.layer;
+    options.site = sel.site;
+    options.understood_keys = sel.accept_keys;
     options.allow_default_freq_base = !require_freq_base;
     if (RopePairing pairing; !assume_layout.empty() && ParseRopePairing(assume_layout, &pairing))
       options.assume_layout = pairing;
