@@ -137,6 +137,9 @@ def check_sites(posenc, rec, path, got, st, cfg):
             args = ["--layer", str(layer)] + (["--site", site] if site else [])
             g = run_inspect(posenc, path, *args)
             where = f"layer {layer} ({key or 'default set'})" + (f", site {site}" if site else "")
+            if site and site in rec.data["expect"].get("sites", {}):  # the record's own reading of the code
+                for field, want in rec.data["expect"]["sites"][site].items():
+                    rec.check(g.get(field) == want, f"{where}: {field} {g.get(field)!r}, the record says {want!r}")
             if site:
                 s = st.site(site, key)
                 for field, want in (("head_dim", s.head_dim), ("rotary_dim", s.rotary_dim),

@@ -360,6 +360,10 @@ def _derived_layer_types(c: dict) -> Optional[list]:
         if out:
             out[-1] = "full_attention"  # Gemma4TextConfig forces the last layer to full attention
         return out
+    if mt == "mimo_v2" and c.get("hybrid_layer_pattern") is not None and not lt:
+        # MiMo-V2 remote code (modeling_mimo_v2.py, MiMoV2DecoderLayer): hybrid_layer_pattern 1 = a sliding-window
+        # attention layer (swa_* heads, swa_rope_theta), 0 = full attention (rope_theta).
+        return ["sliding_attention" if v == 1 else "full_attention" for v in c["hybrid_layer_pattern"]]
     if mt == "deepseek_v4":
         if lt:
             return list(lt)[:n]
@@ -413,6 +417,8 @@ def structure(config: dict) -> Structure:
     rp = c.get("rope_parameters")
     if isinstance(rp, dict) and rp and all(isinstance(v, dict) for v in rp.values()) and set(rp) <= set(types):
         keys = [t if a and not none else None for t, a in zip(types, attention)]  # keyed by layer type (MiMo-V2)
+    if mt == "mimo_v2" and "swa_rope_theta" in c:
+        keys = list(types)
     key_heads = None
     heads = [hd if a else 0 for a in attention]
     sites = {}
@@ -509,6 +515,12 @@ def site_freqs(config: dict, st: Structure, site: Optional[str], key: Optional[s
         p["truncate"] = True  # transformers reads truncate from the top of the keyed dict, where it never is
         inv, att = _standard(c, p, s.rotary_dim, seq_len)
         return Rope(inv.tolist(), float(att), s.rotary_dim)
+    if mt == "mimo_v2" and "swa_rope_theta" in c:
+        # modeling_mimo_v2.py: MiMoV2Attention(rope_theta=getattr(config, "swa_rope_theta", rope_theta)) on sliding
+        # layers, rope_theta on full ones; rotary dims int(head_dim * partial_rotary_factor), default RoPE.
+        base = float(c["swa_rope_theta"] if key == "sliding_attention" else c.get("rope_theta", 10000.0))
+        dim = rotary_dim(c)
+        return Rope(_default(base, dim).tolist(), 1.0, dim)
     r = freqs(config, key, seq_len)
     return r
 
@@ -517,7 +529,7 @@ def site_freqs(config: dict, st: Structure, site: Optional[str], key: Optional[s
 STRUCTURE_FAMILIES = {
     "granitemoehybrid", "nemotron_h", "kimi_linear", "lfm2", "lfm2_moe", "qwen3_next", "qwen3_5", "qwen3_5_moe",
     "qwen3_5_text", "qwen3_5_moe_text", "olmo_hybrid", "gemma4", "gemma4_text", "deepseek_v4", "deepseek_v32",
-    "glm_moe_dsa", "glm4_moe_lite", "longcat_flash", "mistral4", "mimo_v2_flash",
+    "glm_moe_dsa", "glm4_moe_lite", "longcat_flash", "mistral4", "mimo_v2_flash", "mimo_v2", "minimax_m2",
 }
 
 
