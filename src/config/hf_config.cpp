@@ -183,6 +183,26 @@ Status ParseScalingBeta(const json& j, const std::string& source, PositionScheme
   return OkStatus();
 }
 
+// The family's own keys that SiteView reads only for the layer or site asked for (MiMo-V2's
+// swa_rope_theta, DeepSeek-V4's compress_rope_theta, the DSA / V4 indexer's index_head_dim): checked for
+// every config, whichever layer and site it is read for, and named as the config spells them (SiteView
+// hands their values on under the generic names).
+Status CheckFamilyKeyTypes(const json& j, const std::string& source, const ModelFamily& f) {
+  if (f.layer_types_rule == LayerTypesRule::kHybridLayerPattern && Has(j, "swa_rope_theta")) {
+    POSENC_ASSIGN_OR_RETURN(const double base, GetNumber(j, "swa_rope_theta", source));
+    if (!(base > 0)) return KeyError(source, "swa_rope_theta", fmt::format("is {}, must be positive", base));
+  }
+  if (f.keying == RopeKeying::kMainCompress && Has(j, "compress_rope_theta")) {
+    POSENC_ASSIGN_OR_RETURN(const double base, GetNumber(j, "compress_rope_theta", source));
+    if (!(base > 0)) return KeyError(source, "compress_rope_theta", fmt::format("is {}, must be positive", base));
+  }
+  if ((f.site_rule == SiteRule::kDsa || f.site_rule == SiteRule::kDeepseekV4) && Has(j, "index_head_dim")) {
+    POSENC_ASSIGN_OR_RETURN(const int64_t head, GetInt(j, "index_head_dim", source));
+    if (head <= 0) return KeyError(source, "index_head_dim", fmt::format("is {}, must be positive", head));
+  }
+  return OkStatus();
+}
+
 // The type of every decoder layer where the family derives it from keys other than layer_types
 // (LayerTypesRule, model_families.hpp). Types of layers without attention are named as
 // LayerTypeHasAttention knows them ("mamba", "moe", "mlp", "linear_attention").
@@ -282,8 +302,11 @@ Status DeriveLayerTypes(const json& j, const std::string& source, const ModelFam
       return OkStatus();
     }
     case LayerTypesRule::kKdaLayers: {
-      if (!types.empty() || !Has(j, "linear_attn_config") || !j["linear_attn_config"].is_object()) return OkStatus();
+      if (!types.empty() || !Has(j, "linear_attn_config")) return OkStatus();
       const json& cfg = j["linear_attn_config"];
+      if (!cfg.is_object())
+        return KeyError(source, "linear_attn_config",
+                        fmt::format("is {}, expected an object (kda_layers, full_attn_layers)", JsonForMessage(cfg)));
       const std::string where = source + " (linear_attn_config)";
       types.assign(static_cast<size_t>(n), "full_attention");
       if (!Has(cfg, "kda_layers")) return OkStatus();
@@ -376,7 +399,10 @@ Status ParseLayerKeys(const json& j, const std::string& source, PositionScheme* 
     if (*dst <= 0) return KeyError(source, key, fmt::format("is {}, must be > 0", *dst));
   }
   const ModelFamily* family = FamilyOf(*s);
-  if (family != nullptr) POSENC_RETURN_IF_ERROR(DeriveLayerTypes(j, source, *family, s));
+  if (family != nullptr) {
+    POSENC_RETURN_IF_ERROR(CheckFamilyKeyTypes(j, source, *family));
+    POSENC_RETURN_IF_ERROR(DeriveLayerTypes(j, source, *family, s));
+  }
   if (family == nullptr || family->query_temperature == QueryTemperatureForm::kNone) return OkStatus();
   if (family->query_temperature == QueryTemperatureForm::kScalingBeta) return ParseScalingBeta(j, source, s);
   // Llama4TextConfig: attn_temperature_tuning (a truthy value: Scout's config says 4), floor_scale,
@@ -1485,6 +1511,13 @@ Result<PositionScheme> ParseHfConfigJsonAt(const json& j, const std::string& sou
   // or RoPE keys.
   const bool outer_is_model = Has(j, "rope_theta") || Has(j, "num_attention_heads") || Has(j, "n_head") ||
                               Has(j, "rope_scaling") || Has(j, "rope_parameters");
+  // A nested language-model config of another type than an object (null: absent) is refused by name, not
+  // skipped: the outer keys alone would describe some other model.
+  for (const char* nested : {"text_config", "thinker_config"})
+    if (Has(j, nested) && !j[nested].is_object() && !j[nested].is_null())
+      return KeyError(source, nested,
+                      fmt::format("is {}, expected an object (the language model's config) or null",
+                                  JsonForMessage(j[nested])));
   if (Has(j, "thinker_config") && j["thinker_config"].is_object() && !outer_is_model && !Has(j, "text_config")) {
     // Qwen3-Omni: thinker_config.text_config holds the language model.
     if (depth >= kMaxTextConfigDepth)
