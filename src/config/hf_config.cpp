@@ -1268,6 +1268,85 @@ std::vector<RotarySite> FamilySites(const ModelFamily* f, const json& j) {
   return {RotarySite::kAttention};
 }
 
+// Which layers run their own DSA indexer (ModelFamily::indexer_types), as GlmMoeDsaConfig derives them:
+// indexer_types ("full" / "shared"), else index_topk_pattern (a string of F / S, or a list of those names),
+// else "full" where max(i - index_skip_topk_offset + 1, 0) % index_topk_freq == 0 (defaults 2 and 1: every
+// layer). A "shared" layer reuses the previous layer's top-k and has no indexer. Empty: none of these keys.
+Result<std::vector<bool>> IndexerLayers(const json& j, const std::string& source, int64_t n) {
+  std::vector<bool> own;
+  auto from_names = [&](const char* key, const json& t) -> Status {
+    if (!t.is_array())
+      return KeyError(source, key, fmt::format("is {}, expected a list of \"full\" / \"shared\"", JsonForMessage(t)));
+    for (size_t i = 0; i < t.size(); ++i) {
+      if (!t[i].is_string() || (t[i] != "full" && t[i] != "shared"))
+        return KeyError(source, fmt::format("{}[{}]", key, i),
+                        fmt::format("is {}, expected \"full\" or \"shared\"", JsonForMessage(t[i])));
+      own.push_back(t[i] == "full");
+    }
+    return OkStatus();
+  };
+  if (Has(j, "indexer_types") && !j["indexer_types"].is_null()) {
+    POSENC_RETURN_IF_ERROR(from_names("indexer_types", j["indexer_types"]));
+  } else if (Has(j, "index_topk_pattern") && !j["index_topk_pattern"].is_null()) {
+    const json& p = j["index_topk_pattern"];
+    if (p.is_string()) {
+      const std::string t = p.get<std::string>();
+      for (size_t i = 0; i < t.size(); ++i) {
+        if (t[i] != 'F' && t[i] != 'S')
+          return KeyError(source, "index_topk_pattern",
+                          fmt::format("has {} at {}, expected F (full) or S (shared)",
+                                      QuoteForMessage(std::string(1, t[i])), i));
+        own.push_back(t[i] == 'F');
+      }
+    } else {
+      POSENC_RETURN_IF_ERROR(from_names("index_topk_pattern", p));
+    }
+  } else if (Has(j, "index_topk_freq") || Has(j, "index_skip_topk_offset")) {
+    int64_t freq = 1, offset = 2;
+    if (Has(j, "index_topk_freq")) { POSENC_ASSIGN_OR_RETURN(freq, GetInt(j, "index_topk_freq", source)); }
+    if (Has(j, "index_skip_topk_offset")) {
+      POSENC_ASSIGN_OR_RETURN(offset, GetInt(j, "index_skip_topk_offset", source, -kMaxLayers, kMaxLayers));
+    }
+    freq = std::max<int64_t>(freq, 1);
+    for (int64_t i = 0; i < n; ++i) own.push_back(std::max<int64_t>(i - offset + 1, 0) % freq == 0);
+    return own;
+  } else {
+    return own;
+  }
+  if (n > 0 && static_cast<int64_t>(own.size()) < n)
+    return KeyError(source, Has(j, "indexer_types") && !j["indexer_types"].is_null() ? "indexer_types" : "index_topk_pattern",
+                    fmt::format("has {} entries for {} layers (num_hidden_layers)", own.size(), n));
+  return own;
+}
+
+// A DSA family's indexer site on the layer asked for: gone where that layer reuses the previous layer's
+// top-k (IndexerLayers), refused by name when it is the site asked for; without a layer, a note says how
+// many layers have it.
+Status ApplyIndexerLayers(const json& j, const std::string& source, const ModelFamily& f, const HfConfigOptions& options,
+                          PositionScheme* s) {
+  if (f.site_rule != SiteRule::kDsa || !f.indexer_types) return OkStatus();
+  POSENC_ASSIGN_OR_RETURN(const std::vector<bool> own, IndexerLayers(j, source, s->num_layers));
+  if (own.empty()) return OkStatus();
+  const auto with = static_cast<int64_t>(std::count(own.begin(), own.end(), true));
+  if (s->layer < 0) {
+    if (with < static_cast<int64_t>(own.size()))
+      Note(s, fmt::format("{}: a DSA indexer on {} of {} layers (the others reuse the previous layer's top-k and have "
+                          "no indexer site; choose a layer with the layer option)",
+                          s->model_type, with, own.size()));
+    return OkStatus();
+  }
+  if (own[static_cast<size_t>(s->layer)]) return OkStatus();
+  if (options.site == "indexer")
+    return InvalidArgumentError(fmt::format(
+        "config {}: layer {} has no indexer site: its indexer type is \"shared\" (it reuses the previous layer's "
+        "top-k indices; indexer_types / index_topk_pattern / index_topk_freq)",
+        source, s->layer));
+  s->sites.erase(std::remove(s->sites.begin(), s->sites.end(), RotarySite::kIndexer), s->sites.end());
+  Note(s, fmt::format("layer {}: indexer type \"shared\": no indexer site (it reuses the previous layer's top-k)",
+                      s->layer));
+  return OkStatus();
+}
+
 std::string SitesString(const std::vector<RotarySite>& sites) {
   std::string out;
   for (RotarySite site : sites) out += fmt::format("{}{}", out.empty() ? "" : ", ", ToString(site));
@@ -1562,6 +1641,7 @@ Result<PositionScheme> ParseHfConfigJsonAt(const json& j, const std::string& sou
   POSENC_RETURN_IF_ERROR(ParseLayerKeys(j, source, &s));
   POSENC_RETURN_IF_ERROR(SelectLayer(source, &opts, &s));
   s.sites = FamilySites(family, j);
+  if (family != nullptr) POSENC_RETURN_IF_ERROR(ApplyIndexerLayers(j, source, *family, opts, &s));
   POSENC_RETURN_IF_ERROR(SelectSite(opts, source, &s));
   std::optional<RopePairing> site_pairing;
   if (family != nullptr) {
