@@ -132,6 +132,13 @@ def check_sites(posenc, rec, path, got, st, cfg):
     names = sorted(st.sites)
     if names:
         rec.check(sorted(got.get("sites", [])) == names, f"sites {got.get('sites')}, reference {names}")
+    if st.indexer_layers and not all(st.indexer_layers):
+        # A layer that reuses the previous layer's top-k has no indexer site (GLM-5.2).
+        shared = st.indexer_layers.index(False)
+        g = run_inspect(posenc, path, "--layer", str(shared))
+        rec.check("indexer" not in g.get("sites", []), f"layer {shared} (shared indexer): sites {g.get('sites')}")
+        if firsts:
+            firsts = {k: (l if st.indexer_layers[l] else st.indexer_layers.index(True)) for k, l in firsts.items()}
     for key, layer in firsts.items():
         for site in names or [None]:
             args = ["--layer", str(layer)] + (["--site", site] if site else [])

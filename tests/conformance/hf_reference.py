@@ -306,6 +306,7 @@ class Structure:
     sites: dict        # site name -> Site (for a layer of the default parameter set)
     none: bool         # the model applies no positions at all
     key_heads: Optional[dict] = None  # parameter set -> head size where it differs per set (Gemma 4)
+    indexer_layers: Optional[list] = None  # DSA: per layer, whether it runs its own indexer (GLM-5.2)
 
     def site(self, name: str, key: Optional[str]) -> Site:
         s = self.sites[name]
@@ -420,6 +421,7 @@ def structure(config: dict) -> Structure:
     if mt == "mimo_v2" and "swa_rope_theta" in c:
         keys = list(types)
     key_heads = None
+    indexer_layers = None
     heads = [hd if a else 0 for a in attention]
     sites = {}
     dim = 0 if none else rotary_dim(with_class_defaults(c))
@@ -437,6 +439,18 @@ def structure(config: dict) -> Structure:
         sites["mla"] = Site(head, r, head - r, "interleaved")
         ihd = int(c.get("index_head_dim", 128))
         sites["indexer"] = Site(ihd, r, 0, "half" if mt == "deepseek_v32" else "interleaved")
+        if mt == "glm_moe_dsa":
+            # configuration_glm_moe_dsa.py: indexer_types, else index_topk_pattern (F / S), else full where
+            # max(i - index_skip_topk_offset + 1, 0) % index_topk_freq == 0; modeling: no indexer on "shared".
+            it = c.get("indexer_types")
+            if it is None and c.get("index_topk_pattern") is not None:
+                p = c["index_topk_pattern"]
+                it = [{"F": "full", "S": "shared"}[ch] for ch in p] if isinstance(p, str) else list(p)
+            if it is None:
+                freq = max(c.get("index_topk_freq", 1), 1)
+                off = c.get("index_skip_topk_offset", 2)
+                it = ["full" if max(i - off + 1, 0) % freq == 0 else "shared" for i in range(n)]
+            indexer_layers = [t == "full" for t in it]
     elif mt == "deepseek_v4":
         head = int(c.get("head_dim", 512))
         prf = c.get("partial_rotary_factor")
@@ -464,7 +478,7 @@ def structure(config: dict) -> Structure:
             sites["attention"] = Site(head, dim, head - dim, layout)
         else:  # one site at the front of the head; its pairing is the record's `expect.layout` (not checked here)
             sites["attention"] = Site(hd, dim, 0, None)
-    return Structure(types, attention, rope, keys, heads, sites, none, key_heads)
+    return Structure(types, attention, rope, keys, heads, sites, none, key_heads, indexer_layers)
 
 
 def _proportional(p: dict, head: int):
