@@ -57,12 +57,21 @@ class Record:
 
 
 def compare_freqs(rec, got, ref, where):
-    rotated = [p for p in got["pairs"] if p.get("regime") != "unrotated"]
+    # Proportional RoPE (Gemma 4) keeps pairs that never turn: the reference holds them as exact zeros,
+    # posenc as regime "unrotated" with frequency 0; compare every pair then.
+    if any(f == 0 for f in ref.inv_freq):
+        rotated = list(got["pairs"])
+    else:
+        rotated = [p for p in got["pairs"] if p.get("regime") != "unrotated"]
     if not rec.check(len(rotated) == len(ref.inv_freq),
                      f"{where}: {len(rotated)} rotated pairs, reference {len(ref.inv_freq)}"):
         return
     bad = []
     for i, (p, f) in enumerate(zip(rotated, ref.inv_freq)):
+        if f == 0:  # a pair that must not turn: exactly 0
+            if p["frequency"] != 0:
+                bad.append(f"pair {i}: {p['frequency']:.9g} vs 0 (unrotated)")
+            continue
         e = rel(p["frequency"], f)
         rec.worst = max(rec.worst, e)
         if e > FREQ_RTOL:
