@@ -397,14 +397,18 @@ constexpr ModelFamily kFamilies[] = {
      .pairing = RopePairing::kInterleaved,
      .window = RotaryWindow::kBackOfHead,
      .gguf_architecture = "glm-dsa",
-     .own_keys = "qk_rope_head_dim after qk_nope_head_dim (MLA), rope_interleave; index_head_dim (DSA indexer)",
+     .own_keys = "qk_rope_head_dim after qk_nope_head_dim (MLA), rope_interleave; index_head_dim (DSA indexer); "
+                 "indexer_types / index_topk_pattern / index_topk_freq + index_skip_topk_offset (which layers run "
+                 "their own indexer)",
      .derives_from = "glm4_moe_lite",
      .site_rule = SiteRule::kDsa,
      .indexer_pairing = RopePairing::kInterleaved,
+     .indexer_types = true,
      .ignored_keys = "head_dim (GlmMoeDsaConfig sets it to qk_rope_head_dim), indexer_rope_interleave (the family "
                      "fixes interleaved), index_n_heads, index_topk",
      .source = "transformers src/transformers/models/glm_moe_dsa/modeling_glm_moe_dsa.py: MLA q_pe / k_pe and the "
-               "indexer's front rope dims, both interleaved"},
+               "indexer's front rope dims, both interleaved; GlmMoeDsaAttention: no indexer where indexer_types[i] is "
+               "shared (configuration_glm_moe_dsa.py derives them)"},
     {.model_type = "glm_ocr",
      .pairing = RopePairing::kInterleaved,
      .source = "transformers src/transformers/models/glm_ocr/modeling_glm_ocr.py: apply_rotary_pos_emb: interleaved"},

@@ -279,6 +279,49 @@ TEST(HfConfigValidation, ConflictingPartialKeys) {
               "partial_rotary_factor", "0.5");
 }
 
+// Keys read only in some paths (one nesting, one layer, one site) are still refused by name when their
+// type is wrong, whichever layer and site is asked for; a wrong type is never read as absent.
+TEST(HfConfigValidation, NestedConfigOfWrongTypeIsNamed) {
+  ExpectError(R"({"model_type": "llava", "text_config": "qwen2", "vision_config": {}})", "text_config", "\"qwen2\"");
+  ExpectError(R"({"model_type": "gemma3", "text_config": 5})", "text_config", "5");
+  ExpectError(R"({"model_type": "qwen3_omni_moe", "thinker_config": [1]})", "thinker_config", "[1]");
+  // null is absent: the outer keys are the model.
+  EXPECT_EQ(Parse(R"({"model_type": "llama", "hidden_size": 512, "num_attention_heads": 8, "text_config": null})")
+                .rope.layout.rotary_dim,
+            64);
+}
+
+TEST(HfConfigValidation, FamilyKeysOfOneLayerOrSiteAreCheckedForEveryLayer) {
+  // MiMo-V2: swa_rope_theta is the sliding layers' base; asking for layer 0 (full) still checks it.
+  ExpectError(R"({"model_type": "mimo_v2", "hidden_size": 2048, "num_attention_heads": 8, "num_hidden_layers": 2,
+    "head_dim": 192, "hybrid_layer_pattern": [0, 1], "rope_theta": 1e6, "swa_rope_theta": "1e4",
+    "partial_rotary_factor": 0.334})",
+              "swa_rope_theta", "\"1e4\"");
+  // DeepSeek-V4: compress_rope_theta is the compress set's base, read for compressed layers only.
+  ExpectError(R"({"model_type": "deepseek_v4", "hidden_size": 4096, "num_attention_heads": 64, "num_hidden_layers": 2,
+    "head_dim": 512, "compress_ratios": [0, 4], "rope_theta": 10000, "compress_rope_theta": "x"})",
+              "compress_rope_theta", "\"x\"");
+  // DSA: index_head_dim is the indexer site's head, read when that site is asked for.
+  ExpectError(R"({"model_type": "deepseek_v32", "hidden_size": 4096, "num_attention_heads": 64, "num_hidden_layers": 2,
+    "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "index_head_dim": "128"})",
+              "index_head_dim", "\"128\"");
+  ExpectError(R"({"model_type": "deepseek_v32", "hidden_size": 4096, "num_attention_heads": 64, "num_hidden_layers": 2,
+    "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "index_head_dim": 0})",
+              "index_head_dim", "0");
+  // Kimi Linear: linear_attn_config gives the layer kinds; a string is not "no config".
+  ExpectError(R"({"model_type": "kimi_linear", "hidden_size": 2048, "num_attention_heads": 16, "num_hidden_layers": 4,
+    "linear_attn_config": "x"})",
+              "linear_attn_config", "\"x\"");
+  // Mistral 4: llama_4_scaling_beta of a wrong type, and a rope_scaling that is not an object.
+  ExpectError(R"({"model_type": "mistral4", "hidden_size": 4096, "num_attention_heads": 32, "qk_nope_head_dim": 64,
+    "qk_rope_head_dim": 64, "rope_parameters": {"rope_type": "default", "rope_theta": 10000,
+    "llama_4_scaling_beta": "0.1", "original_max_position_embeddings": 8192}})",
+              "llama_4_scaling_beta", "\"0.1\"");
+  ExpectError(R"({"model_type": "mistral4", "hidden_size": 4096, "num_attention_heads": 32, "qk_nope_head_dim": 64,
+    "qk_rope_head_dim": 64, "rope_scaling": "yarn"})",
+              "rope_scaling", "\"yarn\"");
+}
+
 TEST(GgmlParams, ModesAndErrors) {
   Result<RopeConfig> c = RopeConfigFromGgmlParams(
       R"({"n_dims": 64, "mode": 2, "n_ctx_orig": 4096, "freq_base": 10000.0, "freq_scale": 0.25, "ext_factor": 0.0,

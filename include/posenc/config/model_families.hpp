@@ -120,6 +120,10 @@ struct ModelFamily {
   LayerTypesRule layer_types_rule = LayerTypesRule::kConfigOnly;
   SiteRule site_rule = SiteRule::kAttention;
   RopePairing indexer_pairing = RopePairing::kHalf;  // SiteRule::kDsa: the indexer's pairing
+  // SiteRule::kDsa: the config says which layers run their own indexer ("full") and which reuse the previous
+  // one's top-k ("shared": no indexer, so no indexer site): indexer_types, else index_topk_pattern ("F" /
+  // "S"), else index_topk_freq with index_skip_topk_offset (GLM-5.2's IndexShare). false: every layer's.
+  bool indexer_types = false;
   RopeKeying keying = RopeKeying::kNone;
   std::string_view full_head_dim_key{};  // the head size of full_attention layers (Gemma 4: global_head_dim)
   // The config class's rope_parameters where the config gives none (JSON; keyed by layer type where the
