@@ -1,4 +1,4 @@
-// _posenc's checking area: `posenc check` and `posenc diff` for Python (python/posenc/check.py). The
+// _posenc's checking area: `posenc check` and `posenc diff` for Python (python/posenc/_check.py). The
 // dump is the caller's numpy arrays or torch CPU tensors, read in place through the descriptors
 // python/posenc/_tensors.py's describe gives (data pointer, dtype, shape, element strides): the one
 // conversion is the library's, MakeRopeDump, into the float32 values CheckRope compares. The report
