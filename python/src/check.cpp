@@ -92,8 +92,12 @@ std::pair<std::string, std::string> CheckRopeBinding(const std::string& model, c
     t.dtype = d;
   }
   const RopeDescription desc = Describe(model, model_text, assume_layout);
-  const RopeCheckTarget target =
-      Take(RopeCheckTargetOf(desc, RopeCheckSelect{.layer = layer, .layer_type = layer_type, .site = site}));
+  Result<RopeCheckTarget> selected =
+      RopeCheckTargetOf(desc, RopeCheckSelect{.layer = layer, .layer_type = layer_type, .site = site});
+  // A layer type or site the model lacks is the caller's bad argument here, not a missing file.
+  if (!selected.ok() && selected.status().code() == StatusCode::kNotFound)
+    throw py::value_error(selected.status().message());
+  const RopeCheckTarget target = Take(std::move(selected));
   Result<RopeCheckReport> r = RopeCheckReport{};
   {
     py::gil_scoped_release release;  // the caller's tensors stay referenced by its frame

@@ -925,6 +925,11 @@ Result<RopeCheckReport> CheckRope(const RopeCheckTarget& target, const RopeDump&
       for (int64_t c = 0; c < C; ++c)
         for (int64_t t = 0; t < T; ++t) positions.push_back(t);
     }
+    if (d.position_rows > 0 && (d.position_rows != C || static_cast<int64_t>(positions.size()) != C * T))
+      return InvalidArgumentError(fmt::format("{}: positions of shape [{}, {}] for {} tokens; the model's RoPE takes {}",
+                                              d.what, d.position_rows,
+                                              static_cast<int64_t>(positions.size()) / d.position_rows, T,
+                                              C > 1 ? fmt::format("[{}, {}]", C, T) : fmt::format("[{}]", T)));
     if (static_cast<int64_t>(positions.size()) != C * T)
       return InvalidArgumentError(fmt::format("{}: {} positions for {} tokens; the model's RoPE takes {} per token{}",
                                               d.what, positions.size(), T, C, C > 1 ? " ([components, tokens])" : ""));
@@ -1249,6 +1254,7 @@ Result<RopeDump> MakeRopeDump(const RopeDumpTensors& t) {
   }
   if (Given(t.positions)) {
     POSENC_ASSIGN_OR_RETURN(dump.positions, PositionsOf(t.positions));
+    if (t.positions.shape.size() == 2) dump.position_rows = t.positions.shape[0];
   }
   // A bfloat16 engine's dump stored wider holds only bfloat16 values.
   if (t.dtype == DType::kBF16)

@@ -53,6 +53,7 @@ struct RopeDump {
   // Positions, component-major [num_components, tokens] (1-D RoPE: [tokens]); empty: row i is
   // position i (cos/sin caches).
   std::vector<int64_t> positions;
+  int64_t position_rows = 0;  // the rows of a [C, T] positions tensor, checked against the model's C; 0: flat
   // kCosSin: [tokens, width], width R (HF's cache: both members of a pair) or R/2 (one per pair).
   std::vector<float> cos, sin;
   // kInvFreq: R/2 values.
