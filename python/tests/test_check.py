@@ -141,6 +141,20 @@ def test_float64_numpy_dump_reads_as_float32(cli, tmp_path):
     assert r.json == cli_json(cli, tmp_path, config, ["--order", "heads-first"],
                               {"--before": f32(q).astype(np.float64), "--after": f32(out).astype(np.float64),
                                "--positions": pos.numpy()})
+    # the text is the CLI's text too
+    text = subprocess.run([cli, "check", "--model", str(tmp_path / "config.json"), "--order", "heads-first",
+                           "--before", str(tmp_path / "before.npy"), "--after", str(tmp_path / "after.npy"),
+                           "--positions", str(tmp_path / "positions.npy")], capture_output=True, text=True)
+    assert text.returncode == 0 and r.text == text.stdout
+
+
+def test_numpy_float16_dump():
+    config = published("qwen2__qwen2.5-7b-instruct-yarn-d1e200f")
+    q, out, pos = engine(config, torch.float16, "scaling_missing")
+    r = posenc.check(config, before=f32(q).astype(np.float16).transpose(1, 0, 2),
+                     after=f32(out).astype(np.float16).transpose(1, 0, 2), positions=pos.numpy())
+    assert r.cause == "scaling_missing" and "float16" not in r.target, r.text
+    assert r.json == posenc.check(config, before=q, after=out, positions=pos, order="heads-first").json
 
 
 def test_bfloat16_values_saved_as_float32_with_dtype():
@@ -272,6 +286,8 @@ def test_bad_input_is_a_one_line_value_error():
         (dict(before=qn.astype(np.int32), after=on), "before: dtype int32"),
         (dict(before=qn, after=on, order="sideways"), "order: 'sideways' is not tokens-first or heads-first"),
         (dict(before=qn, after=on, layer_type="sliding_attention"), "--layer-type sliding_attention"),
+        (dict(before=qn, after=on, site="indexer"), "--site indexer"),
+        (dict(before=qn, after=on, dtype="int8"), "dtype: 'int8' is not float32, float16 or bfloat16"),
     ]
     for kw, text in cases:
         kw.setdefault("positions", pos)
