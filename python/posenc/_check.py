@@ -5,7 +5,7 @@ The report is the library's (RopeCheckReportJson / RopeCheckReportText in src/mo
 JSON `posenc check --json` prints: `CheckReport.json` is that dict, and its fields are read from it.
 The dump is read in place: numpy arrays and torch CPU tensors (float32, float16, bfloat16; numpy
 float64 too), contiguous or strided, are described (pointer, dtype, shape, strides) and converted once
-in C++; positions are a contiguous int64 array (a copy only when they are not one already).
+in C++; int32 / int64 positions are read in place too (other integer types through an int64 copy).
 
 Example::
 
@@ -147,6 +147,17 @@ def _values(x: Any, name: str) -> Optional[tuple]:
     return _tensors.describe(x, name, writable=False)
 
 
+def _positions(x: Any) -> tuple:
+    """The descriptor of integer positions: int32 / int64 in native order read in place (any strides),
+    other integer types as an int64 copy."""
+    a = _tensors.int_array(x, "positions")
+    if not (a.dtype in (np.int32, np.int64) and a.dtype.isnative and all(s % a.itemsize == 0 for s in a.strides)):
+        a = _tensors.to_int64(a, "positions")
+    ptr = int(a.__array_interface__["data"][0])
+    _tensors.check_in_owner(a, ptr, "positions")
+    return ptr, "int32" if a.dtype == np.int32 else "int64", tuple(a.shape), tuple(s // a.itemsize for s in a.strides)
+
+
 def _dtype_arg(dtype: Any) -> str:
     if dtype is None:
         return ""
@@ -174,9 +185,7 @@ def check(model: Any, before: Any = None, after: Any = None, positions: Any = No
     if order not in ("tokens-first", "heads-first"):
         raise ValueError(f"order: {_tensors.quote(order)} is not tokens-first or heads-first")
     path, text = _model_arg(model, "model")
-    pos = None if positions is None else _tensors.to_int64(_tensors.int_array(positions, "positions"), "positions")
-    pos_desc = None if pos is None else (int(pos.__array_interface__["data"][0]), "int64", tuple(pos.shape),
-                                         tuple(s // 8 for s in pos.strides))
+    pos_desc = None if positions is None else _positions(positions)
     js, txt = _posenc.check_rope(
         path, text, assume_layout or "", -1 if layer is None else _tensors.int_arg(layer, "layer", 0),
         layer_type or "", site or "", _values(before, "before"), _values(after, "after"), pos_desc,

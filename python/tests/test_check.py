@@ -127,7 +127,10 @@ def test_numpy_tokens_first_and_torch_heads_first_give_one_report():
                      after=np.ascontiguousarray(f32(out).transpose(1, 0, 2)), positions=pos.numpy())
     # a strided view (no copy): the heads-first tensor read through its transpose
     c = posenc.check(config, before=q.transpose(0, 1), after=out.transpose(0, 1), positions=pos.numpy().astype(np.int32))
-    assert a.json == b.json == c.json
+    # positions as a strided int64 view and as uint16 (copied to int64)
+    d = posenc.check(config, before=q, after=out, positions=np.repeat(pos.numpy(), 2)[::2], order="heads-first")
+    e = posenc.check(config, before=q, after=out, positions=pos.numpy().astype(np.uint16), order="heads-first")
+    assert a.json == b.json == c.json == d.json == e.json
     assert a.cause == "direction"
     assert a.worst.head is not None and a.worst.pair is not None and a.worst.position in POSITIONS
 
