@@ -5,7 +5,6 @@
 // the dump's dtype, the worst element, and when it fails the causes that explain it, best first.
 // Exit 0 pass, 1 fail, 2 bad input.
 #include <cstdio>
-#include <cstring>
 #include <string>
 #include <vector>
 
