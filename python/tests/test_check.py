@@ -305,6 +305,11 @@ def test_bad_input_is_a_one_line_value_error():
     with pytest.raises(ValueError, match=ONE_LINE) as e:
         posenc.check(config, before=qn, after=on, positions=[0, 1, 2, -5])
     assert "-5" in str(e.value)
+    with pytest.raises(ValueError, match=r"^model \(dict\): the model's scheme is [a-z_]+, not RoPE: nothing to check$"):
+        posenc.check(published("gpt2__openai-community-gpt2-xl"), before=qn, after=on, positions=pos)
+    with pytest.raises(OSError, match=ONE_LINE) as e:
+        posenc.diff(config, "/nonexistent/config.json")
+    assert "/nonexistent/config.json" in str(e.value)
 
 
 def to_v5(c):
