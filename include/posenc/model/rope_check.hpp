@@ -20,9 +20,11 @@
 // Example:
 //   RopeDescription d = OpenRopeDescription("config.json").value();
 //   RopeCheckTarget t = RopeCheckTargetOf(d, RopeCheckSelect{.layer = 3}).value();
-//   RopeDump dump = ...;   // before/after [T, H, W] as float, positions [T]
+//   RopeDumpTensors in;   // the caller's before/after [T, H, W] and positions [T], read in place
+//   in.before = {.data = q, .dtype = DType::kBF16, .shape = {T, H, W}, .strides = {}, .name = "q"}; ...
+//   RopeDump dump = MakeRopeDump(in).value();
 //   RopeCheckReport r = CheckRope(t, dump).value();
-//   if (!r.pass) puts(r.diagnosis.front().id.c_str());
+//   if (!r.pass) puts(RopeCheckReportText(r).c_str());   // or RopeCheckReportJson(r): `posenc check --json`
 #pragma once
 
 #include <cstdint>
