@@ -36,6 +36,7 @@
 namespace py = pybind11;
 
 namespace posenc::python {
+void RegisterCheck(py::module_& m);  // check.cpp: posenc check / posenc diff
 namespace {
 
 // ---- errors ------------------------------------------------------------------------------------
@@ -857,6 +858,7 @@ PYBIND11_MODULE(_posenc, m) {
   m.doc() = "posenc's C++ API, translated (use the `posenc` package, not this module)";
   m.attr("__version__") = POSENC_VERSION;             // the project's version (CMakeLists.txt)
   m.attr("MAX_JSON_NESTING") = kMaxJsonNesting;      // the bound every JSON reader applies
+  RegisterCheck(m);
   m.def("scaling_rows", [] {  // (name, [key names]) of each row of RopeScalings(): the library's list
     py::list rows;
     for (const RopeScalingSpec& r : RopeScalings()) {
