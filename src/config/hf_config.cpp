@@ -220,6 +220,21 @@ Status DeriveLayerTypes(const json& j, const std::string& source, const ModelFam
         types.back() = "full_attention";
       }
       return OkStatus();
+    case LayerTypesRule::kSlidingWindowPattern:
+    case LayerTypesRule::kEveryNthFull: {
+      // The config class's __post_init__: layer_types, else one full layer every `period`, the rest sliding.
+      if (!types.empty()) return OkStatus();
+      const bool from_key =
+          family.layer_types_rule == LayerTypesRule::kSlidingWindowPattern && s->sliding_window_pattern > 0;
+      const int64_t period = from_key ? s->sliding_window_pattern : family.full_layer_period;
+      if (period <= 0) return OkStatus();
+      for (int64_t i = 0; i < n; ++i) types.push_back((i + 1) % period == 0 ? "full_attention" : "sliding_attention");
+      if (n > 0)
+        Note(s, fmt::format("{}: no layer_types: every {}th layer full_attention, the others sliding_attention ({})",
+                            s->model_type, period,
+                            from_key ? "sliding_window_pattern" : "the config class's default"));
+      return OkStatus();
+    }
     case LayerTypesRule::kMambaUnlessListed:
       if (types.empty() && n > 0) {
         types.assign(static_cast<size_t>(n), "mamba");
@@ -708,6 +723,7 @@ Result<RopeSource> SelectRopeParams(const json& j, const std::string& source, co
   }
   if (Has(j, "rope_local_base_freq") && s->rope_layer_types.empty()) {
     s->rope_layer_types = {"full_attention", "sliding_attention"};
+    if (s->rope_keys.empty()) s->rope_keys = s->rope_layer_types;  // a parameter set per layer type
     s->rope_layer_type = options.layer_type.empty() ? "full_attention" : options.layer_type;
     if (s->rope_layer_type == "sliding_attention") r.params = nullptr;  // sliding layers: plain RoPE
   }

@@ -330,10 +330,14 @@ constexpr ModelFamily kFamilies[] = {
      .gguf_architecture = "gemma3",
      .layer_schedule = "layer_types (sliding_window_pattern 6): rope_local_base_freq on sliding layers, rope_theta + "
                        "rope_scaling on full ones",
+     .layer_types_rule = LayerTypesRule::kSlidingWindowPattern,
+     .full_layer_period = 6,
      .source = "transformers src/transformers/models/gemma3/modeling_gemma3.py: rotate_half, apply_rotary_pos_emb"},
     {.model_type = "gemma3n",
      .gguf_architecture = "gemma3n",
      .layer_schedule = "layer_types: rope_local_base_freq on sliding layers, rope_theta on full ones",
+     .layer_types_rule = LayerTypesRule::kEveryNthFull,
+     .full_layer_period = 5,
      .source = "transformers src/transformers/models/gemma3n/modeling_gemma3n.py: rotate_half, apply_rotary_pos_emb"},
     {.model_type = "gemma4",
      .gguf_architecture = "gemma4",
@@ -1171,7 +1175,9 @@ constexpr detail::EnumName<LayerTypesRule> kLayerTypesRuleNames[] = {
     {LayerTypesRule::kHybridOverride, "hybrid_override_pattern (M mamba, E moe, - mlp, * attention)"},
     {LayerTypesRule::kMambaUnlessListed, "layer_types (mamba / attention), else all mamba"},
     {LayerTypesRule::kHybridLayerPattern, "hybrid_layer_pattern (1 sliding, 0 full)"},
-    {LayerTypesRule::kKdaLayers, "linear_attn_config.kda_layers (1-based linear attention)"}};
+    {LayerTypesRule::kKdaLayers, "linear_attn_config.kda_layers (1-based linear attention)"},
+    {LayerTypesRule::kSlidingWindowPattern, "layer_types, else full where (i + 1) % sliding_window_pattern == 0"},
+    {LayerTypesRule::kEveryNthFull, "layer_types, else full every full_layer_period-th layer"}};
 std::string_view ToString(LayerTypesRule v) { return detail::NameOf(v, kLayerTypesRuleNames); }
 
 constexpr detail::EnumName<SiteRule> kSiteRuleNames[] = {

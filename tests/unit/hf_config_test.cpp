@@ -436,5 +436,50 @@ TEST(HfConfigHostile, LoadHfConfigRefusesSpecialFiles) {
       << zero.status().message();
 }
 
+HfConfigOptions AtLayer(int64_t layer) {
+  HfConfigOptions o;
+  o.layer = layer;
+  return o;
+}
+
+// Gemma 3 / 3n configs published without layer_types (gemma-3-12b-it, gemma-3-1b-it): the config class
+// derives them (Gemma3TextConfig: full where (i + 1) % sliding_window_pattern == 0, default 6;
+// Gemma3nTextConfig: every 5th layer full), so layer 0 is sliding (rope_local_base_freq, no scaling) and
+// layer 5 full (rope_theta and rope_scaling).
+TEST(HfConfig, GemmaLayerTypesFromTheSlidingWindowPattern) {
+  const std::string head = R"({"model_type": "gemma3_text", "hidden_size": 3840, "num_attention_heads": 16,
+    "head_dim": 256, "num_hidden_layers": 12, "rope_local_base_freq": 10000.0, "rope_theta": 1000000.0,
+    "rope_scaling": {"factor": 8.0, "rope_type": "linear"})";
+  for (const char* pattern : {"", R"(, "sliding_window_pattern": 6)"}) {
+    const std::string text = head + pattern + "}";
+    PositionScheme l0 = Parse(text, AtLayer(0));
+    EXPECT_EQ(l0.rope_layer_type, "sliding_attention") << pattern;
+    EXPECT_EQ(l0.rope.base, 10000.0);
+    EXPECT_EQ(l0.rope.scaling.type, RopeScalingType::kNone);
+    PositionScheme l5 = Parse(text, AtLayer(5));
+    EXPECT_EQ(l5.rope_layer_type, "full_attention") << pattern;
+    EXPECT_EQ(l5.rope.base, 1000000.0);
+    EXPECT_EQ(l5.rope.scaling.type, RopeScalingType::kLinear);
+    ASSERT_EQ(l5.layer_types.size(), 12u);
+    EXPECT_EQ(l5.layer_types[11], "full_attention");
+    EXPECT_EQ(l5.layer_types[6], "sliding_attention");
+  }
+  // Another pattern: every 4th layer full.
+  PositionScheme p4 = Parse(head + R"(, "sliding_window_pattern": 4})", AtLayer(3));
+  EXPECT_EQ(p4.rope_layer_type, "full_attention");
+  EXPECT_EQ(Parse(head + R"(, "sliding_window_pattern": 4})", AtLayer(5)).rope_layer_type, "sliding_attention");
+  // Listed layer_types win over the pattern.
+  PositionScheme listed = Parse(head + R"(, "num_hidden_layers": 2, "sliding_window_pattern": 6,
+    "layer_types": ["full_attention", "sliding_attention"]})", AtLayer(0));
+  EXPECT_EQ(listed.rope_layer_type, "full_attention");
+  // Gemma 3n: every 5th layer full, sliding_window_pattern not read.
+  const std::string n = R"({"model_type": "gemma3n_text", "hidden_size": 2048, "num_attention_heads": 8,
+    "head_dim": 256, "num_hidden_layers": 10, "rope_local_base_freq": 10000.0, "rope_theta": 1000000.0})";
+  EXPECT_EQ(Parse(n, AtLayer(4)).rope_layer_type, "full_attention");
+  EXPECT_EQ(Parse(n, AtLayer(4)).rope.base, 1000000.0);
+  EXPECT_EQ(Parse(n, AtLayer(5)).rope_layer_type, "sliding_attention");
+  EXPECT_EQ(Parse(n, AtLayer(5)).rope.base, 10000.0);
+}
+
 }  // namespace
 }  // namespace posenc
