@@ -13,6 +13,7 @@
 #include "posenc/core/message.hpp"      // quoting file-borne bytes inside one-line error messages
 #include "posenc/core/parallel.hpp"     // ParallelRunner, the internal thread pool, SetNumThreads
 #include "posenc/core/status.hpp"       // Status, Result<T>, POSENC_RETURN_IF_ERROR
+#include "posenc/core/strided.hpp"      // foreign strided tensors: overlap rule, [B,H,S,D] planning
 #include "posenc/core/table_alloc.hpp"  // huge-page-advised storage for large tables
 
 // ---- math: the schemes as plain functions
