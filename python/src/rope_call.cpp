@@ -21,7 +21,20 @@ bool SameView(const HeadsView& a, const HeadsView& b) {
   return a.data == b.data && a.dtype == b.dtype && a.tokens == b.tokens && a.heads == b.heads &&
          a.head_dim == b.head_dim && a.token_stride == b.token_stride && a.head_stride == b.head_stride;
 }
-bool Apart(const HeadsView& a, const HeadsView& b) { return StridedApart(StridedOf(a), StridedOf(b)); }
+// [first byte, one past the last) of a planned view (non-negative strides: PlanHeads refuses others).
+std::pair<uintptr_t, uintptr_t> Bytes(const HeadsView& v) {
+  const auto p = reinterpret_cast<uintptr_t>(v.data);
+  if (v.tokens <= 0 || v.heads <= 0 || v.head_dim <= 0) return {p, p};
+  const auto last = static_cast<uintptr_t>((v.tokens - 1) * v.token_stride + (v.heads - 1) * v.head_stride + v.head_dim);
+  return {p, p + last * SizeOf(v.dtype)};
+}
+bool Meet(std::pair<uintptr_t, uintptr_t> a, std::pair<uintptr_t, uintptr_t> b) {
+  return a.first < a.second && b.first < b.second && a.first < b.second && b.first < a.second;
+}
+// Whether two views share no element (the library's rule; byte spans apart answer without it).
+bool Apart(const HeadsView& a, const HeadsView& b) {
+  return !Meet(Bytes(a), Bytes(b)) || StridedApart(StridedOf(a), StridedOf(b));
+}
 
 // None: the rank's default; a str: that order; anything else: not here.
 bool OrderOf(py::handle order, std::string_view* out) {
@@ -334,9 +347,9 @@ class RopeCall {
     const HeadsView& qo = j->q_out_view_;
     if (!Apart(j->x.k, qo) || !Apart(j->x.v, qo) || (!SameView(qo, j->x.q) && !Apart(j->x.q, qo))) return false;
     for (const CacheMemory* c : {&kc, &vc}) {
-      const StridedTensor bytes{c->data, DType::kU8, {c->nbytes}, {1}};
+      const auto p = reinterpret_cast<uintptr_t>(c->data);
       for (const HeadsView w : {j->x.q, j->x.k, j->x.v, qo})
-        if (!StridedApart(bytes, StridedOf(w))) return false;
+        if (Meet({p, p + static_cast<uintptr_t>(c->nbytes)}, Bytes(w))) return false;
     }
     KvCacheView& cache = j->cache;
     if (!ParseKvCacheType(kc.type, &cache.type)) return false;

@@ -63,6 +63,17 @@ bool IsTorch(py::handle x) {
 // numpy's type numbers (the same in numpy 1 and 2 on Linux, as are the descriptor fields read here).
 constexpr int kNpyByte = 1, kNpyUByte = 2, kNpyInt = 5, kNpyLong = 7, kNpyLongLong = 9, kNpyFloat = 11, kNpyHalf = 23;
 
+// The item size of numpy's common types (0: ask numpy).
+long long ItemSize(int type_num) {
+  switch (type_num) {
+    case kNpyByte: case kNpyUByte: return 1;
+    case kNpyHalf: return 2;
+    case kNpyInt: case kNpyFloat: return 4;
+    case kNpyLong: case kNpyLongLong: case 12: return 8;  // (12: NPY_DOUBLE)
+    default: return 0;
+  }
+}
+
 bool IsNumpy(py::handle x) { return py::isinstance<py::array>(x); }
 int TypeNum(py::handle x) { return py::detail::array_descriptor_proxy(py::detail::array_proxy(x.ptr())->descr)->type_num; }
 bool NativeOrder(py::handle x) {
@@ -83,11 +94,16 @@ bool InOwner(py::handle x, const StridedTensor& t) {
       const auto* q = py::detail::array_proxy(o.ptr());
       if (q->base == nullptr) {
         if (!(q->flags & py::detail::npy_api::NPY_ARRAY_C_CONTIGUOUS_)) return false;
-        static PyObject* const nbytes = Name("nbytes");
-        const long long owned = PyLong_AsLongLong(Get(o, nbytes).ptr());
-        if (owned < 0) {
-          PyErr_Clear();
-          return false;
+        long long owned = ItemSize(py::detail::array_descriptor_proxy(q->descr)->type_num);
+        if (owned == 0) {  // another dtype: numpy says
+          static PyObject* const nbytes = Name("nbytes");
+          owned = PyLong_AsLongLong(Get(o, nbytes).ptr());
+          if (owned < 0) {
+            PyErr_Clear();
+            return false;
+          }
+        } else {
+          for (int i = 0; i < q->nd; ++i) owned *= q->dimensions[i];
         }
         const __int128 lo = reinterpret_cast<uintptr_t>(q->data), hi = lo + owned;
         const __int128 es = static_cast<__int128>(SizeOf(t.dtype));
