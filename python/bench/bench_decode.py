@@ -8,7 +8,10 @@ then its kernel call (ApplyRope / ApplyRopeQK / ApplyRopeKvCache, which validate
 C++ caller's does) run `calls` times back to back inside C++, each timed there with the GIL released.
 "general" is the same Python call through Rope's general path (python/posenc/_tensors.py's
 descriptors, the path every call took before RopeCall; still the path for dynamic-NTK tables and
-unusual objects). Rounds alternate the three so background load hits each; medians over all calls.
+unusual objects). "C++ 1/call": the same C++-timed kernel call made once per Python iteration, so the
+kernel meets the caches as the Python call's does (back to back, a large call runs warmer: at
+apply_kv_cache T=64 that alone is a few us). Rounds alternate them so background load hits each;
+medians over all calls.
 
 Cases (Llama-3-8B: 32 heads of 128, 8 KV heads, base 500000, float32 activations):
   Rope.apply       q [1, 32, 128] (one token), [64, 32, 128] (64 sequences, one token each), in place;
@@ -42,17 +45,19 @@ def python_us(call, n):
 
 def compare(rope, label, call, cpp, rounds, n):
     fast = rope._call
-    py, gen, c = [], [], []
+    py, gen, c, c1 = [], [], [], []
     for _ in range(rounds):
         py += python_us(call, n)
         c += [t * 1e6 for t in cpp(n)]
+        c1 += [cpp(1)[0] * 1e6 for _ in range(n)]
         rope._call = None  # the general path
         try:
             gen += python_us(call, n)
         finally:
             rope._call = fast
-    p, g, cc = statistics.median(py), statistics.median(gen), statistics.median(c)
-    print(f"{label:<46} python {p:7.2f} us   C++ {cc:7.2f} us   adds {p - cc:5.2f} us   (general path {g:7.2f} us)")
+    p, g, cc, c1 = (statistics.median(v) for v in (py, gen, c, c1))
+    print(f"{label:<46} python {p:7.2f}  C++ {cc:7.2f}  adds {p - cc:5.2f}   C++ 1/call {c1:7.2f}  adds {p - c1:5.2f}"
+          f"   general path {g:7.2f}  (us)")
 
 
 def main():

@@ -243,6 +243,25 @@ void RegisterScheme(py::module_& m) {
             return py::make_tuple(F64(f.inv_freq), f.attention_scaling);
           },
           py::arg("seq_len"))
+      .def(
+          "pairs",
+          [](const PositionScheme& s, int64_t seq_len) {  // DescribeRopePairs: inspect's per-pair table
+            RopePairTable t = Take(DescribeRopePairs(s.rope, seq_len));
+            py::list out;
+            for (const RopePairInfo& q : t.pairs) {
+              py::dict p;
+              p["pair"] = q.pair;
+              p["dims"] = py::make_tuple(q.first_dim, q.second_dim);
+              p["frequency"] = q.frequency;
+              p["wavelength"] = q.wavelength ? py::cast(*q.wavelength) : py::none();
+              if (q.divisor) p["divisor"] = *q.divisor;
+              p["regime"] = std::string(ToString(q.regime));
+              if (q.component >= 0) p["component"] = q.component;
+              out.append(p);
+            }
+            return py::make_tuple(out, t.attention_scaling);
+          },
+          py::arg("seq_len"))
       .def("unscaled_frequencies", [](const PositionScheme& s) { return F64(UnscaledFrequencies(s.rope)); })
       .def("nominal_factor", [](const PositionScheme& s) { return NominalScalingFactor(s.rope); })
       .def(
