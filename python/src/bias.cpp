@@ -4,11 +4,7 @@
 #include <tuple>
 
 namespace posenc::python {
-namespace {
-
-
-
-}  // namespace
+namespace {}  // namespace
 
 void RegisterBias(py::module_& m) {
   m.def(
@@ -64,8 +60,8 @@ void RegisterBias(py::module_& m) {
   // vision-language position rows
   m.def(
       "text_vision_positions",
-      [](const std::vector<std::tuple<bool, int64_t, int64_t, int64_t, int64_t, float, float>>& spans,
-         int64_t merge, int64_t start) {
+      [](const std::vector<std::tuple<bool, int64_t, int64_t, int64_t, int64_t, float, float>>& spans, int64_t merge,
+         int64_t start) {
         std::vector<PositionSpan> v;
         v.reserve(spans.size());
         for (const auto& [vision, n, t, h, w, spt, tps] : spans)

@@ -147,7 +147,7 @@ StridedTensor DescOf(const py::tuple& t, const char* what) {
 std::string ShapeText(const std::vector<int64_t>& v) { return ShapeToString(v); }
 
 void RegisterRuntime(py::module_& m) {
-  m.attr("__version__") = POSENC_VERSION;         // the project's version (CMakeLists.txt)
+  m.attr("__version__") = POSENC_VERSION;        // the project's version (CMakeLists.txt)
   m.attr("MAX_JSON_NESTING") = kMaxJsonNesting;  // the bound every JSON reader applies
   m.attr("MAX_THREADS") = kMaxThreads;           // the most threads a pool starts
   m.def("scaling_rows", [] {  // (name, [key names]) of each row of RopeScalings(): the library's list
@@ -160,8 +160,7 @@ void RegisterRuntime(py::module_& m) {
     return rows;
   });
 
-  m.def("set_num_threads", &SetNumThreads, py::arg("n"),
-        "(threads running, why fewer than n started or \"\")");
+  m.def("set_num_threads", &SetNumThreads, py::arg("n"), "(threads running, why fewer than n started or \"\")");
   m.def("num_threads", &NumThreads);
   m.def("simd_target", [] { return ChosenSimdTarget(); });
 }

@@ -100,7 +100,7 @@ void RegisterRope(py::module_& m);      // rope.cpp: RopeTable and the kernels o
 void RegisterRopeCall(py::module_& m);  // rope_call.cpp: Rope's decode-speed calls on the tensors themselves
 void RegisterCosSin(py::module_& m);    // cos_sin.cpp: the Hugging Face drop-in (the caller's cos/sin)
 void RegisterTensors(py::module_& m);   // tensors.cpp: torch dtypes, overlap rule, [B,H,S,D] planning, buffers
-void RegisterBuffers(py::module_& m);  // buffers.cpp: the drop-in's reused output buffers
+void RegisterBuffers(py::module_& m);   // buffers.cpp: the drop-in's reused output buffers
 void RegisterModel(py::module_& m);     // model.cpp: model files and embedding lookups
 void RegisterBias(py::module_& m);      // bias.cpp: absolute and relative schemes, vision position rows
 

@@ -20,7 +20,8 @@ struct CosSinJob {
 // The outputs apart from each other, from cos and sin, and from q and k, except that each may be its
 // own input exactly (in place; then q and k are only each other's concern). Apart means no shared
 // element (DescsApart): in-place q and k cut from one fused QKV output pass. Fresh outputs pass.
-void CheckCosSinOutputs(const StridedTensor& q, const StridedTensor& k, const StridedTensor& qo, const StridedTensor& ko, const StridedTensor& c, const StridedTensor& s) {
+void CheckCosSinOutputs(const StridedTensor& q, const StridedTensor& k, const StridedTensor& qo,
+                        const StridedTensor& ko, const StridedTensor& c, const StridedTensor& s) {
   const auto apart = [](const StridedTensor& a, const StridedTensor& b, const char* name, const char* other,
                         const char* verb = "overlaps") {
     if (!StridedApart(a, b)) throw py::value_error(std::string(name) + ": " + verb + " " + other);
@@ -39,9 +40,9 @@ void CheckCosSinOutputs(const StridedTensor& q, const StridedTensor& k, const St
   }
 }
 
-std::vector<CosSinJob> CosSinJobs(const std::string& pairing, const StridedTensor& q, const StridedTensor& k, const StridedTensor& qo,
-                                  const StridedTensor& ko, const StridedTensor& c, const StridedTensor& s, int unsqueeze_dim,
-                                  ParallelRunner* pool) {
+std::vector<CosSinJob> CosSinJobs(const std::string& pairing, const StridedTensor& q, const StridedTensor& k,
+                                  const StridedTensor& qo, const StridedTensor& ko, const StridedTensor& c,
+                                  const StridedTensor& s, int unsqueeze_dim, ParallelRunner* pool) {
   CheckCosSinOutputs(q, k, qo, ko, c, s);
   const int h_ax = unsqueeze_dim == 1 ? 1 : 2, s_ax = unsqueeze_dim == 1 ? 2 : 1;
   if (c.shape != s.shape)
@@ -134,7 +135,8 @@ void ApplyCosSinQK(const std::string& pairing, const py::tuple& q, const py::tup
 void ApplyCosSinTorch(const std::string& pairing, py::handle q, py::handle k, py::handle qo, py::handle ko,
                       py::handle c, py::handle s, int unsqueeze_dim) {
   auto pool = CurrentPool();
-  const StridedTensor qd = DescOfTorch(q, "q"), kd = DescOfTorch(k, "k"), cd = DescOfTorch(c, "cos"), sd = DescOfTorch(s, "sin");
+  const StridedTensor qd = DescOfTorch(q, "q"), kd = DescOfTorch(k, "k"), cd = DescOfTorch(c, "cos"),
+                      sd = DescOfTorch(s, "sin");
   const StridedTensor qod = DescOfTorch(qo, "q_out"), kod = DescOfTorch(ko, "k_out");  // in hf.py's order
   RunCosSinJobsWithoutGil(CosSinJobs(pairing, qd, kd, qod, kod, cd, sd, unsqueeze_dim, pool.get()));
 }

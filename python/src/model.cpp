@@ -47,7 +47,6 @@ py::array Lookup(const PyModel& m, const Positions& ids, bool positions, float m
   return ToNumpy(Take(std::move(r)));
 }
 
-
 }  // namespace
 
 void RegisterModel(py::module_& m) {

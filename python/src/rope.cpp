@@ -111,7 +111,8 @@ void ApplyRopeKvCacheBinding(const RopeTable& table, const RotaryLayout& layout,
     for (int r = 0; r <= reps && st.ok(); ++r) {  // (reps > 0: timed repeats, as ApplyRopeBatch)
       const auto t0 = std::chrono::steady_clock::now();
       st = reference ? ApplyRopeKvCacheReference(args, x, q_out, cache) : ApplyRopeKvCache(args, x, q_out, cache);
-      if (r > 0 && times) times->push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      if (r > 0 && times)
+        times->push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
   }
   Check(st);

@@ -25,7 +25,8 @@ bool SameView(const HeadsView& a, const HeadsView& b) {
 std::pair<uintptr_t, uintptr_t> Bytes(const HeadsView& v) {
   const auto p = reinterpret_cast<uintptr_t>(v.data);
   if (v.tokens <= 0 || v.heads <= 0 || v.head_dim <= 0) return {p, p};
-  const auto last = static_cast<uintptr_t>((v.tokens - 1) * v.token_stride + (v.heads - 1) * v.head_stride + v.head_dim);
+  const auto last =
+      static_cast<uintptr_t>((v.tokens - 1) * v.token_stride + (v.heads - 1) * v.head_stride + v.head_dim);
   return {p, p + last * SizeOf(v.dtype)};
 }
 bool Meet(std::pair<uintptr_t, uintptr_t> a, std::pair<uintptr_t, uintptr_t> b) {
@@ -303,8 +304,7 @@ class RopeCall {
   }
   // (layers, slots) of a cache tensor holding rows of kv_heads x head_dim (python/posenc/_tensors.py's
   // cache_memory: [layers, slots, H, D] or [slots, H, D]; Q8_0: [layers, slots, row bytes] or [slots, row bytes]).
-  static bool CacheGeometry(const CacheMemory& c, int64_t kv_heads, int64_t head_dim, int64_t* layers,
-                            int64_t* slots) {
+  static bool CacheGeometry(const CacheMemory& c, int64_t kv_heads, int64_t head_dim, int64_t* layers, int64_t* slots) {
     const std::vector<int64_t>& s = c.shape;
     const size_t lead = c.type == "q8_0" ? 2 : 3;  // the rank without layers
     if (c.type == "q8_0") {
@@ -362,7 +362,9 @@ class RopeCall {
     if (!cache.Validate().ok() || kc.nbytes != cache.bytes() || vc.nbytes != cache.bytes()) return false;
     j->pool = CurrentPool();
     j->args = FusedRopeArgs{Args(RopeDirection::kForward, j->pool.get()),
-                            std::span<const int64_t>(j->slots.data, static_cast<size_t>(tokens)), layer_index, {}};
+                            std::span<const int64_t>(j->slots.data, static_cast<size_t>(tokens)),
+                            layer_index,
+                            {}};
     j->args.rope.positions = std::span<const int64_t>(j->pos.data, static_cast<size_t>(tokens));
     j->reference = reference.ptr() == Py_True;
     return true;
@@ -381,8 +383,8 @@ class RopeCall {
 
 void RegisterRopeCall(py::module_& m) {
   py::class_<RopeCall>(m, "RopeCall")
-      .def(py::init<std::shared_ptr<RopeTable>, const std::string&, int64_t, int64_t, int64_t, int>(),
-           py::arg("table"), py::arg("pairing"), py::arg("head_dim"), py::arg("rotary_start"), py::arg("rotary_dim"),
+      .def(py::init<std::shared_ptr<RopeTable>, const std::string&, int64_t, int64_t, int64_t, int>(), py::arg("table"),
+           py::arg("pairing"), py::arg("head_dim"), py::arg("rotary_start"), py::arg("rotary_dim"),
            py::arg("rotation_sign"))
       // (positional handles: pybind11's keyword parsing would cost more than the kernel at decode)
       .def("apply", &RopeCall::Apply)

@@ -24,8 +24,8 @@ TorchTypes& Torch() {
   return d;
 }
 PyObject* Keep(py::handle h) { return h.is_none() ? nullptr : h.inc_ref().ptr(); }
-void RegisterTorchTypes(py::handle f32, py::handle f16, py::handle bf16, py::handle i64, py::handle i32,
-                        py::handle u8, py::handle i8, py::handle tensor) {
+void RegisterTorchTypes(py::handle f32, py::handle f16, py::handle bf16, py::handle i64, py::handle i32, py::handle u8,
+                        py::handle i8, py::handle tensor) {
   Torch() = {Keep(f32), Keep(f16), Keep(bf16), Keep(i64), Keep(i32), Keep(u8), Keep(i8), Keep(tensor)};
 }
 
@@ -66,16 +66,22 @@ constexpr int kNpyByte = 1, kNpyUByte = 2, kNpyInt = 5, kNpyLong = 7, kNpyLongLo
 // The item size of numpy's common types (0: ask numpy).
 long long ItemSize(int type_num) {
   switch (type_num) {
-    case kNpyByte: case kNpyUByte: return 1;
+    case kNpyByte:
+    case kNpyUByte: return 1;
     case kNpyHalf: return 2;
-    case kNpyInt: case kNpyFloat: return 4;
-    case kNpyLong: case kNpyLongLong: case 12: return 8;  // (12: NPY_DOUBLE)
+    case kNpyInt:
+    case kNpyFloat: return 4;
+    case kNpyLong:
+    case kNpyLongLong:
+    case 12: return 8;  // (12: NPY_DOUBLE)
     default: return 0;
   }
 }
 
 bool IsNumpy(py::handle x) { return py::isinstance<py::array>(x); }
-int TypeNum(py::handle x) { return py::detail::array_descriptor_proxy(py::detail::array_proxy(x.ptr())->descr)->type_num; }
+int TypeNum(py::handle x) {
+  return py::detail::array_descriptor_proxy(py::detail::array_proxy(x.ptr())->descr)->type_num;
+}
 bool NativeOrder(py::handle x) {
   return py::detail::array_descriptor_proxy(py::detail::array_proxy(x.ptr())->descr)->byteorder != '>';
 }
@@ -199,9 +205,7 @@ bool ReadTensor(py::handle x, bool writable, ForeignTensor* out) {
   } catch (const py::error_already_set&) {
     PyErr_Clear();
     return false;
-  } catch (const py::value_error&) {
-    return false;
-  }
+  } catch (const py::value_error&) { return false; }
   out->kind = TensorKind::kTorch;
   return true;
 }
@@ -276,10 +280,14 @@ bool ReadCache(py::handle x, CacheMemory* out) {
     if (!(p->flags & py::detail::npy_api::NPY_ARRAY_C_CONTIGUOUS_) ||
         !(p->flags & py::detail::npy_api::NPY_ARRAY_WRITEABLE_) || !NativeOrder(x))
       return false;
-    if (tn == kNpyFloat) out->type = "float32";
-    else if (tn == kNpyHalf) out->type = "float16";
-    else if (tn == kNpyUByte || tn == kNpyByte) out->type = "q8_0";
-    else return false;
+    if (tn == kNpyFloat)
+      out->type = "float32";
+    else if (tn == kNpyHalf)
+      out->type = "float16";
+    else if (tn == kNpyUByte || tn == kNpyByte)
+      out->type = "q8_0";
+    else
+      return false;
     out->shape.assign(p->dimensions, p->dimensions + p->nd);
     out->data = reinterpret_cast<std::byte*>(p->data);
     out->nbytes = tn == kNpyFloat ? 4 : tn == kNpyHalf ? 2 : 1;
@@ -299,11 +307,16 @@ bool ReadCache(py::handle x, CacheMemory* out) {
     return false;
   const py::object dt = Get(x, dtype);
   size_t item = 0;
-  if (dt.ptr() == td.f32) out->type = "float32", item = 4;
-  else if (dt.ptr() == td.f16) out->type = "float16", item = 2;
-  else if (dt.ptr() == td.bf16) out->type = "bfloat16", item = 2;
-  else if (dt.ptr() == td.u8 || dt.ptr() == td.i8) out->type = "q8_0", item = 1;
-  else return false;
+  if (dt.ptr() == td.f32)
+    out->type = "float32", item = 4;
+  else if (dt.ptr() == td.f16)
+    out->type = "float16", item = 2;
+  else if (dt.ptr() == td.bf16)
+    out->type = "bfloat16", item = 2;
+  else if (dt.ptr() == td.u8 || dt.ptr() == td.i8)
+    out->type = "q8_0", item = 1;
+  else
+    return false;
   out->shape = IntTuple(Get(x, shape).ptr(), "cache", "shape");
   out->nbytes = static_cast<int64_t>(item);
   for (int64_t d : out->shape) out->nbytes *= d;
@@ -331,8 +344,8 @@ void RegisterTensors(py::module_& m) {
   m.def("torch_registered", [] { return Torch().tensor != nullptr; });
   m.def(
       "descs_apart",
-      [](const py::tuple& a, const py::tuple& b) { return StridedApart(DescOf(a, "a"), DescOf(b, "b")); },
-      py::arg("a"), py::arg("b"),
+      [](const py::tuple& a, const py::tuple& b) { return StridedApart(DescOf(a, "a"), DescOf(b, "b")); }, py::arg("a"),
+      py::arg("b"),
       "Whether two tensor descriptors (data pointer, dtype, shape, element strides) share no element: "
       "apart in memory, or disjoint slices of the same rows (posenc::StridedApart)");
   m.def(

@@ -70,7 +70,8 @@ bool SameStrided(const StridedTensor& a, const StridedTensor& b) {
 }
 
 StridedTensor StridedOf(const HeadsView& v) {
-  return {static_cast<std::byte*>(v.data), v.dtype, {v.tokens, v.heads, v.head_dim}, {v.token_stride, v.head_stride, 1}};
+  return {
+      static_cast<std::byte*>(v.data), v.dtype, {v.tokens, v.heads, v.head_dim}, {v.token_stride, v.head_stride, 1}};
 }
 
 Result<HeadsPlan> PlanHeads(const StridedTensor& x, std::string_view order, const char* what, bool fold) {
@@ -107,8 +108,8 @@ Result<HeadsPlan> PlanHeads(const StridedTensor& x, std::string_view order, cons
   if (b_ax >= 0) {
     batch = x.shape[b_ax];
     b_stride = st[b_ax];
-    const __int128 extent = static_cast<__int128>(tokens - 1) * st[t_ax] +
-                            static_cast<__int128>(heads - 1) * st[h_ax] + head_dim;
+    const __int128 extent =
+        static_cast<__int128>(tokens - 1) * st[t_ax] + static_cast<__int128>(heads - 1) * st[h_ax] + head_dim;
     if (batch > 1 && tokens > 0 && heads > 0 && head_dim > 0 && b_stride < extent)
       return InvalidArgumentError(name + ": batch stride " + std::to_string(b_stride) + " overlaps the " +
                                   std::to_string(static_cast<int64_t>(extent)) +

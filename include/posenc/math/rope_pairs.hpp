@@ -19,7 +19,7 @@ struct RopePairInfo {
   std::optional<double> wavelength;       // 2 pi / frequency in positions; none when unrotated
   std::optional<double> divisor;          // unscaled / scaled frequency; none when unrotated
   PairRegime regime = PairRegime::kUnscaled;
-  int64_t component = -1;                 // multi-axis RoPE: the position component (t, h, w, ...); else -1
+  int64_t component = -1;  // multi-axis RoPE: the position component (t, h, w, ...); else -1
 };
 
 struct RopePairTable {
