@@ -17,29 +17,10 @@
 #include "posenc/core/dtype.hpp"
 #include "posenc/model/rope_check.hpp"
 #include "posenc/model/rope_diff.hpp"
-
-namespace py = pybind11;
+#include "binding.hpp"
 
 namespace posenc::python {
 namespace {
-
-// A non-ok Status as the module's other areas raise it (posenc_module.cpp's Throw): ValueError for
-// invalid argument and out of range, OSError for not found and data loss, NotImplementedError.
-template <typename T>
-T Take(Result<T> r) {
-  if (r.ok()) return std::move(r).value();
-  const Status& s = r.status();
-  switch (s.code()) {
-    case StatusCode::kInvalidArgument:
-    case StatusCode::kOutOfRange: throw py::value_error(s.message());
-    case StatusCode::kNotFound:
-    case StatusCode::kDataLoss: PyErr_SetString(PyExc_OSError, s.message().c_str()); throw py::error_already_set();
-    case StatusCode::kUnimplemented:
-      PyErr_SetString(PyExc_NotImplementedError, s.message().c_str());
-      throw py::error_already_set();
-    default: throw std::runtime_error(s.ToString());
-  }
-}
 
 // (data pointer, dtype name, shape, element strides) or None, as a dump tensor named `name`.
 RopeDumpTensor TensorOf(const py::object& desc, const char* name) {
