@@ -1444,6 +1444,30 @@ Result<json> SiteView(const json& j, const std::string& source, const ModelFamil
           it.value().erase("partial_rotary_factor");
     s->rope_keys = {"sliding_attention", "full_attention"};
   }
+  if (f.sliding_base > 0 && !Has(v, "rope_parameters")) {
+    // Gemma 3 / 3n's config class (convert_rope_params_to_dict): one parameter set per layer type, sliding
+    // layers rope_local_base_freq (else its default local base), full layers rope_theta (else its default
+    // global base) with rope_scaling, whether or not the config names the keys.
+    json full = {{"rope_type", "default"}}, sliding = {{"rope_type", "default"}};
+    if (Has(v, "rope_scaling")) {
+      if (!v["rope_scaling"].is_object())
+        return KeyError(source, "rope_scaling",
+                        fmt::format("is {}, expected an object", JsonForMessage(v["rope_scaling"])));
+      for (auto it = v["rope_scaling"].begin(); it != v["rope_scaling"].end(); ++it) full[it.key()] = it.value();
+      if (!Has(v["rope_scaling"], "rope_type") && Has(v["rope_scaling"], "type"))
+        full["rope_type"] = v["rope_scaling"]["type"];  // the older spelling of the same key
+    }
+    full["rope_theta"] = Has(v, "rope_theta") ? v["rope_theta"] : json(f.full_base);
+    sliding["rope_theta"] = Has(v, "rope_local_base_freq") ? v["rope_local_base_freq"] : json(f.sliding_base);
+    for (const auto& [key, base] : {std::pair{"rope_theta", f.full_base}, {"rope_local_base_freq", f.sliding_base}})
+      if (!Has(v, key))
+        Note(s, fmt::format("no {}: {}'s config class defaults it to {}", key, s->model_type, base));
+    v.erase("rope_scaling");
+    v.erase("rope_theta");
+    v.erase("rope_local_base_freq");
+    v["rope_parameters"] = {{"sliding_attention", sliding}, {"full_attention", full}};
+    s->rope_keys = {"sliding_attention", "full_attention"};
+  }
   if (f.layer_types_rule == LayerTypesRule::kHybridLayerPattern && !Has(v, "rope_parameters")) {
     // MiMo-V2's published spelling: rope_theta for full layers, swa_rope_theta for sliding ones.
     json full = {{"rope_type", "default"}}, sliding = {{"rope_type", "default"}};

@@ -356,6 +356,13 @@ def _derived_layer_types(c: dict) -> Optional[list]:
             return _remap(lt)
         k = int(c.get("full_attention_interval", 4))
         return ["linear_attention" if (i + 1) % k else "full_attention" for i in range(n)]
+    if mt in ("gemma3", "gemma3_text", "gemma3n", "gemma3n_text"):
+        # configuration_gemma3.py __post_init__: full where (i + 1) % sliding_window_pattern == 0 (default 6);
+        # configuration_gemma3n.py: every 5th layer full (sliding_window_pattern not read).
+        if lt:
+            return list(lt)
+        k = 5 if mt.startswith("gemma3n") else int(c.get("sliding_window_pattern", 6))
+        return ["full_attention" if (i + 1) % k == 0 else "sliding_attention" for i in range(n)]
     if mt in ("gemma4", "gemma4_text"):
         out = list(lt) if lt else ["sliding_attention" if (i + 1) % 6 else "full_attention" for i in range(n)]
         if out:
@@ -420,6 +427,8 @@ def structure(config: dict) -> Structure:
         keys = [t if a and not none else None for t, a in zip(types, attention)]  # keyed by layer type (MiMo-V2)
     if mt == "mimo_v2" and "swa_rope_theta" in c:
         keys = list(types)
+    if mt in ("gemma3", "gemma3_text", "gemma3n", "gemma3n_text"):
+        keys = list(types)  # convert_rope_params_to_dict: a parameter set per layer type, always
     key_heads = None
     indexer_layers = None
     heads = [hd if a else 0 for a in attention]
@@ -544,6 +553,7 @@ STRUCTURE_FAMILIES = {
     "granitemoehybrid", "nemotron_h", "kimi_linear", "lfm2", "lfm2_moe", "qwen3_next", "qwen3_5", "qwen3_5_moe",
     "qwen3_5_text", "qwen3_5_moe_text", "olmo_hybrid", "gemma4", "gemma4_text", "deepseek_v4", "deepseek_v32",
     "glm_moe_dsa", "glm4_moe_lite", "longcat_flash", "mistral4", "mimo_v2_flash", "mimo_v2", "minimax_m2",
+    "gemma3", "gemma3_text", "gemma3n", "gemma3n_text",
 }
 
 

@@ -479,6 +479,21 @@ TEST(HfConfig, GemmaLayerTypesFromTheSlidingWindowPattern) {
   EXPECT_EQ(Parse(n, AtLayer(4)).rope.base, 1000000.0);
   EXPECT_EQ(Parse(n, AtLayer(5)).rope_layer_type, "sliding_attention");
   EXPECT_EQ(Parse(n, AtLayer(5)).rope.base, 10000.0);
+  // Without rope_local_base_freq / rope_theta the config class's defaults apply per layer type (10000 local,
+  // 1e6 global), not one base for every layer.
+  const std::string bare = R"({"model_type": "gemma3_text", "hidden_size": 1152, "num_attention_heads": 4,
+    "head_dim": 256, "num_hidden_layers": 6})";
+  EXPECT_EQ(Parse(bare, AtLayer(0)).rope.base, 10000.0);
+  EXPECT_EQ(Parse(bare, AtLayer(5)).rope.base, 1000000.0);
+  EXPECT_EQ(Parse(R"({"model_type": "gemma3_text", "hidden_size": 1152, "num_attention_heads": 4, "head_dim": 256,
+    "num_hidden_layers": 6, "rope_theta": 500000.0, "rope_scaling": {"type": "linear", "factor": 4.0}})", AtLayer(0))
+                .rope.base,
+            10000.0);
+  PositionScheme old_type = Parse(R"({"model_type": "gemma3_text", "hidden_size": 1152, "num_attention_heads": 4,
+    "head_dim": 256, "num_hidden_layers": 6, "rope_theta": 500000.0, "rope_scaling": {"type": "linear", "factor": 4.0}})",
+                                  AtLayer(5));
+  EXPECT_EQ(old_type.rope.base, 500000.0);
+  EXPECT_EQ(old_type.rope.scaling.type, RopeScalingType::kLinear);
 }
 
 }  // namespace

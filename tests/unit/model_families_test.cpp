@@ -203,7 +203,8 @@ TEST(ModelFamilies, EveryRowAgreesWithTheParser) {
                                  : 128;
     EXPECT_EQ(s.rope.layout.rotary_dim, want_dim);
     EXPECT_EQ(s.rope.layout.rotary_start, f.window == RotaryWindow::kBackOfHead ? 64 : 0);
-    EXPECT_EQ(s.rope.base, f.fixed_base > 0 ? f.fixed_base : 10000.0);
+    // A family with a base per layer type (Gemma 3: full layers by default, its global base) or a fixed one.
+    EXPECT_EQ(s.rope.base, f.full_base > 0 ? f.full_base : f.fixed_base > 0 ? f.fixed_base : 10000.0);
   }
   EXPECT_GE(rope_rows, 80);
 }

@@ -121,7 +121,10 @@ struct ModelFamily {
   std::string_view derives_from{};  // the row whose facts this one extends ("" none)
   PositionSwitch positions = PositionSwitch::kAlways;
   LayerTypesRule layer_types_rule = LayerTypesRule::kConfigOnly;
-  int64_t full_layer_period = 0;  // kSlidingWindowPattern / kEveryNthFull: every how many layers one is full
+  int64_t full_layer_period = 0;
+  // Gemma 3 / 3n: the config class gives sliding and full layers their own parameter set, with these bases
+  // where rope_local_base_freq / rope_theta are absent (0: not such a family).
+  double sliding_base = 0.0, full_base = 0.0;  // kSlidingWindowPattern / kEveryNthFull: every how many layers one is full
   SiteRule site_rule = SiteRule::kAttention;
   RopePairing indexer_pairing = RopePairing::kHalf;  // SiteRule::kDsa: the indexer's pairing
   // SiteRule::kDsa: the config says which layers run their own indexer ("full") and which reuse the previous
