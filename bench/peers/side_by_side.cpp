@@ -9,7 +9,7 @@
 //   ggml                  rope_ext(q), rope_ext(k), set_rows(k), set_rows(v): one graph, built once
 //   vllm                  rotary_embedding(q, k in place) + reshape_and_cache(k, v)
 // Rows take turns within each round (the order rotates every round), so the host's state hits all of
-// them alike; each timed call is preceded by the cold pass (256 MiB read on the row's own threads)
+// them alike; each timed call is preceded by the cold pass (1 GiB read on the row's own threads)
 // or, with --mode warm, by one untimed call of the same row. Medians are printed with the ratio
 // posenc time / peer time. Before timing, each row runs once from fresh inputs and its outputs are
 // compared with posenc.fused's (max abs difference of q, of the k rows and of the v rows).
@@ -103,18 +103,21 @@ CaseData MakeCase(const std::string& shape, bool f16) {
   return c;
 }
 
-// The cold pass: reads (never writes) 256 MiB, one word per 64-byte line, split over the caller's threads.
+// The cold pass: reads (never writes) g_evict_bytes, one word per 64-byte line, split over the caller's
+// threads. The default, 1 GiB, is twice the largest L3 of the machines in docs/PERFORMANCE.md.
+size_t g_evict_bytes = size_t{1} << 30;
+
 void Evict(int ith, int nth) {
-  constexpr size_t kWords = (size_t{256} << 20) / 8;
+  static const size_t words = g_evict_bytes / 8;
   static uint64_t* buf = [] {
-    auto* b = new uint64_t[kWords];
-    for (size_t i = 0; i < kWords; ++i) b[i] = i;
+    auto* b = new uint64_t[words];
+    for (size_t i = 0; i < words; ++i) b[i] = i;
     return b;
   }();
   static std::atomic<uint64_t> sink{0};
   uint64_t s = 0;
-  const size_t w0 = kWords * static_cast<size_t>(ith) / static_cast<size_t>(nth);
-  const size_t w1 = kWords * static_cast<size_t>(ith + 1) / static_cast<size_t>(nth);
+  const size_t w0 = words * static_cast<size_t>(ith) / static_cast<size_t>(nth);
+  const size_t w1 = words * static_cast<size_t>(ith + 1) / static_cast<size_t>(nth);
   for (size_t i = w0; i < w1; i += 8) s += buf[i];
   sink.fetch_add(s, std::memory_order_relaxed);
 }
@@ -260,7 +263,7 @@ std::vector<std::string> Split(const std::string& s) {
 void Usage() {
   std::printf(
       "side_by_side [--shapes prefill512,prefill4096,decode64] [--caches f32,f16] [--threads 1,2]\n"
-      "             [--mode cold|warm] [--rounds N] [--peers ggml,vllm]\n"
+      "             [--mode cold|warm] [--rounds N] [--peers ggml,vllm] [--evict-mib 1024]\n"
       "Rounds default to 15 (prefill4096), 31 (prefill512), 51 (decode64); --rounds N sets all.\n");
 }
 
@@ -291,13 +294,16 @@ int main(int argc, char** argv) {
     } else if (a == "--mode") mode = next();
     else if (a == "--rounds") rounds = std::atoi(next().c_str());
     else if (a == "--peers") peers = Split(next());
+    else if (a == "--evict-mib") g_evict_bytes = static_cast<size_t>(std::atoll(next().c_str())) << 20;
     else {
       Usage();
       return a == "--help" || a == "-h" ? 0 : 2;
     }
   }
+  if (mode == "cold") Evict(0, 1);  // fills the cold pass's buffer before anything is timed
   auto want = [&](const char* p) { return std::find(peers.begin(), peers.end(), p) != peers.end(); };
-  std::printf("# side_by_side: mode %s; ratio = posenc median / peer median (< 1: posenc faster)\n", mode.c_str());
+  std::printf("# side_by_side: mode %s (cold pass %zu MiB); ratio = posenc median / peer median (< 1: posenc faster)\n",
+              mode.c_str(), g_evict_bytes >> 20);
   if (!GgmlInfo().empty()) std::printf("# %s\n", GgmlInfo().c_str());
   if (!VllmInfo().empty()) std::printf("# %s\n", VllmInfo().c_str());
   std::printf("%-24s %3s %-21s %9s %9s %7s %9s %9s %9s\n", "case", "thr", "row", "median_ms", "min_ms", "ratio",
