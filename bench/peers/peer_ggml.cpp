@@ -10,6 +10,7 @@
 // int32 position (float32 theta, sinf/cosf); posenc reads them from its precomputed table.
 #include <omp.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
@@ -35,8 +36,9 @@ std::vector<Row> GgmlRows(const CaseData& c, int threads) {
   struct State {
     ggml_context* ctx = nullptr;
     ggml_cgraph* graph = nullptr;
+    ggml_cgraph* rope_graph = nullptr;  // the two rope ops alone (where ggml's time goes)
     ggml_threadpool* tp = nullptr;
-    ggml_cplan plan{};
+    ggml_cplan plan{}, rope_plan{};
     std::shared_ptr<void> in, q_out, k_rot, kc, vc, pos, idx, work;
     bool f16 = false;
     int64_t row = 0;
@@ -101,12 +103,18 @@ std::vector<Row> GgmlRows(const CaseData& c, int threads) {
   ggml_build_forward_expand(s->graph, kset);
   ggml_build_forward_expand(s->graph, vset);
 
+  s->rope_graph = ggml_new_graph(ctx);
+  ggml_build_forward_expand(s->rope_graph, qr);
+  ggml_build_forward_expand(s->rope_graph, kr);
+
   ggml_threadpool_params tpp = ggml_threadpool_params_default(threads);
   s->tp = ggml_threadpool_new(&tpp);
   s->plan = ggml_graph_plan(s->graph, threads, s->tp);
-  if (s->plan.work_size > 0) {
-    s->work = AlignedZeroed(s->plan.work_size);
-    s->plan.work_data = static_cast<uint8_t*>(s->work.get());
+  s->rope_plan = ggml_graph_plan(s->rope_graph, threads, s->tp);
+  const size_t work = std::max(s->plan.work_size, s->rope_plan.work_size);
+  if (work > 0) {
+    s->work = AlignedZeroed(work);
+    s->plan.work_data = s->rope_plan.work_data = static_cast<uint8_t*>(s->work.get());
   }
 
   Row r;
@@ -138,7 +146,20 @@ std::vector<Row> GgmlRows(const CaseData& c, int threads) {
   r.k_at = at(&s->kc);
   r.v_at = at(&s->vc);
   r.keep = s;
-  return {r};
+
+  // ggml's two rope ops alone (q and k out of place, no cache write): not a comparison row, it says
+  // how much of ggml's time the rotations take.
+  Row rope;
+  rope.name = "ggml.rope_only";
+  rope.run = [s] {
+    if (ggml_graph_compute(s->rope_graph, &s->rope_plan) != GGML_STATUS_SUCCESS) {
+      std::fprintf(stderr, "ggml_graph_compute failed\n");
+      std::exit(1);
+    }
+  };
+  rope.on_threads = r.on_threads;
+  rope.keep = s;
+  return {r, rope};
 }
 
 }  // namespace sbs

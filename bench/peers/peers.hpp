@@ -36,8 +36,8 @@ struct Row {
   std::string versus;  // the posenc row it is compared with ("posenc.fused", "posenc.fused_inplace")
   std::function<void()> run;
   OnThreads on_threads;
-  // The results after a run from fresh inputs: q rotated, [T, Hq, D] float32; cache row values of
-  // token t (index i in [0, Hkv * D)) read back as float.
+  // The results after a run from fresh inputs (q_out empty: a row that is not checked): q rotated,
+  // [T, Hq, D] float32; cache row values of token t (index i in [0, Hkv * D)) read back as float.
   std::function<void()> reset;  // restores the inputs a row rotates in place (before the check run)
   std::function<const float*()> q_out;
   int64_t q_stride = 0;  // floats between tokens of q_out (0: Hq * D, dense)

@@ -324,7 +324,8 @@ int main(int argc, char** argv) {
           if (r.reset) r.reset();
           r.run();
         }
-        for (size_t i = 1; i < rows.size(); ++i) diffs[i] = Compare(c, rows[0], rows[i]);
+        for (size_t i = 1; i < rows.size(); ++i)
+          if (rows[i].q_out) diffs[i] = Compare(c, rows[0], rows[i]);
         const int n = rounds > 0 ? rounds : shape == "prefill4096" ? 15 : shape == "prefill512" ? 31 : 51;
         std::vector<std::vector<double>> ms(rows.size());
         for (int round = 0; round < n; ++round) {
@@ -347,9 +348,10 @@ int main(int argc, char** argv) {
           const Row& r = rows[i];
           char ratio[16] = "";
           if (!r.versus.empty()) std::snprintf(ratio, sizeof ratio, "%.2f", med[r.versus] / med[r.name]);
-          std::printf("%-24s %3d %-21s %9.4f %9.4f %7s %9.2e %9.2e %9.2e\n", c.name.c_str(), nt, r.name.c_str(),
-                      med[r.name], *std::min_element(ms[i].begin(), ms[i].end()), ratio, diffs[i].q, diffs[i].k,
-                      diffs[i].v);
+          char diff[40] = "        -         -         -";
+          if (r.q_out) std::snprintf(diff, sizeof diff, "%9.2e %9.2e %9.2e", diffs[i].q, diffs[i].k, diffs[i].v);
+          std::printf("%-24s %3d %-21s %9.4f %9.4f %7s %s\n", c.name.c_str(), nt, r.name.c_str(), med[r.name],
+                      *std::min_element(ms[i].begin(), ms[i].end()), ratio, diff);
         }
         if (med.count("ggml"))
           std::printf("%-24s %3d ratios: fused/ggml %.2f  separate/ggml %.2f\n", c.name.c_str(), nt,
