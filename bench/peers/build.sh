@@ -2,11 +2,9 @@
 # Builds bench/peers' side_by_side harness against snapshots of the peers' sources (README.md here).
 # Fetches nothing: every snapshot is a folder brought in beforehand, for example
 #   git clone --depth 1 https://github.com/ggml-org/ggml /tmp/peers/ggml
-#   git clone --depth 1 --filter=blob:none --sparse https://github.com/vllm-project/vllm /tmp/peers/vllm &&
-#     git -C /tmp/peers/vllm sparse-checkout set csrc/cpu
 # (or, in this workspace, the fetch tool and `git --git-dir=<mirror> archive HEAD <paths> | tar -x -C <dir>`).
 #
-# usage: bench/peers/build.sh --posenc-build BUILD --out DIR [--ggml GGML_DIR] [--vllm VLLM_DIR] [-j N]
+# usage: bench/peers/build.sh --posenc-build BUILD --out DIR --ggml GGML_DIR [-j N]
 #   BUILD  a posenc CMake build folder (Release); its `posenc` library target is built if missing
 #   DIR    scratch folder for the peers' builds and the harness binary (DIR/side_by_side)
 # Peer code and anything built from it stay in DIR: never commit them.
@@ -14,20 +12,19 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-posenc_build="" out="" ggml="" vllm="" jobs=2
+posenc_build="" out="" ggml="" jobs=2
 while [ $# -gt 0 ]; do
   case "$1" in
     --posenc-build) posenc_build=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --ggml) ggml=$2; shift 2 ;;
-    --vllm) vllm=$2; shift 2 ;;
     -j) jobs=$2; shift 2 ;;
-    -h|--help) sed -n 2,13p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,10p "$0"; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
 done
-if [ -z "$posenc_build" ] || [ -z "$out" ]; then sed -n 2,13p "$0" >&2; exit 2; fi
-if [ -z "$ggml" ] && [ -z "$vllm" ]; then echo "name at least one peer snapshot (--ggml, --vllm)" >&2; exit 2; fi
+if [ -z "$posenc_build" ] || [ -z "$out" ]; then sed -n 2,10p "$0" >&2; exit 2; fi
+if [ -z "$ggml" ]; then echo "name the ggml snapshot (--ggml; the only peer so far)" >&2; exit 2; fi
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
@@ -51,16 +48,6 @@ if [ -n "$ggml" ]; then
   defs+=(-DSBS_WITH_GGML)
   objs+=("$out/peer_ggml.o")
   libs+=("$out/ggml-build/src/libggml.a" "$out/ggml-build/src/libggml-cpu.a" "$out/ggml-build/src/libggml-base.a")
-fi
-
-if [ -n "$vllm" ]; then
-  [ -f "$vllm/csrc/cpu/pos_encoding.cpp" ] || { echo "$vllm: no csrc/cpu/pos_encoding.cpp (a vllm snapshot?)" >&2; exit 1; }
-  # vLLM's CPU extension is compiled with the host's AVX-512 flags; its files include torch headers,
-  # which the shims in vllm_shim/ replace (README.md says which parts).
-  "$cxx" "${common[@]}" -march=native -fopenmp -I"$here/vllm_shim" -I"$vllm/csrc/cpu" -I"$vllm/csrc" \
-    -c "$here/peer_vllm.cpp" -o "$out/peer_vllm.o"
-  defs+=(-DSBS_WITH_VLLM)
-  objs+=("$out/peer_vllm.o")
 fi
 
 "$cxx" "${common[@]}" "${defs[@]}" -fopenmp -c "$here/side_by_side.cpp" -o "$out/side_by_side.o"

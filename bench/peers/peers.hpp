@@ -32,7 +32,7 @@ struct CaseData {
 using OnThreads = std::function<void(const std::function<void(int, int)>& fn)>;
 
 struct Row {
-  std::string name;    // "ggml", "vllm", ...
+  std::string name;    // "posenc.fused", "ggml", ...
   std::string versus;  // the posenc row it is compared with ("posenc.fused", "posenc.fused_inplace")
   std::function<void()> run;
   OnThreads on_threads;
@@ -47,9 +47,7 @@ struct Row {
 
 // Defined by each peer's file when bench/peers/build.sh compiles it (SBS_WITH_<PEER>).
 std::vector<Row> GgmlRows(const CaseData& c, int threads);
-std::vector<Row> VllmRows(const CaseData& c, int threads);
 std::string GgmlInfo();
-std::string VllmInfo();
 
 // 64-byte aligned, zeroed (so pages are committed before anything is timed).
 std::shared_ptr<void> AlignedZeroed(size_t bytes);

@@ -5,9 +5,9 @@
 // k (NeoX pairing, theta 500000) and write k and v into the cache rows named by the slots:
 //   posenc.fused          ApplyRopeKvCache, q out of place (the row ggml is compared with)
 //   posenc.separate       ApplyRope(q -> q_out), ApplyRope(k -> k_tmp), StoreKvCache(k_tmp, v)
-//   posenc.fused_inplace  ApplyRopeKvCache with q rotated in place (the row vLLM is compared with)
+//   posenc.fused_inplace  ApplyRopeKvCache with q rotated in place (for peers that rotate in place)
 //   ggml                  rope_ext(q), rope_ext(k), set_rows(k), set_rows(v): one graph, built once
-//   vllm                  rotary_embedding(q, k in place) + reshape_and_cache(k, v)
+//   ggml.rope_only        the same graph's two rope ops alone (not compared: the rotations' share)
 // Rows take turns within each round (the order rotates every round), so the host's state hits all of
 // them alike; each timed call is preceded by the cold pass (1 GiB read on the row's own threads)
 // or, with --mode warm, by one untimed call of the same row. Medians are printed with the ratio
@@ -51,10 +51,6 @@ std::shared_ptr<void> AlignedZeroed(size_t bytes) {
 #ifndef SBS_WITH_GGML
 std::vector<Row> GgmlRows(const CaseData&, int) { return {}; }
 std::string GgmlInfo() { return ""; }
-#endif
-#ifndef SBS_WITH_VLLM
-std::vector<Row> VllmRows(const CaseData&, int) { return {}; }
-std::string VllmInfo() { return ""; }
 #endif
 
 namespace {
@@ -263,7 +259,7 @@ std::vector<std::string> Split(const std::string& s) {
 void Usage() {
   std::printf(
       "side_by_side [--shapes prefill512,prefill4096,decode64] [--caches f32,f16] [--threads 1,2]\n"
-      "             [--mode cold|warm] [--rounds N] [--peers ggml,vllm] [--evict-mib 1024]\n"
+      "             [--mode cold|warm] [--rounds N] [--peers ggml] [--evict-mib 1024]\n"
       "Rounds default to 15 (prefill4096), 31 (prefill512), 51 (decode64); --rounds N sets all.\n");
 }
 
@@ -276,7 +272,7 @@ int main(int argc, char** argv) {
   std::vector<int> thread_counts{1, 2};
   std::string mode = "cold";
   int rounds = 0;
-  std::vector<std::string> peers{"ggml", "vllm"};
+  std::vector<std::string> peers{"ggml"};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -305,7 +301,6 @@ int main(int argc, char** argv) {
   std::printf("# side_by_side: mode %s (cold pass %zu MiB); ratio = posenc median / peer median (< 1: posenc faster)\n",
               mode.c_str(), g_evict_bytes >> 20);
   if (!GgmlInfo().empty()) std::printf("# %s\n", GgmlInfo().c_str());
-  if (!VllmInfo().empty()) std::printf("# %s\n", VllmInfo().c_str());
   std::printf("%-24s %3s %-21s %9s %9s %7s %9s %9s %9s\n", "case", "thr", "row", "median_ms", "min_ms", "ratio",
               "maxdiff_q", "maxdiff_k", "maxdiff_v");
   for (const auto& shape : shapes) {
@@ -316,8 +311,6 @@ int main(int argc, char** argv) {
         std::vector<Row> rows = PosencRows(c, pool);
         if (want("ggml"))
           for (auto& r : GgmlRows(c, nt)) rows.push_back(std::move(r));
-        if (want("vllm"))
-          for (auto& r : VllmRows(c, nt)) rows.push_back(std::move(r));
         // One run of each row from fresh inputs, compared with posenc.fused.
         std::vector<Diff> diffs(rows.size());
         for (auto& r : rows) {
@@ -356,9 +349,6 @@ int main(int argc, char** argv) {
         if (med.count("ggml"))
           std::printf("%-24s %3d ratios: fused/ggml %.2f  separate/ggml %.2f\n", c.name.c_str(), nt,
                       med["posenc.fused"] / med["ggml"], med["posenc.separate"] / med["ggml"]);
-        if (med.count("vllm"))
-          std::printf("%-24s %3d ratios: fused_inplace/vllm %.2f  separate/vllm %.2f\n", c.name.c_str(), nt,
-                      med["posenc.fused_inplace"] / med["vllm"], med["posenc.separate"] / med["vllm"]);
         std::fflush(stdout);
       }
     }
