@@ -14,8 +14,9 @@
 #include <cstdio>
 #include <cstring>
 
-#include "ggml-cpu.h"
-#include "ggml.h"
+#include <ggml-cpu.h>  // the snapshot's include/ (build.sh passes -I): a third-party header like fmt's
+#include <ggml.h>
+
 #include "peers.hpp"
 
 namespace sbs {
