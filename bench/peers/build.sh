@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Builds bench/peers' side_by_side harness against snapshots of the peers' sources (README.md here).
+# Fetches nothing: every snapshot is a folder brought in beforehand, for example
+#   git clone --depth 1 https://github.com/ggml-org/ggml /tmp/peers/ggml
+# (or, in this workspace, the fetch tool and `git --git-dir=<mirror> archive HEAD <paths> | tar -x -C <dir>`).
+#
+# usage: bench/peers/build.sh --posenc-build BUILD --out DIR --ggml GGML_DIR [-j N]
+#   BUILD  a posenc CMake build folder (Release); its `posenc` library target is built if missing
+#   DIR    scratch folder for the peers' builds and the harness binary (DIR/side_by_side)
+# Peer code and anything built from it stay in DIR: never commit them.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+posenc_build="" out="" ggml="" jobs=2
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --posenc-build) posenc_build=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --ggml) ggml=$2; shift 2 ;;
+    -j) jobs=$2; shift 2 ;;
+    -h|--help) sed -n 2,10p "$0"; exit 0 ;;
+    *) echo "unknown argument: $1" >&2; exit 2 ;;
+  esac
+done
+if [ -z "$posenc_build" ] || [ -z "$out" ]; then sed -n 2,10p "$0" >&2; exit 2; fi
+if [ -z "$ggml" ]; then echo "name the ggml snapshot (--ggml; the only peer so far)" >&2; exit 2; fi
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+
+cmake --build "$posenc_build" -j "$jobs" --target posenc
+lib="$posenc_build/libposenc.a"
+[ -f "$lib" ] || { echo "no $lib: is $posenc_build a posenc build folder?" >&2; exit 1; }
+
+cxx=${CXX:-g++}
+common=(-std=c++20 -O3 -DNDEBUG -I"$root/include" -I"$here")
+defs=() objs=() libs=()
+
+if [ -n "$ggml" ]; then
+  [ -f "$ggml/include/ggml.h" ] || { echo "$ggml: no include/ggml.h (a ggml-org/ggml snapshot?)" >&2; exit 1; }
+  # ggml's CPU backend as llama.cpp builds it for the machine it runs on (GGML_NATIVE, OpenMP);
+  # llamafile's sgemm and the weight repacking are off: neither runs in these graphs.
+  cmake -S "$ggml" -B "$out/ggml-build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
+    -DGGML_NATIVE=ON -DGGML_OPENMP=ON -DGGML_LLAMAFILE=OFF -DGGML_CPU_REPACK=OFF \
+    -DGGML_BUILD_TESTS=OFF -DGGML_BUILD_EXAMPLES=OFF > "$out/ggml-cmake.log"
+  cmake --build "$out/ggml-build" -j "$jobs" --target ggml ggml-cpu ggml-base
+  "$cxx" "${common[@]}" -fopenmp -I"$ggml/include" -c "$here/peer_ggml.cpp" -o "$out/peer_ggml.o"
+  defs+=(-DSBS_WITH_GGML)
+  objs+=("$out/peer_ggml.o")
+  libs+=("$out/ggml-build/src/libggml.a" "$out/ggml-build/src/libggml-cpu.a" "$out/ggml-build/src/libggml-base.a")
+fi
+
+"$cxx" "${common[@]}" "${defs[@]}" -fopenmp -c "$here/side_by_side.cpp" -o "$out/side_by_side.o"
+"$cxx" -fopenmp "$out/side_by_side.o" "${objs[@]}" "$lib" "${libs[@]}" -lhwy_contrib -lhwy -lfmt -lpthread -lm \
+  -o "$out/side_by_side"
+echo "built $out/side_by_side"

@@ -1,0 +1,166 @@
+// ggml's CPU backend (llama.cpp's graph for one layer's RoPE + KV-cache write), compiled against a
+// snapshot of github.com/ggml-org/ggml by bench/peers/build.sh.
+//
+// The graph is llama.cpp's for a Llama layer with a fused QKV projection and a non-transposed V cache
+// (flash attention): q, k and v are views of the [T, 6144] float32 projection output; ggml_rope_ext
+// (NeoX, theta 500000, no YaRN) of q and of k into new tensors; ggml_set_rows of the rotated k and of v
+// into [1024, slots] caches (float32 or float16) at int64 row indices. Built once per case; the timed
+// call is ggml_graph_compute with a plan made once (OpenMP threads as llama.cpp's default build, a
+// persistent ggml threadpool object). ggml computes each token's cos/sin inside the rope op from its
+// int32 position (float32 theta, sinf/cosf); posenc reads them from its precomputed table.
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+#include <ggml-cpu.h>  // the snapshot's include/ (build.sh passes -I): a third-party header like fmt's
+#include <ggml.h>
+
+#include "peers.hpp"
+
+namespace sbs {
+
+std::string GgmlInfo() {
+  std::string s = "ggml ";
+  s += ggml_version();
+  s += " (commit ";
+  s += ggml_commit();
+  s += "), CPU backend, OpenMP";
+  if (ggml_cpu_has_avx512()) s += ", AVX512";
+  else if (ggml_cpu_has_avx2()) s += ", AVX2";
+  if (ggml_cpu_has_f16c()) s += ", F16C";
+  return s;
+}
+
+std::vector<Row> GgmlRows(const CaseData& c, int threads) {
+  struct State {
+    ggml_context* ctx = nullptr;
+    ggml_cgraph* graph = nullptr;
+    ggml_cgraph* rope_graph = nullptr;  // the two rope ops alone (where ggml's time goes)
+    ggml_threadpool* tp = nullptr;
+    ggml_cplan plan{}, rope_plan{};
+    std::shared_ptr<void> in, q_out, k_rot, kc, vc, pos, idx, work;
+    bool f16 = false;
+    int64_t row = 0;
+    std::vector<int64_t> slots;
+    ~State() {
+      if (tp) ggml_threadpool_free(tp);
+      if (ctx) ggml_free(ctx);
+    }
+  };
+  auto s = std::make_shared<State>();
+  const int64_t T = c.T, Hq = c.Hq, Hkv = c.Hkv, D = c.D, W = c.W();
+  s->f16 = c.f16_cache;
+  s->row = c.kv_row();
+  s->slots = c.slots;
+  const ggml_type ct = c.f16_cache ? GGML_TYPE_F16 : GGML_TYPE_F32;
+  const size_t es = c.f16_cache ? 2 : 4;
+
+  ggml_init_params ip{size_t{16} << 20, nullptr, /*no_alloc=*/true};
+  s->ctx = ggml_init(ip);
+  // Buffers are ours (64-byte aligned, zeroed); tensors point into them.
+  s->in = AlignedZeroed(static_cast<size_t>(T * W) * 4);
+  std::memcpy(s->in.get(), c.qkv.get(), static_cast<size_t>(T * W) * 4);
+  s->q_out = AlignedZeroed(static_cast<size_t>(T * Hq * D) * 4);
+  s->k_rot = AlignedZeroed(static_cast<size_t>(T * Hkv * D) * 4);
+  s->kc = AlignedZeroed(static_cast<size_t>(c.cache_slots * s->row) * es);
+  s->vc = AlignedZeroed(static_cast<size_t>(c.cache_slots * s->row) * es);
+  s->pos = AlignedZeroed(static_cast<size_t>(T) * 4);
+  s->idx = AlignedZeroed(static_cast<size_t>(T) * 8);
+  for (int64_t t = 0; t < T; ++t) {
+    static_cast<int32_t*>(s->pos.get())[t] = static_cast<int32_t>(c.pos[static_cast<size_t>(t)]);
+    static_cast<int64_t*>(s->idx.get())[t] = c.slots[static_cast<size_t>(t)];
+  }
+
+  ggml_context* ctx = s->ctx;
+  ggml_tensor* qkv = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, W, T);
+  qkv->data = s->in.get();
+  ggml_tensor* pos = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, T);
+  pos->data = s->pos.get();
+  ggml_tensor* idx = ggml_new_tensor_1d(ctx, GGML_TYPE_I64, T);
+  idx->data = s->idx.get();
+  ggml_tensor* kc = ggml_new_tensor_2d(ctx, ct, s->row, c.cache_slots);
+  kc->data = s->kc.get();
+  ggml_tensor* vc = ggml_new_tensor_2d(ctx, ct, s->row, c.cache_slots);
+  vc->data = s->vc.get();
+
+  const size_t f = sizeof(float);
+  ggml_tensor* q = ggml_view_3d(ctx, qkv, D, Hq, T, D * f, qkv->nb[1], 0);
+  ggml_tensor* k = ggml_view_3d(ctx, qkv, D, Hkv, T, D * f, qkv->nb[1], static_cast<size_t>(Hq * D) * f);
+  ggml_tensor* v = ggml_view_2d(ctx, qkv, s->row, T, qkv->nb[1], static_cast<size_t>((Hq + Hkv) * D) * f);
+  const int n_ctx_orig = 8192;
+  ggml_tensor* qr = ggml_rope_ext(ctx, q, pos, nullptr, static_cast<int>(D), GGML_ROPE_TYPE_NEOX, n_ctx_orig,
+                                  static_cast<float>(c.theta), 1.0f, 0.0f, 1.0f, 0.0f, 0.0f);
+  qr->data = s->q_out.get();
+  ggml_tensor* kr = ggml_rope_ext(ctx, k, pos, nullptr, static_cast<int>(D), GGML_ROPE_TYPE_NEOX, n_ctx_orig,
+                                  static_cast<float>(c.theta), 1.0f, 0.0f, 1.0f, 0.0f, 0.0f);
+  kr->data = s->k_rot.get();
+  ggml_tensor* kset = ggml_set_rows(ctx, kc, ggml_reshape_2d(ctx, kr, s->row, T), idx);
+  ggml_tensor* vset = ggml_set_rows(ctx, vc, v, idx);
+
+  s->graph = ggml_new_graph(ctx);
+  ggml_build_forward_expand(s->graph, qr);
+  ggml_build_forward_expand(s->graph, kset);
+  ggml_build_forward_expand(s->graph, vset);
+
+  s->rope_graph = ggml_new_graph(ctx);
+  ggml_build_forward_expand(s->rope_graph, qr);
+  ggml_build_forward_expand(s->rope_graph, kr);
+
+  ggml_threadpool_params tpp = ggml_threadpool_params_default(threads);
+  s->tp = ggml_threadpool_new(&tpp);
+  s->plan = ggml_graph_plan(s->graph, threads, s->tp);
+  s->rope_plan = ggml_graph_plan(s->rope_graph, threads, s->tp);
+  const size_t work = std::max(s->plan.work_size, s->rope_plan.work_size);
+  if (work > 0) {
+    s->work = AlignedZeroed(work);
+    s->plan.work_data = s->rope_plan.work_data = static_cast<uint8_t*>(s->work.get());
+  }
+
+  Row r;
+  r.name = "ggml";
+  r.versus = "posenc.fused";
+  r.run = [s] {
+    if (ggml_graph_compute(s->graph, &s->plan) != GGML_STATUS_SUCCESS) {
+      std::fprintf(stderr, "ggml_graph_compute failed\n");
+      std::exit(1);
+    }
+  };
+  // The cold pass on the threads ggml_graph_compute uses: OpenMP's team (one thread: the caller).
+  r.on_threads = [threads](const std::function<void(int, int)>& fn) {
+    if (threads <= 1) {
+      fn(0, 1);
+      return;
+    }
+#pragma omp parallel num_threads(threads)
+    fn(omp_get_thread_num(), omp_get_num_threads());
+  };
+  r.q_out = [s] { return static_cast<const float*>(s->q_out.get()); };
+  auto at = [s](const std::shared_ptr<void>* buf) {
+    return [s, buf](int64_t t, int64_t i) -> float {
+      const int64_t e = s->slots[static_cast<size_t>(t)] * s->row + i;
+      if (s->f16) return ggml_fp16_to_fp32(static_cast<const ggml_fp16_t*>(buf->get())[e]);
+      return static_cast<const float*>(buf->get())[e];
+    };
+  };
+  r.k_at = at(&s->kc);
+  r.v_at = at(&s->vc);
+  r.keep = s;
+
+  // ggml's two rope ops alone (q and k out of place, no cache write): not a comparison row, it says
+  // how much of ggml's time the rotations take.
+  Row rope;
+  rope.name = "ggml.rope_only";
+  rope.run = [s] {
+    if (ggml_graph_compute(s->rope_graph, &s->rope_plan) != GGML_STATUS_SUCCESS) {
+      std::fprintf(stderr, "ggml_graph_compute failed\n");
+      std::exit(1);
+    }
+  };
+  rope.on_threads = r.on_threads;
+  rope.keep = s;
+  return {r, rope};
+}
+
+}  // namespace sbs

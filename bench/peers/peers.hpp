@@ -1,0 +1,55 @@
+// Side by side with the CPU engines (bench/peers/README.md): the case every row computes and the row
+// interface each peer's file implements. Not part of the library or of CI; bench/peers/build.sh
+// compiles this harness against snapshots of the peers' sources.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace sbs {
+
+// One Llama-3-8B attention layer's RoPE + KV-cache write: the fused QKV projection output (float32,
+// row t = 32 q heads, 8 k heads, 8 v heads of 128) for T tokens at positions pos, written into cache
+// rows slots of a cache of cache_slots rows (float32 or float16), NeoX (half) pairing, theta 500000.
+struct CaseData {
+  std::string name;
+  int64_t T = 0, Hq = 32, Hkv = 8, D = 128;
+  double theta = 500000.0;
+  int64_t max_positions = 8192;
+  bool f16_cache = false;
+  int64_t cache_slots = 0;
+  std::vector<int64_t> pos, slots;
+  std::shared_ptr<float[]> qkv;  // [T, W] float32, read only: rows that rotate in place copy it
+  int64_t W() const { return (Hq + 2 * Hkv) * D; }
+  int64_t kv_row() const { return Hkv * D; }
+};
+
+// Runs fn(ith, nth) once on each of the row's own threads (ith in [0, nth)): the cold-cache pass runs
+// through it so that the threads the timed call uses are the ones awake when it starts.
+using OnThreads = std::function<void(const std::function<void(int, int)>& fn)>;
+
+struct Row {
+  std::string name;    // "posenc.fused", "ggml", ...
+  std::string versus;  // the posenc row it is compared with ("posenc.fused", "posenc.fused_inplace")
+  std::function<void()> run;
+  OnThreads on_threads;
+  // The results after a run from fresh inputs (q_out empty: a row that is not checked): q rotated,
+  // [T, Hq, D] float32; cache row values of token t (index i in [0, Hkv * D)) read back as float.
+  std::function<void()> reset;  // restores the inputs a row rotates in place (before the check run)
+  std::function<const float*()> q_out;
+  int64_t q_stride = 0;  // floats between tokens of q_out (0: Hq * D, dense)
+  std::function<float(int64_t t, int64_t i)> k_at, v_at;
+  std::shared_ptr<void> keep;
+};
+
+// Defined by each peer's file when bench/peers/build.sh compiles it (SBS_WITH_<PEER>).
+std::vector<Row> GgmlRows(const CaseData& c, int threads);
+std::string GgmlInfo();
+
+// 64-byte aligned, zeroed (so pages are committed before anything is timed).
+std::shared_ptr<void> AlignedZeroed(size_t bytes);
+
+}  // namespace sbs

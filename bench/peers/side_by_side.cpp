@@ -1,0 +1,357 @@
+// Side by side with the CPU engines, in one process (bench/peers/README.md).
+//
+// For each case (Llama-3-8B: prefill 512 and 4096 tokens, decode 64 sequences x 1 token; float32
+// activations; float32 or float16 cache) and thread count, every row does the same work: rotate q and
+// k (NeoX pairing, theta 500000) and write k and v into the cache rows named by the slots:
+//   posenc.fused          ApplyRopeKvCache, q out of place (the row ggml is compared with)
+//   posenc.separate       ApplyRope(q -> q_out), ApplyRope(k -> k_tmp), StoreKvCache(k_tmp, v)
+//   posenc.fused_inplace  ApplyRopeKvCache with q rotated in place (for peers that rotate in place)
+//   ggml                  rope_ext(q), rope_ext(k), set_rows(k), set_rows(v): one graph, built once
+//   ggml.rope_only        the same graph's two rope ops alone (not compared: the rotations' share)
+// Rows take turns within each round (the order rotates every round), so the host's state hits all of
+// them alike; each timed call is preceded by the cold pass (1 GiB read on the row's own threads)
+// or, with --mode warm, by one untimed call of the same row. Medians are printed with the ratio
+// posenc time / peer time. Before timing, each row runs once from fresh inputs and its outputs are
+// compared with posenc.fused's (max abs difference of q, of the k rows and of the v rows).
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "peers.hpp"
+#include "posenc/core/dtype.hpp"
+#include "posenc/core/parallel.hpp"
+#include "posenc/kernels/fused_rope.hpp"
+#include "posenc/kernels/kv_cache.hpp"
+#include "posenc/kernels/rope.hpp"
+#include "posenc/math/rope_table.hpp"
+
+namespace sbs {
+
+std::shared_ptr<void> AlignedZeroed(size_t bytes) {
+  const size_t n = (bytes + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, n == 0 ? 64 : n);
+  if (p == nullptr) {
+    std::fprintf(stderr, "out of memory (%zu bytes)\n", bytes);
+    std::exit(1);
+  }
+  std::memset(p, 0, n == 0 ? 64 : n);
+  return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+}
+
+#ifndef SBS_WITH_GGML
+std::vector<Row> GgmlRows(const CaseData&, int) { return {}; }
+std::string GgmlInfo() { return ""; }
+#endif
+
+namespace {
+
+using namespace posenc;
+
+const RopeTable& LlamaTable() {
+  static const RopeTable table =
+      RopeTable::Build(DefaultRopeFrequencies(128, 500000.0).value(), 8192, RopePrecision::kReference).value();
+  return table;
+}
+
+CaseData MakeCase(const std::string& shape, bool f16) {
+  CaseData c;
+  c.name = shape + (f16 ? "/cache_f16" : "/cache_f32");
+  c.f16_cache = f16;
+  const bool decode = shape == "decode64";
+  c.T = decode ? 64 : shape == "prefill512" ? 512 : 4096;
+  c.cache_slots = decode ? 16384 : 8192;
+  std::mt19937 rng(3);
+  c.pos.resize(static_cast<size_t>(c.T));
+  if (decode) {
+    // 64 sequences, one token each at a random position < 8192, each in a distinct random 16-row page
+    // of a paged cache (as posenc bench's fused_decode rows).
+    const int64_t page = 16, pages = c.cache_slots / page, max_pages = 8192 / page;
+    std::vector<int32_t> pool(static_cast<size_t>(pages)), table(static_cast<size_t>(c.T * max_pages), -1);
+    for (int64_t i = 0; i < pages; ++i) pool[static_cast<size_t>(i)] = static_cast<int32_t>(i);
+    std::shuffle(pool.begin(), pool.end(), rng);
+    std::vector<int64_t> seq(static_cast<size_t>(c.T));
+    for (int64_t t = 0; t < c.T; ++t) {
+      const int64_t p = static_cast<int64_t>(rng() % 8192);
+      c.pos[static_cast<size_t>(t)] = p;
+      seq[static_cast<size_t>(t)] = t;
+      table[static_cast<size_t>(t * max_pages + p / page)] = pool[static_cast<size_t>(t)];
+    }
+    c.slots = PagedKvSlots(PagedKvTable{page, pages, max_pages, table}, seq, c.pos).value();
+  } else {
+    // Prefill of one sequence into the first rows of an 8192-row cache.
+    c.slots.resize(static_cast<size_t>(c.T));
+    for (int64_t t = 0; t < c.T; ++t) c.pos[static_cast<size_t>(t)] = c.slots[static_cast<size_t>(t)] = t;
+  }
+  const size_t n = static_cast<size_t>(c.T * c.W());
+  c.qkv = std::shared_ptr<float[]>(new float[n]);
+  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+  for (size_t i = 0; i < n; ++i) c.qkv[i] = u(rng);
+  return c;
+}
+
+// The cold pass: reads (never writes) g_evict_bytes, one word per 64-byte line, split over the caller's
+// threads. The default, 1 GiB, is twice the largest L3 of the machines in docs/PERFORMANCE.md.
+size_t g_evict_bytes = size_t{1} << 30;
+
+void Evict(int ith, int nth) {
+  static const size_t words = g_evict_bytes / 8;
+  static uint64_t* buf = [] {
+    auto* b = new uint64_t[words];
+    for (size_t i = 0; i < words; ++i) b[i] = i;
+    return b;
+  }();
+  static std::atomic<uint64_t> sink{0};
+  uint64_t s = 0;
+  const size_t w0 = words * static_cast<size_t>(ith) / static_cast<size_t>(nth);
+  const size_t w1 = words * static_cast<size_t>(ith + 1) / static_cast<size_t>(nth);
+  for (size_t i = w0; i < w1; i += 8) s += buf[i];
+  sink.fetch_add(s, std::memory_order_relaxed);
+}
+
+OnThreads PoolThreads(ParallelRunner* pool) {
+  return [pool](const std::function<void(int, int)>& fn) {
+    const int n = pool->num_threads();
+    pool->For(n, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) fn(static_cast<int>(i), n);
+    });
+  };
+}
+
+float CacheValue(const KvCacheView& cache, bool k, int64_t slot, int64_t i) {
+  const std::byte* row = k ? cache.k_row(0, slot) : cache.v_row(0, slot);
+  if (cache.type == KvCacheType::kF16) return F16ToF32(reinterpret_cast<const f16_t*>(row)[i]);
+  return reinterpret_cast<const float*>(row)[i];
+}
+
+void Check(Status s, const char* what) {
+  if (!s.ok()) {
+    std::fprintf(stderr, "%s: %s\n", what, s.ToString().c_str());
+    std::exit(1);
+  }
+}
+
+// posenc's rows over the case's input; each row has its own outputs (and fused_inplace its own copy of
+// the input, which it rotates in place).
+std::vector<Row> PosencRows(const CaseData& c, std::shared_ptr<ParallelRunner> pool) {
+  const int64_t T = c.T, Hq = c.Hq, Hkv = c.Hkv, D = c.D;
+  const auto ct = c.f16_cache ? KvCacheType::kF16 : KvCacheType::kF32;
+  const size_t es = c.f16_cache ? 2 : 4;
+  const size_t cache_bytes = static_cast<size_t>(c.cache_slots * Hkv * D) * es;
+  const size_t in_bytes = static_cast<size_t>(T * c.W()) * 4;
+  struct State {
+    std::shared_ptr<ParallelRunner> pool;
+    std::vector<int64_t> pos, slots;
+    RopeArgs args;
+    FusedRopeArgs fa;
+    std::shared_ptr<void> q_out[2], k_tmp, kc[3], vc[3], in_ip;
+    KvCacheView cache[3];
+    QkvViews qkv, qkv_ip;
+    HeadsView qov[2], ktv;
+  };
+  auto s = std::make_shared<State>();
+  s->pool = pool;
+  s->pos = c.pos;
+  s->slots = c.slots;
+  s->args = RopeArgs{{RopePairing::kHalf, D, 0, D}, &LlamaTable(), s->pos};
+  s->args.parallel = pool.get();
+  s->fa = FusedRopeArgs{s->args, s->slots, 0, {}};
+  for (int i = 0; i < 2; ++i) {
+    s->q_out[i] = AlignedZeroed(static_cast<size_t>(T * Hq * D) * 4);
+    s->qov[i] = HeadsView::Dense(s->q_out[i].get(), DType::kF32, T, Hq, D);
+  }
+  s->k_tmp = AlignedZeroed(static_cast<size_t>(T * Hkv * D) * 4);
+  s->ktv = HeadsView::Dense(s->k_tmp.get(), DType::kF32, T, Hkv, D);
+  for (int i = 0; i < 3; ++i) {
+    s->kc[i] = AlignedZeroed(cache_bytes);
+    s->vc[i] = AlignedZeroed(cache_bytes);
+    s->cache[i] = KvCacheView{s->kc[i].get(), s->vc[i].get(), ct, 1, c.cache_slots, Hkv, D};
+  }
+  s->qkv = SplitFusedQkv(c.qkv.get(), DType::kF32, T, Hq, Hkv, D).value();
+  s->in_ip = AlignedZeroed(in_bytes);
+  s->qkv_ip = SplitFusedQkv(s->in_ip.get(), DType::kF32, T, Hq, Hkv, D).value();
+  const float* src = c.qkv.get();
+
+  std::vector<Row> rows(3);
+  const OnThreads threads = PoolThreads(pool.get());
+  auto k_of = [s](int i) {
+    return [s, i](int64_t t, int64_t j) { return CacheValue(s->cache[i], true, s->slots[static_cast<size_t>(t)], j); };
+  };
+  auto v_of = [s](int i) {
+    return [s, i](int64_t t, int64_t j) { return CacheValue(s->cache[i], false, s->slots[static_cast<size_t>(t)], j); };
+  };
+
+  rows[0].name = "posenc.fused";
+  rows[0].run = [s] { Check(ApplyRopeKvCache(s->fa, s->qkv, s->qov[0], s->cache[0]), "ApplyRopeKvCache"); };
+  rows[0].q_out = [s] { return static_cast<const float*>(s->q_out[0].get()); };
+  rows[0].k_at = k_of(0);
+  rows[0].v_at = v_of(0);
+
+  rows[1].name = "posenc.separate";
+  rows[1].run = [s] {
+    Check(ApplyRope(s->args, s->qkv.q, s->qov[1]), "ApplyRope q");
+    Check(ApplyRope(s->args, s->qkv.k, s->ktv), "ApplyRope k");
+    Check(StoreKvCache(s->cache[1], 0, s->slots, s->ktv, s->qkv.v, s->pool.get()), "StoreKvCache");
+  };
+  rows[1].q_out = [s] { return static_cast<const float*>(s->q_out[1].get()); };
+  rows[1].k_at = k_of(1);
+  rows[1].v_at = v_of(1);
+
+  rows[2].name = "posenc.fused_inplace";
+  rows[2].run = [s] { Check(ApplyRopeKvCache(s->fa, s->qkv_ip, s->qkv_ip.q, s->cache[2]), "ApplyRopeKvCache in place"); };
+  rows[2].reset = [s, src, in_bytes] { std::memcpy(s->in_ip.get(), src, in_bytes); };
+  rows[2].q_out = [s] { return static_cast<const float*>(s->in_ip.get()); };  // q rows of the fused buffer
+  rows[2].q_stride = c.W();
+  rows[2].k_at = k_of(2);
+  rows[2].v_at = v_of(2);
+  for (auto& r : rows) {
+    r.on_threads = threads;
+    r.keep = s;
+  }
+  return rows;
+}
+
+struct Diff {
+  double q = 0, k = 0, v = 0;
+};
+
+// Max abs differences of a row's outputs from the reference row's.
+Diff Compare(const CaseData& c, const Row& ref, const Row& row) {
+  Diff d;
+  const int64_t qn = c.Hq * c.D;
+  const float* a = ref.q_out();
+  const float* b = row.q_out();
+  const int64_t sa = ref.q_stride ? ref.q_stride : qn, sb = row.q_stride ? row.q_stride : qn;
+  for (int64_t t = 0; t < c.T; ++t)
+    for (int64_t i = 0; i < qn; ++i) d.q = std::max(d.q, std::fabs(double(a[t * sa + i]) - double(b[t * sb + i])));
+  for (int64_t t = 0; t < c.T; ++t)
+    for (int64_t i = 0; i < c.kv_row(); ++i) {
+      d.k = std::max(d.k, std::fabs(double(ref.k_at(t, i)) - double(row.k_at(t, i))));
+      d.v = std::max(d.v, std::fabs(double(ref.v_at(t, i)) - double(row.v_at(t, i))));
+    }
+  return d;
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::vector<std::string> Split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+void Usage() {
+  std::printf(
+      "side_by_side [--shapes prefill512,prefill4096,decode64] [--caches f32,f16] [--threads 1,2]\n"
+      "             [--mode cold|warm] [--rounds N] [--peers ggml] [--evict-mib 1024]\n"
+      "Rounds default to 15 (prefill4096), 31 (prefill512), 51 (decode64); --rounds N sets all.\n");
+}
+
+}  // namespace
+}  // namespace sbs
+
+int main(int argc, char** argv) {
+  using namespace sbs;
+  std::vector<std::string> shapes{"prefill512", "prefill4096", "decode64"}, caches{"f32", "f16"};
+  std::vector<int> thread_counts{1, 2};
+  std::string mode = "cold";
+  int rounds = 0;
+  std::vector<std::string> peers{"ggml"};
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        Usage();
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--shapes") shapes = Split(next());
+    else if (a == "--caches") caches = Split(next());
+    else if (a == "--threads") {
+      thread_counts.clear();
+      for (const auto& t : Split(next())) thread_counts.push_back(std::atoi(t.c_str()));
+    } else if (a == "--mode") mode = next();
+    else if (a == "--rounds") rounds = std::atoi(next().c_str());
+    else if (a == "--peers") peers = Split(next());
+    else if (a == "--evict-mib") g_evict_bytes = static_cast<size_t>(std::atoll(next().c_str())) << 20;
+    else {
+      Usage();
+      return a == "--help" || a == "-h" ? 0 : 2;
+    }
+  }
+  if (mode == "cold") Evict(0, 1);  // fills the cold pass's buffer before anything is timed
+  auto want = [&](const char* p) { return std::find(peers.begin(), peers.end(), p) != peers.end(); };
+  std::printf("# side_by_side: mode %s (cold pass %zu MiB); ratio = posenc median / peer median (< 1: posenc faster)\n",
+              mode.c_str(), g_evict_bytes >> 20);
+  if (!GgmlInfo().empty()) std::printf("# %s\n", GgmlInfo().c_str());
+  std::printf("%-24s %3s %-21s %9s %9s %7s %9s %9s %9s\n", "case", "thr", "row", "median_ms", "min_ms", "ratio",
+              "maxdiff_q", "maxdiff_k", "maxdiff_v");
+  for (const auto& shape : shapes) {
+    for (const auto& cache : caches) {
+      const CaseData c = MakeCase(shape, cache == "f16");
+      for (int nt : thread_counts) {
+        std::shared_ptr<posenc::ParallelRunner> pool(posenc::ThreadPool::Create(nt).value().release());
+        std::vector<Row> rows = PosencRows(c, pool);
+        if (want("ggml"))
+          for (auto& r : GgmlRows(c, nt)) rows.push_back(std::move(r));
+        // One run of each row from fresh inputs, compared with posenc.fused.
+        std::vector<Diff> diffs(rows.size());
+        for (auto& r : rows) {
+          if (r.reset) r.reset();
+          r.run();
+        }
+        for (size_t i = 1; i < rows.size(); ++i)
+          if (rows[i].q_out) diffs[i] = Compare(c, rows[0], rows[i]);
+        const int n = rounds > 0 ? rounds : shape == "prefill4096" ? 15 : shape == "prefill512" ? 31 : 51;
+        std::vector<std::vector<double>> ms(rows.size());
+        for (int round = 0; round < n; ++round) {
+          for (size_t j = 0; j < rows.size(); ++j) {
+            Row& r = rows[(j + static_cast<size_t>(round)) % rows.size()];
+            // Every thread pool (posenc's, OpenMP's) idles into sleep before the next row wakes its own.
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+            if (mode == "cold") r.on_threads(Evict);
+            else r.run();
+            const auto t0 = std::chrono::steady_clock::now();
+            r.run();
+            const auto t1 = std::chrono::steady_clock::now();
+            ms[(j + static_cast<size_t>(round)) % rows.size()].push_back(
+                std::chrono::duration<double, std::milli>(t1 - t0).count());
+          }
+        }
+        std::map<std::string, double> med;
+        for (size_t i = 0; i < rows.size(); ++i) med[rows[i].name] = Median(ms[i]);
+        for (size_t i = 0; i < rows.size(); ++i) {
+          const Row& r = rows[i];
+          char ratio[16] = "";
+          if (!r.versus.empty()) std::snprintf(ratio, sizeof ratio, "%.2f", med[r.versus] / med[r.name]);
+          char diff[40] = "        -         -         -";
+          if (r.q_out) std::snprintf(diff, sizeof diff, "%9.2e %9.2e %9.2e", diffs[i].q, diffs[i].k, diffs[i].v);
+          std::printf("%-24s %3d %-21s %9.4f %9.4f %7s %s\n", c.name.c_str(), nt, r.name.c_str(), med[r.name],
+                      *std::min_element(ms[i].begin(), ms[i].end()), ratio, diff);
+        }
+        if (med.count("ggml"))
+          std::printf("%-24s %3d ratios: fused/ggml %.2f  separate/ggml %.2f\n", c.name.c_str(), nt,
+                      med["posenc.fused"] / med["ggml"], med["posenc.separate"] / med["ggml"]);
+        std::fflush(stdout);
+      }
+    }
+  }
+  return 0;
+}
