@@ -414,6 +414,12 @@ Status ParseLayerKeys(const json& j, const std::string& source, PositionScheme* 
     if (*dst <= 0) return KeyError(source, key, fmt::format("is {}, must be > 0", *dst));
   }
   const ModelFamily* family = FamilyOf(*s);
+  if (family != nullptr && family->layer_rule == LayerRule::kSlidingRopeIfWindowed &&
+      !(j.is_object() && j.contains("sliding_window"))) {
+    // Exaone4Config's sliding_window defaults to 4096: a config without the key is windowed (null is not).
+    s->has_sliding_window = true;
+    Note(s, fmt::format("{}: no sliding_window: the config class's default 4096 applies", s->model_type));
+  }
   if (family != nullptr) {
     POSENC_RETURN_IF_ERROR(CheckFamilyKeyTypes(j, source, *family));
     POSENC_RETURN_IF_ERROR(DeriveLayerTypes(j, source, *family, s));

@@ -60,8 +60,14 @@ TEST(LayerTypes, Exaone4HybridIsNopeOnGlobalLayers) {
   c = Exaone4(4);
   c["sliding_window"] = nullptr;
   EXPECT_EQ(Schedule(c), std::vector<bool>(4, true));
+  // Without the key, Exaone4Config's default sliding_window (4096) applies: windowed, so the full layers
+  // (every 4th by the class's default sliding_window_pattern 4 when it is absent too) are NoPE.
   c.erase("sliding_window");
-  EXPECT_EQ(Schedule(c), std::vector<bool>(4, true));
+  EXPECT_EQ(Schedule(c), (std::vector<bool>{true, true, true, false}));
+  c.erase("sliding_window_pattern");
+  EXPECT_EQ(Schedule(c), (std::vector<bool>{true, true, true, false}));
+  c["sliding_window_pattern"] = 2;
+  EXPECT_EQ(Schedule(c), (std::vector<bool>{true, false, true, false}));
   // A pattern of other letters is refused naming the key and value.
   c = Exaone4(4);
   c["sliding_window_pattern"] = "LLXG";
