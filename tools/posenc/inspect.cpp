@@ -17,6 +17,7 @@
 #include "posenc/io/mapped_file.hpp"
 #include "posenc/math/multi_axis.hpp"
 #include "posenc/math/rope_config.hpp"
+#include "posenc/math/rope_scaling_facts.hpp"
 #include "posenc/model/model_file.hpp"
 #include "posenc/model/model_scheme.hpp"
 
@@ -38,23 +39,18 @@ json IdentityTensors(const ModelFile& m) {
   return out;
 }
 
-// The parameters the scaling uses, as (key, value) pairs in the config's own words: its row's keys
-// (RopeScalings()); an optional number or a list that may be empty is shown when given.
+// The parameters the scaling uses, as (key, value) pairs in the config's own words (ScalingParamsOf:
+// its row's keys; an optional number or a list that may be empty is shown when given).
 json ScalingParams(const RopeConfig& rc) {
   json p = json::object();
-  RopeConfig& c = const_cast<RopeConfig&>(rc);  // ScalingField points into it; only read here
-  for (const RopeScalingKey& k : RopeScalingOf(rc.scaling.type).keys) {
-    const ScalingField f = k.field(c);
-    switch (k.kind) {
-      case ScalingKeyKind::kNumber: p[std::string(k.name)] = *f.number; break;
-      case ScalingKeyKind::kInteger: p[std::string(k.name)] = *f.integer; break;
-      case ScalingKeyKind::kBoolean: p[std::string(k.name)] = *f.boolean; break;
-      case ScalingKeyKind::kOptionalNumber:
-        if (f.optional->has_value()) p[std::string(k.name)] = **f.optional;
-        break;
-      case ScalingKeyKind::kNumberList:
-        if (k.rule != ScalingKeyRule::kPairListIfGiven || !f.list->empty()) p[std::string(k.name)] = *f.list;
-        break;
+  for (const ScalingParam& param : ScalingParamsOf(rc)) {
+    json& v = p[std::string(param.name)];
+    switch (param.kind) {
+      case ScalingKeyKind::kNumber:
+      case ScalingKeyKind::kOptionalNumber: v = param.number; break;
+      case ScalingKeyKind::kInteger: v = param.integer; break;
+      case ScalingKeyKind::kBoolean: v = param.boolean; break;
+      case ScalingKeyKind::kNumberList: v = param.list; break;
     }
   }
   return p;
