@@ -140,7 +140,7 @@ TEST(ModelScheme, HuggingFaceFolderHeadDimFromTheConfig) {
     SCOPED_TRACE(path);
     auto m = OpenModel(path);
     ASSERT_TRUE(m.ok()) << m.status().ToString();
-    ASSERT_EQ(m->d_model() / m->n_heads(), 32);
+    ASSERT_EQ(m->hidden_size() / m->num_heads(), 32);
     auto s = ModelScheme(*m);
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     EXPECT_EQ(s->kind, PositionKind::kRope);
