@@ -599,6 +599,7 @@ Result<std::shared_ptr<const ValidatedFrequencies>> Check(const RopeConfig& c) {
 class ValidatedCache {
  public:
   static constexpr size_t kEntries = 16;
+  static constexpr size_t kMaxValuesPerEntry = 1 << 16;  // doubles: 512 KiB
 
   std::shared_ptr<const ValidatedFrequencies> Find(const RopeConfig& c) {
     const ValidatedFrequencies::Inputs inputs = ValidatedFrequencies::Of(c);
@@ -608,6 +609,11 @@ class ValidatedCache {
     return nullptr;
   }
   void Add(std::shared_ptr<const ValidatedFrequencies> e) {
+    // A config with huge lists (head_dim up to kMaxRopeHeadDim) is not kept: the cache stays small.
+    const RopeScaling& sc = e->inputs.scaling;
+    size_t values = sc.short_factor.size() + sc.long_factor.size() + sc.freq_factors.size();
+    for (const auto& r : e->regimes) values += r.second.inv_freq.size();
+    if (values > kMaxValuesPerEntry) return;
     std::lock_guard<std::mutex> lock(mu_);
     std::erase_if(entries_, [&](const auto& old) { return old->inputs == e->inputs; });
     entries_.push_front(std::move(e));
