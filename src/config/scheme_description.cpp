@@ -176,13 +176,16 @@ Result<json> Describe(const PositionScheme& s, const std::string& path, int64_t 
       p["wavelength"] = 2.0 * std::numbers::pi / w;
     else
       p["wavelength"] = nullptr;
-    if (i < plain.size()) p["unscaled_wavelength"] = 2.0 * std::numbers::pi / plain[i];
     if (w > 0 && i < plain.size()) p["divisor"] = plain[i] / w;
     p["regime"] = std::string(ToString(regimes[i]));
     if (i < pair_component.size()) p["component"] = pair_component[i];
     pairs.push_back(p);
   }
   out["pairs"] = pairs;
+  // Each pair's wavelength without the scaling (2 pi / base^(-2i/R)), the explorer's reference line.
+  std::vector<double> unscaled;
+  for (double w : plain) unscaled.push_back(2.0 * std::numbers::pi / w);
+  out["unscaled_wavelengths"] = unscaled;
   return out;
 }
 

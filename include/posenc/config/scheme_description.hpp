@@ -24,8 +24,8 @@ namespace posenc {
 //     scaling's keys, ScalingParamsOf), nominal_factor, original_max_position_embeddings, seq_len
 //     (and seq_len_note when defaulted), attention_scaling, multi_axis {section_layout, rules,
 //     sections, num_components}, query_temperature {formula, attn_scale, floor_scale, offset, on,
-//     layers}, pairs [{pair, dims, frequency, wavelength (null when unrotated), unscaled_wavelength,
-//     divisor, regime, component}];
+//     layers}, pairs [{pair, dims, frequency, wavelength (null when unrotated), divisor, regime,
+//     component}], unscaled_wavelengths (each pair's without the scaling);
 //   every scheme with layers: layers {count, rule, rope, attention, nope_layers, rope_keys, rope_key,
 //     head_dim, types}.
 // `seq_len` < 0: max_position_embeddings (noted). Errors: those of ComputeRopeFrequencies,
