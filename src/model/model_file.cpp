@@ -16,7 +16,6 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "core/enum_names.hpp"
 #include "io/io_util.hpp"
 #include "posenc/io/gguf.hpp"
 #include "posenc/io/json_read.hpp"
@@ -75,14 +74,16 @@ int64_t JsonInt(const nlohmann::json& j, std::initializer_list<const char*> keys
 
 }  // namespace
 
-constexpr detail::EnumName<ModelFormat> kFormatNames[] = {{ModelFormat::kGguf, "gguf"},
-                                                          {ModelFormat::kSafetensors, "safetensors"},
-                                                          {ModelFormat::kHuggingFaceFolder, "hf-folder"},
-                                                          {ModelFormat::kLlama2c, "llama2c"},
-                                                          {ModelFormat::kNpy, "npy"}};
-
-std::string_view ToString(ModelFormat f) { return detail::NameOf(f, kFormatNames); }
-bool ParseModelFormat(std::string_view name, ModelFormat* out) { return detail::ValueOf(name, kFormatNames, out); }
+std::string_view ToString(ModelFormat f) {
+  switch (f) {
+    case ModelFormat::kGguf: return "gguf";
+    case ModelFormat::kSafetensors: return "safetensors";
+    case ModelFormat::kHuggingFaceFolder: return "hf-folder";
+    case ModelFormat::kLlama2c: return "llama2c";
+    case ModelFormat::kNpy: return "npy";
+  }
+  return "unknown";
+}
 
 ModelFormat DetectFileFormat(std::span<const std::byte> bytes, std::string_view path) {
   if (bytes.size() >= 6 && std::memcmp(bytes.data(), "\x93NUMPY", 6) == 0) return ModelFormat::kNpy;

@@ -311,14 +311,6 @@ TEST(DetectFileFormat, OneRuleForEveryReader) {
   EXPECT_EQ(detect(st + header, "m.bin"), ModelFormat::kLlama2c);
   EXPECT_EQ(detect(st + header, "m.safetensors"), ModelFormat::kSafetensors);
   EXPECT_EQ(detect("", "m.bin"), ModelFormat::kLlama2c);
-  for (ModelFormat f : {ModelFormat::kGguf, ModelFormat::kSafetensors, ModelFormat::kHuggingFaceFolder,
-                        ModelFormat::kLlama2c, ModelFormat::kNpy}) {
-    ModelFormat back = ModelFormat::kNpy;
-    EXPECT_TRUE(ParseModelFormat(ToString(f), &back)) << ToString(f);
-    EXPECT_EQ(back, f);
-  }
-  ModelFormat unused;
-  EXPECT_FALSE(ParseModelFormat("auto", &unused));
 }
 
 // The one "config.json that goes with a model" rule: inside a folder, beside a file.

@@ -27,13 +27,10 @@ Status Run(const Options& o) {
     return InvalidArgumentError(fmt::format("--to '{}': expected half or interleaved", o.to));
   if (c.from == c.to)
     return InvalidArgumentError(fmt::format("--from and --to are both '{}': there is nothing to convert", o.from));
-  if (o.format != "auto") {
-    ModelFormat f;
-    if (!ParseModelFormat(o.format, &f) ||
-        (f != ModelFormat::kLlama2c && f != ModelFormat::kSafetensors && f != ModelFormat::kGguf))
-      return InvalidArgumentError(fmt::format("--format '{}': expected auto, llama2c, safetensors or gguf", o.format));
-    c.format = f;
-  }
+  for (ModelFormat f : {ModelFormat::kLlama2c, ModelFormat::kSafetensors, ModelFormat::kGguf})
+    if (o.format == ToString(f)) c.format = f;
+  if (o.format != "auto" && !c.format.has_value())
+    return InvalidArgumentError(fmt::format("--format '{}': expected auto, llama2c, safetensors or gguf", o.format));
   c.num_heads = o.heads;
   c.num_kv_heads = o.kv_heads;
   c.head_dim = o.head_dim;

@@ -33,8 +33,6 @@ struct ModelFileBuilder;  // model_file.cpp: OpenModel's steps
 // rewrites.
 enum class ModelFormat { kGguf, kSafetensors, kHuggingFaceFolder, kLlama2c, kNpy };
 std::string_view ToString(ModelFormat f);  // "gguf", "safetensors", "hf-folder", "llama2c", "npy"
-// The format ToString names; false for any other name.
-bool ParseModelFormat(std::string_view name, ModelFormat* out);
 
 // The format of a model file's bytes, the one rule every reader uses: the .npy magic, the "GGUF"
 // magic, a safetensors header (a little-endian u64 length that fits the file, then '{'), or a name
