@@ -206,7 +206,7 @@ function updateModel() {
     const xs = d.pairs.map((p) => p.pair);
     const ctx = d.original_max_position_embeddings || d.max_position_embeddings;
     chart($("wavelengths"), xs, [
-      {ys: d.pairs.map((p) => p.unscaled_wavelength), colour: "#999"},
+      {ys: d.unscaled_wavelengths, colour: "#999"},
       {ys: d.pairs.map((p) => (p.wavelength === null ? Infinity : p.wavelength)), dots: true,
        colours: d.pairs.map((p) => REGIME_COLOURS[p.regime] || "#000")},
     ], {logy: true, xlabel: "pair i (fast to slow); grey line: unscaled base^(-2i/d)",

@@ -13,6 +13,7 @@
 #include "posenc/config/hf_config.hpp"
 #include "posenc/config/layer_schedule.hpp"
 #include "posenc/config/model_families.hpp"
+#include "posenc/config/scheme_description.hpp"
 #include "posenc/kernels/rope.hpp"
 #include "posenc/math/multi_axis.hpp"
 #include "posenc/math/relative.hpp"
@@ -36,59 +37,6 @@ const char* Out(const json& j) {
 }
 
 const char* Error(const Status& s) { return Out(json{{"error", s.ToString()}}); }
-
-// The fields of `posenc inspect --json` the explorer shows, under the same names and computed by the
-// same library calls: frequencies (M-RoPE: the plan's), attention scaling, regimes, per-layer table.
-Result<json> Describe(const PositionScheme& s, int64_t seq_len) {
-  json out;
-  out["scheme"] = std::string(ToString(s.kind));
-  if (!s.model_type.empty()) out["model_type"] = s.model_type;
-  if (s.kind != PositionKind::kRope) return out;
-  const RopeConfig& rc = s.rope;
-  if (seq_len < 0) seq_len = rc.max_position_embeddings;
-  POSENC_ASSIGN_OR_RETURN(RopeFrequencies f, ComputeRopeFrequencies(rc, seq_len));
-  std::vector<int64_t> pair_component;
-  if (rc.multi_axis.has_value()) {
-    POSENC_ASSIGN_OR_RETURN(MultiAxisPlan plan, ComputeMultiAxisRope(rc, seq_len));
-    out["multi_axis"] = {{"section_layout", std::string(ToString(rc.multi_axis->layout))},
-                         {"sections", rc.multi_axis->sections},
-                         {"num_components", rc.multi_axis->num_components}};
-    pair_component = plan.pair_component;
-    f = std::move(plan.freqs);
-  }
-  out["layout"] = std::string(ToString(rc.layout.pairing));
-  out["head_dim"] = rc.layout.head_dim;
-  out["rotary_start"] = rc.layout.rotary_start;
-  out["rotary_dim"] = rc.layout.rotary_dim;
-  out["base"] = rc.base;
-  if (rc.max_position_embeddings > 0) out["max_position_embeddings"] = rc.max_position_embeddings;
-  out["scaling"] = std::string(ToString(rc.scaling.type));
-  out["nominal_factor"] = NominalScalingFactor(rc);
-  out["original_max_position_embeddings"] = rc.scaling.original_max_position_embeddings;
-  out["seq_len"] = seq_len;
-  out["attention_scaling"] = f.attention_scaling;
-  if (s.num_layers > 0) {
-    POSENC_ASSIGN_OR_RETURN(LayerSchedule schedule, LayerRopeSchedule(s));
-    out["layers"] = {{"count", schedule.num_layers()},
-                     {"rule", schedule.rule},
-                     {"rope", std::vector<int>(schedule.rope.begin(), schedule.rope.end())},
-                     {"nope_layers", schedule.num_nope_layers()}};
-  }
-  const std::vector<PairRegime> regimes = ClassifyPairs(rc, f);
-  const std::vector<double> plain = UnscaledFrequencies(rc);
-  json pairs = json::array();
-  for (size_t i = 0; i < f.inv_freq.size(); ++i) {
-    const double w = f.inv_freq[i];
-    json p{{"pair", i}, {"frequency", w}, {"regime", std::string(ToString(regimes[i]))}};
-    p["wavelength"] = w > 0 ? json(2.0 * std::numbers::pi / w) : json(nullptr);
-    if (i < plain.size()) p["unscaled_wavelength"] = 2.0 * std::numbers::pi / plain[i];
-    if (w > 0 && i < plain.size()) p["divisor"] = plain[i] / w;
-    if (i < pair_component.size()) p["component"] = pair_component[i];
-    pairs.push_back(p);
-  }
-  out["pairs"] = pairs;
-  return out;
-}
 
 // Rotates a head of `head_dim` dims (half pairing) at `position` with frequencies base^(-2i/head_dim).
 Result<std::vector<float>> Rotate(std::vector<float> v, int64_t position, const RopeFrequencies& f,
@@ -165,14 +113,15 @@ using namespace posenc::web;
 
 extern "C" {
 
-// A Hugging Face config.json's text: what `posenc inspect --json --seq-len seq_len` reports (seq_len
-// < 0: max_position_embeddings).
+// A Hugging Face config.json's text: what `posenc inspect --json --seq-len seq_len` reports
+// (DescribeSchemeJson; seq_len < 0: max_position_embeddings).
 EMSCRIPTEN_KEEPALIVE const char* posenc_describe(const char* config_json, double seq_len) {
   Result<PositionScheme> s = ParseHfConfig(config_json, "config.json");
   if (!s.ok()) return Error(s.status());
-  Result<json> d = Describe(*s, static_cast<int64_t>(seq_len));
+  Result<std::string> d = DescribeSchemeJson(*s, "config.json", static_cast<int64_t>(seq_len));
   if (!d.ok()) return Error(d.status());
-  return Out(*d);
+  Buffer() = std::move(d).value();
+  return Buffer().c_str();
 }
 
 // One pair of a 2-dim head rotated by posenc: v = (x0, x1) at position m with frequency theta

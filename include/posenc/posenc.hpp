@@ -57,6 +57,7 @@
 #include "posenc/config/model_families.hpp"     // the model-family registry: facts no config key states
 #include "posenc/config/multi_axis_config.hpp"  // vision encoders' 2-D RoPE (qwen2vl, pixtral)
 #include "posenc/config/position_scheme.hpp"    // PositionScheme: the scheme as one value
+#include "posenc/config/scheme_description.hpp"  // the scheme described as inspect and the explorer show it
 
 // ---- model: whole-model operations
 #include "posenc/model/layout_convert.hpp"  // rewrite W_q / W_k for the other pair layout

@@ -150,12 +150,12 @@ void RegisterRuntime(py::module_& m) {
   m.attr("__version__") = POSENC_VERSION;        // the project's version (CMakeLists.txt)
   m.attr("MAX_JSON_NESTING") = kMaxJsonNesting;  // the bound every JSON reader applies
   m.attr("MAX_THREADS") = kMaxThreads;           // the most threads a pool starts
-  m.def("scaling_rows", [] {  // (name, [key names]) of each row of RopeScalings(): the library's list
+  m.def("scaling_rows", [] {  // (name, [key names]) of each scaling (AllScalingKeyNames): the library's list
     py::list rows;
-    for (const RopeScalingSpec& r : RopeScalings()) {
+    for (const ScalingKeyNames& r : AllScalingKeyNames()) {
       py::list keys;
-      for (const RopeScalingKey& k : r.keys) keys.append(std::string(k.name));
-      rows.append(py::make_tuple(std::string(r.name), keys));
+      for (std::string_view k : r.keys) keys.append(std::string(k));
+      rows.append(py::make_tuple(std::string(r.scaling), keys));
     }
     return rows;
   });

@@ -13,12 +13,16 @@
 #include "posenc/config/ggml_config.hpp"
 #include "posenc/config/hf_config.hpp"
 #include "posenc/math/rope_config.hpp"
+#include "math/rope_scaling_table.hpp"
 
 namespace posenc::config_json {
 
 // The text parsed once by ParseJsonText (nesting bounded, syntax errors with byte offset and hint),
 // `what` naming the source ("config x.json"); counted for ConfigJsonParses().
 Result<nlohmann::json> ParseText(std::string_view text, std::string_view what);
+// For tests: how many JSON texts the config readers (ParseHfConfig, RopeConfigFromGgmlParams,
+// ParseRopeConfigJson) have parsed in this process.
+int64_t ConfigJsonParses();
 // The file read by ReadFileToString (regular files only, bounded) and parsed by ParseText.
 Result<nlohmann::json> ReadFileJson(const std::string& path, std::string_view what);
 
@@ -33,27 +37,26 @@ inline Result<bool> ReadScalingKey(const nlohmann::json& p, const RopeScalingKey
                                    RopeConfig* rc, json_util::Precision precision = json_util::Precision::kFloat64) {
   using namespace json_util;  // NOLINT
   if (!Has(p, k.name)) return false;
-  const ScalingField f = k.field(*rc);
-  switch (k.kind) {
+  switch (k.kind()) {
     case ScalingKeyKind::kNumber: {
-      POSENC_ASSIGN_OR_RETURN(*f.number, GetNumber(p, k.name, source, precision));
+      POSENC_ASSIGN_OR_RETURN(*k.In<double>(*rc), GetNumber(p, k.name, source, precision));
       break;
     }
     case ScalingKeyKind::kOptionalNumber: {
       POSENC_ASSIGN_OR_RETURN(double v, GetNumber(p, k.name, source, precision));
-      *f.optional = v;
+      *k.In<std::optional<double>>(*rc) = v;
       break;
     }
     case ScalingKeyKind::kInteger: {
-      POSENC_ASSIGN_OR_RETURN(*f.integer, GetInt(p, k.name, source));
+      POSENC_ASSIGN_OR_RETURN(*k.In<int64_t>(*rc), GetInt(p, k.name, source));
       break;
     }
     case ScalingKeyKind::kBoolean: {
-      POSENC_ASSIGN_OR_RETURN(*f.boolean, GetBool(p, k.name, source));
+      POSENC_ASSIGN_OR_RETURN(*k.In<bool>(*rc), GetBool(p, k.name, source));
       break;
     }
     case ScalingKeyKind::kNumberList: {
-      POSENC_ASSIGN_OR_RETURN(*f.list, GetNumberList(p, k.name, source, precision));
+      POSENC_ASSIGN_OR_RETURN(*k.In<std::vector<double>>(*rc), GetNumberList(p, k.name, source, precision));
       break;
     }
   }

@@ -21,9 +21,9 @@ namespace {
 std::atomic<int64_t> g_parses{0};
 }  // namespace
 
-int64_t ConfigJsonParses() { return g_parses.load(std::memory_order_relaxed); }
-
 namespace config_json {
+
+int64_t ConfigJsonParses() { return g_parses.load(std::memory_order_relaxed); }
 
 Result<json> ParseText(std::string_view text, std::string_view what) {
   g_parses.fetch_add(1, std::memory_order_relaxed);
@@ -76,7 +76,7 @@ Result<RopeConfig> RopeConfigFromGgmlJson(const json& root, int64_t head_dim, co
       rc.notes.push_back(fmt::format("no {}: {} assumed (ggml's neutral value)", k.name, k.default_value));
   }
   sc.factor = 1.0 / sc.freq_scale;
-  POSENC_RETURN_IF_ERROR(ValidateRopeConfigAndKeep(&rc));
+  POSENC_RETURN_IF_ERROR(ValidateRopeConfig(rc));
   return rc;
 }
 

@@ -1141,7 +1141,7 @@ Status ParseRope(const json& j, const std::string& source, const HfConfigOptions
   // M-RoPE (mrope_section; the section layout by model_type): multi_axis_config.cpp.
   POSENC_RETURN_IF_ERROR(multi_axis_json::ReadHfMultiAxis(j, p, source, s));
   // The row's range rules and the frequencies, checked once; ComputeRopeFrequencies trusts the record.
-  return ValidateRopeConfigAndKeep(&rc);
+  return ValidateRopeConfig(rc);
 }
 
 // ---------- never a guess: positional keys nobody reads ----------

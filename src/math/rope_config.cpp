@@ -7,8 +7,11 @@
 // correction range of kGgml), which is computed in float32 as ggml does.
 #include <algorithm>
 #include <atomic>
+#include <deque>
+#include <mutex>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <iterator>
 #include <numbers>
 
@@ -16,6 +19,7 @@
 
 #include "posenc/math/rope_config.hpp"
 #include "core/enum_names.hpp"
+#include "math/rope_scaling_table.hpp"
 
 namespace posenc {
 
@@ -321,26 +325,25 @@ int64_t QwenNtkRegime(const RopeConfig& c, int64_t seq_len) {
 
 // ---------- where each key lives ----------
 
-ScalingField Factor(RopeConfig& c) { return {.number = &c.scaling.factor}; }
-ScalingField Original(RopeConfig& c) { return {.integer = &c.scaling.original_max_position_embeddings}; }
-ScalingField MaxPositions(RopeConfig& c) { return {.integer = &c.max_position_embeddings}; }
-ScalingField BetaFast(RopeConfig& c) { return {.number = &c.scaling.beta_fast}; }
-ScalingField BetaSlow(RopeConfig& c) { return {.number = &c.scaling.beta_slow}; }
-ScalingField AttentionFactor(RopeConfig& c) { return {.optional = &c.scaling.attention_factor}; }
-ScalingField Mscale(RopeConfig& c) { return {.optional = &c.scaling.mscale}; }
-ScalingField MscaleAllDim(RopeConfig& c) { return {.optional = &c.scaling.mscale_all_dim}; }
-ScalingField Truncate(RopeConfig& c) { return {.boolean = &c.scaling.truncate}; }
-ScalingField LowFreqFactor(RopeConfig& c) { return {.number = &c.scaling.low_freq_factor}; }
-ScalingField HighFreqFactor(RopeConfig& c) { return {.number = &c.scaling.high_freq_factor}; }
-ScalingField ShortFactor(RopeConfig& c) { return {.list = &c.scaling.short_factor}; }
-ScalingField LongFactor(RopeConfig& c) { return {.list = &c.scaling.long_factor}; }
-ScalingField PartialRotary(RopeConfig& c) { return {.number = &c.scaling.partial_rotary_factor}; }
-ScalingField FreqScale(RopeConfig& c) { return {.number = &c.scaling.freq_scale}; }
-ScalingField ExtFactor(RopeConfig& c) { return {.number = &c.scaling.ext_factor}; }
-ScalingField AttnFactor(RopeConfig& c) { return {.number = &c.scaling.attn_factor}; }
-ScalingField FreqFactors(RopeConfig& c) { return {.list = &c.scaling.freq_factors}; }
+constexpr auto Factor = &RopeScaling::factor;
+constexpr auto Original = &RopeScaling::original_max_position_embeddings;
+constexpr auto MaxPositions = &RopeConfig::max_position_embeddings;
+constexpr auto BetaFast = &RopeScaling::beta_fast;
+constexpr auto BetaSlow = &RopeScaling::beta_slow;
+constexpr auto AttentionFactor = &RopeScaling::attention_factor;
+constexpr auto Mscale = &RopeScaling::mscale;
+constexpr auto MscaleAllDim = &RopeScaling::mscale_all_dim;
+constexpr auto Truncate = &RopeScaling::truncate;
+constexpr auto LowFreqFactor = &RopeScaling::low_freq_factor;
+constexpr auto HighFreqFactor = &RopeScaling::high_freq_factor;
+constexpr auto ShortFactor = &RopeScaling::short_factor;
+constexpr auto LongFactor = &RopeScaling::long_factor;
+constexpr auto PartialRotary = &RopeScaling::partial_rotary_factor;
+constexpr auto FreqScale = &RopeScaling::freq_scale;
+constexpr auto ExtFactor = &RopeScaling::ext_factor;
+constexpr auto AttnFactor = &RopeScaling::attn_factor;
+constexpr auto FreqFactors = &RopeScaling::freq_factors;
 
-using K = ScalingKeyKind;
 using R = ScalingKeyRule;
 using Rd = ScalingKeyRead;
 
@@ -358,8 +361,7 @@ Status CheckOrder(const RopeConfig& c, const ScalingOrderRule& o) {
   const RopeScalingSpec& row = RopeScalingOf(c.scaling.type);
   const RopeScalingKey* g = FindScalingKey(row, o.greater);
   const RopeScalingKey* l = FindScalingKey(row, o.lesser);
-  RopeConfig& m = const_cast<RopeConfig&>(c);  // read only
-  const double gv = *g->field(m).number, lv = *l->field(m).number;
+  const double gv = *g->In<double>(c), lv = *l->In<double>(c);
   // Equal values are accepted: equal betas (Kimi K2 ships beta_fast = beta_slow = 1) make a one-pair
   // ramp that Hugging Face and ggml both compute (their 0.001 guard); equal llama3 band factors
   // (Llama 4) leave the smooth band empty, which Hugging Face warns about and computes.
@@ -425,53 +427,53 @@ constexpr ScalingSpelling kLongRopeNames[] = {{"longrope", ""},
 constexpr ScalingSpelling kProportionalNames[] = {{"proportional", ""}};
 // Set by the Hugging Face reader for Qwen 1.0 (use_dynamic_ntk), not a rope_type: no spelling.
 
-constexpr RopeScalingKey kLinearKeys[] = {{"factor", K::kNumber, R::kPositive, Rd::kRequired, 1.0, false, Factor}};
+constexpr RopeScalingKey kLinearKeys[] = {{"factor", R::kPositive, Rd::kRequired, 1.0, false, Factor}};
 constexpr RopeScalingKey kDynamicKeys[] = {
-    {"factor", K::kNumber, R::kPositive, Rd::kRequired, 1.0, false, Factor},
-    {"max_position_embeddings", K::kInteger, R::kGivenPositive, Rd::kNotRead, 0.0, false, MaxPositions},
+    {"factor", R::kPositive, Rd::kRequired, 1.0, false, Factor},
+    {"max_position_embeddings", R::kGivenPositive, Rd::kNotRead, 0.0, false, MaxPositions},
 };
 constexpr RopeScalingKey kYarnKeys[] = {
-    {"factor", K::kNumber, R::kPositive, Rd::kInferred, 1.0, false, Factor},
-    {"original_max_position_embeddings", K::kInteger, R::kGivenPositive, Rd::kNamedStep, 0.0, false, Original},
-    {"beta_fast", K::kNumber, R::kPositive, Rd::kOptional, 32.0, false, BetaFast},
-    {"beta_slow", K::kNumber, R::kPositive, Rd::kOptional, 1.0, false, BetaSlow},
-    {"attention_factor", K::kOptionalNumber, R::kPositive, Rd::kOptional, 0.0, false, AttentionFactor},
-    {"mscale", K::kOptionalNumber, R::kAny, Rd::kOptional, 0.0, false, Mscale},
-    {"mscale_all_dim", K::kOptionalNumber, R::kAny, Rd::kOptional, 0.0, false, MscaleAllDim},
-    {"truncate", K::kBoolean, R::kAny, Rd::kOptional, 1.0, false, Truncate},
+    {"factor", R::kPositive, Rd::kInferred, 1.0, false, Factor},
+    {"original_max_position_embeddings", R::kGivenPositive, Rd::kNamedStep, 0.0, false, Original},
+    {"beta_fast", R::kPositive, Rd::kOptional, 32.0, false, BetaFast},
+    {"beta_slow", R::kPositive, Rd::kOptional, 1.0, false, BetaSlow},
+    {"attention_factor", R::kPositive, Rd::kOptional, 0.0, false, AttentionFactor},
+    {"mscale", R::kAny, Rd::kOptional, 0.0, false, Mscale},
+    {"mscale_all_dim", R::kAny, Rd::kOptional, 0.0, false, MscaleAllDim},
+    {"truncate", R::kAny, Rd::kOptional, 1.0, false, Truncate},
 };
 constexpr ScalingOrderRule kYarnOrders[] = {{"beta_fast", "beta_slow"}};
 constexpr RopeScalingKey kLlama3Keys[] = {
-    {"factor", K::kNumber, R::kPositive, Rd::kRequired, 1.0, false, Factor},
-    {"original_max_position_embeddings", K::kInteger, R::kGivenPositive, Rd::kNamedStep, 0.0, false, Original},
-    {"low_freq_factor", K::kNumber, R::kPositive, Rd::kRequired, 1.0, false, LowFreqFactor},
-    {"high_freq_factor", K::kNumber, R::kPositive, Rd::kRequired, 4.0, false, HighFreqFactor},
+    {"factor", R::kPositive, Rd::kRequired, 1.0, false, Factor},
+    {"original_max_position_embeddings", R::kGivenPositive, Rd::kNamedStep, 0.0, false, Original},
+    {"low_freq_factor", R::kPositive, Rd::kRequired, 1.0, false, LowFreqFactor},
+    {"high_freq_factor", R::kPositive, Rd::kRequired, 4.0, false, HighFreqFactor},
 };
 constexpr ScalingOrderRule kLlama3Orders[] = {{"high_freq_factor", "low_freq_factor"}};
 constexpr RopeScalingKey kLongRopeKeys[] = {
-    {"factor", K::kNumber, R::kPositive, Rd::kInferred, 1.0, false, Factor},
-    {"original_max_position_embeddings", K::kInteger, R::kGivenPositive, Rd::kNamedStep, 0.0, false, Original},
-    {"short_factor", K::kNumberList, R::kPairList, Rd::kRequired, 0.0, false, ShortFactor},
-    {"long_factor", K::kNumberList, R::kPairList, Rd::kRequired, 0.0, false, LongFactor},
-    {"attention_factor", K::kOptionalNumber, R::kPositive, Rd::kOptional, 0.0, false, AttentionFactor},
+    {"factor", R::kPositive, Rd::kInferred, 1.0, false, Factor},
+    {"original_max_position_embeddings", R::kGivenPositive, Rd::kNamedStep, 0.0, false, Original},
+    {"short_factor", R::kPairList, Rd::kRequired, 0.0, false, ShortFactor},
+    {"long_factor", R::kPairList, Rd::kRequired, 0.0, false, LongFactor},
+    {"attention_factor", R::kPositive, Rd::kOptional, 0.0, false, AttentionFactor},
 };
 constexpr RopeScalingKey kProportionalKeys[] = {
-    {"factor", K::kNumber, R::kPositive, Rd::kOptional, 1.0, false, Factor},
-    {"partial_rotary_factor", K::kNumber, R::kUnitInterval, Rd::kNotRead, 1.0, false, PartialRotary},
+    {"factor", R::kPositive, Rd::kOptional, 1.0, false, Factor},
+    {"partial_rotary_factor", R::kUnitInterval, Rd::kNotRead, 1.0, false, PartialRotary},
 };
 constexpr RopeScalingKey kQwenNtkKeys[] = {
-    {"original_max_position_embeddings", K::kInteger, R::kGivenPositive, Rd::kNotRead, 0.0, false, Original},
+    {"original_max_position_embeddings", R::kGivenPositive, Rd::kNotRead, 0.0, false, Original},
 };
 constexpr RopeScalingKey kGgmlKeys[] = {
-    {"freq_scale", K::kNumber, R::kPositive, Rd::kOptional, 1.0, true, FreqScale},
-    {"ext_factor", K::kNumber, R::kNonNegative, Rd::kOptional, 0.0, true, ExtFactor},
-    {"attn_factor", K::kNumber, R::kPositive, Rd::kOptional, 1.0, true, AttnFactor},
-    {"beta_fast", K::kNumber, R::kAny, Rd::kOptional, 32.0, true, BetaFast},
-    {"beta_slow", K::kNumber, R::kAny, Rd::kOptional, 1.0, true, BetaSlow},
-    {"n_ctx_orig", K::kInteger, R::kAny, Rd::kOptional, 0.0, false, Original},
-    {"freq_factors", K::kNumberList, R::kPairListIfGiven, Rd::kOptional, 0.0, false, FreqFactors},
-    {"rope_factors_short", K::kNumberList, R::kPairListIfGiven, Rd::kNotRead, 0.0, false, ShortFactor},
-    {"rope_factors_long", K::kNumberList, R::kPairListIfGiven, Rd::kNotRead, 0.0, false, LongFactor},
+    {"freq_scale", R::kPositive, Rd::kOptional, 1.0, true, FreqScale},
+    {"ext_factor", R::kNonNegative, Rd::kOptional, 0.0, true, ExtFactor},
+    {"attn_factor", R::kPositive, Rd::kOptional, 1.0, true, AttnFactor},
+    {"beta_fast", R::kAny, Rd::kOptional, 32.0, true, BetaFast},
+    {"beta_slow", R::kAny, Rd::kOptional, 1.0, true, BetaSlow},
+    {"n_ctx_orig", R::kAny, Rd::kOptional, 0.0, false, Original},
+    {"freq_factors", R::kPairListIfGiven, Rd::kOptional, 0.0, false, FreqFactors},
+    {"rope_factors_short", R::kPairListIfGiven, Rd::kNotRead, 0.0, false, ShortFactor},
+    {"rope_factors_long", R::kPairListIfGiven, Rd::kNotRead, 0.0, false, LongFactor},
 };
 
 Result<RopeFrequencies> YarnRow(const RopeConfig& c, int64_t) { return Yarn(c); }
@@ -556,10 +558,8 @@ std::string FrequenciesWhat(const RopeConfig& c) {
   return fmt::format("{}: {} scaling", ConfigWhat(c), ToString(c.scaling.type));
 }
 
-}  // namespace
-
-// What the frequencies depend on, and what ValidateRopeConfigAndKeep found for them.
-struct RopeConfigCheck {
+// What the frequencies depend on, and what a successful validation found for them.
+struct ValidatedFrequencies {
   struct Inputs {
     int64_t head_dim = 0, rotary_dim = 0, rotary_start = 0;
     double base = 0;
@@ -575,14 +575,12 @@ struct RopeConfigCheck {
   std::vector<std::pair<int64_t, RopeFrequencies>> regimes;  // (regime length, its frequencies)
 };
 
-namespace {
-
 // Keys, then the frequencies of each regime once, each against the float32 angle bound: each key can
 // be in range while their product is not (a ggml freq_scale of 1e52, a linear factor of 1e-40).
-Result<std::shared_ptr<RopeConfigCheck>> Check(const RopeConfig& c) {
+Result<std::shared_ptr<const ValidatedFrequencies>> Check(const RopeConfig& c) {
   POSENC_RETURN_IF_ERROR(ValidateKeys(c));
-  auto check = std::make_shared<RopeConfigCheck>();
-  check->inputs = RopeConfigCheck::Of(c);
+  auto check = std::make_shared<ValidatedFrequencies>();
+  check->inputs = ValidatedFrequencies::Of(c);
   const RopeScalingSpec& row = RopeScalingOf(c.scaling.type);
   for (int64_t seq_len : {int64_t{1}, LongLength(c)}) {
     const int64_t regime = row.regime_of(c, seq_len);
@@ -593,6 +591,49 @@ Result<std::shared_ptr<RopeConfigCheck>> Check(const RopeConfig& c) {
     POSENC_RETURN_IF_ERROR(ValidateRopeFrequencies(f, FrequenciesWhat(c)));
     check->regimes.emplace_back(regime, std::move(f));
   }
+  return std::shared_ptr<const ValidatedFrequencies>(std::move(check));
+}
+
+// The configs validated last, newest first: a reader validates a config once and the model's layers
+// then ask for its frequencies, so a few entries serve a process. Only what passed is kept.
+class ValidatedCache {
+ public:
+  static constexpr size_t kEntries = 16;
+  static constexpr size_t kMaxValuesPerEntry = 1 << 16;  // doubles: 512 KiB
+
+  std::shared_ptr<const ValidatedFrequencies> Find(const RopeConfig& c) {
+    const ValidatedFrequencies::Inputs inputs = ValidatedFrequencies::Of(c);
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& e : entries_)
+      if (e->inputs == inputs) return e;
+    return nullptr;
+  }
+  void Add(std::shared_ptr<const ValidatedFrequencies> e) {
+    // A config with huge lists (head_dim up to kMaxRopeHeadDim) is not kept: the cache stays small.
+    const RopeScaling& sc = e->inputs.scaling;
+    size_t values = sc.short_factor.size() + sc.long_factor.size() + sc.freq_factors.size();
+    for (const auto& r : e->regimes) values += r.second.inv_freq.size();
+    if (values > kMaxValuesPerEntry) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    std::erase_if(entries_, [&](const auto& old) { return old->inputs == e->inputs; });
+    entries_.push_front(std::move(e));
+    if (entries_.size() > kEntries) entries_.pop_back();
+  }
+
+ private:
+  std::mutex mu_;
+  std::deque<std::shared_ptr<const ValidatedFrequencies>> entries_;
+};
+
+ValidatedCache& Validated() {
+  static ValidatedCache* cache = new ValidatedCache();  // never destroyed: usable during exit
+  return *cache;
+}
+
+// Validates in full and remembers what passed.
+Result<std::shared_ptr<const ValidatedFrequencies>> CheckAndKeep(const RopeConfig& c) {
+  POSENC_ASSIGN_OR_RETURN(std::shared_ptr<const ValidatedFrequencies> check, Check(c));
+  Validated().Add(check);
   return check;
 }
 
@@ -622,69 +663,95 @@ const RopeScalingKey* FindScalingKey(const RopeScalingSpec& row, std::string_vie
 }
 
 Status CheckRopeScalingKey(const RopeConfig& c, const RopeScalingKey& key) {
-  const ScalingField f = key.field(const_cast<RopeConfig&>(c));  // read only
   // The attention-scale keys (attention_factor, mscale, mscale_all_dim: the optional numbers; ggml's
   // attn_factor) end up in the float32 multiplier of cos/sin: a value valid in float64 that is Inf or
   // flushes to 0 (or a denormal) there is refused, whatever the key's rule. (The frequency keys are
   // combined in float64 and checked against the float32 angle bound afterwards.)
   // Every number key of ggml's row is a float parameter of ggml_rope_ext, so the same bound holds there.
-  const bool attention_key = key.kind == ScalingKeyKind::kOptionalNumber || key.name == "attn_factor" ||
-                             (c.scaling.type == RopeScalingType::kGgml && key.kind == ScalingKeyKind::kNumber);
-  const double* number = !attention_key                                     ? nullptr
-                         : key.kind == ScalingKeyKind::kNumber              ? f.number
-                         : f.optional != nullptr && f.optional->has_value() ? &**f.optional
-                                                                            : nullptr;
-  if (number != nullptr && std::isfinite(*number) && *number != 0.0 &&
-      !(std::abs(*number) <= std::numeric_limits<float>::max() &&
-        std::abs(*number) >= std::numeric_limits<float>::min()))
-    return FieldError(c, key.name, fmt::format("{}", *number),
+  const ScalingKeyKind kind = key.kind();
+  const bool attention_key = kind == ScalingKeyKind::kOptionalNumber || key.name == "attn_factor" ||
+                             (c.scaling.type == RopeScalingType::kGgml && kind == ScalingKeyKind::kNumber);
+  const std::optional<double> given =
+      kind == ScalingKeyKind::kNumber || kind == ScalingKeyKind::kOptionalNumber ? key.NumberIn(c) : std::nullopt;
+  if (attention_key && given.has_value() && std::isfinite(*given) && *given != 0.0 &&
+      !(std::abs(*given) <= std::numeric_limits<float>::max() &&
+        std::abs(*given) >= std::numeric_limits<float>::min()))
+    return FieldError(c, key.name, fmt::format("{}", *given),
                       fmt::format("is outside float32, the type it is used in (magnitude {} to {}, or 0)",
                                   std::numeric_limits<float>::min(), std::numeric_limits<float>::max()));
   switch (key.rule) {
     case ScalingKeyRule::kAny: return OkStatus();
     case ScalingKeyRule::kPositive: {
-      if (f.optional != nullptr && !f.optional->has_value()) return OkStatus();
-      const double v = f.optional != nullptr ? **f.optional
-                       : f.number != nullptr ? *f.number
-                                             : static_cast<double>(*f.integer);
-      if (!Positive(v)) return FieldError(c, key.name, fmt::format("{}", v), "must be finite and > 0");
+      const std::optional<double> v = key.NumberIn(c);
+      if (!v.has_value()) return OkStatus();  // an optional number not given
+      if (!Positive(*v)) return FieldError(c, key.name, fmt::format("{}", *v), "must be finite and > 0");
       return OkStatus();
     }
-    case ScalingKeyRule::kNonNegative:
-      if (!std::isfinite(*f.number) || *f.number < 0)
-        return FieldError(c, key.name, fmt::format("{}", *f.number), "must be finite and >= 0");
+    case ScalingKeyRule::kNonNegative: {
+      const double v = *key.In<double>(c);
+      if (!std::isfinite(v) || v < 0) return FieldError(c, key.name, fmt::format("{}", v), "must be finite and >= 0");
       return OkStatus();
-    case ScalingKeyRule::kGivenPositive:
-      if (*f.integer <= 0) return FieldError(c, key.name, fmt::format("{}", *f.integer), "must be given and > 0");
+    }
+    case ScalingKeyRule::kGivenPositive: {
+      const int64_t v = *key.In<int64_t>(c);
+      if (v <= 0) return FieldError(c, key.name, fmt::format("{}", v), "must be given and > 0");
       return OkStatus();
-    case ScalingKeyRule::kUnitInterval:
-      if (!(*f.number > 0 && *f.number <= 1))
-        return FieldError(c, key.name, fmt::format("{}", *f.number), "must be in (0, 1]");
+    }
+    case ScalingKeyRule::kUnitInterval: {
+      const double v = *key.In<double>(c);
+      if (!(v > 0 && v <= 1)) return FieldError(c, key.name, fmt::format("{}", v), "must be in (0, 1]");
       return OkStatus();
+    }
     case ScalingKeyRule::kPairListIfGiven:
-      if (f.list->empty()) return OkStatus();
+      if (key.In<std::vector<double>>(c)->empty()) return OkStatus();
       [[fallthrough]];
-    case ScalingKeyRule::kPairList: return CheckFactorList(c, key.name, *f.list);
+    case ScalingKeyRule::kPairList: return CheckFactorList(c, key.name, *key.In<std::vector<double>>(c));
   }
   return OkStatus();
 }
 
+ScalingKeyKind RopeScalingKey::kind() const {
+  struct KindOf {
+    ScalingKeyKind operator()(double RopeScaling::*) const { return ScalingKeyKind::kNumber; }
+    ScalingKeyKind operator()(int64_t RopeScaling::*) const { return ScalingKeyKind::kInteger; }
+    ScalingKeyKind operator()(bool RopeScaling::*) const { return ScalingKeyKind::kBoolean; }
+    ScalingKeyKind operator()(std::vector<double> RopeScaling::*) const { return ScalingKeyKind::kNumberList; }
+    ScalingKeyKind operator()(std::optional<double> RopeScaling::*) const { return ScalingKeyKind::kOptionalNumber; }
+    ScalingKeyKind operator()(int64_t RopeConfig::*) const { return ScalingKeyKind::kInteger; }
+  };
+  return std::visit(KindOf{}, field);
+}
+
+std::optional<double> RopeScalingKey::NumberIn(const RopeConfig& c) const {
+  if (const double* v = In<double>(c)) return *v;
+  if (const int64_t* v = In<int64_t>(c)) return static_cast<double>(*v);
+  if (const std::optional<double>* v = In<std::optional<double>>(c)) return *v;
+  return std::nullopt;
+}
+
+bool RopeScalingKey::SetNumber(RopeConfig& c, double v) const {
+  if (double* d = In<double>(c)) {
+    *d = v;
+  } else if (std::optional<double>* o = In<std::optional<double>>(c)) {
+    *o = v;
+  } else if (int64_t* i = In<int64_t>(c)) {
+    *i = static_cast<int64_t>(v);
+  } else {
+    return false;
+  }
+  return true;
+}
+
 int64_t RopeFrequencyComputations() { return g_computations.load(std::memory_order_relaxed); }
 
-Status ValidateRopeConfig(const RopeConfig& c) { return Check(c).status(); }
-
-Status ValidateRopeConfigAndKeep(RopeConfig* c) {
-  POSENC_ASSIGN_OR_RETURN(std::shared_ptr<RopeConfigCheck> check, Check(*c));
-  c->checked = std::move(check);
-  return OkStatus();
-}
+Status ValidateRopeConfig(const RopeConfig& c) { return CheckAndKeep(c).status(); }
 
 Result<RopeFrequencies> ComputeRopeFrequencies(const RopeConfig& config, int64_t seq_len) {
   if (seq_len < 0) return InvalidArgumentError(fmt::format("rope frequencies: seq_len {} is negative", seq_len));
-  // A config validated by a reader and unchanged since is not validated again; any other is, in full.
-  std::shared_ptr<const RopeConfigCheck> check = config.checked;
-  if (check == nullptr || !(check->inputs == RopeConfigCheck::Of(config))) {
-    POSENC_ASSIGN_OR_RETURN(check, Check(config));
+  // A config equal to one validated lately is not validated again; any other is, in full.
+  std::shared_ptr<const ValidatedFrequencies> check = Validated().Find(config);
+  if (check == nullptr) {
+    POSENC_ASSIGN_OR_RETURN(check, CheckAndKeep(config));
   }
   const int64_t regime = RopeScalingOf(config.scaling.type).regime_of(config, seq_len);
   for (const auto& [length, freqs] : check->regimes)

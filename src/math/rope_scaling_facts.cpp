@@ -1,29 +1,35 @@
-// ScalingParamsOf and FrequenciesDependOnSeqLen: read from the scaling's row of RopeScalings().
+// ScalingParamsOf, FrequenciesDependOnSeqLen and AllScalingKeyNames: read from the scaling table.
 #include "posenc/math/rope_scaling_facts.hpp"
 
 #include <algorithm>
 #include <limits>
 
+#include "math/rope_scaling_table.hpp"
+
 namespace posenc {
 
 std::vector<ScalingParam> ScalingParamsOf(const RopeConfig& config) {
   std::vector<ScalingParam> out;
-  RopeConfig& c = const_cast<RopeConfig&>(config);  // ScalingField points into it; only read here
   for (const RopeScalingKey& k : RopeScalingOf(config.scaling.type).keys) {
-    const ScalingField f = k.field(c);
-    ScalingParam p{.name = k.name, .kind = k.kind};
-    switch (k.kind) {
-      case ScalingKeyKind::kNumber: p.number = *f.number; break;
-      case ScalingKeyKind::kInteger: p.integer = *f.integer; break;
-      case ScalingKeyKind::kBoolean: p.boolean = *f.boolean; break;
-      case ScalingKeyKind::kOptionalNumber:
-        if (!f.optional->has_value()) continue;
-        p.number = **f.optional;
+    ScalingParam p;
+    p.name = k.name;
+    p.kind = k.kind();
+    switch (p.kind) {
+      case ScalingKeyKind::kNumber: p.number = *k.In<double>(config); break;
+      case ScalingKeyKind::kInteger: p.integer = *k.In<int64_t>(config); break;
+      case ScalingKeyKind::kBoolean: p.boolean = *k.In<bool>(config); break;
+      case ScalingKeyKind::kOptionalNumber: {
+        const std::optional<double>& v = *k.In<std::optional<double>>(config);
+        if (!v.has_value()) continue;
+        p.number = *v;
         break;
-      case ScalingKeyKind::kNumberList:
-        if (k.rule == ScalingKeyRule::kPairListIfGiven && f.list->empty()) continue;
-        p.list = *f.list;
+      }
+      case ScalingKeyKind::kNumberList: {
+        const std::vector<double>& v = *k.In<std::vector<double>>(config);
+        if (k.rule == ScalingKeyRule::kPairListIfGiven && v.empty()) continue;
+        p.list = v;
         break;
+      }
     }
     out.push_back(std::move(p));
   }
@@ -40,6 +46,17 @@ bool FrequenciesDependOnSeqLen(const RopeConfig& config) {
     if (len >= 1 && len <= kLast && row.regime_of(config, len) != first) return true;
   }
   return false;
+}
+
+std::vector<ScalingKeyNames> AllScalingKeyNames() {
+  std::vector<ScalingKeyNames> out;
+  for (const RopeScalingSpec& row : RopeScalings()) {
+    ScalingKeyNames names;
+    names.scaling = row.name;
+    for (const RopeScalingKey& k : row.keys) names.keys.push_back(k.name);
+    out.push_back(std::move(names));
+  }
+  return out;
 }
 
 }  // namespace posenc

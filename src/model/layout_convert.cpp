@@ -16,16 +16,6 @@
 
 namespace posenc {
 
-std::string_view ToString(ModelFileFormat f) {
-  switch (f) {
-    case ModelFileFormat::kAuto: return "auto";
-    case ModelFileFormat::kLlama2c: return "llama2c";
-    case ModelFileFormat::kSafetensors: return "safetensors";
-    case ModelFileFormat::kGguf: return "gguf";
-  }
-  return "?";
-}
-
 Result<std::vector<int64_t>> RotaryRowPermutation(const RotaryLayout& from, RopePairing to) {
   POSENC_RETURN_IF_ERROR(from.Validate());
   RotaryLayout target = from;
@@ -238,7 +228,7 @@ Result<LayoutConvertReport> ConvertLlama2c(std::span<const std::byte> in, const 
   }
   POSENC_RETURN_IF_ERROR(RunJobs(jobs, h, in, out, name, o.to));
   LayoutConvertReport r;
-  r.format = ModelFileFormat::kLlama2c;
+  r.format = ModelFormat::kLlama2c;
   r.num_heads = h.q;
   r.num_kv_heads = h.kv;
   r.from_layout = h.layout;
@@ -259,8 +249,8 @@ Result<LayoutConvertReport> ConvertSafetensors(std::span<const std::byte> in, co
   FusedQkvLayout fused = FusedQkvLayout::kNone;
   std::string cfg = o.config_path;
   if (cfg.empty()) {
-    const auto beside = std::filesystem::path(name).parent_path() / "config.json";
-    if (std::filesystem::exists(beside)) cfg = beside.string();
+    const std::string beside = ConfigJsonFor(name);
+    if (std::filesystem::exists(beside)) cfg = beside;
   }
   LayoutConvertReport r;
   if (!cfg.empty()) {
@@ -299,7 +289,7 @@ Result<LayoutConvertReport> ConvertSafetensors(std::span<const std::byte> in, co
   if (h.fused != FusedQkvLayout::kNone)
     r.notes.push_back(fmt::format("query_key_value rows (model_type in config.json): {}", ToString(h.fused)));
   POSENC_RETURN_IF_ERROR(RunJobs(jobs, h, in, out, name, o.to));
-  r.format = ModelFileFormat::kSafetensors;
+  r.format = ModelFormat::kSafetensors;
   r.num_heads = h.q;
   r.num_kv_heads = h.kv;
   r.from_layout = h.layout;
@@ -347,7 +337,7 @@ Result<LayoutConvertReport> ConvertGguf(std::span<const std::byte> in, const std
   if (jobs.empty())
     return NotFoundError(fmt::format("{}: no blk.N.attn_q / attn_k / attn_qkv tensor to permute", name));
   POSENC_RETURN_IF_ERROR(RunJobs(jobs, h, in, out, name, o.to));
-  r.format = ModelFileFormat::kGguf;
+  r.format = ModelFormat::kGguf;
   r.num_heads = h.q;
   r.num_kv_heads = h.kv;
   r.from_layout = h.layout;
@@ -358,29 +348,23 @@ Result<LayoutConvertReport> ConvertGguf(std::span<const std::byte> in, const std
   return r;
 }
 
-ModelFileFormat Sniff(std::span<const std::byte> in) {
-  if (in.size() >= 4 && std::memcmp(in.data(), "GGUF", 4) == 0) return ModelFileFormat::kGguf;
-  if (in.size() >= 9) {
-    uint64_t n = 0;
-    std::memcpy(&n, in.data(), 8);
-    if (n > 0 && n < in.size() && static_cast<char>(in[8]) == '{') return ModelFileFormat::kSafetensors;
-  }
-  return ModelFileFormat::kLlama2c;
-}
-
 }  // namespace
 
 Result<LayoutConvertReport> ConvertLayoutBytes(std::span<const std::byte> in, const std::string& name,
                                                const LayoutConvertOptions& options, std::vector<std::byte>* out) {
   out->assign(in.begin(), in.end());
-  const ModelFileFormat fmt_ = options.format == ModelFileFormat::kAuto ? Sniff(in) : options.format;
-  switch (fmt_) {
-    case ModelFileFormat::kLlama2c: return ConvertLlama2c(in, name, options, out);
-    case ModelFileFormat::kSafetensors: return ConvertSafetensors(in, name, options, out);
-    case ModelFileFormat::kGguf: return ConvertGguf(in, name, options, out);
-    case ModelFileFormat::kAuto: break;
+  const ModelFormat format = options.format.value_or(DetectFileFormat(in, name));
+  switch (format) {
+    case ModelFormat::kLlama2c: return ConvertLlama2c(in, name, options, out);
+    case ModelFormat::kSafetensors: return ConvertSafetensors(in, name, options, out);
+    case ModelFormat::kGguf: return ConvertGguf(in, name, options, out);
+    case ModelFormat::kHuggingFaceFolder:
+    case ModelFormat::kNpy: break;
   }
-  return InternalError("convert-layout: format not resolved");
+  return InvalidArgumentError(fmt::format("convert-layout: {} is {} ({}), which holds no W_q / W_k to permute "
+                                          "(llama2c, safetensors or gguf)",
+                                          name, format == ModelFormat::kNpy ? "a .npy array" : "a folder",
+                                          ToString(format)));
 }
 
 Result<LayoutConvertReport> ConvertLayoutFile(const std::string& in_path, const std::string& out_path,
@@ -389,8 +373,7 @@ Result<LayoutConvertReport> ConvertLayoutFile(const std::string& in_path, const 
   // model that safetensors reads by default), also through links; the input must be a regular file
   // (mapped, not read through a stream: a FIFO or /dev/zero is refused); the output is written whole
   // to a temporary beside it and renamed over, so a failed conversion or write leaves it as it was.
-  const std::string inputs[] = {in_path, options.config_path,
-                                (std::filesystem::path(in_path).parent_path() / "config.json").string()};
+  const std::string inputs[] = {in_path, options.config_path, ConfigJsonFor(in_path)};
   POSENC_RETURN_IF_ERROR(RefuseOutputIsInput(out_path, inputs));
   POSENC_ASSIGN_OR_RETURN(MappedFile in, MappedFile::Open(in_path));
   std::vector<std::byte> out;

@@ -130,9 +130,9 @@ Status ReadSizes(const ModelFile& m, const std::string& path, LlamaModel* r) {
     return NotFoundError(fmt::format("detect-layout: {}: no [vocab, d_model] token embedding", path));
   r->V = emb->shape[0];
   r->D = emb->shape[1];
-  r->H = m.n_heads();
-  r->Hkv = m.n_kv_heads() > 0 ? m.n_kv_heads() : r->H;
-  r->L = m.n_layers();
+  r->H = m.num_heads();
+  r->Hkv = m.num_kv_heads() > 0 ? m.num_kv_heads() : r->H;
+  r->L = m.num_layers();
   if (r->H <= 0 || r->Hkv <= 0 || r->H % r->Hkv != 0 || r->L <= 0)
     return InvalidArgumentError(fmt::format("detect-layout: {}: {} heads, {} kv heads, {} layers do not fit d_model {}",
                                             path, r->H, r->Hkv, r->L, r->D));

@@ -52,10 +52,6 @@ bool Exists(const std::string& path) {
   struct stat st {};
   return stat(path.c_str(), &st) == 0;
 }
-std::string Dirname(const std::string& path) {
-  const size_t slash = path.find_last_of('/');
-  return slash == std::string::npos ? "." : path.substr(0, slash == 0 ? 1 : slash);
-}
 
 uint32_t SafetensorsGgmlType(const std::string& dtype) {
   if (dtype == "F32") return static_cast<uint32_t>(GgmlType::kF32);
@@ -87,6 +83,22 @@ std::string_view ToString(ModelFormat f) {
     case ModelFormat::kNpy: return "npy";
   }
   return "unknown";
+}
+
+ModelFormat DetectFileFormat(std::span<const std::byte> bytes, std::string_view path) {
+  if (bytes.size() >= 6 && std::memcmp(bytes.data(), "\x93NUMPY", 6) == 0) return ModelFormat::kNpy;
+  if (bytes.size() >= 4 && std::memcmp(bytes.data(), "GGUF", 4) == 0) return ModelFormat::kGguf;
+  if (bytes.size() >= 9) {
+    const uint64_t n = io::LoadLE<uint64_t>(bytes.data());
+    if (n <= bytes.size() - 8 && static_cast<char>(bytes[8]) == '{') return ModelFormat::kSafetensors;
+  }
+  if (path.ends_with(".safetensors")) return ModelFormat::kSafetensors;
+  return ModelFormat::kLlama2c;
+}
+
+std::string ConfigJsonFor(const std::string& model_path) {
+  if (IsDirectory(model_path)) return model_path + "/config.json";
+  return (std::filesystem::path(model_path).parent_path() / "config.json").string();
 }
 
 QuantizedTable ModelTensor::AsTable() const {
@@ -137,20 +149,6 @@ Result<QuantizedTable> ModelFile::PositionTable() const {
 
 // OpenModel's steps, one per format; each fills in the ModelFile it is given.
 struct ModelFileBuilder {
-  enum class Sniffed { kGguf, kNpy, kSafetensors, kOther };
-
-  // The format from the first bytes (and the name, for a safetensors file whose header looks odd).
-  static Sniffed Sniff(std::span<const std::byte> bytes, const std::string& path) {
-    if (bytes.size() >= 6 && std::memcmp(bytes.data(), "\x93NUMPY", 6) == 0) return Sniffed::kNpy;
-    if (bytes.size() >= 4 && std::memcmp(bytes.data(), "GGUF", 4) == 0) return Sniffed::kGguf;
-    if (bytes.size() >= 9) {
-      const uint64_t n = io::LoadLE<uint64_t>(bytes.data());
-      if (n <= bytes.size() - 8 && static_cast<char>(bytes[8]) == '{') return Sniffed::kSafetensors;
-    }
-    if (path.ends_with(".safetensors")) return Sniffed::kSafetensors;
-    return Sniffed::kOther;
-  }
-
   static int FindIndex(const ModelFile& m, std::span<const char* const> names) {
     for (const char* n : names) {
       for (size_t i = 0; i < m.tensors_.size(); ++i) {
@@ -168,11 +166,11 @@ struct ModelFileBuilder {
     if (!j.is_object()) return DataLossError(fmt::format("reading '{}': not a JSON object", config));
     if (j.contains("model_type") && j["model_type"].is_string()) m.architecture_ = j["model_type"].get<std::string>();
     m.vocab_size_ = JsonInt(j, {"vocab_size"});
-    m.d_model_ = JsonInt(j, {"hidden_size", "n_embd", "d_model"});
-    m.n_layers_ = JsonInt(j, {"num_hidden_layers", "n_layer", "num_layers"});
-    m.n_heads_ = JsonInt(j, {"num_attention_heads", "n_head", "n_heads"});
-    m.n_kv_heads_ = JsonInt(j, {"num_key_value_heads", "n_head_kv"});
-    if (m.n_kv_heads_ == 0) m.n_kv_heads_ = m.n_heads_;
+    m.hidden_size_ = JsonInt(j, {"hidden_size", "n_embd", "d_model"});
+    m.num_layers_ = JsonInt(j, {"num_hidden_layers", "n_layer", "num_layers"});
+    m.num_heads_ = JsonInt(j, {"num_attention_heads", "n_head", "n_heads"});
+    m.num_kv_heads_ = JsonInt(j, {"num_key_value_heads", "n_head_kv"});
+    if (m.num_kv_heads_ == 0) m.num_kv_heads_ = m.num_heads_;
     m.context_length_ = JsonInt(j, {"max_position_embeddings", "n_positions", "n_ctx"});
     if (j.contains("rms_norm_eps") && j["rms_norm_eps"].is_number()) m.rms_norm_eps_ = j["rms_norm_eps"].get<double>();
     return OkStatus();
@@ -203,7 +201,7 @@ struct ModelFileBuilder {
       return shards;
     }
     if (!Exists(index)) {
-      if (Exists(path + "/config.json")) return shards;
+      if (Exists(ConfigJsonFor(path))) return shards;
       return NotFoundError(
           fmt::format("opening model folder '{}': neither config.json, model.safetensors nor "
                       "model.safetensors.index.json is there",
@@ -230,7 +228,7 @@ struct ModelFileBuilder {
   static Status OpenFolder(ModelFile& m) {
     const std::string& path = m.path_;
     m.format_ = ModelFormat::kHuggingFaceFolder;
-    const std::string config = path + "/config.json";
+    const std::string config = ConfigJsonFor(path);
     if (Exists(config)) POSENC_RETURN_IF_ERROR(ReadConfig(m, config));
     POSENC_ASSIGN_OR_RETURN(std::vector<std::string> shards, FolderShards(path));
     std::set<std::string> names;
@@ -278,11 +276,11 @@ struct ModelFileBuilder {
       auto v = keep->GetInt(arch + "." + key);
       return v.ok() ? *v : 0;
     };
-    m.d_model_ = get("embedding_length");
-    m.n_layers_ = get("block_count");
-    m.n_heads_ = get("attention.head_count");
-    m.n_kv_heads_ = get("attention.head_count_kv");
-    if (m.n_kv_heads_ == 0) m.n_kv_heads_ = m.n_heads_;
+    m.hidden_size_ = get("embedding_length");
+    m.num_layers_ = get("block_count");
+    m.num_heads_ = get("attention.head_count");
+    m.num_kv_heads_ = get("attention.head_count_kv");
+    if (m.num_kv_heads_ == 0) m.num_kv_heads_ = m.num_heads_;
     m.context_length_ = get("context_length");
     m.vocab_size_ = get("vocab_size");
     if (m.vocab_size_ == 0) {
@@ -310,7 +308,7 @@ struct ModelFileBuilder {
     m.token_embedding_ = 0;
     if (m.tensors_[0].shape.size() == 2) {
       m.vocab_size_ = m.tensors_[0].shape[0];
-      m.d_model_ = m.tensors_[0].shape[1];
+      m.hidden_size_ = m.tensors_[0].shape[1];
     }
     return OkStatus();
   }
@@ -323,7 +321,7 @@ struct ModelFileBuilder {
     AddSafetensors(m, *keep);
     m.token_embedding_ = FindIndex(m, kHfTokenNames);
     m.position_embedding_ = FindIndex(m, kHfPositionNames);
-    const std::string config = Dirname(m.path_) + "/config.json";
+    const std::string config = ConfigJsonFor(m.path_);
     if (Exists(config)) POSENC_RETURN_IF_ERROR(ReadConfig(m, config));
     return OkStatus();
   }
@@ -372,10 +370,10 @@ struct ModelFileBuilder {
     m.token_embedding_ = 0;
     m.architecture_ = "llama";
     m.vocab_size_ = V;
-    m.d_model_ = D;
-    m.n_layers_ = L;
-    m.n_heads_ = c.n_heads;
-    m.n_kv_heads_ = c.n_kv_heads;
+    m.hidden_size_ = D;
+    m.num_layers_ = L;
+    m.num_heads_ = c.n_heads;
+    m.num_kv_heads_ = c.n_kv_heads;
     m.context_length_ = c.seq_len;
     return OkStatus();
   }
@@ -386,14 +384,15 @@ struct ModelFileBuilder {
     const ModelTensor& e = m.tensors_[static_cast<size_t>(m.token_embedding_)];
     if (e.shape.size() != 2) return;
     if (m.vocab_size_ == 0) m.vocab_size_ = e.shape[0];
-    if (m.d_model_ == 0) m.d_model_ = e.shape[1];
+    if (m.hidden_size_ == 0) m.hidden_size_ = e.shape[1];
   }
 
   // A folder without a Hugging Face model's files (config.json, model.safetensors, the index) that
   // holds GGUF files, as a GGUF repository's download does: its one .gguf file; an error listing them
   // when there are several (quantizations, or the shards of a split file). Empty: not such a folder.
   static Result<std::string> FolderGguf(const std::string& path) {
-    for (const char* f : {"/config.json", "/model.safetensors", "/model.safetensors.index.json"})
+    if (Exists(ConfigJsonFor(path))) return std::string();
+    for (const char* f : {"/model.safetensors", "/model.safetensors.index.json"})
       if (Exists(path + f)) return std::string();
     std::vector<std::string> ggufs;
     std::error_code ec;
@@ -424,11 +423,12 @@ struct ModelFileBuilder {
       POSENC_RETURN_IF_ERROR(OpenFolder(m));
     } else {
       POSENC_ASSIGN_OR_RETURN(MappedFile file, MappedFile::Open(path));
-      switch (Sniff(file.bytes(), path)) {
-        case Sniffed::kGguf: POSENC_RETURN_IF_ERROR(OpenGguf(m, std::move(file))); break;
-        case Sniffed::kNpy: POSENC_RETURN_IF_ERROR(OpenNpy(m, file.bytes())); break;
-        case Sniffed::kSafetensors: POSENC_RETURN_IF_ERROR(OpenSafetensors(m, std::move(file))); break;
-        case Sniffed::kOther: POSENC_RETURN_IF_ERROR(OpenLlama2c(m, std::move(file))); break;
+      switch (DetectFileFormat(file.bytes(), path)) {
+        case ModelFormat::kGguf: POSENC_RETURN_IF_ERROR(OpenGguf(m, std::move(file))); break;
+        case ModelFormat::kNpy: POSENC_RETURN_IF_ERROR(OpenNpy(m, file.bytes())); break;
+        case ModelFormat::kSafetensors: POSENC_RETURN_IF_ERROR(OpenSafetensors(m, std::move(file))); break;
+        case ModelFormat::kLlama2c:
+        case ModelFormat::kHuggingFaceFolder: POSENC_RETURN_IF_ERROR(OpenLlama2c(m, std::move(file))); break;
       }
     }
     SizesFromEmbedding(m);

@@ -5,9 +5,7 @@
 
 #include "posenc/config/gguf_config.hpp"
 #include "posenc/config/hf_config.hpp"
-#include "posenc/config/model_families.hpp"
 #include "posenc/core/message.hpp"
-#include "posenc/io/gguf.hpp"
 #include "posenc/io/llama2c.hpp"
 
 namespace posenc {
@@ -101,55 +99,6 @@ PositionScheme Llama2cScheme(const Llama2cConfig& c, const std::string& source) 
   s.rope.max_position_embeddings = c.seq_len;
   s.notes.push_back("llama2.c files hold no RoPE parameters: run.c's base 10000 and adjacent pairs assumed");
   return s;
-}
-
-ModelRopeInfo RopeInfoOf(const ModelFile& m, const PositionScheme& s) {
-  ModelRopeInfo r;
-  if (s.kind != PositionKind::kRope) return r;
-  const RopeConfig& rc = s.rope;
-  r.present = true;
-  r.head_dim = rc.layout.head_dim;
-  switch (m.format()) {
-    case ModelFormat::kLlama2c:
-      r.theta = rc.base;
-      r.rotary_dim = rc.layout.rotary_dim;
-      r.pairing = rc.layout.pairing;
-      r.note = fmt::format("llama2.c run.c: theta {} (fixed in the code), {} within each head", rc.base,
-                           rc.layout.pairing == RopePairing::kInterleaved ? "adjacent pairs" : "halves");
-      break;
-    case ModelFormat::kGguf: {
-      // What the metadata states; the pairing is llama.cpp's for the architecture (the scheme's).
-      const GgufFile& g = *m.gguf();
-      const std::string& arch = s.model_type;
-      if (auto b = g.GetFloat(arch + ".rope.freq_base"); b.ok()) r.theta = *b;
-      if (auto d = g.GetInt(arch + ".rope.dimension_count"); d.ok()) r.rotary_dim = *d;
-      r.pairing = rc.layout.pairing;
-      r.note = r.theta > 0 ? "from GGUF metadata" : fmt::format("{}.rope.freq_base absent: llama.cpp uses 10000", arch);
-      r.note += rc.layout.pairing == RopePairing::kInterleaved
-                    ? fmt::format("; llama.cpp rotates adjacent pairs (LLAMA_ROPE_TYPE_NORM) for '{}'", arch)
-                    : fmt::format("; llama.cpp rotates halves (LLAMA_ROPE_TYPE_NEOX) for '{}'", arch);
-      break;
-    }
-    case ModelFormat::kHuggingFaceFolder:
-    case ModelFormat::kSafetensors:
-    case ModelFormat::kNpy:
-      // A config.json states no pairing: Hugging Face's rotate_half unless the family's modeling code
-      // fixes another (the family registry ParseHfConfig reads, model_families.hpp).
-      r.theta = rc.base;
-      if (rc.layout.rotary_dim != rc.layout.head_dim) r.rotary_dim = rc.layout.rotary_dim;
-      r.note = "from config.json (Hugging Face pairs x[i] with x[i + d/2] unless the family says otherwise)";
-      if (const ModelFamily* family = FindModelFamily(s.model_type);
-          family != nullptr && family->pairing != RopePairing::kHalf) {
-        r.pairing = family->pairing;
-        // The one-line summary names the modeling file and function, not the folder it sits in.
-        std::string_view source = family->source;
-        if (const size_t slash = source.rfind('/', source.find(".py")); slash != std::string_view::npos)
-          source = source.substr(slash + 1);
-        r.note += fmt::format("; '{}' pairs {}: {}", family->model_type, ToString(family->pairing), source);
-      }
-      break;
-  }
-  return r;
 }
 
 }  // namespace posenc

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "posenc/math/multi_axis.hpp"
+#include "math/rope_scaling_table.hpp"
 
 namespace posenc {
 namespace {
@@ -331,7 +332,6 @@ double FitBase(const RopeConfig& config, int64_t seq_len, int64_t j, double w_ob
   auto freq = [&](double base) -> double {
     RopeConfig c = config;
     c.base = base;
-    c.checked.reset();
     Result<SiteFrequencies> f = ComputeSiteFrequencies(c, seq_len);
     return f.ok() ? f->freqs.inv_freq[static_cast<size_t>(j)] : NAN;
   };
@@ -359,7 +359,6 @@ double FitCoherent(const Context& ctx, const std::function<void(RopeConfig&, dou
   auto score = [&](double log_value) {
     RopeConfig c = ref;
     set(c, std::exp(log_value));
-    c.checked.reset();
     Result<SiteFrequencies> f = ComputeSiteFrequencies(c, ctx.seq_len);
     if (!f.ok() || static_cast<int64_t>(f->freqs.inv_freq.size()) != pairs) return -1e300;
     double sum = 0;
@@ -433,7 +432,6 @@ void WindowCauses(const Context& ctx, std::vector<Candidate>* out) {
     RopeConfig c = ref;
     c.layout.rotary_dim = ref.layout.head_dim;
     c.layout.rotary_start = 0;
-    c.checked.reset();
     if (Result<SiteFrequencies> f = ComputeSiteFrequencies(c, ctx.seq_len); f.ok()) {
       Candidate k{fmt::format("frequencies over the whole head of {} dims, rotating the {} window dims", ref.layout.head_dim,
                               R),
@@ -449,7 +447,6 @@ void WindowCauses(const Context& ctx, std::vector<Candidate>* out) {
     c.scaling = RopeScaling{};
     c.layout.rotary_start = 0;
     c.layout.rotary_dim = 2 * static_cast<int64_t>(std::floor(ref.scaling.partial_rotary_factor * W / 2));
-    c.checked.reset();
     if (c.layout.rotary_dim > 0)
       if (Result<EngineModel> e = EngineOf(c, *ctx.dump, ctx.seq_len, ctx.reference.positions); e.ok())
         out->push_back({fmt::format("proportional RoPE read as partial: the first {} dims rotated, frequencies over "
@@ -466,7 +463,6 @@ void WindowCauses(const Context& ctx, std::vector<Candidate>* out) {
     c.layout.head_dim = W;
     c.layout.rotary_start = start;
     c.layout.rotary_dim = dim;
-    c.checked.reset();
     Result<EngineModel> e = EngineOf(c, *ctx.dump, ctx.seq_len, ctx.reference.positions);
     if (!e.ok()) return;
     out->push_back({fmt::format("{} (dims [{}, {})) instead of dims [{}, {})", what, start, start + dim,
@@ -515,7 +511,6 @@ void AddBases(const Context& ctx, const std::vector<double>& bases, std::vector<
     if (std::abs(b - ref.base) <= 1e-9 * ref.base) continue;
     RopeConfig c = ref;
     c.base = b;
-    c.checked.reset();
     AddFromConfig(ctx, c, fmt::format("base {:.10g} fits (model: {:.10g})", b, ref.base), out);
   }
 }
@@ -525,7 +520,6 @@ void ScalingMissingCauses(const Context& ctx, std::vector<Candidate>* out) {
   if (ref.scaling.type == RopeScalingType::kNone) return;
   RopeConfig c = ref;
   c.scaling = RopeScaling{};
-  c.checked.reset();
   AddFromConfig(ctx, c, fmt::format("no scaling applied (model: {})", ToString(ref.scaling.type)), out);
 }
 
@@ -534,35 +528,27 @@ void ScalingParamCauses(const Context& ctx, std::vector<Candidate>* out) {
   if (ref.scaling.type == RopeScalingType::kNone) return;
   const RopeScalingSpec& row = RopeScalingOf(ref.scaling.type);
   auto try_config = [&](RopeConfig c, std::string detail, int64_t seq_len = -1) {
-    c.checked.reset();
     if (ValidateRopeConfig(c).ok()) AddFromConfig(ctx, c, std::move(detail), out, seq_len);
   };
   // Each key of the scaling's row: its default, twice and half its value; booleans flipped.
   for (const RopeScalingKey& k : row.keys) {
-    RopeConfig probe = ref;
-    const ScalingField f = k.field(probe);
-    std::vector<double> values;
-    double now = 0;
-    if (k.kind == ScalingKeyKind::kNumber) now = *f.number;
-    else if (k.kind == ScalingKeyKind::kInteger) now = static_cast<double>(*f.integer);
-    else if (k.kind == ScalingKeyKind::kOptionalNumber && f.optional->has_value()) now = **f.optional;
-    else if (k.kind == ScalingKeyKind::kBoolean) {
-      *f.boolean = !*f.boolean;
-      try_config(probe, fmt::format("{} {} (model: {})", k.name, *f.boolean, !*f.boolean));
-      continue;
-    } else {
+    if (k.kind() == ScalingKeyKind::kBoolean) {
+      RopeConfig c = ref;
+      bool& b = *k.In<bool>(c);
+      b = !b;
+      try_config(c, fmt::format("{} {} (model: {})", k.name, b, !b));
       continue;
     }
-    values = {k.default_value, now * 2, now / 2};
+    const std::optional<double> now_given = k.NumberIn(ref);
+    if (!now_given.has_value()) continue;  // a list, or an optional number not given
+    const double now = *now_given;
+    std::vector<double> values = {k.default_value, now * 2, now / 2};
     if (k.name == "original_max_position_embeddings" && ref.max_position_embeddings > 0)
       values.push_back(static_cast<double>(ref.max_position_embeddings));
     for (double v : values) {
       if (v == now || !(v > 0)) continue;
       RopeConfig c = ref;
-      const ScalingField g = k.field(c);
-      if (k.kind == ScalingKeyKind::kNumber) *g.number = v;
-      else if (k.kind == ScalingKeyKind::kInteger) *g.integer = static_cast<int64_t>(v);
-      else *g.optional = v;
+      k.SetNumber(c, v);
       try_config(c, fmt::format("{} {:.10g} (model: {:.10g})", k.name, v, now));
     }
   }
@@ -599,15 +585,12 @@ void ScalingParamRefined(const Context& ctx, std::vector<Candidate>* out) {
   const RopeConfig& ref = ctx.target->config;
   if (ref.scaling.type == RopeScalingType::kNone) return;
   for (const RopeScalingKey& k : RopeScalingOf(ref.scaling.type).keys) {
-    if (k.kind != ScalingKeyKind::kNumber && k.kind != ScalingKeyKind::kInteger) continue;
-    RopeConfig probe = ref;
-    const double now = k.kind == ScalingKeyKind::kNumber ? *k.field(probe).number
-                                                         : static_cast<double>(*k.field(probe).integer);
+    const ScalingKeyKind kind = k.kind();
+    if (kind != ScalingKeyKind::kNumber && kind != ScalingKeyKind::kInteger) continue;
+    const double now = *k.NumberIn(ref);
     if (!(now > 0)) continue;
-    auto set = [&k](RopeConfig& c, double v) {
-      const ScalingField g = k.field(c);
-      if (k.kind == ScalingKeyKind::kNumber) *g.number = v;
-      else *g.integer = std::max<int64_t>(1, static_cast<int64_t>(std::llround(v)));
+    auto set = [&k, kind](RopeConfig& c, double v) {
+      k.SetNumber(c, kind == ScalingKeyKind::kNumber ? v : std::max(1.0, static_cast<double>(std::llround(v))));
     };
     const double fit = FitCoherent(ctx, set, now / 16, now * 16, 400);
     if (fit <= 0) continue;
@@ -615,7 +598,6 @@ void ScalingParamRefined(const Context& ctx, std::vector<Candidate>* out) {
       if (v == now) continue;
       RopeConfig c = ref;
       set(c, v);
-      c.checked.reset();
       if (!ValidateRopeConfig(c).ok()) continue;
       AddFromConfig(ctx, c, fmt::format("{} {:.10g} fits (model: {:.10g})", k.name, v, now), out);
     }
@@ -725,7 +707,6 @@ void SectionCauses(const Context& ctx, std::vector<Candidate>* out) {
     if (other == m.layout) continue;
     RopeConfig c = ref;
     c.multi_axis->layout = other;
-    c.checked.reset();
     AddFromConfig(ctx, c, fmt::format("sections read as {} (model: {})", ToString(other), ToString(m.layout)), out);
   }
   // The axes in another order (t, h, w read as t, w, h, ...).

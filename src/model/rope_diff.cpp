@@ -15,6 +15,7 @@
 #include "posenc/config/layer_schedule.hpp"
 #include "posenc/io/mapped_file.hpp"
 #include "posenc/math/multi_axis.hpp"
+#include "math/rope_scaling_table.hpp"
 
 namespace posenc {
 namespace {
@@ -22,35 +23,39 @@ namespace {
 
 std::string Num(double v) { return fmt::format("{:.10g}", v); }
 
-// The scaling's keys as (name, text) in its row's order, read through the row's field pointers.
+// The scaling's keys as (name, text) in its row's order, read through the row's typed accessors.
 // `set_only`: only the keys whose value is not the row's default (lists: not empty; optionals: given).
 std::vector<std::pair<std::string, std::string>> ScalingKeyTexts(const RopeConfig& rc, bool set_only = false) {
   std::vector<std::pair<std::string, std::string>> out;
-  RopeConfig& c = const_cast<RopeConfig&>(rc);  // ScalingField points into it; only read here
   for (const RopeScalingKey& k : RopeScalingOf(rc.scaling.type).keys) {
-    const ScalingField f = k.field(c);
+    const ScalingKeyKind kind = k.kind();
     if (set_only) {
       const bool at_default =
-          (k.kind == ScalingKeyKind::kNumber && *f.number == k.default_value) ||
-          (k.kind == ScalingKeyKind::kInteger && static_cast<double>(*f.integer) == k.default_value) ||
-          (k.kind == ScalingKeyKind::kBoolean && static_cast<double>(*f.boolean) == k.default_value) ||
-          (k.kind == ScalingKeyKind::kOptionalNumber && !f.optional->has_value()) ||
-          (k.kind == ScalingKeyKind::kNumberList && f.list->empty());
+          (kind == ScalingKeyKind::kNumber && *k.In<double>(rc) == k.default_value) ||
+          (kind == ScalingKeyKind::kInteger && static_cast<double>(*k.In<int64_t>(rc)) == k.default_value) ||
+          (kind == ScalingKeyKind::kBoolean && static_cast<double>(*k.In<bool>(rc)) == k.default_value) ||
+          (kind == ScalingKeyKind::kOptionalNumber && !k.In<std::optional<double>>(rc)->has_value()) ||
+          (kind == ScalingKeyKind::kNumberList && k.In<std::vector<double>>(rc)->empty());
       if (at_default) continue;
     }
     std::string v;
-    switch (k.kind) {
-      case ScalingKeyKind::kNumber: v = Num(*f.number); break;
-      case ScalingKeyKind::kInteger: v = fmt::format("{}", *f.integer); break;
-      case ScalingKeyKind::kBoolean: v = *f.boolean ? "true" : "false"; break;
-      case ScalingKeyKind::kOptionalNumber: v = f.optional->has_value() ? Num(**f.optional) : "unset"; break;
+    switch (kind) {
+      case ScalingKeyKind::kNumber: v = Num(*k.In<double>(rc)); break;
+      case ScalingKeyKind::kInteger: v = fmt::format("{}", *k.In<int64_t>(rc)); break;
+      case ScalingKeyKind::kBoolean: v = *k.In<bool>(rc) ? "true" : "false"; break;
+      case ScalingKeyKind::kOptionalNumber: {
+        const std::optional<double>& o = *k.In<std::optional<double>>(rc);
+        v = o.has_value() ? Num(*o) : "unset";
+        break;
+      }
       case ScalingKeyKind::kNumberList: {
-        if (f.list->empty()) {
+        const std::vector<double>& list = *k.In<std::vector<double>>(rc);
+        if (list.empty()) {
           v = "[]";
           break;
         }
         std::vector<std::string> items;
-        for (double x : *f.list) items.push_back(Num(x));
+        for (double x : list) items.push_back(Num(x));
         v = items.size() <= 4 ? fmt::format("[{}]", fmt::join(items, ", "))
                               : fmt::format("[{}, {}, ... {} values]", items[0], items[1], items.size());
         // Two lists differing past the shown items still differ in the text: append a digest.

@@ -39,11 +39,11 @@ TEST(ModelSchemeCli, RopeCheckHeadDimFromTheConfig) {
   HfFolder(dir, R"({"model_type": "gemma", "hidden_size": 64, "num_attention_heads": 2, "head_dim": 256,
                     "rope_theta": 10000.0, "vocab_size": 3})");
   const std::string out = RopeCheck(dir, dir);
-  EXPECT_NE(out.find("layer 0 applies RoPE: theta 10000, rotary_dim whole head of head_dim 256, pairing not fixed"),
+  EXPECT_NE(out.find("layer 0 applies RoPE: theta 10000, rotary_dim whole head of head_dim 256, pairing half, "
+                     "scaling default"),
             std::string::npos)
       << out;  // not 64 / 2 = 32
-  EXPECT_NE(out.find("config reader: base 10000, head_dim 256, rotary_dim 256, pairing half"), std::string::npos)
-      << out;
+  EXPECT_NE(out.find("pairing from config.json (Hugging Face pairs x[i] with x[i + d/2]"), std::string::npos) << out;
   fs::remove_all(dir);
 }
 
@@ -62,6 +62,17 @@ TEST(ModelSchemeCli, RopeCheckOfALlamaConfigWithoutRopeTheta) {
   fs::remove_all(dir);
 }
 
+// A family whose modeling code fixes the pairing: --rope-check names the family and its modeling file.
+TEST(ModelSchemeCli, RopeCheckNamesTheFamilysPairing) {
+  const fs::path dir = TempDir("cohere");
+  HfFolder(dir, R"({"model_type": "cohere", "hidden_size": 64, "num_attention_heads": 4,
+                    "rope_theta": 8000000.0, "vocab_size": 3})");
+  const std::string out = RopeCheck(dir, dir);
+  EXPECT_NE(out.find("of head_dim 16, pairing interleaved"), std::string::npos) << out;
+  EXPECT_NE(out.find("'cohere' pairs interleaved: modeling_cohere.py"), std::string::npos) << out;
+  fs::remove_all(dir);
+}
+
 TEST(ModelSchemeCli, RopeCheckPairingOfANeoxGgufArchitecture) {
   const fs::path dir = TempDir("gguf");
   GgufBuilder b = Qwen2Gguf(1000000.0f, 128);
@@ -69,7 +80,7 @@ TEST(ModelSchemeCli, RopeCheckPairingOfANeoxGgufArchitecture) {
   WriteFile(dir / "q.gguf", b.Build());
   const std::string out = RopeCheck(dir / "q.gguf", dir);
   EXPECT_NE(out.find("theta 1000000, rotary_dim whole head of head_dim 48, pairing half"), std::string::npos) << out;
-  EXPECT_NE(out.find("from GGUF metadata; llama.cpp rotates halves (LLAMA_ROPE_TYPE_NEOX) for 'qwen2'"),
+  EXPECT_NE(out.find("pairing from llama.cpp rotates halves (LLAMA_ROPE_TYPE_NEOX) for 'qwen2'"),
             std::string::npos)
       << out;
   fs::remove_all(dir);

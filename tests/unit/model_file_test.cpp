@@ -62,7 +62,7 @@ TEST(OpenModel, Llama2cEmbeddingsMatchReference) {
   EXPECT_EQ(m->format(), ModelFormat::kLlama2c);
   EXPECT_EQ(m->gguf(), nullptr);
   EXPECT_EQ(m->vocab_size(), 512);
-  EXPECT_EQ(m->d_model(), 64);
+  EXPECT_EQ(m->hidden_size(), 64);
   ASSERT_NE(m->llama2c(), nullptr);  // the parsed header, for ModelScheme
   EXPECT_EQ(m->llama2c()->config().dim, 64);
   EXPECT_FALSE(m->rms_norm_eps().has_value());  // run.c's 1e-5 is not in the file
@@ -85,8 +85,8 @@ TEST(OpenModel, GgufTinyLlama) {
   EXPECT_EQ(m->format(), ModelFormat::kGguf);
   EXPECT_EQ(m->architecture(), "llama");
   EXPECT_EQ(m->vocab_size(), 32000);
-  EXPECT_EQ(m->d_model(), 8);
-  EXPECT_EQ(m->n_heads(), 2);
+  EXPECT_EQ(m->hidden_size(), 8);
+  EXPECT_EQ(m->num_heads(), 2);
   EXPECT_EQ(m->llama2c(), nullptr);
   EXPECT_EQ(m->rms_norm_eps().has_value(), m->gguf()->Find("llama.attention.layer_norm_rms_epsilon") != nullptr);
   ASSERT_NE(m->token_embedding(), nullptr);
@@ -293,6 +293,33 @@ TEST(OpenModel, Llama2cSeparateClassifier) {
   EXPECT_EQ(reinterpret_cast<const char*>(f->weights().wcls.data() + 80) -
                 reinterpret_cast<const char*>(f->weights().token_embedding_table.data()) + 28,
             static_cast<std::ptrdiff_t>(bytes.size()));
+}
+
+// One detector for every reader (OpenModel, convert-layout): magic bytes, a safetensors header that
+// fits the file, the .safetensors name for a damaged header, else llama2.c.
+TEST(DetectFileFormat, OneRuleForEveryReader) {
+  auto detect = [](const std::string& bytes, std::string_view name) {
+    return DetectFileFormat(AsBytes(bytes), name);
+  };
+  EXPECT_EQ(detect("GGUF\x03\x00\x00\x00", "m.bin"), ModelFormat::kGguf);
+  EXPECT_EQ(detect(std::string("\x93NUMPY\x01\x00", 8), "a.bin"), ModelFormat::kNpy);
+  const std::string header = "{\"a\": 1}";
+  std::string st(8, '\0');
+  st[0] = static_cast<char>(header.size());
+  EXPECT_EQ(detect(st + header, "m.bin"), ModelFormat::kSafetensors);
+  st[0] = static_cast<char>(header.size() + 1);  // a length past the file
+  EXPECT_EQ(detect(st + header, "m.bin"), ModelFormat::kLlama2c);
+  EXPECT_EQ(detect(st + header, "m.safetensors"), ModelFormat::kSafetensors);
+  EXPECT_EQ(detect("", "m.bin"), ModelFormat::kLlama2c);
+}
+
+// The one "config.json that goes with a model" rule: inside a folder, beside a file.
+TEST(ConfigJsonFor, InsideAFolderBesideAFile) {
+  const fs::path dir = TempDir("config_for");
+  EXPECT_EQ(ConfigJsonFor(dir.string()), dir.string() + "/config.json");
+  EXPECT_EQ(ConfigJsonFor((dir / "model.safetensors").string()), (dir / "config.json").string());
+  EXPECT_EQ(ConfigJsonFor("model.safetensors"), "config.json");
+  fs::remove_all(dir);
 }
 
 }  // namespace

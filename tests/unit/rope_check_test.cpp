@@ -173,7 +173,6 @@ TEST_P(RopeCheckTest, EachPlantedFaultIsDiagnosedFirst) {
                      "pairing", dt);
     RopeConfig base = ref;
     base.base = ref.base == 10000.0 ? 500000.0 : 10000.0;
-    base.checked.reset();
     ExpectFirstCause(With([&](Fault& f) { f.config = base; }), "base", dt);
     ExpectFirstCause(With([&](Fault& f) { f.offset = 7; }), "position_offset", dt);
     ExpectFirstCause(With([&](Fault& f) { f.negate_sin = true; }), "direction", dt);
@@ -182,7 +181,6 @@ TEST_P(RopeCheckTest, EachPlantedFaultIsDiagnosedFirst) {
     if (ref.scaling.type != RopeScalingType::kNone) {
       RopeConfig plain = ref;
       plain.scaling = RopeScaling{};
-      plain.checked.reset();
       Fault missing;
       missing.config = plain;
       missing.scaling = 1.0;
@@ -194,7 +192,6 @@ TEST_P(RopeCheckTest, EachPlantedFaultIsDiagnosedFirst) {
       RopeConfig whole = ref;
       whole.layout.rotary_dim = ref.layout.head_dim;
       whole.layout.rotary_start = 0;
-      whole.checked.reset();
       ExpectFirstCause(With([&](Fault& f) { f.config = whole; }), "window", dt);
     }
   }
@@ -301,7 +298,7 @@ TEST_F(RopeCheckOneModel, CosSinCachesAndFrequenciesAreChecked) {
   // HF's cache: [T, R] = cat(freqs, freqs) per row, row i = position i * 100.
   auto cache = [&](bool drop_scaling, int64_t width) {
     RopeConfig c = t.config;
-    if (drop_scaling) c.scaling = RopeScaling{}, c.checked.reset();
+    if (drop_scaling) c.scaling = RopeScaling{};
     const RopeFrequencies g = ComputeRopeFrequencies(c, 131072).value();
     RopeDump dump;
     dump.kind = RopeDumpKind::kCosSin;
@@ -331,7 +328,6 @@ TEST_F(RopeCheckOneModel, CosSinCachesAndFrequenciesAreChecked) {
   EXPECT_TRUE(CheckRope(t, freqs).value().pass);
   RopeConfig other = t.config;
   other.base = 10000.0;
-  other.checked.reset();
   freqs.inv_freq.clear();
   const RopeFrequencies g = ComputeRopeFrequencies(other, 131072).value();
   for (double w : g.inv_freq) freqs.inv_freq.push_back(static_cast<float>(w));
@@ -348,7 +344,6 @@ TEST_F(RopeCheckOneModel, BadInputIsOneLineNamingIt) {
   {  // another layer's head size
     RopeConfig c = t.config;
     c.layout.head_dim = c.layout.rotary_dim = 96;
-    c.checked.reset();
     const Result<RopeCheckReport> r = CheckRope(t, Engine(c, DType::kF32, 2, pos, Fault{}, 1));
     EXPECT_TRUE(HasError(r.status(), StatusCode::kInvalidArgument, "head_dim 96"));
   }
@@ -417,7 +412,6 @@ TEST_F(RopeCheckOneModel, AYarnFactorOffIsAScalingParameter) {
   const RopeCheckTarget t = RopeCheckTargetOf(d, RopeCheckSelect{}).value();
   RopeConfig half = t.config;
   half.scaling.factor = 2.0;  // the config says 4
-  half.checked.reset();
   const RopeCheckReport r = CheckRope(t, Engine(t.config, DType::kF32, 2, Positions(60000),
                                                 With([&](Fault& f) { f.config = half; }), 4))
                                 .value();
@@ -500,7 +494,6 @@ TEST_F(RopeCheckOneModel, DeepSeekMlaWindowAtTheFrontIsNamed) {
   // An engine that rotates the front 64 dims of the whole head.
   RopeConfig front = t.config;
   front.layout.rotary_start = 0;
-  front.checked.reset();
   const RopeCheckReport r =
       CheckRope(t, Engine(t.config, DType::kBF16, 2, pos, With([&](Fault& f) { f.config = front; }), 6)).value();
   ASSERT_FALSE(r.diagnosis.empty());
@@ -520,7 +513,6 @@ TEST_F(RopeCheckOneModel, AnOddScalingFactorIsFittedAndNamed) {
   const RopeCheckTarget t = RopeCheckTargetOf(d, RopeCheckSelect{}).value();
   RopeConfig six = t.config;
   six.scaling.factor = 6.0;
-  six.checked.reset();
   const RopeCheckReport r = CheckRope(t, Engine(t.config, DType::kBF16, 2, Positions(100000),
                                                 With([&](Fault& f) { f.config = six; }), 12))
                                 .value();
@@ -668,7 +660,6 @@ TEST(RopeCheckSweep, NineInTenPlantedFaultsAreNamedRightFirst) {
                          }));
     RopeConfig base = ref;
     base.base = ref.base * (rng() % 2 ? 4.0 : 0.25);
-    base.checked.reset();
     options.emplace_back("base", With([&](Fault& f) { f.config = base; }));
     const int64_t offset = 1 + static_cast<int64_t>(rng() % 64);
     options.emplace_back("position_offset", With([&](Fault& f) { f.offset = offset; }));
@@ -679,7 +670,6 @@ TEST(RopeCheckSweep, NineInTenPlantedFaultsAreNamedRightFirst) {
     if (ref.scaling.type != RopeScalingType::kNone && ref.scaling.type != RopeScalingType::kLongRope) {
       RopeConfig plain = ref;
       plain.scaling = RopeScaling{};
-      plain.checked.reset();
       options.emplace_back("scaling_missing", With([&](Fault& f) {
                              f.config = plain;
                              f.scaling = 1.0;
@@ -690,7 +680,6 @@ TEST(RopeCheckSweep, NineInTenPlantedFaultsAreNamedRightFirst) {
     if (ref.layout.rotary_dim < ref.layout.head_dim) {
       RopeConfig whole = ref;
       whole.layout.rotary_dim = ref.layout.head_dim;
-      whole.checked.reset();
       options.emplace_back("window", With([&](Fault& f) { f.config = whole; }));
     }
     const auto& [want, fault] = options[rng() % options.size()];

@@ -1,4 +1,4 @@
-// The variant list of scalings (RopeScalings(), posenc/math/rope_config.hpp) from the readers' side:
+// The variant list of scalings (RopeScalings(), src/math/rope_scaling_table.hpp) from the readers' side:
 // for every row, a config giving each of its keys is read by the Hugging Face (or ggml) reader into
 // the row's fields and shown by `posenc inspect` under the key's name, so a new row is all a new
 // scaling needs. And `posenc rope --config`'s reader parses its JSON text once and validates the
@@ -13,6 +13,8 @@
 #include "posenc/config/ggml_config.hpp"
 #include "posenc/config/hf_config.hpp"
 #include "posenc/math/rope_config.hpp"
+#include "config/config_json.hpp"
+#include "math/rope_scaling_table.hpp"
 #include "test_support.hpp"
 
 namespace posenc {
@@ -31,7 +33,7 @@ json RowValues(const RopeScalingSpec& row) {
   for (const RopeScalingKey& k : row.keys) {
     const std::string name(k.name);
     x -= 0.25;
-    switch (k.kind) {
+    switch (k.kind()) {
       case ScalingKeyKind::kNumber:
       case ScalingKeyKind::kOptionalNumber:
         v[name] = k.rule == ScalingKeyRule::kUnitInterval ? 0.5 : k.rule == ScalingKeyRule::kNonNegative ? 0.0 : x;
@@ -56,13 +58,15 @@ json HfConfigOf(const RopeScalingSpec& row, const json& values) {
 
 // The field's value as JSON, read back through the row.
 json FieldValue(const RopeConfig& rc, const RopeScalingKey& k) {
-  const ScalingField f = k.field(const_cast<RopeConfig&>(rc));
-  switch (k.kind) {
-    case ScalingKeyKind::kNumber: return *f.number;
-    case ScalingKeyKind::kOptionalNumber: return f.optional->has_value() ? json(**f.optional) : json(nullptr);
-    case ScalingKeyKind::kInteger: return *f.integer;
-    case ScalingKeyKind::kBoolean: return *f.boolean;
-    case ScalingKeyKind::kNumberList: return *f.list;
+  switch (k.kind()) {
+    case ScalingKeyKind::kNumber: return *k.In<double>(rc);
+    case ScalingKeyKind::kOptionalNumber: {
+      const std::optional<double>& o = *k.In<std::optional<double>>(rc);
+      return o.has_value() ? json(*o) : json(nullptr);
+    }
+    case ScalingKeyKind::kInteger: return *k.In<int64_t>(rc);
+    case ScalingKeyKind::kBoolean: return *k.In<bool>(rc);
+    case ScalingKeyKind::kNumberList: return *k.In<std::vector<double>>(rc);
   }
   return nullptr;
 }
@@ -131,20 +135,20 @@ TEST(RopeConfigJson, ParsedOnceAndComputedOnce) {
   const std::string ggml = R"({"config": {"n_dims": 64, "mode": 0, "freq_base": 10000, "freq_scale": 0.25}})";
   for (const std::string& text : {hf, nested, ggml}) {
     SCOPED_TRACE(text);
-    const int64_t parses = ConfigJsonParses();
+    const int64_t parses = config_json::ConfigJsonParses();
     const int64_t computed = RopeFrequencyComputations();
     Result<RopeConfig> rc = ParseRopeConfigJson(text, 64, "c.json");
     ASSERT_TRUE(rc.ok()) << rc.status().ToString();
-    EXPECT_EQ(ConfigJsonParses() - parses, 1);
+    EXPECT_EQ(config_json::ConfigJsonParses() - parses, 1);
     EXPECT_EQ(RopeFrequencyComputations() - computed, 1);  // validation: one regime
     Result<RopeFrequencies> f = ComputeRopeFrequencies(*rc, 20000);
     ASSERT_TRUE(f.ok()) << f.status().ToString();
     EXPECT_EQ(RopeFrequencyComputations() - computed, 1);  // reused
   }
   // Bad JSON: one parse, the Hugging Face reader's message.
-  const int64_t parses = ConfigJsonParses();
+  const int64_t parses = config_json::ConfigJsonParses();
   Result<RopeConfig> bad = ParseRopeConfigJson("{", 64, "c.json");
-  EXPECT_EQ(ConfigJsonParses() - parses, 1);
+  EXPECT_EQ(config_json::ConfigJsonParses() - parses, 1);
   ASSERT_FALSE(bad.ok());
   EXPECT_TRUE(bad.status().message().starts_with("config c.json: not valid JSON at byte 2: "))
       << bad.status().message();

@@ -11,6 +11,7 @@
 
 #include "posenc/math/rope_config.hpp"
 #include "posenc/math/rope_table.hpp"
+#include "math/rope_scaling_table.hpp"
 
 // The configs below name only the RopeScaling fields they set ({.factor = 8.0, ...}); the others keep
 // their defaults, which g++ 12 would otherwise warn about for the fields with no default initializer.
@@ -423,25 +424,24 @@ TEST(RopeScalingValidation, HeadDimPastTheBoundIsRefused) {
 // rules; a list given only optionally stays empty). !valid: breaks the key's rule; false for a key
 // without one.
 bool SetKey(RopeConfig& c, const RopeScalingKey& k, bool valid) {
-  const ScalingField f = k.field(c);
   switch (k.rule) {
     case ScalingKeyRule::kPositive:
-      if (f.optional != nullptr)
-        *f.optional = valid ? 1.5 : -1.0;
+      if (auto* o = k.In<std::optional<double>>(c))
+        *o = valid ? 1.5 : -1.0;
       else
-        *f.number = valid ? 2.0 : -1.0;
+        *k.In<double>(c) = valid ? 2.0 : -1.0;
       return true;
-    case ScalingKeyRule::kNonNegative: *f.number = valid ? 0.0 : -1.0; return true;
-    case ScalingKeyRule::kGivenPositive: *f.integer = valid ? 4096 : 0; return true;
-    case ScalingKeyRule::kUnitInterval: *f.number = valid ? 0.5 : 1.5; return true;
+    case ScalingKeyRule::kNonNegative: *k.In<double>(c) = valid ? 0.0 : -1.0; return true;
+    case ScalingKeyRule::kGivenPositive: *k.In<int64_t>(c) = valid ? 4096 : 0; return true;
+    case ScalingKeyRule::kUnitInterval: *k.In<double>(c) = valid ? 0.5 : 1.5; return true;
     case ScalingKeyRule::kPairList:
       if (valid)
-        f.list->assign(static_cast<size_t>(c.layout.rotary_dim / 2), 1.5);
+        k.In<std::vector<double>>(c)->assign(static_cast<size_t>(c.layout.rotary_dim / 2), 1.5);
       else
-        f.list->assign(3, 1.0);
+        k.In<std::vector<double>>(c)->assign(3, 1.0);
       return true;
     case ScalingKeyRule::kPairListIfGiven:
-      if (!valid) f.list->assign(3, 1.0);
+      if (!valid) k.In<std::vector<double>>(c)->assign(3, 1.0);
       return true;
     case ScalingKeyRule::kAny: return false;
   }
@@ -465,7 +465,14 @@ TEST(RopeScalingTable, OneRowPerTypeInEnumOrder) {
     EXPECT_TRUE(row.compute != nullptr && row.regime_of != nullptr && row.nominal_factor != nullptr) << row.name;
     for (const ScalingSpelling& sp : row.spellings) EXPECT_EQ(FindRopeScaling(sp.name), &row) << sp.name;
     for (const RopeScalingKey& k : row.keys) {
-      ASSERT_NE(k.field, nullptr) << row.name << " " << k.name;
+      // The field's type is the key's kind, and the accessor of that type (and no other) reaches it.
+      RopeConfig c;
+      const ScalingKeyKind kind = k.kind();
+      EXPECT_EQ(k.In<double>(c) != nullptr, kind == ScalingKeyKind::kNumber) << row.name << " " << k.name;
+      EXPECT_EQ(k.In<int64_t>(c) != nullptr, kind == ScalingKeyKind::kInteger) << row.name << " " << k.name;
+      EXPECT_EQ(k.In<bool>(c) != nullptr, kind == ScalingKeyKind::kBoolean) << row.name << " " << k.name;
+      EXPECT_EQ(k.In<std::vector<double>>(c) != nullptr, kind == ScalingKeyKind::kNumberList) << k.name;
+      EXPECT_EQ(k.In<std::optional<double>>(c) != nullptr, kind == ScalingKeyKind::kOptionalNumber) << k.name;
       EXPECT_EQ(FindScalingKey(row, k.name), &k);
     }
   }
@@ -517,8 +524,8 @@ TEST(RopeScalingTable, OrderRulesAcceptEqualityAndRefuseTheReverse) {
   for (const RopeScalingSpec& row : RopeScalings()) {
     for (const ScalingOrderRule& o : row.orders) {
       RopeConfig c = ValidConfigOf(row);
-      double* g = FindScalingKey(row, o.greater)->field(c).number;
-      double* l = FindScalingKey(row, o.lesser)->field(c).number;
+      double* g = FindScalingKey(row, o.greater)->In<double>(c);
+      double* l = FindScalingKey(row, o.lesser)->In<double>(c);
       *g = *l = 3.0;
       EXPECT_TRUE(ValidateRopeConfig(c).ok()) << row.name << ": " << ValidateRopeConfig(c).ToString();
       *l = 4.0;
@@ -533,13 +540,13 @@ TEST(RopeScalingTable, OrderRulesAcceptEqualityAndRefuseTheReverse) {
 
 // ---- range rules checked once ----
 
-// A reader's validated config (ValidateRopeConfigAndKeep) is not validated or computed again by
-// ComputeRopeFrequencies; LongRoPE's two regimes are computed once each. A hand-built config, or one
-// changed after validation, is still validated in full.
+// A validated config (ValidateRopeConfig, as the readers call it) is not validated or computed again
+// by ComputeRopeFrequencies; LongRoPE's two regimes are computed once each. A hand-built config, or
+// one changed after validation, is still validated in full.
 TEST(RopeScalingValidation, ValidatedOnceThenTrusted) {
   RopeConfig c = ValidConfigOf(RopeScalingOf(RopeScalingType::kYarn));
   int64_t before = RopeFrequencyComputations();
-  ASSERT_TRUE(ValidateRopeConfigAndKeep(&c).ok());
+  ASSERT_TRUE(ValidateRopeConfig(c).ok());
   EXPECT_EQ(RopeFrequencyComputations() - before, 1);  // one regime
   before = RopeFrequencyComputations();
   RopeFrequencies kept = Freqs(c, 100000);
@@ -547,14 +554,15 @@ TEST(RopeScalingValidation, ValidatedOnceThenTrusted) {
   RopeFrequencies again = Freqs(c, 7);
   EXPECT_EQ(RopeFrequencyComputations() - before, 0);
   EXPECT_EQ(kept.inv_freq, again.inv_freq);
-  RopeConfig fresh = c;
-  fresh.checked.reset();
-  EXPECT_EQ(Freqs(fresh, 7).inv_freq, kept.inv_freq);
+  RopeConfig copy = c;  // equal frequency inputs: known, not computed again
+  before = RopeFrequencyComputations();
+  EXPECT_EQ(Freqs(copy, 7).inv_freq, kept.inv_freq);
+  EXPECT_EQ(RopeFrequencyComputations() - before, 0);
 
   RopeConfig lr = ValidConfigOf(RopeScalingOf(RopeScalingType::kLongRope));
   lr.scaling.long_factor.assign(32, 4.0);
   before = RopeFrequencyComputations();
-  ASSERT_TRUE(ValidateRopeConfigAndKeep(&lr).ok());
+  ASSERT_TRUE(ValidateRopeConfig(lr).ok());
   EXPECT_EQ(RopeFrequencyComputations() - before, 2);  // short and long regime
   before = RopeFrequencyComputations();
   EXPECT_DOUBLE_EQ(Freqs(lr, 4096).inv_freq[1], Plain(10000.0, 1, 64) / 1.5);
@@ -573,7 +581,7 @@ TEST(RopeScalingValidation, ValidatedOnceThenTrusted) {
   ExpectError(hand, "high_freq_factor", "0.5 (low_freq_factor 1)");
   // Dynamic NTK past max_position_embeddings: computed for that length, still checked.
   RopeConfig dyn = ValidConfigOf(RopeScalingOf(RopeScalingType::kDynamicNtk));
-  ASSERT_TRUE(ValidateRopeConfigAndKeep(&dyn).ok());
+  ASSERT_TRUE(ValidateRopeConfig(dyn).ok());
   before = RopeFrequencyComputations();
   EXPECT_LT(Freqs(dyn, 9000).inv_freq[1], Plain(10000.0, 1, 64));
   EXPECT_DOUBLE_EQ(Freqs(dyn, 10).inv_freq[1], Plain(10000.0, 1, 64));

@@ -27,15 +27,9 @@ Status Run(const Options& o) {
     return InvalidArgumentError(fmt::format("--to '{}': expected half or interleaved", o.to));
   if (c.from == c.to)
     return InvalidArgumentError(fmt::format("--from and --to are both '{}': there is nothing to convert", o.from));
-  if (o.format == "auto")
-    c.format = ModelFileFormat::kAuto;
-  else if (o.format == "llama2c")
-    c.format = ModelFileFormat::kLlama2c;
-  else if (o.format == "safetensors")
-    c.format = ModelFileFormat::kSafetensors;
-  else if (o.format == "gguf")
-    c.format = ModelFileFormat::kGguf;
-  else
+  for (ModelFormat f : {ModelFormat::kLlama2c, ModelFormat::kSafetensors, ModelFormat::kGguf})
+    if (o.format == ToString(f)) c.format = f;
+  if (o.format != "auto" && !c.format.has_value())
     return InvalidArgumentError(fmt::format("--format '{}': expected auto, llama2c, safetensors or gguf", o.format));
   c.num_heads = o.heads;
   c.num_kv_heads = o.kv_heads;

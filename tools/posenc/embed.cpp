@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "posenc/config/model_families.hpp"
 #include "posenc/kernels/embedding.hpp"
 #include "posenc/io/mapped_file.hpp"
 #include "posenc/model/model_file.hpp"
@@ -70,32 +71,54 @@ Result<PositionScheme> EmbedScheme(const ModelFile& m) {
   return ModelScheme(m, options);
 }
 
+// Where the pair layout of a RoPE scheme comes from, for the one-line summary: the format's runtime
+// (llama2.c's run.c, llama.cpp's rope type per architecture) or Hugging Face's default and the family.
+std::string PairingSource(const ModelFile& m, const PositionScheme& s) {
+  const RopePairing pairing = s.rope.layout.pairing;
+  switch (m.format()) {
+    case ModelFormat::kLlama2c: return "llama2.c's run.c (theta and pairs fixed in the code)";
+    case ModelFormat::kGguf:
+      return pairing == RopePairing::kInterleaved
+                 ? fmt::format("llama.cpp rotates adjacent pairs (LLAMA_ROPE_TYPE_NORM) for '{}'", s.model_type)
+                 : fmt::format("llama.cpp rotates halves (LLAMA_ROPE_TYPE_NEOX) for '{}'", s.model_type);
+    case ModelFormat::kHuggingFaceFolder:
+    case ModelFormat::kSafetensors:
+    case ModelFormat::kNpy: break;
+  }
+  std::string source = "config.json (Hugging Face pairs x[i] with x[i + d/2] unless the family says otherwise)";
+  if (const ModelFamily* family = FindModelFamily(s.model_type);
+      family != nullptr && family->pairing != RopePairing::kHalf) {
+    // The modeling file and function, not the folder they sit in.
+    std::string_view file = family->source;
+    if (const size_t slash = file.rfind('/', file.find(".py")); slash != std::string_view::npos)
+      file = file.substr(slash + 1);
+    source += fmt::format("; '{}' pairs {}: {}", family->model_type, ToString(family->pairing), file);
+  }
+  return source;
+}
+
+// What ModelScheme read: one line of the RoPE it applies, where the pairing comes from, and the
+// scheme's notes (the values the file left to a default among them).
 void PrintRopeCheck(const ModelFile& m, const Result<PositionScheme>& scheme) {
-  const bool has_reader = m.format() == ModelFormat::kGguf || !m.config_path().empty();
-  const ModelRopeInfo r = scheme.ok() ? RopeInfoOf(m, *scheme) : ModelRopeInfo{};
-  if (!r.present) {
-    if (has_reader && !scheme.ok()) {
+  if (!scheme.ok()) {
+    if (m.format() == ModelFormat::kGguf || !m.config_path().empty()) {
       std::printf("rope-check: config reader: %s\n", scheme.status().ToString().c_str());
       return;
     }
+  }
+  if (!scheme.ok() || scheme->kind != PositionKind::kRope) {
     std::printf("rope-check: %s states no RoPE (architecture '%s'%s)\n", m.path().c_str(), m.architecture().c_str(),
                 m.position_embedding() ? ", learned absolute positions" : "");
     return;
   }
-  std::string pairing = r.pairing ? std::string(ToString(*r.pairing)) : "not fixed by the file";
-  std::printf("rope-check: layer 0 applies RoPE: theta %s, rotary_dim %s of head_dim %lld, pairing %s\n",
-              r.theta > 0 ? fmt::format("{}", r.theta).c_str() : "not stated",
-              r.rotary_dim > 0 ? std::to_string(r.rotary_dim).c_str() : "whole head",
-              static_cast<long long>(r.head_dim), pairing.c_str());
-  if (!r.note.empty()) std::printf("rope-check: %s\n", r.note.c_str());
-  // The full scheme (scalings included), where the format has a config reader.
-  if (has_reader) {
-    const RopeConfig& rc = scheme->rope;
-    std::printf("rope-check: config reader: base %g, head_dim %lld, rotary_dim %lld, pairing %s, scaling %s\n", rc.base,
-                static_cast<long long>(rc.layout.head_dim), static_cast<long long>(rc.layout.rotary_dim),
-                std::string(ToString(rc.layout.pairing)).c_str(), std::string(ToString(rc.scaling.type)).c_str());
-    for (const std::string& n : rc.notes) std::printf("rope-check: note: %s\n", n.c_str());
-  }
+  const RopeConfig& rc = scheme->rope;
+  std::printf("rope-check: layer 0 applies RoPE: theta %s, rotary_dim %s of head_dim %lld, pairing %s, scaling %s\n",
+              fmt::format("{}", rc.base).c_str(),
+              rc.layout.rotary_dim == rc.layout.head_dim ? "whole head" : std::to_string(rc.layout.rotary_dim).c_str(),
+              static_cast<long long>(rc.layout.head_dim), std::string(ToString(rc.layout.pairing)).c_str(),
+              std::string(ToString(rc.scaling.type)).c_str());
+  std::printf("rope-check: pairing from %s\n", PairingSource(m, *scheme).c_str());
+  for (const std::string& n : rc.notes) std::printf("rope-check: note: %s\n", n.c_str());
 }
 
 Status RunEmbed(const EmbedOptions& o) {

@@ -13,9 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
-#include "posenc/config/layer_schedule.hpp"
+#include "posenc/config/scheme_description.hpp"
 #include "posenc/io/mapped_file.hpp"
-#include "posenc/math/multi_axis.hpp"
 #include "posenc/math/rope_config.hpp"
 #include "posenc/math/rope_pairs.hpp"
 #include "posenc/model/model_file.hpp"
@@ -36,167 +35,6 @@ json IdentityTensors(const ModelFile& m) {
   add("token_embedding", m.token_embedding());
   add("position_embedding", m.position_embedding());
   add("rope_freqs", m.rope_freqs());
-  return out;
-}
-
-// The parameters the scaling uses, as (key, value) pairs in the config's own words: its row's keys
-// (RopeScalings()); an optional number or a list that may be empty is shown when given.
-json ScalingParams(const RopeConfig& rc) {
-  json p = json::object();
-  RopeConfig& c = const_cast<RopeConfig&>(rc);  // ScalingField points into it; only read here
-  for (const RopeScalingKey& k : RopeScalingOf(rc.scaling.type).keys) {
-    const ScalingField f = k.field(c);
-    switch (k.kind) {
-      case ScalingKeyKind::kNumber: p[std::string(k.name)] = *f.number; break;
-      case ScalingKeyKind::kInteger: p[std::string(k.name)] = *f.integer; break;
-      case ScalingKeyKind::kBoolean: p[std::string(k.name)] = *f.boolean; break;
-      case ScalingKeyKind::kOptionalNumber:
-        if (f.optional->has_value()) p[std::string(k.name)] = **f.optional;
-        break;
-      case ScalingKeyKind::kNumberList:
-        if (k.rule != ScalingKeyRule::kPairListIfGiven || !f.list->empty()) p[std::string(k.name)] = *f.list;
-        break;
-    }
-  }
-  return p;
-}
-
-// The per-layer table (LayerRopeSchedule, the family's rule): which layers have attention, which rotate
-// (R) or not (N: NoPE; "-": no attention), the parameter set and head size of each.
-json LayersJson(const PositionScheme& s, const LayerSchedule& schedule) {
-  json layers;
-  layers["count"] = schedule.num_layers();
-  layers["rule"] = schedule.rule;
-  layers["rope"] = std::vector<int>(schedule.rope.begin(), schedule.rope.end());
-  layers["attention"] = std::vector<int>(schedule.attention.begin(), schedule.attention.end());
-  layers["nope_layers"] = schedule.num_nope_layers();
-  if (!s.rope_keys.empty()) {
-    layers["rope_keys"] = s.rope_keys;
-    layers["rope_key"] = schedule.rope_key;
-  }
-  if (s.full_attention_head_dim > 0 && s.full_attention_head_dim != s.layer_head_dim)
-    layers["head_dim"] = schedule.head_dim;
-  if (!s.layer_types.empty()) layers["types"] = s.layer_types;
-  return layers;
-}
-
-// Everything `inspect` reports, as JSON (the text form is printed from it).
-Result<json> Describe(const PositionScheme& s, const std::string& path, int64_t seq_len_opt) {
-  json out;
-  out["source"] = path;
-  out["scheme"] = std::string(ToString(s.kind));
-  if (!s.model_type.empty()) out["model_type"] = s.model_type;
-  if (s.num_heads > 0) out["num_heads"] = s.num_heads;
-  if (s.num_kv_heads > 0) out["num_kv_heads"] = s.num_kv_heads;
-  if (s.hidden_size > 0) out["hidden_size"] = s.hidden_size;
-  if (s.fused_qkv != FusedQkvLayout::kNone) out["fused_qkv"] = std::string(ToString(s.fused_qkv));
-  out["notes"] = s.notes;
-  switch (s.kind) {
-    case PositionKind::kAlibi:
-      out["alibi_variant"] = s.alibi_variant;
-      if (s.alibi_variant == "mpt") out["alibi_bias_max"] = s.alibi_bias_max;
-      return out;
-    case PositionKind::kT5Bucket:
-      out["num_buckets"] = s.t5_num_buckets;
-      out["max_distance"] = s.t5_max_distance;
-      out["bidirectional"] = s.t5_bidirectional;
-      return out;
-    case PositionKind::kLearned:
-    case PositionKind::kSinusoidal:
-      out["max_position_embeddings"] = s.max_position_embeddings;
-      if (!s.sinusoidal_layout.empty()) out["layout"] = s.sinusoidal_layout;
-      return out;
-    case PositionKind::kNone:
-      // Layers with and without attention, none rotating (a hybrid model, or positions switched off).
-      if (s.num_layers > 0) {
-        POSENC_ASSIGN_OR_RETURN(LayerSchedule schedule, LayerRopeSchedule(s));
-        out["layers"] = LayersJson(s, schedule);
-      }
-      if (s.layer >= 0) out["layer"] = s.layer;
-      return out;
-    case PositionKind::kRope: break;
-  }
-  const RopeConfig& rc = s.rope;
-  int64_t seq_len = seq_len_opt;
-  if (seq_len < 0) {
-    seq_len = rc.max_position_embeddings;
-    out["seq_len_note"] = rc.max_position_embeddings > 0 ? "no --seq-len: max_position_embeddings used"
-                                                         : "no --seq-len and no max_position_embeddings: 0 used";
-  }
-  POSENC_ASSIGN_OR_RETURN(RopePairTable table, DescribeRopePairs(rc, seq_len));
-  if (rc.multi_axis.has_value()) {
-    json ma;
-    ma["section_layout"] = std::string(ToString(rc.multi_axis->layout));
-    ma["rules"] = std::string(ToString(rc.multi_axis->rules));
-    ma["sections"] = rc.multi_axis->sections;
-    ma["num_components"] = rc.multi_axis->num_components;
-    out["multi_axis"] = ma;
-  }
-  out["spelling"] = s.rope_spelling;
-  if (!s.rope_layer_types.empty()) {
-    out["layer_types"] = s.rope_layer_types;
-    out["layer_type"] = s.rope_layer_type;
-  }
-  if (!s.sites.empty()) {
-    std::vector<std::string> sites;
-    for (RotarySite site : s.sites) sites.emplace_back(ToString(site));
-    out["sites"] = sites;
-    out["site"] = std::string(ToString(s.site));
-    out["rotation_sign"] = s.rotation_sign;
-  }
-  if (!s.rope_key.empty()) out["rope_key"] = s.rope_key;
-  if (s.layer >= 0) out["layer"] = s.layer;
-  out["layout"] = std::string(ToString(rc.layout.pairing));
-  out["head_dim"] = rc.layout.head_dim;
-  out["rotary_start"] = rc.layout.rotary_start;
-  out["rotary_dim"] = rc.layout.rotary_dim;
-  out["base"] = rc.base;
-  if (rc.max_position_embeddings > 0) out["max_position_embeddings"] = rc.max_position_embeddings;
-  out["scaling"] = std::string(ToString(rc.scaling.type));
-  out["scaling_params"] = ScalingParams(rc);
-  out["seq_len"] = seq_len;
-  out["attention_scaling"] = table.attention_scaling;
-  // The per-layer table (LayerRopeSchedule, the family's rule): which layers rotate, which are NoPE.
-  std::optional<LayerSchedule> schedule;
-  if (s.num_layers > 0) {
-    POSENC_ASSIGN_OR_RETURN(schedule, LayerRopeSchedule(s));
-    out["layers"] = LayersJson(s, *schedule);
-  }
-  // Position-dependent query temperature (Llama 4 on NoPE layers; Ministral 3 on every layer).
-  if (s.attn_temperature.tuning) {
-    const AttnTemperature& t = s.attn_temperature;
-    json qt;
-    qt["formula"] =
-        fmt::format("1 + {} * ln(1 + floor((p{}) / {}))", t.attn_scale, t.offset ? " + 1" : "", t.floor_scale);
-    qt["attn_scale"] = t.attn_scale;
-    qt["floor_scale"] = t.floor_scale;
-    qt["offset"] = t.offset;
-    qt["on"] = t.every_layer ? "every layer" : "NoPE layers";
-    if (schedule.has_value()) {
-      std::vector<int> applies;
-      for (int64_t i = 0; i < schedule->num_layers(); ++i) applies.push_back(QueryTemperatureApplies(s, *schedule, i));
-      qt["layers"] = applies;
-    }
-    out["query_temperature"] = qt;
-  }
-  // Each pair (DescribeRopePairs: the library's table, which the Python package reads too).
-  json pairs = json::array();
-  for (const RopePairInfo& q : table.pairs) {
-    json p;
-    p["pair"] = q.pair;
-    p["dims"] = {q.first_dim, q.second_dim};
-    p["frequency"] = q.frequency;
-    // JSON has no infinity: an unrotated pair's wavelength is null.
-    if (q.wavelength)
-      p["wavelength"] = *q.wavelength;
-    else
-      p["wavelength"] = nullptr;
-    if (q.divisor) p["divisor"] = *q.divisor;
-    p["regime"] = std::string(ToString(q.regime));
-    if (q.component >= 0) p["component"] = q.component;
-    pairs.push_back(p);
-  }
-  out["pairs"] = pairs;
   return out;
 }
 
@@ -337,20 +175,21 @@ void RegisterInspect(CLI::App& app) {
       options.assume_layout = pairing;
     Result<PositionScheme> s = model ? ModelScheme(*model, options) : ConfigFileScheme(path, options);
     if (!s.ok()) return ReportError("inspect", s.status());
-    Result<json> d = Describe(*s, path, seq_len);
-    if (!d.ok()) return ReportError("inspect", d.status());
+    Result<std::string> text = DescribeSchemeJson(*s, path, seq_len);
+    if (!text.ok()) return ReportError("inspect", text.status());
+    json d = json::parse(*text);
     if (model) {
-      (*d)["file"] = {{"path", model->path()},
-                      {"format", std::string(ToString(model->format()))},
-                      {"num_tensors", model->tensors().size()}};
-      (*d)["tensors"] = IdentityTensors(*model);
+      d["file"] = {{"path", model->path()},
+                   {"format", std::string(ToString(model->format()))},
+                   {"num_tensors", model->tensors().size()}};
+      d["tensors"] = IdentityTensors(*model);
     }
     // JSON text is UTF-8: a byte of a path or a file's string that is not (a Latin-1 file name, say)
     // is written as U+FFFD rather than failing the whole command.
     if (as_json)
-      std::printf("%s\n", d->dump(2, ' ', false, json::error_handler_t::replace).c_str());
+      std::printf("%s\n", d.dump(2, ' ', false, json::error_handler_t::replace).c_str());
     else
-      PrintText(*d);
+      PrintText(d);
     SetExitCode(0);
   });
 }

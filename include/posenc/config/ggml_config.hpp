@@ -26,12 +26,8 @@ Result<RopeConfig> RopeConfigFromGgmlParams(std::string_view json_text, int64_t 
 // kInvalidArgument naming `source` when the config's scheme is not RoPE. A ggml config comes back
 // with scaling type kGgml; a Hugging Face one never does.
 // The text is parsed once (src/config/config_json.hpp: both readers take the parsed value), and the
-// config comes back validated once (RopeConfig::checked): ComputeRopeFrequencies on it reuses the
+// config comes back validated once (ValidateRopeConfig): ComputeRopeFrequencies on it reuses the
 // frequencies validation computed.
 Result<RopeConfig> ParseRopeConfigJson(std::string_view json_text, int64_t head_dim, const std::string& source);
-
-// Test hook: how many JSON texts the config readers (ParseHfConfig, RopeConfigFromGgmlParams,
-// ParseRopeConfigJson) have parsed in this process.
-int64_t ConfigJsonParses();
 
 }  // namespace posenc

@@ -6,9 +6,7 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <optional>
-#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -64,9 +62,6 @@ struct RopeScaling {
   bool operator==(const RopeScaling&) const = default;
 };
 
-// What ValidateRopeConfigAndKeep recorded about a config (rope_config.cpp); opaque.
-struct RopeConfigCheck;
-
 struct RopeConfig {
   RotaryLayout layout;
   double base = 10000.0;                // rope_theta
@@ -79,11 +74,6 @@ struct RopeConfig {
   std::vector<std::string> notes;
   // Where the config came from (file name or "ggml params"), for messages.
   std::string source;
-  // Set by ValidateRopeConfigAndKeep (the config readers): the validated inputs and the frequencies
-  // computed while validating. ComputeRopeFrequencies trusts it only while the frequency inputs
-  // (head_dim, rotary window, base, max_position_embeddings, scaling) are unchanged; a config built
-  // or changed in code is validated in full. Copies share it.
-  std::shared_ptr<const RopeConfigCheck> checked;
 };
 
 // Frequencies and attention scaling for a sequence of `seq_len` tokens (max position + 1). Errors
@@ -117,108 +107,15 @@ struct RopeConfig {
 //                  (times 1 + 0.1 ln(1/freq_scale) when ext_factor != 0)
 Result<RopeFrequencies> ComputeRopeFrequencies(const RopeConfig& config, int64_t seq_len);
 
-// Checks every field the config's scaling uses (its row of RopeScalings(): each key's range rule, the
-// ordering rules, the row's cross-key rules), then the frequencies themselves, computed once per
-// regime the row has (two for the length-dependent rows: at seq_len 1 and one past the original /
-// max length), against kMaxRopeInvFreq. The error names the config, the key and its value.
+// Checks every field the config's scaling uses (each key's range rule, the ordering rules, the
+// cross-key rules of its row of the library's scaling table, src/math/rope_scaling_table.hpp), then
+// the frequencies themselves, computed once per regime the row has (two for the length-dependent
+// rows: at seq_len 1 and one past the original / max length), against kMaxRopeInvFreq. The error
+// names the config, the key and its value. A config that passed is remembered by its frequency
+// inputs (head_dim, rotary window, base, max_position_embeddings, scaling) in a small private cache:
+// ComputeRopeFrequencies on an equal config then neither validates nor, for a regime it computed,
+// computes again. The config readers call it. What tools need from the table: rope_scaling_facts.hpp.
 Status ValidateRopeConfig(const RopeConfig& config);
-// ValidateRopeConfig, and on success records in config->checked what it validated and the
-// frequencies it computed: ComputeRopeFrequencies on the unchanged config then neither validates nor,
-// for a length it already computed (any length for a length-independent row), computes again. The
-// config readers (Hugging Face, ggml parameters) call it.
-Status ValidateRopeConfigAndKeep(RopeConfig* config);
-
-// ---------- the variant list: one row per scaling ----------
-//
-// Everything posenc knows per scaling is its row: the names configs give it, its keys (where each
-// lives in RopeScaling, its kind, default, how a reader gets it and its range rule), the ordering and
-// cross-key rules, whether its frequencies depend on the sequence length, and its frequency
-// function. The Hugging Face and ggml readers read the keys through it, ValidateRopeConfig checks the
-// rules, ComputeRopeFrequencies calls the function and `posenc inspect` shows the keys; adding a
-// scaling is one row (and its RopeScalingType).
-
-enum class ScalingKeyKind { kNumber, kInteger, kBoolean, kNumberList, kOptionalNumber };
-
-enum class ScalingKeyRule {
-  kAny,              // no range rule
-  kPositive,         // finite and > 0 (an optional number: when given)
-  kNonNegative,      // finite and >= 0
-  kGivenPositive,    // an integer that must be given and > 0
-  kUnitInterval,     // in (0, 1]
-  kPairList,         // rotary_dim / 2 values, each finite and > 0
-  kPairListIfGiven,  // empty, or as kPairList
-};
-
-enum class ScalingKeyRead {
-  kOptional,   // read from the rope parameters when present, else the RopeScaling default stays
-  kRequired,   // a config must give it
-  kInferred,   // Hugging Face infers it when absent (factor = max_position_embeddings / original)
-  kNamedStep,  // a reader's own step reads it (original_max_position_embeddings: top level first)
-  kNotRead,    // set from elsewhere in the config (the layout, max_position_embeddings, GGUF arrays)
-};
-
-// Where a key's value lives: exactly one pointer is set, matching the key's kind.
-struct ScalingField {
-  double* number = nullptr;
-  int64_t* integer = nullptr;
-  bool* boolean = nullptr;
-  std::vector<double>* list = nullptr;
-  std::optional<double>* optional = nullptr;
-};
-
-struct RopeScalingKey {
-  std::string_view name;  // as the config spells it (ggml_rope_ext's parameter names for the ggml row)
-  ScalingKeyKind kind;
-  ScalingKeyRule rule;
-  ScalingKeyRead read;
-  double default_value;       // RopeScaling's default (ggml: its neutral value), for notes and docs
-  bool note_default = false;  // a reader notes "no KEY: DEFAULT assumed" when it is absent
-  ScalingField (*field)(RopeConfig&) = nullptr;
-};
-
-// `greater` must be at least `lesser` (both number keys of the row).
-struct ScalingOrderRule {
-  std::string_view greater;
-  std::string_view lesser;
-};
-
-// A name a config gives the scaling (Hugging Face rope_type / type), and a note when it is an old one.
-struct ScalingSpelling {
-  std::string_view name;
-  std::string_view note;  // "" for the current name
-};
-
-struct RopeScalingSpec {
-  RopeScalingType type;
-  std::string_view name;                       // ToString(type)
-  std::span<const ScalingSpelling> spellings;  // Hugging Face rope_type values; empty: not a HF type
-  std::span<const RopeScalingKey> keys;
-  std::span<const ScalingOrderRule> orders;
-  Status (*cross_rules)(const RopeConfig&);  // rules across keys and the layout; nullptr: none
-  // The sequence length whose frequencies equal those at `seq_len`: 1 for the short (or only)
-  // regime, another fixed length for a long regime, seq_len itself where every length differs
-  // (dynamic NTK past max_position_embeddings). ValidateRopeConfig computes each regime of
-  // {1, one past the original / max length} once.
-  int64_t (*regime_of)(const RopeConfig&, int64_t seq_len);
-  Result<RopeFrequencies> (*compute)(const RopeConfig&, int64_t seq_len);  // on a validated config
-  // NominalScalingFactor: the factor the scaling aims at.
-  double (*nominal_factor)(const RopeConfig&);
-  // UnscaledFrequencies are over the whole head (base^(-2i/head_dim)), not the rotary window.
-  bool unscaled_over_head_dim = false;
-};
-
-// The rows, in RopeScalingType order.
-std::span<const RopeScalingSpec> RopeScalings();
-const RopeScalingSpec& RopeScalingOf(RopeScalingType type);
-// The row a Hugging Face rope_type spells (and its spelling), or nullptr.
-const RopeScalingSpec* FindRopeScaling(std::string_view hf_name, const ScalingSpelling** spelling = nullptr);
-// One key's range rule; the error is "rope config SOURCE: SCALING 'KEY' = VALUE RULE".
-Status CheckRopeScalingKey(const RopeConfig& config, const RopeScalingKey& key);
-// The row's key named `name`, or nullptr.
-const RopeScalingKey* FindScalingKey(const RopeScalingSpec& row, std::string_view name);
-
-// Test hook: how many times a scaling's frequency function has run in this process.
-int64_t RopeFrequencyComputations();
 
 // How a pair's frequency relates to the unscaled base^(-2i/R) at one sequence length, for display.
 // The meanings are defined once, in PairRegimeMeaning (`posenc inspect --help`, docs/LEARNING.md).

@@ -18,12 +18,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "posenc/kernels/rope.hpp"
 #include "posenc/core/status.hpp"
+#include "posenc/model/model_file.hpp"
 
 namespace posenc {
 
@@ -38,23 +40,21 @@ Result<std::vector<int64_t>> RotaryRowPermutation(const RotaryLayout& from, Rope
 Status PermuteHeadRows(std::span<const std::byte> src, std::span<std::byte> dst, int64_t heads, int64_t head_dim,
                        size_t row_bytes, std::span<const int64_t> perm);
 
-enum class ModelFileFormat { kAuto, kLlama2c, kSafetensors, kGguf };
-std::string_view ToString(ModelFileFormat f);
-
 struct LayoutConvertOptions {
   RopePairing from = RopePairing::kInterleaved;
   RopePairing to = RopePairing::kHalf;
-  ModelFileFormat format = ModelFileFormat::kAuto;  // by magic: "GGUF", a safetensors JSON header, else llama2.c
+  // llama2.c, safetensors or GGUF; unset: DetectFileFormat's (model_file.hpp).
+  std::optional<ModelFormat> format;
   // Override what the file (GGUF metadata, config.json beside a safetensors file, llama2.c header) says;
   // 0 / -1 = take it from there.
   int64_t num_heads = 0, num_kv_heads = 0, head_dim = 0, rotary_dim = 0;
   int64_t rotary_start = -1;
-  // safetensors: the config.json to read heads and rotary dims from ("" = config.json beside the file).
+  // safetensors: the config.json to read heads and rotary dims from ("" = ConfigJsonFor(the file)).
   std::string config_path;
 };
 
 struct LayoutConvertReport {
-  ModelFileFormat format = ModelFileFormat::kAuto;
+  ModelFormat format = ModelFormat::kLlama2c;
   int64_t num_heads = 0, num_kv_heads = 0;
   RotaryLayout from_layout;           // the window that moved, with the source pairing
   std::vector<std::string> permuted;  // tensor names (llama2.c: "wq", "wk")

@@ -5,10 +5,10 @@
 // Example:
 //   auto model = OpenModel("llama-2-tiny-random.gguf");
 //   auto table = model->TokenEmbeddingTable();                // QuantizedTable in the stored type
-//   Array x = LookupRows(*table, ids).value();                  // [ids.size(), d_model] float32
+//   Array x = LookupRows(*table, ids).value();                  // [ids.size(), hidden_size] float32
 //
 // Tensors keep their stored types (F32, F16, BF16, ggml block types); shapes are row-major,
-// outermost first (GGUF dims are reversed), so an embedding table is [vocab, d_model]. The files stay
+// outermost first (GGUF dims are reversed), so an embedding table is [vocab, hidden_size]. The files stay
 // mapped while the ModelFile (or a copy) lives. Immutable after OpenModel: thread-safe to read.
 #pragma once
 
@@ -17,6 +17,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "posenc/io/quant.hpp"
@@ -28,8 +29,20 @@ class GgufFile;
 class Llama2cFile;
 struct ModelFileBuilder;  // model_file.cpp: OpenModel's steps
 
+// The one vocabulary of model formats: what OpenModel opens, ModelScheme reads and convert-layout
+// rewrites.
 enum class ModelFormat { kGguf, kSafetensors, kHuggingFaceFolder, kLlama2c, kNpy };
 std::string_view ToString(ModelFormat f);  // "gguf", "safetensors", "hf-folder", "llama2c", "npy"
+
+// The format of a model file's bytes, the one rule every reader uses: the .npy magic, the "GGUF"
+// magic, a safetensors header (a little-endian u64 length that fits the file, then '{'), or a name
+// ending in .safetensors (so a damaged header is reported by the safetensors reader); anything else is
+// read as a llama2.c checkpoint, whose reader checks its header against the file size.
+ModelFormat DetectFileFormat(std::span<const std::byte> bytes, std::string_view path);
+
+// The Hugging Face config.json that goes with a model path: inside it for a folder, beside it for a
+// file (whether or not it exists). The one rule OpenModel and convert-layout read it by.
+std::string ConfigJsonFor(const std::string& model_path);
 
 // A storage type that posenc can list but not read (safetensors I64, U8, F8...).
 inline constexpr uint32_t kUnreadableType = 0xffffffffu;
@@ -52,10 +65,11 @@ class ModelFile {
   const std::string& path() const { return path_; }
   const std::string& architecture() const { return architecture_; }  // "llama", "gpt2", "" if unknown
   int64_t vocab_size() const { return vocab_size_; }
-  int64_t d_model() const { return d_model_; }
-  int64_t n_layers() const { return n_layers_; }
-  int64_t n_heads() const { return n_heads_; }
-  int64_t n_kv_heads() const { return n_kv_heads_; }
+  // The model's sizes, named as config.json and PositionScheme name them.
+  int64_t hidden_size() const { return hidden_size_; }
+  int64_t num_layers() const { return num_layers_; }
+  int64_t num_heads() const { return num_heads_; }
+  int64_t num_kv_heads() const { return num_kv_heads_; }
   int64_t context_length() const { return context_length_; }
   // RMSNorm epsilon as the file states it (config.json rms_norm_eps, GGUF
   // <arch>.attention.layer_norm_rms_epsilon); nullopt when it does not.
@@ -90,7 +104,7 @@ class ModelFile {
 
   ModelFormat format_ = ModelFormat::kGguf;
   std::string path_, architecture_, config_path_, config_text_;
-  int64_t vocab_size_ = 0, d_model_ = 0, n_layers_ = 0, n_heads_ = 0, n_kv_heads_ = 0, context_length_ = 0;
+  int64_t vocab_size_ = 0, hidden_size_ = 0, num_layers_ = 0, num_heads_ = 0, num_kv_heads_ = 0, context_length_ = 0;
   std::optional<double> rms_norm_eps_;
   std::vector<ModelTensor> tensors_;
   int token_embedding_ = -1, position_embedding_ = -1, rope_freqs_ = -1;

@@ -73,17 +73,4 @@ Result<PositionScheme> ConfigTextScheme(std::string_view json_text, const std::s
 // pairs, head_size = dim / n_heads; `source` (the file) becomes rope.source.
 PositionScheme Llama2cScheme(const Llama2cConfig& config, const std::string& source);
 
-// The one-line summary `posenc embed --rope-check` prints: what the file itself states about RoPE,
-// computed from the scheme ModelScheme gave (a value the file leaves to a default is 0 / unset here;
-// the scheme holds the default and notes it).
-struct ModelRopeInfo {
-  bool present = false;                // the scheme is RoPE
-  double theta = 0.0;                  // the base the file states; 0: not stated
-  int64_t rotary_dim = 0;              // the rotary dims the file states; 0: not stated (the whole head)
-  int64_t head_dim = 0;                // the scheme's head size
-  std::optional<RopePairing> pairing;  // when the format or its runtime fixes it (llama2.c, GGUF architectures)
-  std::string note;                    // where the values came from / defaults the runtime would take
-};
-ModelRopeInfo RopeInfoOf(const ModelFile& model, const PositionScheme& scheme);
-
 }  // namespace posenc
