@@ -13,10 +13,9 @@
 // Kernels take one slot per token, so packed batches, left padding and scattered decode are the
 // caller's choice of slots, never a special case.
 //
-// Q8_0 quantizes as ggml's quantize_row_q8_0_ref: per block of 32 values, amax = max |x| (float32),
-// d = amax / 127, id = d != 0 ? 1 / d : 0 (from the float32 d), stored d = float16(d) (nearest even),
-// q[j] = roundf(x[j] * id) (halves away from zero). Non-finite values give an unspecified block (as
-// in ggml). Float16/bfloat16 inputs are widened exactly to float32 first.
+// Q8_0 quantizes as ggml's quantize_row_q8_0_ref (QuantizeRowQ8_0Reference, core/dtype.hpp).
+// Non-finite values give an unspecified block (as in ggml). Float16/bfloat16 inputs are widened
+// exactly to float32 first.
 //
 // Example (paged cache, 16-row pages, float16):
 //   KvCacheView cache{k_mem, v_mem, KvCacheType::kF16, /*layers=*/32, /*slots=*/pages * 16, 8, 128};
@@ -38,22 +37,12 @@ namespace posenc {
 
 class ParallelRunner;  // posenc/core/parallel.hpp
 
-enum class KvCacheType : uint8_t { kF32, kF16, kBF16, kQ8_0 };
-// "float32", "float16", "bfloat16", "q8_0"
-std::string_view ToString(KvCacheType type);
-// The names above, "f32", "f16", "bf16" and "Q8_0".
+// A cache's element type is a DType (core/dtype.hpp), one of IsKvCacheType's.
+using KvCacheType = DType;
+// float32, float16, bfloat16, q8_0.
+bool IsKvCacheType(DType type);
+// ParseDType's names of the types IsKvCacheType accepts.
 bool ParseKvCacheType(std::string_view name, KvCacheType* out);
-
-// ggml's block_q8_0 (ggml-common.h): 32 values x = d * q.
-inline constexpr int64_t kQ8_0Block = 32;
-struct BlockQ8_0 {
-  f16_t d;
-  int8_t qs[kQ8_0Block];
-};
-static_assert(sizeof(BlockQ8_0) == 34, "block_q8_0 is 34 bytes");
-
-// The scalar definition: quantizes n values (n a multiple of 32) into n / 32 blocks.
-void QuantizeRowQ8_0Reference(const float* x, int64_t n, BlockQ8_0* out);
 
 // One layer-major cache of keys and values over caller memory (not owned).
 struct KvCacheView {

@@ -269,6 +269,7 @@ HWY_INLINE void StoreRowFrom(const T* src, KvCacheType type, void* dst, size_t n
     case KvCacheType::kF16: ConvertRow(src, static_cast<f16_t*>(dst), n); return;
     case KvCacheType::kBF16: ConvertRow(src, static_cast<bf16_t*>(dst), n); return;
     case KvCacheType::kQ8_0: QuantizeRowQ8(src, static_cast<BlockQ8_0*>(dst), n); return;
+    default: return;  // not a cache type: refused by KvCacheView::Validate
   }
 }
 

@@ -13,59 +13,34 @@
 
 namespace posenc {
 
-std::string_view ToString(KvCacheType type) {
+bool IsKvCacheType(DType type) {
   switch (type) {
-    case KvCacheType::kF32: return "float32";
-    case KvCacheType::kF16: return "float16";
-    case KvCacheType::kBF16: return "bfloat16";
-    case KvCacheType::kQ8_0: return "q8_0";
-  }
-  return "unknown";
-}
-
-bool ParseKvCacheType(std::string_view name, KvCacheType* out) {
-  if (name == "q8_0" || name == "Q8_0") {
-    *out = KvCacheType::kQ8_0;
-    return true;
-  }
-  DType d;
-  if (!ParseDType(name, &d)) return false;
-  switch (d) {
-    case DType::kF32: *out = KvCacheType::kF32; return true;
-    case DType::kF16: *out = KvCacheType::kF16; return true;
-    case DType::kBF16: *out = KvCacheType::kBF16; return true;
+    case DType::kF32:
+    case DType::kF16:
+    case DType::kBF16:
+    case DType::kQ8_0: return true;
     default: return false;
   }
 }
 
-void QuantizeRowQ8_0Reference(const float* x, int64_t n, BlockQ8_0* out) {
-  for (int64_t b = 0; b < n / kQ8_0Block; ++b, x += kQ8_0Block) {
-    float amax = 0.0f;
-    for (int64_t j = 0; j < kQ8_0Block; ++j) amax = std::max(amax, std::fabs(x[j]));
-    const float d = amax / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    out[b].d = F32ToF16(d);
-    for (int64_t j = 0; j < kQ8_0Block; ++j) out[b].qs[j] = static_cast<int8_t>(std::roundf(x[j] * id));
-  }
+bool ParseKvCacheType(std::string_view name, KvCacheType* out) {
+  DType d;
+  if (!ParseDType(name, &d) || !IsKvCacheType(d)) return false;
+  *out = d;
+  return true;
 }
 
 int64_t KvCacheView::slot_bytes() const {
-  const int64_t n = kv_heads * head_dim;
-  switch (type) {
-    case KvCacheType::kF32: return n * 4;
-    case KvCacheType::kF16:
-    case KvCacheType::kBF16: return n * 2;
-    case KvCacheType::kQ8_0: return n / kQ8_0Block * static_cast<int64_t>(sizeof(BlockQ8_0));
-  }
-  return 0;
+  const DTypeTraits& t = TraitsOf(type);
+  return kv_heads * head_dim / t.block_size * static_cast<int64_t>(t.type_size);
 }
 
 int64_t KvCacheView::bytes() const { return layers * slots * slot_bytes(); }
 
 Status KvCacheView::Validate() const {
-  if (type != KvCacheType::kF32 && type != KvCacheType::kF16 && type != KvCacheType::kBF16 &&
-      type != KvCacheType::kQ8_0)
-    return InvalidArgumentError(fmt::format("kv cache: unknown cache type {}", static_cast<int>(type)));
+  if (!IsKvCacheType(type))
+    return InvalidArgumentError(fmt::format("kv cache: {} is not a cache type (float32, float16, bfloat16, q8_0)",
+                                            ToString(type)));
   if (layers <= 0) return InvalidArgumentError(fmt::format("kv cache: layers = {} must be > 0", layers));
   if (slots < 0) return InvalidArgumentError(fmt::format("kv cache: slots = {} is negative", slots));
   if (kv_heads <= 0) return InvalidArgumentError(fmt::format("kv cache: kv_heads = {} must be > 0", kv_heads));
@@ -232,6 +207,7 @@ void StoreRowReference(DType src_dtype, const void* src, KvCacheType type, void*
       QuantizeRowQ8_0Reference(row.data(), n, static_cast<BlockQ8_0*>(dst));
       return;
     }
+    default: return;  // not a cache type: refused by KvCacheView::Validate
   }
 }
 
