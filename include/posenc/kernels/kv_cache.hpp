@@ -13,6 +13,12 @@
 // Kernels take one slot per token, so packed batches, left padding and scattered decode are the
 // caller's choice of slots, never a special case.
 //
+// Float8 caches (float8_e4m3fn, float8_e5m2: one byte per value, [layers][slots][kv_heads][head_dim])
+// store fp8(x / scale) with PyTorch's conversion (core/dtype.hpp: round to nearest even; e4m3fn has no
+// infinity, so |x / scale| > 464 and infinities become NaN; e5m2 overflows to infinity), the division
+// in float32. The scale is per tensor (k_scale / v_scale of one value) or per head (kv_heads values,
+// head h's values divided by scale[h]), as vLLM's and FlashInfer's k_scale / v_scale; an empty span
+// means 1. Reading back: x ~ float(code) * scale.
 // Q8_0 quantizes as ggml's quantize_row_q8_0_ref (QuantizeRowQ8_0Reference, core/dtype.hpp).
 // Non-finite values give an unspecified block (as in ggml). Float16/bfloat16 inputs are widened
 // exactly to float32 first.
@@ -39,7 +45,7 @@ class ParallelRunner;  // posenc/core/parallel.hpp
 
 // A cache's element type is a DType (core/dtype.hpp), one of IsKvCacheType's.
 using KvCacheType = DType;
-// float32, float16, bfloat16, q8_0.
+// float32, float16, bfloat16, q8_0, float8_e4m3fn, float8_e5m2.
 bool IsKvCacheType(DType type);
 // ParseDType's names of the types IsKvCacheType accepts.
 bool ParseKvCacheType(std::string_view name, KvCacheType* out);
@@ -53,6 +59,10 @@ struct KvCacheView {
   int64_t slots = 0;  // token rows per layer
   int64_t kv_heads = 0;
   int64_t head_dim = 0;
+  // Float8 caches only: the divisors of keys and values, 1 (per tensor) or kv_heads (per head) finite
+  // values > 0, or empty (1). Not owned; read by every write.
+  std::span<const float> k_scale = {};
+  std::span<const float> v_scale = {};
 
   // Bytes of one token row (kv_heads * head_dim values; Q8_0: / 32 blocks of 34 bytes).
   int64_t slot_bytes() const;
@@ -65,7 +75,8 @@ struct KvCacheView {
     return static_cast<std::byte*>(v) + (layer * slots + slot) * slot_bytes();
   }
   // k and v set and disjoint, dims >= 0 (layers, kv_heads, head_dim > 0), sizes that fit in
-  // int64, and for Q8_0 kv_heads * head_dim a multiple of 32; the error names the field and value.
+  // int64, for Q8_0 kv_heads * head_dim a multiple of 32, and scales only on float8 caches, each
+  // finite and > 0, 0, 1 or kv_heads of them; the error names the field and value.
   Status Validate() const;
 };
 

@@ -18,7 +18,9 @@ bool IsKvCacheType(DType type) {
     case DType::kF32:
     case DType::kF16:
     case DType::kBF16:
-    case DType::kQ8_0: return true;
+    case DType::kQ8_0:
+    case DType::kF8E4M3:
+    case DType::kF8E5M2: return true;
     default: return false;
   }
 }
@@ -39,8 +41,23 @@ int64_t KvCacheView::bytes() const { return layers * slots * slot_bytes(); }
 
 Status KvCacheView::Validate() const {
   if (!IsKvCacheType(type))
-    return InvalidArgumentError(fmt::format("kv cache: {} is not a cache type (float32, float16, bfloat16, q8_0)",
-                                            ToString(type)));
+    return InvalidArgumentError(fmt::format(
+        "kv cache: {} is not a cache type (float32, float16, bfloat16, q8_0, float8_e4m3fn, float8_e5m2)",
+        ToString(type)));
+  const bool fp8 = type == DType::kF8E4M3 || type == DType::kF8E5M2;
+  for (const auto& [name, scale] : {std::pair{"k_scale", k_scale}, std::pair{"v_scale", v_scale}}) {
+    if (scale.empty()) continue;
+    if (!fp8)
+      return InvalidArgumentError(
+          fmt::format("kv cache: {} given for a {} cache (scales are for float8 caches)", name, ToString(type)));
+    if (scale.size() != 1 && static_cast<int64_t>(scale.size()) != kv_heads)
+      return InvalidArgumentError(fmt::format("kv cache: {} has {} values, not 1 (per tensor) or {} (per head)", name,
+                                              scale.size(), kv_heads));
+    for (size_t h = 0; h < scale.size(); ++h)
+      if (!std::isfinite(scale[h]) || !(scale[h] > 0.0f))
+        return InvalidArgumentError(
+            fmt::format("kv cache: {}[{}] = {} is not a finite scale > 0", name, h, scale[h]));
+  }
   if (layers <= 0) return InvalidArgumentError(fmt::format("kv cache: layers = {} must be > 0", layers));
   if (slots < 0) return InvalidArgumentError(fmt::format("kv cache: slots = {} is negative", slots));
   if (kv_heads <= 0) return InvalidArgumentError(fmt::format("kv cache: kv_heads = {} must be > 0", kv_heads));
@@ -63,8 +80,8 @@ Status KvCacheView::Validate() const {
   if (slots == 0) return OkStatus();
   if (k == nullptr || v == nullptr) return InvalidArgumentError("kv cache: null k or v memory");
   // Rows at their element's alignment (float32 4 bytes; float16, bfloat16 and Q8_0's float16 scale 2;
-  // rows are whole multiples of it): the scalar paths store them as those types.
-  const size_t align = type == KvCacheType::kF32 ? 4 : 2;
+  // float8 1; rows are whole multiples of it): the scalar paths store them as those types.
+  const size_t align = type == KvCacheType::kF32 ? 4 : (type == DType::kF8E4M3 || type == DType::kF8E5M2) ? 1 : 2;
   for (const auto& [name, p] : {std::pair{"k", k}, std::pair{"v", v}})
     if (reinterpret_cast<uintptr_t>(p) % align != 0)
       return InvalidArgumentError(
@@ -175,7 +192,7 @@ Status ValidateKvWrite(const KvCacheView& cache, int64_t layer, std::span<const 
   return ValidateKvSlots(cache, slots);
 }
 
-void StoreRowReference(DType src_dtype, const void* src, KvCacheType type, void* dst, int64_t n) {
+void StoreRowReference(DType src_dtype, const void* src, KvCacheType type, void* dst, int64_t n, RowScale scale) {
   const size_t un = static_cast<size_t>(n);
   auto load = [&](size_t i) {
     switch (src_dtype) {
@@ -207,6 +224,14 @@ void StoreRowReference(DType src_dtype, const void* src, KvCacheType type, void*
       QuantizeRowQ8_0Reference(row.data(), n, static_cast<BlockQ8_0*>(dst));
       return;
     }
+    case KvCacheType::kF8E4M3:
+      for (size_t i = 0; i < un; ++i)
+        static_cast<f8e4m3_t*>(dst)[i] = F32ToF8E4M3(load(i) / scale.of_head(static_cast<int64_t>(i) / scale.head_dim));
+      return;
+    case KvCacheType::kF8E5M2:
+      for (size_t i = 0; i < un; ++i)
+        static_cast<f8e5m2_t*>(dst)[i] = F32ToF8E5M2(load(i) / scale.of_head(static_cast<int64_t>(i) / scale.head_dim));
+      return;
     default: return;  // not a cache type: refused by KvCacheView::Validate
   }
 }
@@ -232,10 +257,10 @@ Status StoreKvCacheReference(const KvCacheView& cache, int64_t layer, std::span<
     const int64_t ti = static_cast<int64_t>(t);
     if (k.tokens > 0)
       detail::StoreRowReference(k.dtype, detail::TokenRow(k, ti, row.data()), cache.type, cache.k_row(layer, slots[t]),
-                                n);
+                                n, detail::KeyScale(cache));
     if (v.tokens > 0)
       detail::StoreRowReference(v.dtype, detail::TokenRow(v, ti, row.data()), cache.type, cache.v_row(layer, slots[t]),
-                                n);
+                                n, detail::ValueScale(cache));
   }
   return OkStatus();
 }
