@@ -228,7 +228,7 @@ struct ModelFileBuilder {
       if (shard.find('/') != std::string::npos || shard == "..") {
         return DataLossError(fmt::format("reading '{}': shard name '{}' leaves the folder", index, shard));
       }
-      if (seen.insert(shard).second) shards.push_back(path + "/" + shard);
+      if (seen.insert(shard).second) shards.push_back(fmt::format("{}/{}", path, shard));
     }
     return shards;
   }
