@@ -109,7 +109,8 @@ inline std::vector<CaseSpec> AllCases() {
   cases.push_back({"gather_bf16out", "4096 of [128256, 4096]", DType::kBF16, RopePairing::kHalf, false});
   for (const char* op : {"fused_prefill", "fused_decode"})
     for (DType dt : {DType::kF32, DType::kBF16, DType::kF16})
-      for (KvCacheType ct : {KvCacheType::kF32, KvCacheType::kF16, KvCacheType::kBF16, KvCacheType::kQ8_0})
+      for (KvCacheType ct : {KvCacheType::kF32, KvCacheType::kF16, KvCacheType::kBF16, KvCacheType::kQ8_0,
+                             KvCacheType::kF8E4M3, KvCacheType::kF8E5M2})
         cases.push_back({op,
                          op == std::string("fused_prefill") ? "qkv [4096, 48 x 128] -> q + cache [8192, 8, 128]"
                                                             : "qkv [64x1, 48 x 128] -> q + paged cache [16384, 8, 128]",
@@ -240,6 +241,13 @@ inline std::unique_ptr<Prepared> PrepareFused(const CaseSpec& c, ParallelRunner*
   auto kc = Buffer<uint8_t>(cache_bytes), vc = Buffer<uint8_t>(cache_bytes);  // rows touched on first write
   cache->k = kc.get();
   cache->v = vc.get();
+  // Float8 caches: a per-head key scale and a per-tensor value scale (vLLM's k_scale / v_scale).
+  auto scales = std::make_shared<std::vector<float>>(static_cast<size_t>(Hkv + 1), 0.5f);
+  if (c.cache_type == KvCacheType::kF8E4M3 || c.cache_type == KvCacheType::kF8E5M2) {
+    for (int64_t h = 0; h < Hkv; ++h) (*scales)[static_cast<size_t>(h)] = 0.25f + 0.125f * static_cast<float>(h);
+    cache->k_scale = std::span<const float>(scales->data(), static_cast<size_t>(Hkv));
+    cache->v_scale = std::span<const float>(scales->data() + Hkv, 1);
+  }
   auto pos = std::make_shared<std::vector<int64_t>>(static_cast<size_t>(T));
   auto slot = std::make_shared<std::vector<int64_t>>(static_cast<size_t>(T));
   std::mt19937 rng(3);
@@ -293,7 +301,7 @@ inline std::unique_ptr<Prepared> PrepareFused(const CaseSpec& c, ParallelRunner*
   const HeadsView qos = HeadsView::Dense(q_out.get(), c.dtype, Ts, Hq, D);
   p->core = [core_fa, qs, qos, cache] { (void)ApplyRopeKvCache(core_fa, qs, qos, *cache); };
   p->core_bytes = static_cast<double>(Ts) * token_bytes;
-  p->keep = {in, q_out, k_tmp, cache, kc, vc, pos, slot, src, dst};
+  p->keep = {in, q_out, k_tmp, cache, kc, vc, pos, slot, src, dst, scales};
   return p;
 }
 

@@ -12,11 +12,11 @@ struct PyModel {
 py::array TensorArray(const PyModel& m, const ModelTensor& t) {
   std::string dt;
   size_t size = 0;
-  if (t.ggml_type == 0)
+  if (t.dtype == DType::kF32)
     dt = "float32", size = 4;
-  else if (t.ggml_type == 1)
+  else if (t.dtype == DType::kF16)
     dt = "float16", size = 2;
-  else if (t.ggml_type == 30)
+  else if (t.dtype == DType::kBF16)
     dt = "uint16", size = 2;  // bfloat16 bits: numpy has no bfloat16
   else
     Throw(UnimplementedError("tensor " + t.name + " in " + t.file + ": type " + t.type_name +

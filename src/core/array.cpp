@@ -29,6 +29,9 @@ void Array::CheckType(DType t) const {
 }
 
 Result<Array> Array::Zeros(DType dtype, std::vector<int64_t> shape) {
+  if (!IsElementType(dtype))
+    return InvalidArgumentError(
+        fmt::format("array of {}: a block type (rows of blocks), not an element type", ToString(dtype)));
   int64_t n = 1;
   const size_t elem = SizeOf(dtype);
   for (int64_t d : shape) {

@@ -11,6 +11,8 @@
 #include <numeric>
 #include <unordered_set>
 
+#include <utility>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -230,6 +232,35 @@ bool GetGgmlTypeTraits(uint32_t type, GgmlTypeTraits* out) {
   for (const TypeRow& row : kTypes) {
     if (row.id == type && row.traits.block_size > 0) {
       *out = row.traits;
+      return true;
+    }
+  }
+  return false;
+}
+
+namespace {
+constexpr std::pair<GgmlType, DType> kGgmlDTypes[] = {
+    {GgmlType::kF32, DType::kF32},   {GgmlType::kF16, DType::kF16},   {GgmlType::kBF16, DType::kBF16},
+    {GgmlType::kF64, DType::kF64},   {GgmlType::kI8, DType::kI8},     {GgmlType::kI32, DType::kI32},
+    {GgmlType::kI64, DType::kI64},   {GgmlType::kQ8_0, DType::kQ8_0}, {GgmlType::kQ4_0, DType::kQ4_0},
+    {GgmlType::kQ4_1, DType::kQ4_1}, {GgmlType::kQ5_0, DType::kQ5_0}, {GgmlType::kQ5_1, DType::kQ5_1},
+    {GgmlType::kQ4_K, DType::kQ4_K}, {GgmlType::kQ5_K, DType::kQ5_K}, {GgmlType::kQ6_K, DType::kQ6_K}};
+}  // namespace
+
+bool DTypeOfGgmlType(uint32_t ggml_type, DType* out) {
+  for (const auto& [g, d] : kGgmlDTypes) {
+    if (static_cast<uint32_t>(g) == ggml_type) {
+      *out = d;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool GgmlTypeOfDType(DType dtype, uint32_t* out) {
+  for (const auto& [g, d] : kGgmlDTypes) {
+    if (d == dtype) {
+      *out = static_cast<uint32_t>(g);
       return true;
     }
   }

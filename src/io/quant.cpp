@@ -1,14 +1,5 @@
-// Row dequantization of ggml block types. Layouts (ggml-common.h), per block of QK values:
-//   Q8_0  (32, 34 B): f16 d, int8 q[32]                         x = d * q
-//   Q4_0  (32, 18 B): f16 d, u8 qs[16]                          x[j] = d * (lo(qs[j]) - 8), x[j+16] = d * (hi(qs[j]) -
-//   8) Q4_1  (32, 20 B): f16 d, f16 m, u8 qs[16]                   x = d * q + m (q = nibble as above) Q5_0  (32, 22
-//   B): f16 d, u32 qh, u8 qs[16]                  q = nibble | (bit j of qh) << 4, x = d * (q - 16) Q5_1  (32, 24 B):
-//   f16 d, f16 m, u32 qh, u8 qs[16]           x = d * q + m Q4_K (256, 144 B): f16 d, f16 dmin, u8 scales[12], u8
-//   qs[128]: 8 sub-blocks of 32 with 6-bit scale sc
-//                      and min mn; x = d*sc*q - dmin*mn
-//   Q5_K (256, 176 B): as Q4_K plus u8 qh[32] (the 5th bit) before qs
-//   Q6_K (256, 210 B): u8 ql[128], u8 qh[64], int8 scales[16], f16 d: 16 sub-blocks of 16,
-//                      x = d * scale * (q - 32) with q = 4 low bits | 2 high bits << 4
+// Checked row dequantization of ggml block types: the decoders are DTypeTraits::to_float
+// (posenc/core/dtype.hpp, src/core/dtype_blocks.cpp); this file checks sizes and rows.
 #include "posenc/io/quant.hpp"
 
 #include <algorithm>
@@ -17,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include <string>
+
 #include "io/io_util.hpp"
 #include "posenc/core/dtype.hpp"
 #include "posenc/io/gguf.hpp"
@@ -24,229 +17,79 @@
 namespace posenc {
 namespace {
 
-using io::LoadLE;
-
-inline float Half(const std::byte* p) { return F16ToF32(f16_t{LoadLE<uint16_t>(p)}); }
-inline uint8_t U8(const std::byte* p) { return static_cast<uint8_t>(*p); }
-
-void RowQ8_0(const std::byte* b, int64_t nblocks, float* y) {
-  for (int64_t i = 0; i < nblocks; ++i, b += 34, y += 32) {
-    const float d = Half(b);
-    for (int j = 0; j < 32; ++j) y[j] = d * static_cast<float>(static_cast<int8_t>(U8(b + 2 + j)));
-  }
-}
-
-void RowQ4_0(const std::byte* b, int64_t nblocks, float* y) {
-  for (int64_t i = 0; i < nblocks; ++i, b += 18, y += 32) {
-    const float d = Half(b);
-    for (int j = 0; j < 16; ++j) {
-      const uint8_t q = U8(b + 2 + j);
-      y[j] = d * static_cast<float>((q & 0x0f) - 8);
-      y[j + 16] = d * static_cast<float>((q >> 4) - 8);
-    }
-  }
-}
-
-void RowQ4_1(const std::byte* b, int64_t nblocks, float* y) {
-  for (int64_t i = 0; i < nblocks; ++i, b += 20, y += 32) {
-    const float d = Half(b), m = Half(b + 2);
-    for (int j = 0; j < 16; ++j) {
-      const uint8_t q = U8(b + 4 + j);
-      y[j] = d * static_cast<float>(q & 0x0f) + m;
-      y[j + 16] = d * static_cast<float>(q >> 4) + m;
-    }
-  }
-}
-
-void RowQ5_0(const std::byte* b, int64_t nblocks, float* y) {
-  for (int64_t i = 0; i < nblocks; ++i, b += 22, y += 32) {
-    const float d = Half(b);
-    const uint32_t qh = LoadLE<uint32_t>(b + 2);
-    for (int j = 0; j < 16; ++j) {
-      const uint8_t q = U8(b + 6 + j);
-      const int lo = static_cast<int>((q & 0x0f) | (((qh >> j) & 1u) << 4));
-      const int hi = static_cast<int>((q >> 4) | (((qh >> (j + 16)) & 1u) << 4));
-      y[j] = d * static_cast<float>(lo - 16);
-      y[j + 16] = d * static_cast<float>(hi - 16);
-    }
-  }
-}
-
-void RowQ5_1(const std::byte* b, int64_t nblocks, float* y) {
-  for (int64_t i = 0; i < nblocks; ++i, b += 24, y += 32) {
-    const float d = Half(b), m = Half(b + 2);
-    const uint32_t qh = LoadLE<uint32_t>(b + 4);
-    for (int j = 0; j < 16; ++j) {
-      const uint8_t q = U8(b + 8 + j);
-      const uint32_t lo = (q & 0x0fu) | (((qh >> j) & 1u) << 4);
-      const uint32_t hi = (q >> 4) | (((qh >> (j + 16)) & 1u) << 4);
-      y[j] = d * static_cast<float>(lo) + m;
-      y[j + 16] = d * static_cast<float>(hi) + m;
-    }
-  }
-}
-
-// The 6-bit scale and min of sub-block j (0..7) packed in 12 bytes: sub-blocks 0-3 keep theirs in the
-// low 6 bits of bytes j and j+4; sub-blocks 4-7 keep the low 4 bits in byte j+4 (scale: low nibble,
-// min: high nibble) and the top 2 bits in the spare high bits of bytes j-4 (scale) and j (min).
-inline void ScaleMinK4(int j, const std::byte* s, uint8_t* sc, uint8_t* mn) {
-  if (j < 4) {
-    *sc = U8(s + j) & 63;
-    *mn = U8(s + j + 4) & 63;
-  } else {
-    *sc = static_cast<uint8_t>((U8(s + j + 4) & 0x0f) | ((U8(s + j - 4) >> 6) << 4));
-    *mn = static_cast<uint8_t>((U8(s + j + 4) >> 4) | ((U8(s + j) >> 6) << 4));
-  }
-}
-
-void RowQ4_K(const std::byte* b, int64_t nblocks, float* y) {
-  for (int64_t i = 0; i < nblocks; ++i, b += 144) {
-    const float d = Half(b), dmin = Half(b + 2);
-    const std::byte* scales = b + 4;
-    const std::byte* q = b + 16;
-    for (int sub = 0; sub < 8; sub += 2, q += 32) {
-      uint8_t sc, mn;
-      ScaleMinK4(sub, scales, &sc, &mn);
-      const float d1 = d * sc, m1 = dmin * mn;
-      ScaleMinK4(sub + 1, scales, &sc, &mn);
-      const float d2 = d * sc, m2 = dmin * mn;
-      for (int l = 0; l < 32; ++l) *y++ = d1 * static_cast<float>(U8(q + l) & 0x0f) - m1;
-      for (int l = 0; l < 32; ++l) *y++ = d2 * static_cast<float>(U8(q + l) >> 4) - m2;
-    }
-  }
-}
-
-void RowQ5_K(const std::byte* b, int64_t nblocks, float* y) {
-  for (int64_t i = 0; i < nblocks; ++i, b += 176) {
-    const float d = Half(b), dmin = Half(b + 2);
-    const std::byte* scales = b + 4;
-    const std::byte* qh = b + 16;
-    const std::byte* ql = b + 48;
-    uint8_t bit_lo = 1, bit_hi = 2;
-    for (int sub = 0; sub < 8; sub += 2, ql += 32, bit_lo <<= 2, bit_hi <<= 2) {
-      uint8_t sc, mn;
-      ScaleMinK4(sub, scales, &sc, &mn);
-      const float d1 = d * sc, m1 = dmin * mn;
-      ScaleMinK4(sub + 1, scales, &sc, &mn);
-      const float d2 = d * sc, m2 = dmin * mn;
-      for (int l = 0; l < 32; ++l) {
-        *y++ = d1 * static_cast<float>((U8(ql + l) & 0x0f) + ((U8(qh + l) & bit_lo) ? 16 : 0)) - m1;
-      }
-      for (int l = 0; l < 32; ++l) {
-        *y++ = d2 * static_cast<float>((U8(ql + l) >> 4) + ((U8(qh + l) & bit_hi) ? 16 : 0)) - m2;
-      }
-    }
-  }
-}
-
-void RowQ6_K(const std::byte* b, int64_t nblocks, float* y) {
-  for (int64_t i = 0; i < nblocks; ++i, b += 210) {
-    const float d = Half(b + 208);
-    const std::byte* ql = b;
-    const std::byte* qh = b + 128;
-    const std::byte* sc = b + 192;
-    for (int half = 0; half < 2; ++half, ql += 64, qh += 32, sc += 8, y += 128) {
-      for (int l = 0; l < 32; ++l) {
-        const int is = l / 16;
-        const uint8_t h = U8(qh + l);
-        const int q1 = static_cast<int>((U8(ql + l) & 0x0f) | ((h & 3) << 4)) - 32;
-        const int q2 = static_cast<int>((U8(ql + l + 32) & 0x0f) | (((h >> 2) & 3) << 4)) - 32;
-        const int q3 = static_cast<int>((U8(ql + l) >> 4) | (((h >> 4) & 3) << 4)) - 32;
-        const int q4 = static_cast<int>((U8(ql + l + 32) >> 4) | (((h >> 6) & 3) << 4)) - 32;
-        y[l] = d * static_cast<float>(static_cast<int8_t>(U8(sc + is))) * static_cast<float>(q1);
-        y[l + 32] = d * static_cast<float>(static_cast<int8_t>(U8(sc + is + 2))) * static_cast<float>(q2);
-        y[l + 64] = d * static_cast<float>(static_cast<int8_t>(U8(sc + is + 4))) * static_cast<float>(q3);
-        y[l + 96] = d * static_cast<float>(static_cast<int8_t>(U8(sc + is + 6))) * static_cast<float>(q4);
-      }
-    }
-  }
-}
-
 constexpr const char* kSupported = "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K";
+
+// The name a message gives a row type: GGUF's ("Q4_K") for the ggml types, else posenc's.
+std::string TypeName(DType dtype) {
+  uint32_t id;
+  return GgmlTypeOfDType(dtype, &id) ? GgmlTypeName(id) : std::string(ToString(dtype));
+}
 
 }  // namespace
 
-bool IsDequantizable(uint32_t ggml_type) {
-  switch (static_cast<GgmlType>(ggml_type)) {
-    case GgmlType::kF32:
-    case GgmlType::kF16:
-    case GgmlType::kBF16:
-    case GgmlType::kQ8_0:
-    case GgmlType::kQ4_0:
-    case GgmlType::kQ4_1:
-    case GgmlType::kQ5_0:
-    case GgmlType::kQ5_1:
-    case GgmlType::kQ4_K:
-    case GgmlType::kQ5_K:
-    case GgmlType::kQ6_K: return true;
+bool IsDequantizable(DType dtype) {
+  switch (dtype) {
+    case DType::kF32:
+    case DType::kF16:
+    case DType::kBF16:
+    case DType::kQ8_0:
+    case DType::kQ4_0:
+    case DType::kQ4_1:
+    case DType::kQ5_0:
+    case DType::kQ5_1:
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+    case DType::kQ6_K: return true;
     default: return false;
   }
 }
 
-void DequantizeRowUnchecked(uint32_t ggml_type, const std::byte* row, int64_t n, float* out) {
-  switch (static_cast<GgmlType>(ggml_type)) {
-    case GgmlType::kF32: std::memcpy(out, row, static_cast<size_t>(n) * 4); return;
-    case GgmlType::kF16:
-      for (int64_t j = 0; j < n; ++j) out[j] = Half(row + 2 * j);
-      return;
-    case GgmlType::kBF16:
-      for (int64_t j = 0; j < n; ++j) out[j] = BF16ToF32(bf16_t{LoadLE<uint16_t>(row + 2 * j)});
-      return;
-    case GgmlType::kQ8_0: RowQ8_0(row, n / 32, out); return;
-    case GgmlType::kQ4_0: RowQ4_0(row, n / 32, out); return;
-    case GgmlType::kQ4_1: RowQ4_1(row, n / 32, out); return;
-    case GgmlType::kQ5_0: RowQ5_0(row, n / 32, out); return;
-    case GgmlType::kQ5_1: RowQ5_1(row, n / 32, out); return;
-    case GgmlType::kQ4_K: RowQ4_K(row, n / 256, out); return;
-    case GgmlType::kQ5_K: RowQ5_K(row, n / 256, out); return;
-    case GgmlType::kQ6_K: RowQ6_K(row, n / 256, out); return;
-    default: return;
-  }
+void DequantizeRowUnchecked(DType dtype, const std::byte* row, int64_t n, float* out) {
+  TraitsOf(dtype).to_float(row, out, n);
 }
 
 Status QuantizedTable::Validate() const {
-  if (!IsDequantizable(ggml_type)) {
+  if (!IsDequantizable(dtype)) {
     return UnimplementedError(fmt::format("dequantizing rows of ggml type {}: not supported (supported: {})",
-                                          GgmlTypeName(ggml_type), kSupported));
+                                          TypeName(dtype), kSupported));
   }
-  GgmlTypeTraits t;
-  GetGgmlTypeTraits(ggml_type, &t);
+  const DTypeTraits& t = TraitsOf(dtype);
+  const std::string name = TypeName(dtype);
   if (row_length <= 0 || row_length % t.block_size != 0) {
     return InvalidArgumentError(
         fmt::format("dequantizing {} rows: row length {} is not a positive multiple of the "
                     "block size {}",
-                    t.name, row_length, t.block_size));
+                    name, row_length, t.block_size));
   }
-  if (rows < 0) return InvalidArgumentError(fmt::format("dequantizing {} rows: negative row count {}", t.name, rows));
+  if (rows < 0) return InvalidArgumentError(fmt::format("dequantizing {} rows: negative row count {}", name, rows));
   const uint64_t row_bytes = static_cast<uint64_t>(row_length / t.block_size) * t.type_size;
   uint64_t need = 0;
   if (io::MulOverflows(row_bytes, static_cast<uint64_t>(rows), &need) || need > data.size()) {
     return OutOfRangeError(fmt::format("dequantizing {} rows: {} rows of {} bytes do not fit the {} bytes given",
-                                       t.name, rows, row_bytes, data.size()));
+                                       name, rows, row_bytes, data.size()));
   }
   return OkStatus();
 }
 
-Status DequantizeRows(uint32_t ggml_type, std::span<const std::byte> data, int64_t row_length, int64_t row_begin,
+Status DequantizeRows(DType dtype, std::span<const std::byte> data, int64_t row_length, int64_t row_begin,
                       int64_t row_count, float* out) {
-  QuantizedTable table{data, ggml_type, 0, row_length};
+  QuantizedTable table{data, dtype, 0, row_length};
   POSENC_RETURN_IF_ERROR(table.Validate());
   if (row_begin < 0 || row_count < 0) {
     return InvalidArgumentError(
         fmt::format("dequantizing rows [{}, +{}): negative row index or count", row_begin, row_count));
   }
-  GgmlTypeTraits t;
-  GetGgmlTypeTraits(ggml_type, &t);
+  const DTypeTraits& t = TraitsOf(dtype);
   const uint64_t row_bytes = static_cast<uint64_t>(row_length / t.block_size) * t.type_size;
   const uint64_t available = data.size() / row_bytes;
   const uint64_t end = static_cast<uint64_t>(row_begin) + static_cast<uint64_t>(row_count);
   if (end > available) {
-    return OutOfRangeError(fmt::format("dequantizing {} rows [{}, {}): row {} is past the {} rows in the data", t.name,
-                                       row_begin, end, std::max<uint64_t>(available, static_cast<uint64_t>(row_begin)),
-                                       available));
+    return OutOfRangeError(fmt::format("dequantizing {} rows [{}, {}): row {} is past the {} rows in the data",
+                                       TypeName(dtype), row_begin, end,
+                                       std::max<uint64_t>(available, static_cast<uint64_t>(row_begin)), available));
   }
   for (int64_t r = 0; r < row_count; ++r) {
-    DequantizeRowUnchecked(ggml_type, data.data() + static_cast<size_t>(row_begin + r) * row_bytes, row_length,
+    DequantizeRowUnchecked(dtype, data.data() + static_cast<size_t>(row_begin + r) * row_bytes, row_length,
                            out + r * row_length);
   }
   return OkStatus();
@@ -254,21 +97,16 @@ Status DequantizeRows(uint32_t ggml_type, std::span<const std::byte> data, int64
 
 Result<EmbeddingTable> QuantizedTable::AsEmbeddingTable() const {
   POSENC_RETURN_IF_ERROR(Validate());
-  const GgmlType type = static_cast<GgmlType>(ggml_type);
-  const bool is_float = type == GgmlType::kF32 || type == GgmlType::kF16 || type == GgmlType::kBF16;
-  const size_t elem = type == GgmlType::kF32 ? 4 : 2;
-  if (is_float && reinterpret_cast<uintptr_t>(data.data()) % elem == 0) {
-    const DType dtype = type == GgmlType::kF32 ? DType::kF32 : type == GgmlType::kF16 ? DType::kF16 : DType::kBF16;
+  const bool is_float = dtype == DType::kF32 || dtype == DType::kF16 || dtype == DType::kBF16;
+  if (is_float && reinterpret_cast<uintptr_t>(data.data()) % SizeOf(dtype) == 0)
     return EmbeddingTable::View(data.data(), dtype, rows, row_length);
-  }
-  GgmlTypeTraits t;
-  GetGgmlTypeTraits(ggml_type, &t);
+  const DTypeTraits& t = TraitsOf(dtype);
   const size_t row_bytes = static_cast<size_t>(row_length / t.block_size) * t.type_size;
   const std::byte* base = data.data();
-  const uint32_t gtype = ggml_type;
+  const auto to_float = t.to_float;
   const int64_t n = row_length;
-  return EmbeddingTable::Decoded(rows, row_length, [base, row_bytes, gtype, n](int64_t row, float* out) {
-    DequantizeRowUnchecked(gtype, base + static_cast<size_t>(row) * row_bytes, n, out);
+  return EmbeddingTable::Decoded(rows, row_length, [base, row_bytes, to_float, n](int64_t row, float* out) {
+    to_float(base + static_cast<size_t>(row) * row_bytes, out, n);
   });
 }
 

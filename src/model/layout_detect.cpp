@@ -41,7 +41,8 @@ Status Project(const Weight& w, const float* X, int64_t n, float* Y) {
   std::vector<float> rows(static_cast<size_t>(std::min(kChunk, w.rows) * w.cols));
   for (int64_t r0 = 0; r0 < w.rows; r0 += kChunk) {
     const int64_t m = std::min(kChunk, w.rows - r0);
-    POSENC_RETURN_IF_ERROR(DequantizeRows(w.t->ggml_type, w.t->data, w.cols, w.row_begin + r0, m, rows.data()));
+    POSENC_ASSIGN_OR_RETURN(const DType dtype, w.t->RowType());
+    POSENC_RETURN_IF_ERROR(DequantizeRows(dtype, w.t->data, w.cols, w.row_begin + r0, m, rows.data()));
     for (int64_t i = 0; i < n; ++i) {
       const float* x = X + i * w.cols;
       for (int64_t r = 0; r < m; ++r) {
@@ -102,7 +103,8 @@ Result<std::vector<float>> ReadVector(const ModelTensor& t, int64_t n, int64_t r
                                       const std::string& path) {
   POSENC_ASSIGN_OR_RETURN(Weight w, CheckedWeight(t, want_elems, n, row_begin, 1, path));
   std::vector<float> out(static_cast<size_t>(n));
-  POSENC_RETURN_IF_ERROR(DequantizeRows(w.t->ggml_type, w.t->data, n, row_begin, 1, out.data()));
+  POSENC_ASSIGN_OR_RETURN(const DType dtype, w.t->RowType());
+  POSENC_RETURN_IF_ERROR(DequantizeRows(dtype, w.t->data, n, row_begin, 1, out.data()));
   return out;
 }
 
@@ -267,9 +269,10 @@ Result<std::vector<double>> TokenLosses(const LlamaModel& w, std::span<const int
   // Whole-sequence (teacher-forced) forward: x [T, D].
   std::vector<float> x(static_cast<size_t>(T * D)), xn(static_cast<size_t>(T * D)), tmp(static_cast<size_t>(T * D)),
       hb(static_cast<size_t>(T * F)), hb2(static_cast<size_t>(T * F));
+  POSENC_ASSIGN_OR_RETURN(const DType emb_type, w.emb.t->RowType());
   for (int64_t t = 0; t < T; ++t)
     POSENC_RETURN_IF_ERROR(
-        DequantizeRows(w.emb.t->ggml_type, w.emb.t->data, D, tokens[static_cast<size_t>(t)], 1, at(x, t * D)));
+        DequantizeRows(emb_type, w.emb.t->data, D, tokens[static_cast<size_t>(t)], 1, at(x, t * D)));
   for (const LlamaModel::Layer& y : w.layers) {
     POSENC_ASSIGN_OR_RETURN(Array q, Array::Zeros(DType::kF32, {T, H, hs}));
     POSENC_ASSIGN_OR_RETURN(Array k, Array::Zeros(DType::kF32, {T, Hkv, hs}));

@@ -53,11 +53,11 @@ bool Exists(const std::string& path) {
   return stat(path.c_str(), &st) == 0;
 }
 
-uint32_t SafetensorsGgmlType(const std::string& dtype) {
-  if (dtype == "F32") return static_cast<uint32_t>(GgmlType::kF32);
-  if (dtype == "F16") return static_cast<uint32_t>(GgmlType::kF16);
-  if (dtype == "BF16") return static_cast<uint32_t>(GgmlType::kBF16);
-  return kUnreadableType;
+std::optional<DType> SafetensorsRowType(const std::string& dtype) {
+  if (dtype == "F32") return DType::kF32;
+  if (dtype == "F16") return DType::kF16;
+  if (dtype == "BF16") return DType::kBF16;
+  return std::nullopt;
 }
 
 // A JSON file beside the weights (model.safetensors.index.json), through the one JSON reader.
@@ -104,11 +104,17 @@ std::string ConfigJsonFor(const std::string& model_path) {
 QuantizedTable ModelTensor::AsTable() const {
   QuantizedTable t;
   t.data = data;
-  t.ggml_type = ggml_type;
+  t.dtype = dtype.value_or(DType::kI64);  // no row type: int64, which Validate refuses
   t.row_length = shape.empty() ? 1 : shape.back();
   t.rows = 1;
   for (size_t i = 0; i + 1 < shape.size(); ++i) t.rows *= shape[i];
   return t;
+}
+
+Result<DType> ModelTensor::RowType() const {
+  if (dtype.has_value()) return *dtype;
+  return UnimplementedError(fmt::format("tensor '{}' in '{}' is stored as {}, which posenc does not read", name, file,
+                                        type_name));
 }
 
 const ModelTensor* ModelFile::Find(const std::string& name) const {
@@ -121,7 +127,7 @@ const ModelTensor* ModelFile::Find(const std::string& name) const {
 namespace {
 Result<QuantizedTable> TableOf(const ModelTensor* t, const std::string& path, const char* what, const char* names) {
   if (t == nullptr) { return NotFoundError(fmt::format("model '{}': no {} table (looked for {})", path, what, names)); }
-  if (t->ggml_type == kUnreadableType) {
+  if (!t->dtype.has_value()) {
     return UnimplementedError(
         fmt::format("model '{}': {} table '{}' is stored as {} (posenc reads F32, F16, BF16 and "
                     "ggml block types)",
@@ -181,7 +187,7 @@ struct ModelFileBuilder {
       ModelTensor mt;
       mt.name = t.name;
       mt.shape = t.shape;
-      mt.ggml_type = SafetensorsGgmlType(t.dtype);
+      mt.dtype = SafetensorsRowType(t.dtype);
       mt.type_name = t.dtype;
       mt.data = st.TensorData(t);
       mt.file = st.name();
@@ -220,7 +226,7 @@ struct ModelFileBuilder {
       if (shard.find('/') != std::string::npos || shard == "..") {
         return DataLossError(fmt::format("reading '{}': shard name '{}' leaves the folder", index, shard));
       }
-      if (seen.insert(shard).second) shards.push_back(path + "/" + shard);
+      if (seen.insert(shard).second) shards.push_back(fmt::format("{}/{}", path, shard));
     }
     return shards;
   }
@@ -260,7 +266,7 @@ struct ModelFileBuilder {
       ModelTensor mt;
       mt.name = t.name;
       mt.shape.assign(t.dims.rbegin(), t.dims.rend());
-      mt.ggml_type = t.type;
+      if (DType d; DTypeOfGgmlType(t.type, &d)) mt.dtype = d;
       mt.type_name = GgmlTypeName(t.type);
       POSENC_ASSIGN_OR_RETURN(mt.data, keep->TensorData(t));
       mt.file = m.path_;
@@ -300,7 +306,7 @@ struct ModelFileBuilder {
     ModelTensor mt;
     mt.name = "array";
     mt.shape = keep->shape();
-    mt.ggml_type = keep->dtype() == DType::kF32 ? 0u : keep->dtype() == DType::kF16 ? 1u : kUnreadableType;
+    if (keep->dtype() == DType::kF32 || keep->dtype() == DType::kF16) mt.dtype = keep->dtype();
     mt.type_name = std::string(ToString(keep->dtype()));
     mt.data = std::span<const std::byte>(keep->bytes(), keep->nbytes());
     mt.file = m.path_;
@@ -346,7 +352,7 @@ struct ModelFileBuilder {
       ModelTensor mt;
       mt.name = name;
       mt.shape = std::move(shape);
-      mt.ggml_type = 0;
+      mt.dtype = DType::kF32;
       mt.type_name = "F32";
       mt.data = std::as_bytes(v);
       mt.file = path;

@@ -76,9 +76,11 @@ inline Status FuzzGguf(std::span<const std::byte> bytes) {
     auto data = g->TensorData(t);
     if (!data.ok()) return InternalError("TensorData refused a tensor that Open accepted: " + data.status().message());
     sink = sink + Touch(*data);
-    if (IsDequantizable(t.type) && t.dims[0] > 0 && t.dims[0] <= 4096 && t.num_rows() > 0) {
+    DType dtype;
+    if (DTypeOfGgmlType(t.type, &dtype) && IsDequantizable(dtype) && t.dims[0] > 0 && t.dims[0] <= 4096 &&
+        t.num_rows() > 0) {
       row.resize(static_cast<size_t>(t.dims[0]));
-      const Status s = DequantizeRows(t.type, *data, t.dims[0], t.num_rows() - 1, 1, row.data());
+      const Status s = DequantizeRows(dtype, *data, t.dims[0], t.num_rows() - 1, 1, row.data());
       if (!s.ok()) return InternalError("dequantizing the last row of an accepted tensor: " + s.message());
     }
   }

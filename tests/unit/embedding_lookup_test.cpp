@@ -35,6 +35,12 @@ namespace {
 const bool kThreadsForEveryLookup = [] { return ::setenv("POSENC_MIN_BYTES_FOR_THREADS", "0", 1) == 0; }();
 
 uint32_t Id(GgmlType t) { return static_cast<uint32_t>(t); }
+// The table's row type: the GGUF id mapped to posenc's vocabulary as the reader does.
+DType Dt(GgmlType t) {
+  DType d = DType::kI64;
+  EXPECT_TRUE(DTypeOfGgmlType(Id(t), &d)) << Id(t);
+  return d;
+}
 
 void PutF16(std::byte* p, float v) {
   const uint16_t h = F32ToF16(v).bits;
@@ -132,7 +138,7 @@ TestTable MakeTable(GgmlType type, int64_t rows, int64_t d, bool unaligned, std:
   const size_t off = (64 - reinterpret_cast<uintptr_t>(t.storage.data()) % 64) % 64 + (unaligned ? 1 : 0);
   t.storage.resize(bytes.size() + off);
   std::memcpy(t.storage.data() + off, bytes.data(), bytes.size());
-  t.q = QuantizedTable{std::span<const std::byte>(t.storage.data() + off, bytes.size()), Id(type), rows, d};
+  t.q = QuantizedTable{std::span<const std::byte>(t.storage.data() + off, bytes.size()), Dt(type), rows, d};
   return t;
 }
 
@@ -230,7 +236,7 @@ TEST(Lookup, RowsAreDequantizedTimesMultiplierPlusPositions) {
     const int64_t d = tc.d_models.back();
     TestTable t = MakeTable(tc.type, vocab, d, tc.unaligned, rng);
     std::vector<float> deq(static_cast<size_t>(vocab * d));
-    ASSERT_TRUE(DequantizeRows(Id(tc.type), t.q.data, d, 0, vocab, deq.data()).ok());
+    ASSERT_TRUE(DequantizeRows(Dt(tc.type), t.q.data, d, 0, vocab, deq.data()).ok());
     const auto add = testing::RandomNormal(rng, ids.size() * static_cast<size_t>(d));
     for (DType odtype : {DType::kF32, DType::kBF16})
       for (bool fused_add : {false, true}) {
@@ -328,8 +334,8 @@ TEST(Lookup, Float16AndQ8_0TablesWithPositionsAndMultiplier) {
   std::vector<float> w16(w.size());  // the float16 table's values
   for (size_t i = 0; i < w.size(); ++i) w16[i] = F16ToF32(F32ToF16(w[i]));
   const std::vector<std::byte> q8_bytes = QuantizeQ8_0(w16);
-  const QuantizedTable f16{f16_bytes, Id(GgmlType::kF16), vocab, d};
-  const QuantizedTable q8{q8_bytes, Id(GgmlType::kQ8_0), vocab, d};
+  const QuantizedTable f16{f16_bytes, DType::kF16, vocab, d};
+  const QuantizedTable q8{q8_bytes, DType::kQ8_0, vocab, d};
 
   const std::vector<int64_t> ids = {11, 0, 5, 5, 3};
   const std::vector<float> p = testing::RandomNormal(rng, ids.size() * static_cast<size_t>(d));

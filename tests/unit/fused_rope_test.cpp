@@ -407,7 +407,7 @@ TEST(Q8_0, EdgeValuesAsGgmlDefinesThem) {
   EXPECT_EQ(ref[2].d.bits, F32ToF16(d2).bits);
   // The blocks decode with posenc's ggml reader (io/quant) to within d/2 of the input.
   std::vector<float> back(96);
-  DequantizeRowUnchecked(/*GGML_TYPE_Q8_0=*/8, reinterpret_cast<const std::byte*>(ref.data()), 96, back.data());
+  DequantizeRowUnchecked(DType::kQ8_0, reinterpret_cast<const std::byte*>(ref.data()), 96, back.data());
   for (int i = 0; i < 96; ++i) EXPECT_NEAR(back[i], x[i], 0.5 * F16ToF32(ref[i / 32].d) + 1e-3) << i;
 
   // Values next to the rounding boundaries (id = 1 exactly: amax 127 in the last lane): n + 0.5 and the

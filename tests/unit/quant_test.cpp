@@ -196,7 +196,11 @@ TEST_P(DequantizeTest, RowsMatchValuesTheBlocksWereBuiltFrom) {
   const uint32_t id = static_cast<uint32_t>(type);
   GgmlTypeTraits t;
   ASSERT_TRUE(GetGgmlTypeTraits(id, &t));
-  ASSERT_TRUE(IsDequantizable(id));
+  DType dtype;
+  ASSERT_TRUE(DTypeOfGgmlType(id, &dtype));
+  ASSERT_TRUE(IsDequantizable(dtype));
+  EXPECT_EQ(TraitsOf(dtype).block_size, t.block_size);
+  EXPECT_EQ(TraitsOf(dtype).type_size, t.type_size);
   const uint64_t seed = 1234 + id;
   SCOPED_TRACE(::testing::Message() << GgmlTypeName(id) << " seed " << seed);
   auto rng = ::posenc::testing::MakeRng(seed);
@@ -207,7 +211,7 @@ TEST_P(DequantizeTest, RowsMatchValuesTheBlocksWereBuiltFrom) {
 
   auto check = [&](int64_t begin, int64_t count) {
     std::vector<float> out(static_cast<size_t>(count * row_length), -999.0f);
-    ASSERT_TRUE(DequantizeRows(id, built.bytes, row_length, begin, count, out.data()).ok());
+    ASSERT_TRUE(DequantizeRows(dtype, built.bytes, row_length, begin, count, out.data()).ok());
     for (int64_t i = 0; i < count * row_length; ++i) {
       const double want = built.want[static_cast<size_t>(begin * row_length + i)];
       ASSERT_NEAR(out[static_cast<size_t>(i)], want, 1e-6 * std::fabs(want) + 1e-30)
@@ -220,13 +224,13 @@ TEST_P(DequantizeTest, RowsMatchValuesTheBlocksWereBuiltFrom) {
   check(rows, 0);      // an empty range at the end
 
   std::vector<float> out(static_cast<size_t>(4 * row_length));
-  Status past = DequantizeRows(id, built.bytes, row_length, rows - 2, 3, out.data());
+  Status past = DequantizeRows(dtype, built.bytes, row_length, rows - 2, 3, out.data());
   EXPECT_EQ(past.code(), StatusCode::kOutOfRange);
   EXPECT_NE(past.message().find(GgmlTypeName(id)), std::string::npos) << past.message();
 
   // Lookup by ids: rows in any order, repeated, scaled, in float32 and bfloat16.
   const std::vector<int64_t> ids = {6, 0, 3, 6};
-  QuantizedTable table{built.bytes, id, rows, row_length};
+  QuantizedTable table{built.bytes, dtype, rows, row_length};
   LookupOptions opts;
   opts.multiplier = 2.0f;
   auto got = LookupRows(table, ids, opts);
@@ -258,19 +262,26 @@ INSTANTIATE_TEST_SUITE_P(AllSupported, DequantizeTest,
 TEST(Dequantize, UnsupportedTypesAreNamed) {
   std::vector<std::byte> data(1024);
   float out[256];
-  for (uint32_t type : {10u, 11u, 15u, 16u, 23u, 24u, 28u}) {
-    Status s = DequantizeRows(type, data, 256, 0, 1, out);
+  // ggml types with no DType stop at the reader's edge; those with one (integers, float64) are named.
+  DType d;
+  for (uint32_t type : {10u, 11u, 15u, 16u, 23u, 77u}) EXPECT_FALSE(DTypeOfGgmlType(type, &d)) << type;
+  for (uint32_t type : {24u, 26u, 27u, 28u}) {
+    ASSERT_TRUE(DTypeOfGgmlType(type, &d)) << type;
+    uint32_t back = 0;
+    ASSERT_TRUE(GgmlTypeOfDType(d, &back));
+    EXPECT_EQ(back, type);
+    Status s = DequantizeRows(d, data, 256, 0, 1, out);
     ASSERT_EQ(s.code(), StatusCode::kUnimplemented) << type;
     EXPECT_NE(s.message().find(GgmlTypeName(type)), std::string::npos) << s.message();
   }
-  Status unknown = DequantizeRows(77, data, 32, 0, 1, out);
-  EXPECT_NE(unknown.message().find("unknown type 77"), std::string::npos) << unknown.message();
+  Status f8 = DequantizeRows(DType::kF8E4M3, data, 32, 0, 1, out);  // no ggml id: posenc's name
+  EXPECT_NE(f8.message().find("float8_e4m3fn"), std::string::npos) << f8.message();
 }
 
 TEST(Dequantize, RowLengthMustBeWholeBlocks) {
   std::vector<std::byte> data(1024);
   float out[64];
-  Status s = DequantizeRows(static_cast<uint32_t>(GgmlType::kQ4_0), data, 48, 0, 1, out);
+  Status s = DequantizeRows(DType::kQ4_0, data, 48, 0, 1, out);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("row length 48 is not a positive multiple"), std::string::npos) << s.message();
 }
@@ -282,7 +293,7 @@ TEST(Dequantize, KnownQ8_0Block) {
   std::memcpy(b.data(), &d, 2);
   for (int j = 0; j < 32; ++j) b[2 + j] = static_cast<std::byte>(static_cast<int8_t>(j - 3));
   float out[32];
-  ASSERT_TRUE(DequantizeRows(static_cast<uint32_t>(GgmlType::kQ8_0), b, 32, 0, 1, out).ok());
+  ASSERT_TRUE(DequantizeRows(DType::kQ8_0, b, 32, 0, 1, out).ok());
   EXPECT_EQ(out[0], -1.5f);
   EXPECT_EQ(out[3], 0.0f);
   EXPECT_EQ(out[31], 14.0f);

@@ -1,8 +1,24 @@
-// Element types posenc stores and the conversions between them.
+// Element types posenc stores and the conversions between them: the one vocabulary for bytes, used by
+// tensors, embedding tables, quantized rows and KV caches alike (ggml's type_traits is the model).
 //
 // float16 (IEEE binary16) and bfloat16 are storage formats: posenc computes in float32 (or float64)
 // and rounds to nearest, ties to even, on the way back. NaN stays NaN (quiet), infinities stay
 // infinite, and values past the format's range round to infinity, as IEEE requires.
+//
+// float8 (PyTorch's float8_e4m3fn and float8_e5m2, bit for bit c10/util/Float8_e4m3fn.h and
+// Float8_e5m2.h): 1 sign bit, 4 (5) exponent bits of bias 7 (15), 3 (2) mantissa bits, subnormals.
+// From float32, round to nearest even, then:
+//   e4m3fn: no infinity; 0x7f / 0xff are NaN; the largest finite value is 448 (0x7e). |x| > 464 (the
+//           midpoint of 448 and the missing 480), infinity and NaN all give NaN (0x7f | sign):
+//           overflow is NaN, never saturation. |x| = 464 is a tie and goes to the even 448.
+//   e5m2:   IEEE-like; largest finite 57344 (0x7b); |x| >= 61440 rounds to infinity (0x7c | sign);
+//           NaN gives 0x7f | sign.
+// -0 stays -0; values below half the smallest subnormal (2^-10 for e4m3fn, 2^-17 for e5m2) go to
+// signed zero. To float32 is exact (NaN: e4m3fn 0x7fc... as PyTorch's bit trick gives 0x7ff00000,
+// e5m2 as float16's NaN 0x7fe00000, with the sign).
+//
+// Block types (ggml-common.h's layouts): block_size values in type_size bytes. Q8_0 is stated here
+// once (BlockQ8_0); the others' layouts are written beside their decoders (src/core/dtype_blocks.cpp).
 #pragma once
 
 #include <bit>
@@ -12,13 +28,36 @@
 
 namespace posenc {
 
-enum class DType : uint8_t { kF32, kF16, kBF16, kF64, kI32, kI64, kU8, kI8 };
+enum class DType : uint8_t {
+  kF32, kF16, kBF16, kF64, kI32, kI64, kU8, kI8,  // element types
+  kF8E4M3, kF8E5M2,                                // float8_e4m3fn, float8_e5m2
+  kQ8_0, kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ4_K, kQ5_K, kQ6_K,  // ggml block types
+};
 
-// "float32", "float16", "bfloat16", "float64", "int32", "int64", "uint8", "int8".
+// What a type is: ggml's type_traits. Rows convert n values (a multiple of block_size).
+struct DTypeTraits {
+  DType dtype;
+  std::string_view name;    // ToString: "float32", "float8_e4m3fn", "q8_0", ...
+  int64_t block_size;       // values per block: 1 for element types
+  size_t type_size;         // bytes per block
+  bool is_float;            // its values are real numbers a row of float32 holds (not the integers)
+  // src -> float32 (exact for every type but none); nullptr for the integer types.
+  void (*to_float)(const void* src, float* dst, int64_t n);
+  // float32 -> the type, rounding as the type's definition says; nullptr where posenc has no
+  // writer (the integer types and the ggml block types but Q8_0).
+  void (*from_float)(const float* src, void* dst, int64_t n);
+};
+const DTypeTraits& TraitsOf(DType dtype);
+
+// "float32", "float16", "bfloat16", "float64", "int32", "int64", "uint8", "int8", "float8_e4m3fn",
+// "float8_e5m2", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q4_k", "q5_k", "q6_k".
 std::string_view ToString(DType dtype);
-// Size of one element in bytes.
+// Bytes of one element, or of one block for the block types (TraitsOf(d).type_size).
 size_t SizeOf(DType dtype);
-// Parses the names above and the short forms "f32", "f16", "bf16", "f64", "i32", "i64".
+// True for the types of block size 1 (an Array or a view holds them).
+inline bool IsElementType(DType dtype) { return dtype < DType::kQ8_0; }
+// Parses the names above, the short forms "f32", "f16", "bf16", "f64", "i32", "i64", "u8", "i8",
+// "f8e4m3", "e4m3", "f8e5m2", "e5m2", and the block names in capitals ("Q8_0", "Q4_K").
 bool ParseDType(std::string_view name, DType* out);
 
 // Storage types: a 16-bit pattern, so they cannot be mixed up with integers.
@@ -69,6 +108,74 @@ inline f16_t F32ToF16(float f) {
   return f16_t{static_cast<uint16_t>(sign | (v >> 13))};
 }
 
+// float8 codes: the raw byte, so they cannot be mixed up with integers.
+struct f8e4m3_t {
+  uint8_t bits;
+};
+struct f8e5m2_t {
+  uint8_t bits;
+};
+
+// float32 -> float8_e4m3fn as PyTorch's fp8e4m3fn_from_fp32_value (see the top of this file).
+inline f8e4m3_t F32ToF8E4M3(float f) {
+  uint32_t u = std::bit_cast<uint32_t>(f);
+  const uint32_t sign = u & 0x80000000u;
+  u ^= sign;
+  uint8_t r;
+  if (u >= 0x43f00000u) {  // 480 and up, infinity, NaN: NaN
+    r = 0x7f;
+  } else if (u < 0x3c800000u) {  // below 2^-6, the smallest normal: a multiple of 2^-9 by float addition
+    // 2^14 + |x| rounds (nearest even) to 2^14 + k * 2^-9; the low bits are k, 0..8 (8: 2^-6, normal).
+    r = static_cast<uint8_t>(std::bit_cast<uint32_t>(std::bit_cast<float>(u) + 16384.0f) - 0x46800000u);
+  } else {  // rebias the exponent (127 -> 7) and round the 20 dropped bits to nearest even
+    u += 0xc407ffffu + ((u >> 20) & 1u);  // (7 - 127) << 23 + 0x7ffff, wrapping
+    r = static_cast<uint8_t>(u >> 20);
+  }
+  return f8e4m3_t{static_cast<uint8_t>(r | (sign >> 24))};
+}
+
+// float32 -> float8_e5m2 as PyTorch's fp8e5m2_from_fp32_value.
+inline f8e5m2_t F32ToF8E5M2(float f) {
+  uint32_t u = std::bit_cast<uint32_t>(f);
+  const uint32_t sign = u & 0x80000000u;
+  u ^= sign;
+  uint8_t r;
+  if (u >= 0x47800000u) {  // 65536 and up: infinity; NaN: NaN
+    r = u > 0x7f800000u ? 0x7f : 0x7c;
+  } else if (u < 0x38800000u) {  // below 2^-14: 2^7 + |x| rounds to 2^7 + k * 2^-16
+    r = static_cast<uint8_t>(std::bit_cast<uint32_t>(std::bit_cast<float>(u) + 128.0f) - 0x43000000u);
+  } else {  // 127 -> 15, 21 dropped bits; 61440 and up carry into 0x7c (infinity)
+    u += 0xc80fffffu + ((u >> 21) & 1u);
+    r = static_cast<uint8_t>(u >> 21);
+  }
+  return f8e5m2_t{static_cast<uint8_t>(r | (sign >> 24))};
+}
+
+inline float F8E5M2ToF32(f8e5m2_t h) { return F16ToF32(f16_t{static_cast<uint16_t>(h.bits << 8)}); }
+
+inline float F8E4M3ToF32(f8e4m3_t h) {
+  const uint32_t sign = uint32_t{h.bits & 0x80u} << 24;
+  const uint32_t exp = (h.bits >> 3) & 0xfu;
+  const uint32_t man = h.bits & 0x7u;
+  if ((h.bits & 0x7f) == 0x7f) return std::bit_cast<float>(sign | 0x7ff00000u);  // NaN, PyTorch's bits
+  if (exp != 0) return std::bit_cast<float>(sign | ((exp + 120u) << 23) | (man << 20));
+  const float mag = static_cast<float>(man) * 0.001953125f;  // subnormal: man * 2^-9, exact
+  return std::bit_cast<float>(sign | std::bit_cast<uint32_t>(mag));
+}
+
+// ggml's block_q8_0 (ggml-common.h): 32 values x = d * q, d float16. The one statement of the layout.
+inline constexpr int64_t kQ8_0Block = 32;
+struct BlockQ8_0 {
+  f16_t d;
+  int8_t qs[kQ8_0Block];
+};
+static_assert(sizeof(BlockQ8_0) == 34, "block_q8_0 is 34 bytes");
+
+// The scalar definition, ggml's quantize_row_q8_0_ref: per block of 32 values, amax = max |x|
+// (float32), d = amax / 127, id = d != 0 ? 1 / d : 0 (from the float32 d), stored d = float16(d)
+// (nearest even), q[j] = roundf(x[j] * id) (halves away from zero). n a multiple of 32.
+void QuantizeRowQ8_0Reference(const float* x, int64_t n, BlockQ8_0* out);
+
 // Storage traits: Load widens one element to float, Store rounds a float into one element.
 inline float LoadAsF32(const float* p) { return *p; }
 inline float LoadAsF32(const f16_t* p) { return F16ToF32(*p); }
@@ -76,6 +183,10 @@ inline float LoadAsF32(const bf16_t* p) { return BF16ToF32(*p); }
 inline void StoreFromF32(float v, float* p) { *p = v; }
 inline void StoreFromF32(float v, f16_t* p) { *p = F32ToF16(v); }
 inline void StoreFromF32(float v, bf16_t* p) { *p = F32ToBF16(v); }
+inline float LoadAsF32(const f8e4m3_t* p) { return F8E4M3ToF32(*p); }
+inline float LoadAsF32(const f8e5m2_t* p) { return F8E5M2ToF32(*p); }
+inline void StoreFromF32(float v, f8e4m3_t* p) { *p = F32ToF8E4M3(v); }
+inline void StoreFromF32(float v, f8e5m2_t* p) { *p = F32ToF8E5M2(v); }
 
 template <typename T>
 constexpr DType DTypeOf();
@@ -110,6 +221,14 @@ constexpr DType DTypeOf<uint8_t>() {
 template <>
 constexpr DType DTypeOf<int8_t>() {
   return DType::kI8;
+}
+template <>
+constexpr DType DTypeOf<f8e4m3_t>() {
+  return DType::kF8E4M3;
+}
+template <>
+constexpr DType DTypeOf<f8e5m2_t>() {
+  return DType::kF8E5M2;
 }
 
 }  // namespace posenc

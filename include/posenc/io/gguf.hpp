@@ -28,6 +28,7 @@
 #include <string_view>
 #include <vector>
 
+#include "posenc/core/dtype.hpp"
 #include "posenc/io/mapped_file.hpp"
 #include "posenc/core/status.hpp"
 
@@ -69,7 +70,14 @@ enum class GgmlType : uint32_t {
   kMXFP4 = 39,
 };
 
-// Size facts of a ggml type: `block_size` elements are stored in `type_size` bytes.
+// The reader's edge: a GGUF tensor's type id as posenc's one element-type vocabulary (DType), for the
+// ids that have one (F32, F16, BF16, F64, I8, I32, I64, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K,
+// Q6_K); false for the rest (IQ*, Q2_K, ...: listed, never read). GgmlTypeOfDType is the inverse.
+bool DTypeOfGgmlType(uint32_t ggml_type, DType* out);
+bool GgmlTypeOfDType(DType dtype, uint32_t* out);
+
+// Size facts of a ggml type (every id a file may hold, for the reader's size checks; a type with a
+// DType has TraitsOf's block_size and type_size): `block_size` elements are stored in `type_size` bytes.
 struct GgmlTypeTraits {
   std::string_view name;  // "F32", "Q4_K", ...
   int64_t block_size = 0;

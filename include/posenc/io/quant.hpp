@@ -1,7 +1,8 @@
 // Rows of ggml tensors in their stored types, dequantized to float32 one row at a time.
 //
 // A ggml tensor with dims [ne0, ne1, ...] is a row-major stack of rows of ne0 elements; each row is
-// ne0 / block_size blocks of type_size bytes (gguf.hpp's GgmlTypeTraits). An embedding table
+// ne0 / block_size blocks of type_size bytes (TraitsOf(dtype), core/dtype.hpp; a GGUF tensor's type id
+// maps to its DType at the reader, DTypeOfGgmlType). An embedding table
 // `token_embd.weight` dims [d_model, vocab] is vocab rows of d_model values. Only the rows asked for
 // are read and dequantized, so looking up T ids from a table of any size touches T rows.
 //
@@ -24,23 +25,23 @@
 namespace posenc {
 
 // True for the types listed above.
-bool IsDequantizable(uint32_t ggml_type);
+bool IsDequantizable(DType dtype);
 
 // Dequantizes one row of `row_length` elements from `row` (row_length / block_size whole blocks).
 // Trusts its inputs (the scalar path behind the checked functions below); `type` must be dequantizable
 // and row_length a multiple of the block size.
-void DequantizeRowUnchecked(uint32_t ggml_type, const std::byte* row, int64_t row_length, float* out);
+void DequantizeRowUnchecked(DType dtype, const std::byte* row, int64_t row_length, float* out);
 
 // out[(r - row_begin) * row_length + j] = element j of row r, for r in [row_begin, row_begin + row_count).
 // `data` is the whole tensor. kUnimplemented for a type not listed; kInvalidArgument when row_length is
 // not a positive multiple of the block size; kOutOfRange when the rows lie past `data` (naming the row).
-Status DequantizeRows(uint32_t ggml_type, std::span<const std::byte> data, int64_t row_length, int64_t row_begin,
+Status DequantizeRows(DType dtype, std::span<const std::byte> data, int64_t row_length, int64_t row_begin,
                       int64_t row_count, float* out);
 
 // A read-only table of rows in any ggml type (an embedding or position table inside a model file).
 struct QuantizedTable {
   std::span<const std::byte> data;  // the whole tensor
-  uint32_t ggml_type = 0;
+  DType dtype = DType::kF32;
   int64_t rows = 0;        // vocab (or positions)
   int64_t row_length = 0;  // d_model
 

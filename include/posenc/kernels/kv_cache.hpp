@@ -13,10 +13,15 @@
 // Kernels take one slot per token, so packed batches, left padding and scattered decode are the
 // caller's choice of slots, never a special case.
 //
-// Q8_0 quantizes as ggml's quantize_row_q8_0_ref: per block of 32 values, amax = max |x| (float32),
-// d = amax / 127, id = d != 0 ? 1 / d : 0 (from the float32 d), stored d = float16(d) (nearest even),
-// q[j] = roundf(x[j] * id) (halves away from zero). Non-finite values give an unspecified block (as
-// in ggml). Float16/bfloat16 inputs are widened exactly to float32 first.
+// Float8 caches (float8_e4m3fn, float8_e5m2: one byte per value, [layers][slots][kv_heads][head_dim])
+// store fp8(x / scale) with PyTorch's conversion (core/dtype.hpp: round to nearest even; e4m3fn has no
+// infinity, so |x / scale| > 464 and infinities become NaN; e5m2 overflows to infinity), the division
+// in float32. The scale is per tensor (k_scale / v_scale of one value) or per head (kv_heads values,
+// head h's values divided by scale[h]), as vLLM's and FlashInfer's k_scale / v_scale; an empty span
+// means 1. Reading back: x ~ float(code) * scale.
+// Q8_0 quantizes as ggml's quantize_row_q8_0_ref (QuantizeRowQ8_0Reference, core/dtype.hpp).
+// Non-finite values give an unspecified block (as in ggml). Float16/bfloat16 inputs are widened
+// exactly to float32 first.
 //
 // Example (paged cache, 16-row pages, float16):
 //   KvCacheView cache{k_mem, v_mem, KvCacheType::kF16, /*layers=*/32, /*slots=*/pages * 16, 8, 128};
@@ -38,22 +43,12 @@ namespace posenc {
 
 class ParallelRunner;  // posenc/core/parallel.hpp
 
-enum class KvCacheType : uint8_t { kF32, kF16, kBF16, kQ8_0 };
-// "float32", "float16", "bfloat16", "q8_0"
-std::string_view ToString(KvCacheType type);
-// The names above, "f32", "f16", "bf16" and "Q8_0".
+// A cache's element type is a DType (core/dtype.hpp), one of IsKvCacheType's.
+using KvCacheType = DType;
+// float32, float16, bfloat16, q8_0, float8_e4m3fn, float8_e5m2.
+bool IsKvCacheType(DType type);
+// ParseDType's names of the types IsKvCacheType accepts.
 bool ParseKvCacheType(std::string_view name, KvCacheType* out);
-
-// ggml's block_q8_0 (ggml-common.h): 32 values x = d * q.
-inline constexpr int64_t kQ8_0Block = 32;
-struct BlockQ8_0 {
-  f16_t d;
-  int8_t qs[kQ8_0Block];
-};
-static_assert(sizeof(BlockQ8_0) == 34, "block_q8_0 is 34 bytes");
-
-// The scalar definition: quantizes n values (n a multiple of 32) into n / 32 blocks.
-void QuantizeRowQ8_0Reference(const float* x, int64_t n, BlockQ8_0* out);
 
 // One layer-major cache of keys and values over caller memory (not owned).
 struct KvCacheView {
@@ -64,6 +59,10 @@ struct KvCacheView {
   int64_t slots = 0;  // token rows per layer
   int64_t kv_heads = 0;
   int64_t head_dim = 0;
+  // Float8 caches only: the divisors of keys and values, 1 (per tensor) or kv_heads (per head) finite
+  // values > 0, or empty (1). Not owned; read by every write.
+  std::span<const float> k_scale = {};
+  std::span<const float> v_scale = {};
 
   // Bytes of one token row (kv_heads * head_dim values; Q8_0: / 32 blocks of 34 bytes).
   int64_t slot_bytes() const;
@@ -76,7 +75,8 @@ struct KvCacheView {
     return static_cast<std::byte*>(v) + (layer * slots + slot) * slot_bytes();
   }
   // k and v set and disjoint, dims >= 0 (layers, kv_heads, head_dim > 0), sizes that fit in
-  // int64, and for Q8_0 kv_heads * head_dim a multiple of 32; the error names the field and value.
+  // int64, for Q8_0 kv_heads * head_dim a multiple of 32, and scales only on float8 caches, each
+  // finite and > 0, 0, 1 or kv_heads of them; the error names the field and value.
   Status Validate() const;
 };
 

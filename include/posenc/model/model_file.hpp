@@ -44,19 +44,20 @@ ModelFormat DetectFileFormat(std::span<const std::byte> bytes, std::string_view 
 // file (whether or not it exists). The one rule OpenModel and convert-layout read it by.
 std::string ConfigJsonFor(const std::string& model_path);
 
-// A storage type that posenc can list but not read (safetensors I64, U8, F8...).
-inline constexpr uint32_t kUnreadableType = 0xffffffffu;
-
 struct ModelTensor {
   std::string name;
   std::vector<int64_t> shape;            // outermost first
-  uint32_t ggml_type = kUnreadableType;  // F32 = 0, F16 = 1, BF16 = 30, or a ggml block type
-  std::string type_name;                 // "F16", "Q4_K", "I64", ...
+  // The rows' type (float32/16, bfloat16 or a ggml block type); none for a type posenc lists but
+  // does not read (safetensors I64, ggml IQ2_XS, ...).
+  std::optional<DType> dtype;
+  std::string type_name;  // "F16", "Q4_K", "I64", ...
   std::span<const std::byte> data;
   std::string file;  // the file holding it (a shard, for sharded folders)
 
   // rows = product of shape[0..n-2] (1 for a vector), row_length = shape.back().
   QuantizedTable AsTable() const;
+  // dtype, or Unimplemented naming the tensor, its file and type_name.
+  Result<DType> RowType() const;
 };
 
 class ModelFile {

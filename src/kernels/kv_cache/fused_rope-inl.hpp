@@ -96,9 +96,9 @@ void FusedTokensT(const detail::FusedRopeJob& job, int64_t begin, int64_t end) {
     if (job.q_scale != nullptr) {
       for (int64_t h = 0; h < qo.heads; ++h) ScaleRow(qo.at<T>(t, h), static_cast<size_t>(qo.head_dim), job.q_scale[t]);
     }
-    if (!job.k_direct) StoreRowFrom(k_row.get(), cache.type, k_dst, n);
+    if (!job.k_direct) StoreRowFrom(k_row.get(), cache.type, k_dst, n, detail::KeyScale(cache));
     StoreRowFrom(static_cast<const T*>(detail::TokenRow(v, t, v_row.get())), cache.type, cache.v_row(job.layer, slot),
-                 n);
+                 n, detail::ValueScale(cache));
   }
 }
 

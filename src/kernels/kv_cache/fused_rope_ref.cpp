@@ -98,9 +98,10 @@ void FusedReference(const FusedRopeArgs& args, const QkvViews& qkv, const HeadsV
   detail::RotateTokensReference<T>(L, sign, qkv.k, k_out, cos_sin);
   for (int64_t t = 0; t < qkv.q.tokens; ++t) {
     const int64_t slot = args.slots[static_cast<size_t>(t)];
-    detail::StoreRowReference(qkv.k.dtype, k_rot.data() + t * n, cache.type, cache.k_row(args.layer, slot), n);
+    detail::StoreRowReference(qkv.k.dtype, k_rot.data() + t * n, cache.type, cache.k_row(args.layer, slot), n,
+                              detail::KeyScale(cache));
     detail::StoreRowReference(qkv.v.dtype, detail::TokenRow(qkv.v, t, v_row.data()), cache.type,
-                              cache.v_row(args.layer, slot), n);
+                              cache.v_row(args.layer, slot), n, detail::ValueScale(cache));
   }
 }
 

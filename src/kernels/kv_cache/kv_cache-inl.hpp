@@ -16,6 +16,7 @@
 
 #include <hwy/highway.h>
 
+#include "kernels/kv_cache/kv_cache_internal.hpp"
 #include "kernels/simd/convert-inl.hpp"
 #include "posenc/kernels/kv_cache.hpp"
 
@@ -261,22 +262,81 @@ HWY_INLINE void QuantizeRowQ8(const T* src, BlockQ8_0* dst, size_t n) {
 }
 #endif
 
-// One row of n values of T into the cache type at dst.
+// Float8 codes of float32 lanes, PyTorch's conversion (F32ToF8E4M3 / F32ToF8E5M2, core/dtype.hpp) in
+// integer lanes: the same three cases (overflow / NaN, subnormal by a float addition, normal by a
+// rebias and round-to-nearest-even add) computed for every lane and selected, so each lane's code is
+// the scalar one bit for bit. |x| < 2^31 as bits, so signed compares order the magnitudes.
+template <bool kE4M3>
+HWY_INLINE hn::Vec<hn::RebindToSigned<DF>> Float8Codes(hn::Vec<DF> v) {
+  const DF df;
+  const hn::RebindToSigned<DF> di;
+  const auto u = hn::BitCast(di, v);
+  const auto sign = hn::And(u, hn::Set(di, static_cast<int32_t>(0x80000000u)));
+  const auto a = hn::Xor(u, sign);
+  constexpr int kDrop = kE4M3 ? 20 : 21;
+  constexpr int32_t kSmallestNormal = kE4M3 ? 0x3c800000 : 0x38800000;  // 2^-6, 2^-14
+  constexpr int32_t kOverflow = kE4M3 ? 0x43f00000 : 0x47800000;        // 480, 65536
+  constexpr float kDenorm = kE4M3 ? 16384.0f : 128.0f;                  // 2^14, 2^7
+  constexpr int32_t kDenormBits = kE4M3 ? 0x46800000 : 0x43000000;
+  constexpr uint32_t kRebias = kE4M3 ? 0xc407ffffu : 0xc80fffffu;
+  const auto sub = hn::Sub(hn::BitCast(di, hn::Add(hn::BitCast(df, a), hn::Set(df, kDenorm))), hn::Set(di, kDenormBits));
+  const auto odd = hn::And(hn::ShiftRight<kDrop>(a), hn::Set(di, 1));
+  // The rebias wraps modulo 2^32 in the scalar code: unsigned lanes here, shifted logically.
+  const hn::RebindToUnsigned<DF> du;
+  const auto norm = hn::BitCast(
+      di, hn::ShiftRight<kDrop>(hn::Add(hn::BitCast(du, hn::Add(a, odd)), hn::Set(du, kRebias))));
+  auto r = hn::IfThenElse(hn::Lt(a, hn::Set(di, kSmallestNormal)), sub, norm);
+  hn::Vec<decltype(di)> big;
+  if constexpr (kE4M3) {
+    big = hn::Set(di, 0x7f);
+  } else {
+    big = hn::IfThenElse(hn::Gt(a, hn::Set(di, 0x7f800000)), hn::Set(di, 0x7f), hn::Set(di, 0x7c));
+  }
+  r = hn::IfThenElse(hn::Lt(a, hn::Set(di, kOverflow)), r, big);
+  return hn::Or(r, hn::BitCast(di, hn::ShiftRight<24>(hn::BitCast(du, sign))));
+}
+
+// dst[i] = fp8(float32(src[i]) / scale of i's head), n values.
+template <typename T, typename TD>
+HWY_INLINE void StoreRowFloat8(const T* src, TD* dst, size_t n, const detail::RowScale& scale) {
+  constexpr bool kE4M3 = std::is_same_v<TD, f8e4m3_t>;
+  const DF df;
+  const hn::Rebind<uint8_t, DF> d8;
+  const size_t N = hn::Lanes(df);
+  const size_t hd = scale.count > 1 ? static_cast<size_t>(scale.head_dim) : std::max<size_t>(n, 1);  // per head
+  for (size_t h0 = 0; h0 < n; h0 += hd) {
+    const size_t end = std::min(n, h0 + hd);
+    const float s = scale.of_head(static_cast<int64_t>(h0 / hd));
+    const auto vs = hn::Set(df, s);
+    size_t i = h0;
+    for (; i + N <= end; i += N) {
+      const auto codes = Float8Codes<kE4M3>(hn::Div(LoadF(df, src + i), vs));
+      hn::StoreU(hn::DemoteTo(d8, codes), d8, reinterpret_cast<uint8_t*>(dst + i));
+    }
+    for (; i < end; ++i) StoreFromF32(LoadAsF32(src + i) / s, dst + i);
+  }
+}
+
+// One row of n values of T into the cache type at dst (scale: float8 caches only).
 template <typename T>
-HWY_INLINE void StoreRowFrom(const T* src, KvCacheType type, void* dst, size_t n) {
+HWY_INLINE void StoreRowFrom(const T* src, KvCacheType type, void* dst, size_t n, const detail::RowScale& scale = {}) {
   switch (type) {
     case KvCacheType::kF32: ConvertRow(src, static_cast<float*>(dst), n); return;
     case KvCacheType::kF16: ConvertRow(src, static_cast<f16_t*>(dst), n); return;
     case KvCacheType::kBF16: ConvertRow(src, static_cast<bf16_t*>(dst), n); return;
     case KvCacheType::kQ8_0: QuantizeRowQ8(src, static_cast<BlockQ8_0*>(dst), n); return;
+    case KvCacheType::kF8E4M3: StoreRowFloat8(src, static_cast<f8e4m3_t*>(dst), n, scale); return;
+    case KvCacheType::kF8E5M2: StoreRowFloat8(src, static_cast<f8e5m2_t*>(dst), n, scale); return;
+    default: return;  // not a cache type: refused by KvCacheView::Validate
   }
 }
 
-HWY_INLINE void StoreRow(DType dtype, const void* src, KvCacheType type, void* dst, size_t n) {
+HWY_INLINE void StoreRow(DType dtype, const void* src, KvCacheType type, void* dst, size_t n,
+                         const detail::RowScale& scale = {}) {
   switch (dtype) {
-    case DType::kF32: StoreRowFrom(static_cast<const float*>(src), type, dst, n); return;
-    case DType::kF16: StoreRowFrom(static_cast<const f16_t*>(src), type, dst, n); return;
-    case DType::kBF16: StoreRowFrom(static_cast<const bf16_t*>(src), type, dst, n); return;
+    case DType::kF32: StoreRowFrom(static_cast<const float*>(src), type, dst, n, scale); return;
+    case DType::kF16: StoreRowFrom(static_cast<const f16_t*>(src), type, dst, n, scale); return;
+    case DType::kBF16: StoreRowFrom(static_cast<const bf16_t*>(src), type, dst, n, scale); return;
     default: return;  // validated at the boundary
   }
 }

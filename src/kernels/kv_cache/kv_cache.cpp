@@ -20,9 +20,11 @@ void StoreKvTokensTarget(const KvCacheView& cache, int64_t layer, const int64_t*
   hwy::AlignedFreeUniquePtr<float[]> scratch = hwy::AllocateAligned<float>(n);  // strided heads only
   for (int64_t t = begin; t < end; ++t) {
     if (k.tokens > 0)
-      StoreRow(k.dtype, detail::TokenRow(k, t, scratch.get()), cache.type, cache.k_row(layer, slots[t]), n);
+      StoreRow(k.dtype, detail::TokenRow(k, t, scratch.get()), cache.type, cache.k_row(layer, slots[t]), n,
+               detail::KeyScale(cache));
     if (v.tokens > 0)
-      StoreRow(v.dtype, detail::TokenRow(v, t, scratch.get()), cache.type, cache.v_row(layer, slots[t]), n);
+      StoreRow(v.dtype, detail::TokenRow(v, t, scratch.get()), cache.type, cache.v_row(layer, slots[t]), n,
+               detail::ValueScale(cache));
   }
 }
 

@@ -15,10 +15,21 @@ namespace posenc::detail {
 Status ValidateKvWrite(const KvCacheView& cache, int64_t layer, std::span<const int64_t> slots, const HeadsView& k,
                        const HeadsView& v);
 
+// A float8 row's divisors: none (1), one per tensor, or one per head of head_dim values.
+struct RowScale {
+  const float* scales = nullptr;
+  size_t count = 0;
+  int64_t head_dim = 1;
+  float of_head(int64_t h) const { return count == 0 ? 1.0f : scales[count == 1 ? 0 : h]; }
+};
+inline RowScale KeyScale(const KvCacheView& c) { return {c.k_scale.data(), c.k_scale.size(), c.head_dim}; }
+inline RowScale ValueScale(const KvCacheView& c) { return {c.v_scale.data(), c.v_scale.size(), c.head_dim}; }
+
 // The scalar conversion of one row of n values of `src_dtype` into the cache type at dst (float
 // types element by element, a copy when the types match; Q8_0: widened to float32, then
-// QuantizeRowQ8_0Reference, n a multiple of 32).
-void StoreRowReference(DType src_dtype, const void* src, KvCacheType type, void* dst, int64_t n);
+// QuantizeRowQ8_0Reference, n a multiple of 32; float8: F32ToF8*(float32(x) / scale of x's head)).
+void StoreRowReference(DType src_dtype, const void* src, KvCacheType type, void* dst, int64_t n,
+                       RowScale scale = {});
 
 // Copies token t's heads of `x` into `row` (kv_heads * head_dim contiguous elements); returns a
 // pointer to the token's row, which is x's own memory when its heads are contiguous already.

@@ -13,59 +13,51 @@
 
 namespace posenc {
 
-std::string_view ToString(KvCacheType type) {
+bool IsKvCacheType(DType type) {
   switch (type) {
-    case KvCacheType::kF32: return "float32";
-    case KvCacheType::kF16: return "float16";
-    case KvCacheType::kBF16: return "bfloat16";
-    case KvCacheType::kQ8_0: return "q8_0";
-  }
-  return "unknown";
-}
-
-bool ParseKvCacheType(std::string_view name, KvCacheType* out) {
-  if (name == "q8_0" || name == "Q8_0") {
-    *out = KvCacheType::kQ8_0;
-    return true;
-  }
-  DType d;
-  if (!ParseDType(name, &d)) return false;
-  switch (d) {
-    case DType::kF32: *out = KvCacheType::kF32; return true;
-    case DType::kF16: *out = KvCacheType::kF16; return true;
-    case DType::kBF16: *out = KvCacheType::kBF16; return true;
+    case DType::kF32:
+    case DType::kF16:
+    case DType::kBF16:
+    case DType::kQ8_0:
+    case DType::kF8E4M3:
+    case DType::kF8E5M2: return true;
     default: return false;
   }
 }
 
-void QuantizeRowQ8_0Reference(const float* x, int64_t n, BlockQ8_0* out) {
-  for (int64_t b = 0; b < n / kQ8_0Block; ++b, x += kQ8_0Block) {
-    float amax = 0.0f;
-    for (int64_t j = 0; j < kQ8_0Block; ++j) amax = std::max(amax, std::fabs(x[j]));
-    const float d = amax / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    out[b].d = F32ToF16(d);
-    for (int64_t j = 0; j < kQ8_0Block; ++j) out[b].qs[j] = static_cast<int8_t>(std::roundf(x[j] * id));
-  }
+bool ParseKvCacheType(std::string_view name, KvCacheType* out) {
+  DType d;
+  if (!ParseDType(name, &d) || !IsKvCacheType(d)) return false;
+  *out = d;
+  return true;
 }
 
 int64_t KvCacheView::slot_bytes() const {
-  const int64_t n = kv_heads * head_dim;
-  switch (type) {
-    case KvCacheType::kF32: return n * 4;
-    case KvCacheType::kF16:
-    case KvCacheType::kBF16: return n * 2;
-    case KvCacheType::kQ8_0: return n / kQ8_0Block * static_cast<int64_t>(sizeof(BlockQ8_0));
-  }
-  return 0;
+  const DTypeTraits& t = TraitsOf(type);
+  return kv_heads * head_dim / t.block_size * static_cast<int64_t>(t.type_size);
 }
 
 int64_t KvCacheView::bytes() const { return layers * slots * slot_bytes(); }
 
 Status KvCacheView::Validate() const {
-  if (type != KvCacheType::kF32 && type != KvCacheType::kF16 && type != KvCacheType::kBF16 &&
-      type != KvCacheType::kQ8_0)
-    return InvalidArgumentError(fmt::format("kv cache: unknown cache type {}", static_cast<int>(type)));
+  if (!IsKvCacheType(type))
+    return InvalidArgumentError(fmt::format(
+        "kv cache: {} is not a cache type (float32, float16, bfloat16, q8_0, float8_e4m3fn, float8_e5m2)",
+        ToString(type)));
+  const bool fp8 = type == DType::kF8E4M3 || type == DType::kF8E5M2;
+  for (const auto& [name, scale] : {std::pair{"k_scale", k_scale}, std::pair{"v_scale", v_scale}}) {
+    if (scale.empty()) continue;
+    if (!fp8)
+      return InvalidArgumentError(
+          fmt::format("kv cache: {} given for a {} cache (scales are for float8 caches)", name, ToString(type)));
+    if (scale.size() != 1 && static_cast<int64_t>(scale.size()) != kv_heads)
+      return InvalidArgumentError(fmt::format("kv cache: {} has {} values, not 1 (per tensor) or {} (per head)", name,
+                                              scale.size(), kv_heads));
+    for (size_t h = 0; h < scale.size(); ++h)
+      if (!std::isfinite(scale[h]) || !(scale[h] > 0.0f))
+        return InvalidArgumentError(
+            fmt::format("kv cache: {}[{}] = {} is not a finite scale > 0", name, h, scale[h]));
+  }
   if (layers <= 0) return InvalidArgumentError(fmt::format("kv cache: layers = {} must be > 0", layers));
   if (slots < 0) return InvalidArgumentError(fmt::format("kv cache: slots = {} is negative", slots));
   if (kv_heads <= 0) return InvalidArgumentError(fmt::format("kv cache: kv_heads = {} must be > 0", kv_heads));
@@ -88,8 +80,8 @@ Status KvCacheView::Validate() const {
   if (slots == 0) return OkStatus();
   if (k == nullptr || v == nullptr) return InvalidArgumentError("kv cache: null k or v memory");
   // Rows at their element's alignment (float32 4 bytes; float16, bfloat16 and Q8_0's float16 scale 2;
-  // rows are whole multiples of it): the scalar paths store them as those types.
-  const size_t align = type == KvCacheType::kF32 ? 4 : 2;
+  // float8 1; rows are whole multiples of it): the scalar paths store them as those types.
+  const size_t align = type == KvCacheType::kF32 ? 4 : (type == DType::kF8E4M3 || type == DType::kF8E5M2) ? 1 : 2;
   for (const auto& [name, p] : {std::pair{"k", k}, std::pair{"v", v}})
     if (reinterpret_cast<uintptr_t>(p) % align != 0)
       return InvalidArgumentError(
@@ -200,7 +192,7 @@ Status ValidateKvWrite(const KvCacheView& cache, int64_t layer, std::span<const 
   return ValidateKvSlots(cache, slots);
 }
 
-void StoreRowReference(DType src_dtype, const void* src, KvCacheType type, void* dst, int64_t n) {
+void StoreRowReference(DType src_dtype, const void* src, KvCacheType type, void* dst, int64_t n, RowScale scale) {
   const size_t un = static_cast<size_t>(n);
   auto load = [&](size_t i) {
     switch (src_dtype) {
@@ -232,6 +224,15 @@ void StoreRowReference(DType src_dtype, const void* src, KvCacheType type, void*
       QuantizeRowQ8_0Reference(row.data(), n, static_cast<BlockQ8_0*>(dst));
       return;
     }
+    case KvCacheType::kF8E4M3:
+      for (size_t i = 0; i < un; ++i)
+        static_cast<f8e4m3_t*>(dst)[i] = F32ToF8E4M3(load(i) / scale.of_head(static_cast<int64_t>(i) / scale.head_dim));
+      return;
+    case KvCacheType::kF8E5M2:
+      for (size_t i = 0; i < un; ++i)
+        static_cast<f8e5m2_t*>(dst)[i] = F32ToF8E5M2(load(i) / scale.of_head(static_cast<int64_t>(i) / scale.head_dim));
+      return;
+    default: return;  // not a cache type: refused by KvCacheView::Validate
   }
 }
 
@@ -256,10 +257,10 @@ Status StoreKvCacheReference(const KvCacheView& cache, int64_t layer, std::span<
     const int64_t ti = static_cast<int64_t>(t);
     if (k.tokens > 0)
       detail::StoreRowReference(k.dtype, detail::TokenRow(k, ti, row.data()), cache.type, cache.k_row(layer, slots[t]),
-                                n);
+                                n, detail::KeyScale(cache));
     if (v.tokens > 0)
       detail::StoreRowReference(v.dtype, detail::TokenRow(v, ti, row.data()), cache.type, cache.v_row(layer, slots[t]),
-                                n);
+                                n, detail::ValueScale(cache));
   }
   return OkStatus();
 }
