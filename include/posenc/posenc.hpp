@@ -33,6 +33,7 @@
 #include "posenc/kernels/kv_cache.hpp"         // KV caches (contiguous, paged; f32/f16/bf16/q8_0), slots, StoreKvCache
 #include "posenc/kernels/multi_axis_rope.hpp"  // multi-axis RoPE apply: positions [C, T] (fast + reference)
 #include "posenc/kernels/rerotate.hpp"         // re-rotate cached keys to new positions
+#include "posenc/kernels/rms_norm.hpp"         // per-head RMSNorm (QK-norm) of q and k: fast + reference
 #include "posenc/kernels/rope.hpp"             // RoPE on queries and keys (ApplyRope, ApplyRopeQK, reference)
 #include "posenc/kernels/rope_cos_sin.hpp"     // RoPE from the caller's cos/sin rows, torch's arithmetic bit for bit
 #include "posenc/kernels/simd.hpp"             // SIMD targets: list, force, store-prefetch policy

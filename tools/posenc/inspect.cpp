@@ -89,6 +89,7 @@ Result<json> Describe(const PositionScheme& s, const std::string& path, int64_t 
   if (s.num_kv_heads > 0) out["num_kv_heads"] = s.num_kv_heads;
   if (s.hidden_size > 0) out["hidden_size"] = s.hidden_size;
   if (s.fused_qkv != FusedQkvLayout::kNone) out["fused_qkv"] = std::string(ToString(s.fused_qkv));
+  out["qk_norm"] = std::string(ToString(s.qk_norm));  // the family row's QK-norm before RoPE
   out["notes"] = s.notes;
   switch (s.kind) {
     case PositionKind::kAlibi:
@@ -212,7 +213,7 @@ void PrintText(const json& d) {
   auto num = [](const json& v) { return v.is_number_float() ? fmt::format("{:.10g}", v.get<double>()) : v.dump(); };
   std::printf("source: %s\n", d["source"].get<std::string>().c_str());
   std::printf("scheme: %s\n", d["scheme"].get<std::string>().c_str());
-  for (const char* k : {"model_type", "num_heads", "num_kv_heads", "hidden_size", "fused_qkv", "alibi_variant",
+  for (const char* k : {"model_type", "num_heads", "num_kv_heads", "hidden_size", "fused_qkv", "qk_norm", "alibi_variant",
                         "alibi_bias_max", "num_buckets", "max_distance", "bidirectional", "spelling", "layer",
                         "layer_type", "rope_key", "site", "rotation_sign", "layout", "head_dim", "rotary_start",
                         "rotary_dim", "base", "max_position_embeddings"}) {
