@@ -1,8 +1,10 @@
 // Per-target RMSNorm of attention heads (rms_norm.hpp's definition), included once per SIMD target by
 // rms_norm.cpp and by the fused kernels (kv_cache/fused_rope.cpp, kv_cache/mla_cache.cpp) through
 // foreach_target.h. The sum of squares keeps its 16 partials in 16 / N vectors of N lanes (N = 16, 8,
-// 4 or 1 on x86), so every target adds the same values in the same order; the fold, mean and scale
-// are scalar float32 as in the reference.
+// 4 or 1 on x86), so every target adds the same values in the same order; the fold's tree runs in
+// registers (the same pairs added as the reference's scalar tree), the mean and scale are scalar
+// float32 as in the reference. A token's heads get their scales first, then are normalised, so the
+// heads' independent sum chains overlap.
 #if defined(POSENC_KERNELS_RMS_NORM_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef POSENC_KERNELS_RMS_NORM_INL_H_
 #undef POSENC_KERNELS_RMS_NORM_INL_H_
@@ -10,6 +12,7 @@
 #define POSENC_KERNELS_RMS_NORM_INL_H_
 #endif
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
@@ -23,6 +26,23 @@ HWY_BEFORE_NAMESPACE();
 namespace posenc {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
+
+// The fold's last steps within one vector of partials (lane j holds partial j): lanes j + N/2 added to
+// lanes j, halving until one lane: the same additions as detail::FoldRmsPartials's tail.
+template <class D>
+HWY_INLINE float FoldLanes(D d, hn::Vec<D> v) {
+#if HWY_TARGET == HWY_SCALAR
+  (void)d;
+  return hn::GetLane(v);
+#else
+  if constexpr (hn::MaxLanes(D()) == 1) {
+    return hn::GetLane(v);
+  } else {
+    const hn::Half<D> dh;
+    return FoldLanes(dh, hn::Add(hn::LowerHalf(dh, v), hn::UpperHalf(dh, v)));
+  }
+#endif
+}
 
 // The sum of squares of n values in the one order (rms_norm.hpp).
 template <typename T>
@@ -56,7 +76,11 @@ HWY_INLINE float HeadSumSquares(const T* x, size_t n) {
         acc[j] = hn::Add(acc[j], hn::Mul(v, v));
       }
     }
-    for (size_t j = 0; j < K; ++j) hn::Store(acc[j], df, p + j * N);
+    // The tree in registers: acc[j] holds partials j*N .. j*N + N - 1, so p[i] += p[i + w] for w >= N
+    // is acc[j] += acc[j + w / N]; the steps below N run inside the vector.
+    for (size_t k = K / 2; k >= 1; k /= 2)
+      for (size_t j = 0; j < k; ++j) acc[j] = hn::Add(acc[j], acc[j + k]);
+    return FoldLanes(df, acc[0]);
   }
   return detail::FoldRmsPartials(p);
 }
@@ -104,10 +128,16 @@ HWY_INLINE void RmsNormTokenT(const HeadRmsNorm& norm, const T* in, int64_t in_h
   const size_t n = static_cast<size_t>(head_dim);
   const float* w = norm.weight.data();
   if (norm.scope == RmsNormScope::kPerHead) {
-    for (int64_t h = 0; h < heads; ++h) {
-      const T* x = in + h * in_head_stride;
-      const float r = detail::RmsScale(HeadSumSquares(x, n), head_dim, norm.eps);
-      NormalizeHead(x, out + h * out_head_stride, n, r, w, norm.style);
+    // Every head's scale first, then the heads normalised: the heads' sums are independent chains the
+    // core overlaps (one head's sum is a chain of n / 16 dependent adds, then the fold, sqrt and divide).
+    constexpr int64_t kChunk = 64;
+    float r[kChunk];
+    for (int64_t h0 = 0; h0 < heads; h0 += kChunk) {
+      const int64_t m = std::min(kChunk, heads - h0);
+      for (int64_t h = 0; h < m; ++h) r[h] = HeadSumSquares(in + (h0 + h) * in_head_stride, n);
+      for (int64_t h = 0; h < m; ++h) r[h] = detail::RmsScale(r[h], head_dim, norm.eps);
+      for (int64_t h = 0; h < m; ++h)
+        NormalizeHead(in + (h0 + h) * in_head_stride, out + (h0 + h) * out_head_stride, n, r[h], w, norm.style);
     }
     return;
   }
