@@ -96,6 +96,17 @@ HWY_INLINE void NormalizeHead(const T* x, T* out, size_t n, float r, const float
     case RmsNormStyle::kCastThenScale:
       if constexpr (std::is_same_v<T, float>) {
         for (; i + N <= n; i += N) StoreF(df, hn::Mul(hn::LoadU(df, w + i), hn::Mul(LoadF(df, x + i), vr)), out + i);
+      } else if constexpr (std::is_same_v<T, bf16_t>) {
+        // round_T(y) in the register: nearest even on the upper 16 bits (bits + 0x7fff + lsb, low word
+        // cleared), F32ToBF16's arithmetic. A NaN here is a product of a widened bfloat16 (low word zero),
+        // which the add leaves alone, as F32ToBF16 does (convert-inl.hpp explains why no other NaN occurs).
+        const DU du;
+        const auto bias = hn::Set(du, 0x7fffu), one = hn::Set(du, 1u), hi = hn::Set(du, 0xffff0000u);
+        for (; i + N <= n; i += N) {
+          const auto b = hn::BitCast(du, hn::Mul(LoadF(df, x + i), vr));
+          const auto r16 = hn::And(hn::Add(hn::Add(b, bias), hn::And(hn::ShiftRight<16>(b), one)), hi);
+          StoreF(df, hn::Mul(hn::LoadU(df, w + i), hn::BitCast(df, r16)), out + i);
+        }
       } else {
         for (; i + N <= n; i += N) {
           StoreF(df, hn::Mul(LoadF(df, x + i), vr), out + i);  // round_T(y), read back widened
