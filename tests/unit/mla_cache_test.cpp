@@ -219,6 +219,8 @@ TEST(MlaCache, BadInputIsOneLineErrorAndWritesNothing) {
       {{ra, slots, 0, {}}, q8, kv_c, "q8_0 needs kv_lora_rank + rope_dim a multiple of 32, got 33"},
       {{ra, slots, 0, {}}, MlaCacheView{kv.data(), KvCacheType::kF32, 1, 3, lora, rope}, kv_c,
        "overlaps an input"},
+      {{ra, slots, 0, {}}, MlaCacheView{mem.data(), KvCacheType::kF32, int64_t{1} << 40, int64_t{1} << 40, lora, rope},
+       kv_c, "is too large"},
       {{ra, slots, 0, {}}, cache, HeadsView{kv.data(), DType::kF32, T, 1, lora - 1, R, lora - 1},
        "kv_c is [3, 1, 23], the cache needs [T, 1, 24]"},
   };

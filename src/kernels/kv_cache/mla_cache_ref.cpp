@@ -26,7 +26,11 @@ Status MlaCacheView::Validate() const {
   if (type == KvCacheType::kQ8_0 && row % kQ8_0Block != 0)
     return InvalidArgumentError(fmt::format("mla cache: q8_0 needs kv_lora_rank + rope_dim a multiple of 32, got {}",
                                             static_cast<int64_t>(row)));
-  if (row * 4 * layers > Wide{INT64_MAX} || row * 4 * layers * (slots > 0 ? slots : 1) > Wide{INT64_MAX})
+  // Step by step, each product of two values below 2^63 fits in 128 bits.
+  Wide total = row * 4;  // row < 2^64
+  for (const int64_t f : {layers, slots > 0 ? slots : int64_t{1}})
+    if (total <= Wide{INT64_MAX}) total *= f;
+  if (total > Wide{INT64_MAX})
     return InvalidArgumentError(fmt::format("mla cache: {} layers x {} slots x ({} + {}) is too large", layers, slots,
                                             kv_lora_rank, rope_dim));
   if (slots == 0) return OkStatus();
