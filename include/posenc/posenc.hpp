@@ -13,6 +13,7 @@
 #include "posenc/core/message.hpp"      // quoting file-borne bytes inside one-line error messages
 #include "posenc/core/parallel.hpp"     // ParallelRunner, the internal thread pool, SetNumThreads
 #include "posenc/core/status.hpp"       // Status, Result<T>, POSENC_RETURN_IF_ERROR
+#include "posenc/core/strided.hpp"      // foreign strided tensors: overlap rule, [B,H,S,D] planning
 #include "posenc/core/table_alloc.hpp"  // huge-page-advised storage for large tables
 
 // ---- math: the schemes as plain functions
@@ -20,6 +21,7 @@
 #include "posenc/math/multi_axis.hpp"   // multi-axis RoPE: section layouts, pair components (M-RoPE, 2-D vision)
 #include "posenc/math/relative.hpp"     // ALiBi slopes, T5 buckets, Shaw clipping: relative biases
 #include "posenc/math/rope_config.hpp"  // RopeConfig, every context-extension scaling, frequencies
+#include "posenc/math/rope_pairs.hpp"  // each pair at one length: dims, frequency, regime (inspect's table)
 #include "posenc/math/rope_scaling_facts.hpp"  // a scaling's parameters and seq_len dependence, as data
 #include "posenc/math/rope_table.hpp"   // RopeTable: cos/sin rows built once, shared by all layers
 #include "posenc/math/rope_types.hpp"   // RotaryLayout, RopeFrequencies, precisions, ComputeCosSin

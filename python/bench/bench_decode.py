@@ -2,17 +2,23 @@
 """Decode-size calls from Python against the same C++ call on the same tensors, side by side in one run
 (a benchmark, not a test: it prints measurements and asserts nothing).
 
-For each call, the Python call is run once with the extension's entry point wrapped, which records the
-arguments it hands to C++ (the views, positions, table); the C++ baseline then re-runs exactly that
-validated call `reps` times back to back inside C++ (`reps=` of _posenc.apply_rope /
-apply_rope_kv_cache), each timed there with the GIL released. The Python number is one whole call as a
-user makes it (perf_counter_ns around it). Rounds alternate Python and C++ so background load hits
-both; the medians over all calls are printed, and their difference is what Python adds.
+Python: one whole call as a user makes it (`rope.apply(q, pos)`, perf_counter_ns around it). C++: the
+same call prepared once by the extension's RopeCall (the tensors read, the views planned, validated),
+then its kernel call (ApplyRope / ApplyRopeQK / ApplyRopeKvCache, which validate again per call as any
+C++ caller's does) run `calls` times back to back inside C++, each timed there with the GIL released.
+"general" is the same Python call through Rope's general path (python/posenc/_tensors.py's
+descriptors, the path every call took before RopeCall; still the path for dynamic-NTK tables and
+unusual objects). "C++ 1/call": the same C++-timed kernel call made once per Python iteration, so the
+kernel meets the caches as the Python call's does (back to back, a large call runs warmer: at
+apply_kv_cache T=64 that alone is a few us). Rounds alternate them so background load hits each;
+medians over all calls.
 
 Cases (Llama-3-8B: 32 heads of 128, 8 KV heads, base 500000, float32 activations):
-  Rope.apply       q [1, 32, 128] (one token) and [64, 32, 128] (64 sequences, one token each), in place
+  Rope.apply       q [1, 32, 128] (one token), [64, 32, 128] (64 sequences, one token each), in place;
+                   torch q [64, 32, 1, 128] (HF's [B, H, S, D], decode) with positions [64, 1]
+  Rope.apply_qk    q [1, 32, 128], k [1, 8, 128]
   apply_kv_cache   q/k/v split_qkv views of [T, 48 x 128], T = 1 and 64 at scattered slots of a
-                   float16 cache [16384, 8, 128]
+                   float16 cache [16384, 8, 128], into q_out
 
 Usage: PYTHONPATH=build/python /usr/bin/python3 python/bench/bench_decode.py [--rounds 7] [--calls 2000]
 """
@@ -23,26 +29,9 @@ import time
 import numpy as np
 
 import posenc
-from posenc import _posenc
 
 CONFIG = {"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
           "max_position_embeddings": 8192, "rope_theta": 500000.0}
-
-
-def recorded(name, call):
-    """The arguments `call` hands to _posenc.<name> (the call runs once)."""
-    real = getattr(_posenc, name)
-    seen = {}
-
-    def spy(*args, **kwargs):
-        seen["args"], seen["kwargs"] = args, kwargs
-        return real(*args, **kwargs)
-    setattr(_posenc, name, spy)
-    try:
-        call()
-    finally:
-        setattr(_posenc, name, real)
-    return real, seen["args"], seen["kwargs"]
 
 
 def python_us(call, n):
@@ -54,16 +43,21 @@ def python_us(call, n):
     return out
 
 
-def compare(label, name, call, rounds, n):
-    real, args, kwargs = recorded(name, call)
-    kwargs = dict(kwargs)
-    py, cpp = [], []
+def compare(rope, label, call, cpp, rounds, n):
+    fast = rope._call
+    py, gen, c, c1 = [], [], [], []
     for _ in range(rounds):
         py += python_us(call, n)
-        kwargs["reps"] = n
-        cpp += [t * 1e6 for t in real(*args, **kwargs)]
-    p, c = statistics.median(py), statistics.median(cpp)
-    print(f"{label:<44} python {p:8.2f} us   C++ {c:8.2f} us   python adds {p - c:6.2f} us")
+        c += [t * 1e6 for t in cpp(n)]
+        c1 += [cpp(1)[0] * 1e6 for _ in range(n)]
+        rope._call = None  # the general path
+        try:
+            gen += python_us(call, n)
+        finally:
+            rope._call = fast
+    p, g, cc, c1 = (statistics.median(v) for v in (py, gen, c, c1))
+    print(f"{label:<46} python {p:7.2f}  C++ {cc:7.2f}  adds {p - cc:5.2f}   C++ 1/call {c1:7.2f}  adds {p - c1:5.2f}"
+          f"   general path {g:7.2f}  (us)")
 
 
 def main():
@@ -71,16 +65,24 @@ def main():
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--calls", type=int, default=2000)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--no-torch", action="store_true")
     a = ap.parse_args()
     posenc.set_num_threads(a.threads)
     print(f"posenc {posenc.__version__}, SIMD {posenc.simd_target()}, {posenc.num_threads()} thread(s), "
           f"{a.rounds} rounds x {a.calls} calls, medians")
     rope = posenc.Rope(CONFIG)
+    call = rope._call[1]
     rng = np.random.default_rng(0)
     for t in (1, 64):
         q = rng.standard_normal((t, 32, 128)).astype(np.float32)
         pos = rng.integers(0, 8192, t)
-        compare(f"Rope.apply q [{t}, 32, 128]", "apply_rope", lambda: rope.apply(q, pos), a.rounds, a.calls)
+        compare(rope, f"Rope.apply q [{t}, 32, 128] numpy", lambda: rope.apply(q, pos),
+                lambda n: call.time_apply(q, pos, None, None, "forward", n), a.rounds, a.calls)
+    q = rng.standard_normal((1, 32, 128)).astype(np.float32)
+    k = rng.standard_normal((1, 8, 128)).astype(np.float32)
+    pos = rng.integers(0, 8192, 1)
+    compare(rope, "Rope.apply_qk q [1, 32, 128] k [1, 8, 128]", lambda: rope.apply_qk(q, k, pos),
+            lambda n: call.time_qk(q, k, pos, n), a.rounds, a.calls)
     for t in (1, 64):
         qkv = rng.standard_normal((t, 48 * 128)).astype(np.float32)
         q, k, v = posenc.split_qkv(qkv, 32, 8, 128)
@@ -89,8 +91,16 @@ def main():
         vc = np.zeros_like(kc)
         pos = rng.integers(0, 8192, t)
         slots = rng.choice(16384, t, replace=False)
-        compare(f"apply_kv_cache T={t} (f16 cache [16384, 8, 128])", "apply_rope_kv_cache",
-                lambda: rope.apply_kv_cache(q, k, v, pos, slots, kc, vc, q_out=q_out), a.rounds, a.calls)
+        compare(rope, f"apply_kv_cache T={t} (f16 cache [16384, 8, 128])",
+                lambda: rope.apply_kv_cache(q, k, v, pos, slots, kc, vc, q_out=q_out),
+                lambda n: call.time_kv_cache(q, k, v, pos, slots, kc, vc, q_out, n), a.rounds, a.calls)
+    if not a.no_torch:
+        import torch  # noqa: PLC0415
+        qt = torch.randn(64, 32, 1, 128)
+        pt = torch.randint(0, 8192, (64, 1))
+        rope.apply(qt, pt)  # (the first torch call registers torch's types)
+        compare(rope, "Rope.apply q [64, 32, 1, 128] torch", lambda: rope.apply(qt, pt),
+                lambda n: call.time_apply(qt, pt, None, None, "forward", n), a.rounds, a.calls)
 
 
 if __name__ == "__main__":

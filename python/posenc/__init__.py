@@ -23,6 +23,7 @@ The face over the submodules, each one area:
 - absolute and relative schemes (`_bias`): `sinusoidal_table`, `alibi_slopes`, `alibi_bias`,
   `t5_buckets`, `t5_bias`, `shaw_indices`;
 - vision-language rows (`_vision`): `text_vision_positions`, `vision_patch_positions`;
+- an engine held to the reference (`_check`): `check`, `diff`, and `testing.assert_rope_matches`;
 - context parallelism (`cp`), pictures (`plot`);
 - the process (`_runtime`): `set_num_threads`, `num_threads`, `simd_target`, `golden` (the CLI's).
 
@@ -32,12 +33,14 @@ message; an argument of the wrong type is a TypeError naming it.
 """
 from . import _cli, _posenc
 from . import hf  # noqa: F401  (posenc.hf.drop_in)
+from . import testing  # noqa: F401  (posenc.testing.assert_rope_matches)
 from ._bias import alibi_bias, alibi_slopes, shaw_indices, sinusoidal_table, t5_bias, t5_buckets
 from ._model import Model
 from ._rope import Rope, split_qkv
 from ._runtime import golden, num_threads, set_num_threads, simd_target
 from ._scheme import Frequencies, LayerSchedule, Scheme, load_scheme
 from ._vision import text_vision_positions, vision_patch_positions
+from ._check import check, diff
 
 _cli.export_default()  # a wheel's own CLI as POSENC_CLI, for python -m posenc.plot and golden()
 
@@ -46,5 +49,5 @@ __version__: str = _posenc.__version__  # the project's version (CMakeLists.txt)
 __all__ = [
     "Scheme", "Frequencies", "LayerSchedule", "Rope", "Model", "load_scheme", "set_num_threads", "num_threads", "simd_target",
     "sinusoidal_table", "alibi_slopes", "alibi_bias", "t5_buckets", "t5_bias", "shaw_indices", "golden",
-    "text_vision_positions", "vision_patch_positions", "split_qkv", "hf", "__version__",
+    "text_vision_positions", "vision_patch_positions", "split_qkv", "hf", "check", "diff", "testing", "__version__",
 ]

@@ -47,6 +47,11 @@ class Rope:
         self._tables: Dict[Tuple[float, ...], Any] = {}
         self._schedule: Optional[LayerSchedule] = None
         self._table = None if self._dynamic else self._build(self._fixed_seq_len or self.scheme.max_position_embeddings or 1)
+        # The decode-speed calls (a fixed table): one C++ entry per call reads the tensors themselves
+        # (_posenc.RopeCall); it answers None for anything out of the ordinary, and the general path
+        # below runs (and words any error). Kept with the scheme it was made for.
+        self._call = None if self._table is None else (
+            self.scheme, _posenc.RopeCall(self._table, *self._layout(), int(self.scheme.rotation_sign)))
 
     def _build(self, seq_len: int):
         f = self.scheme.frequencies(seq_len)
@@ -128,6 +133,11 @@ class Rope:
         direction "backward" rotates by -angle (the gradient). Objects speaking DLPack are used
         without copies (and a torch/numpy view of the same memory is returned).
         """
+        call = self._call
+        if call is not None and call[0] is self.scheme:
+            r = call[1].apply(x, positions, out, order, direction, False)
+            if r is not None:
+                return r
         x, out = _tensors.as_tensor(x, "x"), None if out is None else _tensors.as_tensor(out, "out")
         views, rows, out_views = self._views_in_out(x, positions, out, order)
         _posenc.apply_rope(self._table_for(rows), *self._layout(), views, out_views, rows, self._site_direction(direction), "x")
@@ -136,6 +146,11 @@ class Rope:
     def apply_reference(self, x: Any, positions: Any, *, out: Any = None, order: Optional[str] = None,
                         direction: str = "forward") -> Any:
         """The scalar reference kernel (float64 rotation, one rounding), same contract as `apply`."""
+        call = self._call
+        if call is not None and call[0] is self.scheme:
+            r = call[1].apply(x, positions, out, order, direction, True)
+            if r is not None:
+                return r
         x, out = _tensors.as_tensor(x, "x"), None if out is None else _tensors.as_tensor(out, "out")
         views, rows, out_views = self._views_in_out(x, positions, out, order)
         _posenc.apply_rope(self._table_for(rows), *self._layout(), views, out_views, rows, self._site_direction(direction), "x", True)
@@ -145,6 +160,11 @@ class Rope:
                  direction: str = "forward") -> Tuple[Any, Any]:
         """Rotates q and k in place at the same positions (k may have fewer heads: grouped-query
         attention). Shapes and orders as `apply`."""
+        call = self._call
+        if call is not None and call[0] is self.scheme:
+            r = call[1].apply_qk(q, k, positions, order, direction)
+            if r is not None:
+                return r
         q, k = _tensors.as_tensor(q, "q"), _tensors.as_tensor(k, "k")
         qv, tokens, _ = _tensors.heads_views(q, "q", order)
         kv, ktokens, _ = _tensors.heads_views(k, "k", order)
@@ -174,6 +194,11 @@ class Rope:
         for Q8_0; both of one kind. q_out: a [T, heads, head_dim] tensor of q's dtype (q itself for in
         place), allocated like q when None. Returns q_out. A slot outside the cache or written twice, a
         shape, dtype or overlap that does not fit: ValueError naming it, nothing written."""
+        call = self._call
+        if call is not None and call[0] is self.scheme:
+            r = call[1].apply_kv_cache(q, k, v, positions, slots, k_cache, v_cache, q_out, layer, reference)
+            if r is not None:
+                return r
         q, k, v = (_tensors.as_tensor(t, n) for t, n in ((q, "q"), (k, "k"), (v, "v")))
         if q_out is None:
             q_out = q.new_empty(q.shape) if _tensors.is_torch(q) else np.empty_like(q)

@@ -6,14 +6,17 @@ from typing import Optional, Tuple
 from . import _cli, _posenc, _tensors
 from ._scheme import PathLike
 
-def set_num_threads(n: int) -> None:
+def set_num_threads(n: int) -> int:
     """Threads for posenc's kernels called from Python (n <= 0: posenc's default pool, whose size is
     the CPU count or POSENC_NUM_THREADS; at most 1024: each is an OS thread, started now). Results are
-    bit-identical for every thread count."""
-    _posenc.set_num_threads(_tensors.int_arg(n, "n", -(1 << 31), _MAX_THREADS))
-
-
-_MAX_THREADS = 1024
+    bit-identical for every thread count. Returns the number of threads running: fewer than n when the
+    OS refused some (a thread or address-space limit), which a RuntimeWarning then says, with the
+    pool's reason; the pool runs with the threads it has."""
+    running, why = _posenc.set_num_threads(_tensors.int_arg(n, "n", -(1 << 31), _posenc.MAX_THREADS))
+    if why:
+        import warnings  # noqa: PLC0415
+        warnings.warn(f"set_num_threads({n}): {why}", RuntimeWarning, stacklevel=2)
+    return running
 
 
 def num_threads() -> int:

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import math
 import os
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
@@ -165,22 +164,11 @@ class Scheme:
         return list(self._s.pair_regimes(self._seq_len(seq_len)))
 
     def pairs(self, seq_len: Optional[int] = None) -> List[Dict[str, Any]]:
-        """Per RoPE pair what `posenc inspect --json` lists: pair, dims, frequency, wavelength
-        (2*pi/frequency in tokens; None when unrotated), divisor (unscaled / scaled frequency; absent
-        when unrotated) and regime."""
-        f = self.frequencies(seq_len)
-        plain = self.unscaled_frequencies()
-        regimes = self.pair_regimes(seq_len)
-        half, s, r = self.pairing == "half", self.rotary_start, self.rotary_dim
-        out = []
-        for i, w in enumerate(f.inv_freq.tolist()):
-            p: Dict[str, Any] = {"pair": i, "dims": [s + i, s + i + r // 2] if half else [s + 2 * i, s + 2 * i + 1],
-                                 "frequency": w, "wavelength": 2.0 * math.pi / w if w > 0 else None}
-            if w > 0 and i < len(plain):
-                p["divisor"] = float(plain[i]) / w
-            p["regime"] = regimes[i]
-            out.append(p)
-        return out
+        """Per RoPE pair what `posenc inspect --json` lists (the library's DescribeRopePairs): pair,
+        dims, frequency, wavelength (2*pi/frequency in tokens; None when unrotated), divisor (unscaled /
+        scaled frequency; absent when unrotated), regime, and for multi-axis RoPE its component."""
+        pairs, _ = self._s.pairs(self._seq_len(seq_len))
+        return [dict(p, dims=list(p["dims"])) for p in pairs]
 
     def nominal_factor(self) -> float:
         """The factor the scaling aims at (the 'interpolated' mark)."""

@@ -38,6 +38,9 @@ def _torch():
         if torch is not None:
             _TORCH_TENSOR = torch.Tensor
             _TORCH_DTYPE_NAMES = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16"}
+            from . import _posenc  # noqa: PLC0415 (the C++ readers compare torch's types by identity)
+            _posenc.register_torch_types(torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32,
+                                         torch.uint8, torch.int8, torch.Tensor)
         _TORCH = torch
     return _TORCH
 
@@ -224,39 +227,11 @@ def heads_views(x: Any, name: str, order: Optional[str], writable: bool = True,
                 fold: bool = True) -> Tuple[List[View], int, int]:
     """Per batch element, the view of `x`; also the token count and the head_dim. With `fold`, a batch
     whose elements line up as more tokens of one view (one token each, as in decode, or token-major
-    elements back to back) is one view of batch * seq tokens (one kernel call instead of batch)."""
-    ptr, dt, shape, strides = describe(x, name, writable)
-    if len(shape) not in _ORDERS:
-        raise ValueError(f"{name}: shape {list(shape)} is not [tokens, heads, head_dim] or [batch, heads, seq, head_dim]")
-    if order is None:
-        order = _ORDERS[len(shape)][0]
-    if order not in _ORDERS[len(shape)]:
-        raise ValueError(f"{name}: order '{order}' does not fit a {len(shape)}-d shape "
-                         f"(expected one of {', '.join(_ORDERS[len(shape)])})")
-    axis = {c: i for i, c in enumerate(order)}
-    t_ax = axis.get("t", axis.get("s"))
-    h_ax, d_ax = axis["h"], axis["d"]
-    tokens, heads, head_dim = shape[t_ax], shape[h_ax], shape[d_ax]
-    if 0 in shape:  # no elements: the strides of an empty array mean nothing (numpy gives 0)
-        strides = tuple(1 if i == d_ax else max(int(head_dim), 1) for i in range(len(shape)))
-    if head_dim > 1 and strides[d_ax] != 1:
-        raise ValueError(f"{name}: head_dim axis has stride {strides[d_ax]}; posenc needs it contiguous (stride 1)")
-    if any(s < 0 for s in strides):
-        raise ValueError(f"{name}: negative strides {list(strides)}")
-    size = 2 if dt != "float32" else 4
-    batch, b_stride = 1, 0
-    if "b" in axis:
-        batch, b_stride = shape[axis["b"]], strides[axis["b"]]
-        extent = (tokens - 1) * strides[t_ax] + (heads - 1) * strides[h_ax] + head_dim
-        if batch > 1 and tokens > 0 and heads > 0 and head_dim > 0 and b_stride < extent:
-            raise ValueError(f"{name}: batch stride {b_stride} overlaps the {extent} elements of one batch element "
-                             f"(strides {list(strides)})")
-    check_view_sizes(shape, strides, name)
-    if fold and batch > 1 and (tokens == 1 or b_stride == tokens * strides[t_ax]):
-        t_stride = b_stride if tokens == 1 else strides[t_ax]
-        return [(ptr, dt, batch * tokens, heads, head_dim, t_stride, strides[h_ax])], tokens, head_dim
-    views = [(ptr + b * b_stride * size, dt, tokens, heads, head_dim, strides[t_ax], strides[h_ax])
-             for b in range(batch)]
+    elements back to back) is one view of batch * seq tokens (one kernel call instead of batch).
+    The library plans it (posenc::PlanHeads); this reads the object."""
+    from . import _posenc  # noqa: PLC0415
+    desc = describe(x, name, writable)
+    views, tokens, head_dim, _ = _posenc.plan_heads(desc, order or "", name, fold)
     return views, tokens, head_dim
 
 

@@ -64,7 +64,7 @@ def _register_torch() -> None:
     import torch  # noqa: PLC0415
     _TORCH_DTYPES.update({torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16",
                           "Tensor": torch.Tensor, "grad_enabled": torch.is_grad_enabled})
-    _posenc.register_torch_dtypes(torch.float32, torch.float16, torch.bfloat16)
+    _tensors._torch()  # (registers torch's types with the extension)
 
 
 def _refuse_grad(x: Any, name: str) -> None:

@@ -87,3 +87,18 @@ def test_scheme_facts_are_inspects(name, cli, tmp_path):
     assert s.frequencies_depend_on_seq_len == (name == "dynamic")
     for k, v in s.scaling_params:
         assert f"  {k}: {v}" in repr(s)
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS) + ["mrope"])
+def test_scheme_pairs_are_inspects(name, cli, tmp_path):
+    """Scheme.pairs() is `posenc inspect --json`'s pair table (the library's DescribeRopePairs), M-RoPE's
+    per-pair component included."""
+    cfg = dict(CONFIGS.get(name) or json.loads(
+        (pathlib.Path(__file__).resolve().parents[2] / "tests/fuzz/corpus/config/qwen25vl_mrope.json").read_text()))
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    want = json.loads(subprocess.run([cli, "inspect", str(path), "--json"], capture_output=True, text=True,
+                                     check=True).stdout)
+    got = posenc.load_scheme(cfg).pairs(want["seq_len"])
+    assert got == want["pairs"]
+    assert (name == "mrope") == ("component" in got[0])

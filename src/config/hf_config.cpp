@@ -183,6 +183,26 @@ Status ParseScalingBeta(const json& j, const std::string& source, PositionScheme
   return OkStatus();
 }
 
+// The family's own keys that SiteView reads only for the layer or site asked for (MiMo-V2's
+// swa_rope_theta, DeepSeek-V4's compress_rope_theta, the DSA / V4 indexer's index_head_dim): checked for
+// every config, whichever layer and site it is read for, and named as the config spells them (SiteView
+// hands their values on under the generic names).
+Status CheckFamilyKeyTypes(const json& j, const std::string& source, const ModelFamily& f) {
+  if (f.layer_types_rule == LayerTypesRule::kHybridLayerPattern && Has(j, "swa_rope_theta")) {
+    POSENC_ASSIGN_OR_RETURN(const double base, GetNumber(j, "swa_rope_theta", source));
+    if (!(base > 0)) return KeyError(source, "swa_rope_theta", fmt::format("is {}, must be positive", base));
+  }
+  if (f.keying == RopeKeying::kMainCompress && Has(j, "compress_rope_theta")) {
+    POSENC_ASSIGN_OR_RETURN(const double base, GetNumber(j, "compress_rope_theta", source));
+    if (!(base > 0)) return KeyError(source, "compress_rope_theta", fmt::format("is {}, must be positive", base));
+  }
+  if ((f.site_rule == SiteRule::kDsa || f.site_rule == SiteRule::kDeepseekV4) && Has(j, "index_head_dim")) {
+    POSENC_ASSIGN_OR_RETURN(const int64_t head, GetInt(j, "index_head_dim", source));
+    if (head <= 0) return KeyError(source, "index_head_dim", fmt::format("is {}, must be positive", head));
+  }
+  return OkStatus();
+}
+
 // The type of every decoder layer where the family derives it from keys other than layer_types
 // (LayerTypesRule, model_families.hpp). Types of layers without attention are named as
 // LayerTypeHasAttention knows them ("mamba", "moe", "mlp", "linear_attention").
@@ -200,6 +220,21 @@ Status DeriveLayerTypes(const json& j, const std::string& source, const ModelFam
         types.back() = "full_attention";
       }
       return OkStatus();
+    case LayerTypesRule::kSlidingWindowPattern:
+    case LayerTypesRule::kEveryNthFull: {
+      // The config class's __post_init__: layer_types, else one full layer every `period`, the rest sliding.
+      if (!types.empty()) return OkStatus();
+      const bool from_key =
+          family.layer_types_rule == LayerTypesRule::kSlidingWindowPattern && s->sliding_window_pattern > 0;
+      const int64_t period = from_key ? s->sliding_window_pattern : family.full_layer_period;
+      if (period <= 0) return OkStatus();
+      for (int64_t i = 0; i < n; ++i) types.push_back((i + 1) % period == 0 ? "full_attention" : "sliding_attention");
+      if (n > 0)
+        Note(s, fmt::format("{}: no layer_types: every {}th layer full_attention, the others sliding_attention ({})",
+                            s->model_type, period,
+                            from_key ? "sliding_window_pattern" : "the config class's default"));
+      return OkStatus();
+    }
     case LayerTypesRule::kMambaUnlessListed:
       if (types.empty() && n > 0) {
         types.assign(static_cast<size_t>(n), "mamba");
@@ -282,8 +317,11 @@ Status DeriveLayerTypes(const json& j, const std::string& source, const ModelFam
       return OkStatus();
     }
     case LayerTypesRule::kKdaLayers: {
-      if (!types.empty() || !Has(j, "linear_attn_config") || !j["linear_attn_config"].is_object()) return OkStatus();
+      if (!types.empty() || !Has(j, "linear_attn_config")) return OkStatus();
       const json& cfg = j["linear_attn_config"];
+      if (!cfg.is_object())
+        return KeyError(source, "linear_attn_config",
+                        fmt::format("is {}, expected an object (kda_layers, full_attn_layers)", JsonForMessage(cfg)));
       const std::string where = source + " (linear_attn_config)";
       types.assign(static_cast<size_t>(n), "full_attention");
       if (!Has(cfg, "kda_layers")) return OkStatus();
@@ -376,7 +414,10 @@ Status ParseLayerKeys(const json& j, const std::string& source, PositionScheme* 
     if (*dst <= 0) return KeyError(source, key, fmt::format("is {}, must be > 0", *dst));
   }
   const ModelFamily* family = FamilyOf(*s);
-  if (family != nullptr) POSENC_RETURN_IF_ERROR(DeriveLayerTypes(j, source, *family, s));
+  if (family != nullptr) {
+    POSENC_RETURN_IF_ERROR(CheckFamilyKeyTypes(j, source, *family));
+    POSENC_RETURN_IF_ERROR(DeriveLayerTypes(j, source, *family, s));
+  }
   if (family != nullptr && family->qk_norm != QkNorm::kNone) {
     bool on = true;
     if (!family->qk_norm_key.empty()) {
@@ -692,6 +733,7 @@ Result<RopeSource> SelectRopeParams(const json& j, const std::string& source, co
   }
   if (Has(j, "rope_local_base_freq") && s->rope_layer_types.empty()) {
     s->rope_layer_types = {"full_attention", "sliding_attention"};
+    if (s->rope_keys.empty()) s->rope_keys = s->rope_layer_types;  // a parameter set per layer type
     s->rope_layer_type = options.layer_type.empty() ? "full_attention" : options.layer_type;
     if (s->rope_layer_type == "sliding_attention") r.params = nullptr;  // sliding layers: plain RoPE
   }
@@ -1252,6 +1294,85 @@ std::vector<RotarySite> FamilySites(const ModelFamily* f, const json& j) {
   return {RotarySite::kAttention};
 }
 
+// Which layers run their own DSA indexer (ModelFamily::indexer_types), as GlmMoeDsaConfig derives them:
+// indexer_types ("full" / "shared"), else index_topk_pattern (a string of F / S, or a list of those names),
+// else "full" where max(i - index_skip_topk_offset + 1, 0) % index_topk_freq == 0 (defaults 2 and 1: every
+// layer). A "shared" layer reuses the previous layer's top-k and has no indexer. Empty: none of these keys.
+Result<std::vector<bool>> IndexerLayers(const json& j, const std::string& source, int64_t n) {
+  std::vector<bool> own;
+  auto from_names = [&](const char* key, const json& t) -> Status {
+    if (!t.is_array())
+      return KeyError(source, key, fmt::format("is {}, expected a list of \"full\" / \"shared\"", JsonForMessage(t)));
+    for (size_t i = 0; i < t.size(); ++i) {
+      if (!t[i].is_string() || (t[i] != "full" && t[i] != "shared"))
+        return KeyError(source, fmt::format("{}[{}]", key, i),
+                        fmt::format("is {}, expected \"full\" or \"shared\"", JsonForMessage(t[i])));
+      own.push_back(t[i] == "full");
+    }
+    return OkStatus();
+  };
+  if (Has(j, "indexer_types") && !j["indexer_types"].is_null()) {
+    POSENC_RETURN_IF_ERROR(from_names("indexer_types", j["indexer_types"]));
+  } else if (Has(j, "index_topk_pattern") && !j["index_topk_pattern"].is_null()) {
+    const json& p = j["index_topk_pattern"];
+    if (p.is_string()) {
+      const std::string t = p.get<std::string>();
+      for (size_t i = 0; i < t.size(); ++i) {
+        if (t[i] != 'F' && t[i] != 'S')
+          return KeyError(source, "index_topk_pattern",
+                          fmt::format("has {} at {}, expected F (full) or S (shared)",
+                                      QuoteForMessage(std::string(1, t[i])), i));
+        own.push_back(t[i] == 'F');
+      }
+    } else {
+      POSENC_RETURN_IF_ERROR(from_names("index_topk_pattern", p));
+    }
+  } else if (Has(j, "index_topk_freq") || Has(j, "index_skip_topk_offset")) {
+    int64_t freq = 1, offset = 2;
+    if (Has(j, "index_topk_freq")) { POSENC_ASSIGN_OR_RETURN(freq, GetInt(j, "index_topk_freq", source)); }
+    if (Has(j, "index_skip_topk_offset")) {
+      POSENC_ASSIGN_OR_RETURN(offset, GetInt(j, "index_skip_topk_offset", source, -kMaxLayers, kMaxLayers));
+    }
+    freq = std::max<int64_t>(freq, 1);
+    for (int64_t i = 0; i < n; ++i) own.push_back(std::max<int64_t>(i - offset + 1, 0) % freq == 0);
+    return own;
+  } else {
+    return own;
+  }
+  if (n > 0 && static_cast<int64_t>(own.size()) < n)
+    return KeyError(source, Has(j, "indexer_types") && !j["indexer_types"].is_null() ? "indexer_types" : "index_topk_pattern",
+                    fmt::format("has {} entries for {} layers (num_hidden_layers)", own.size(), n));
+  return own;
+}
+
+// A DSA family's indexer site on the layer asked for: gone where that layer reuses the previous layer's
+// top-k (IndexerLayers), refused by name when it is the site asked for; without a layer, a note says how
+// many layers have it.
+Status ApplyIndexerLayers(const json& j, const std::string& source, const ModelFamily& f, const HfConfigOptions& options,
+                          PositionScheme* s) {
+  if (f.site_rule != SiteRule::kDsa || !f.indexer_types) return OkStatus();
+  POSENC_ASSIGN_OR_RETURN(const std::vector<bool> own, IndexerLayers(j, source, s->num_layers));
+  if (own.empty()) return OkStatus();
+  const auto with = static_cast<int64_t>(std::count(own.begin(), own.end(), true));
+  if (s->layer < 0) {
+    if (with < static_cast<int64_t>(own.size()))
+      Note(s, fmt::format("{}: a DSA indexer on {} of {} layers (the others reuse the previous layer's top-k and have "
+                          "no indexer site; choose a layer with the layer option)",
+                          s->model_type, with, own.size()));
+    return OkStatus();
+  }
+  if (own[static_cast<size_t>(s->layer)]) return OkStatus();
+  if (options.site == "indexer")
+    return InvalidArgumentError(fmt::format(
+        "config {}: layer {} has no indexer site: its indexer type is \"shared\" (it reuses the previous layer's "
+        "top-k indices; indexer_types / index_topk_pattern / index_topk_freq)",
+        source, s->layer));
+  s->sites.erase(std::remove(s->sites.begin(), s->sites.end(), RotarySite::kIndexer), s->sites.end());
+  Note(s, fmt::format("layer {}: indexer type \"shared\": no indexer site (it reuses the previous layer's top-k)",
+                      s->layer));
+  return OkStatus();
+}
+
 std::string SitesString(const std::vector<RotarySite>& sites) {
   std::string out;
   for (RotarySite site : sites) out += fmt::format("{}{}", out.empty() ? "" : ", ", ToString(site));
@@ -1495,6 +1616,13 @@ Result<PositionScheme> ParseHfConfigJsonAt(const json& j, const std::string& sou
   // or RoPE keys.
   const bool outer_is_model = Has(j, "rope_theta") || Has(j, "num_attention_heads") || Has(j, "n_head") ||
                               Has(j, "rope_scaling") || Has(j, "rope_parameters");
+  // A nested language-model config of another type than an object (null: absent) is refused by name, not
+  // skipped: the outer keys alone would describe some other model.
+  for (const char* nested : {"text_config", "thinker_config"})
+    if (Has(j, nested) && !j[nested].is_object() && !j[nested].is_null())
+      return KeyError(source, nested,
+                      fmt::format("is {}, expected an object (the language model's config) or null",
+                                  JsonForMessage(j[nested])));
   if (Has(j, "thinker_config") && j["thinker_config"].is_object() && !outer_is_model && !Has(j, "text_config")) {
     // Qwen3-Omni: thinker_config.text_config holds the language model.
     if (depth >= kMaxTextConfigDepth)
@@ -1539,6 +1667,7 @@ Result<PositionScheme> ParseHfConfigJsonAt(const json& j, const std::string& sou
   POSENC_RETURN_IF_ERROR(ParseLayerKeys(j, source, &s));
   POSENC_RETURN_IF_ERROR(SelectLayer(source, &opts, &s));
   s.sites = FamilySites(family, j);
+  if (family != nullptr) POSENC_RETURN_IF_ERROR(ApplyIndexerLayers(j, source, *family, opts, &s));
   POSENC_RETURN_IF_ERROR(SelectSite(opts, source, &s));
   std::optional<RopePairing> site_pairing;
   if (family != nullptr) {

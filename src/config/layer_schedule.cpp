@@ -80,7 +80,11 @@ LayerSchedule WithLayerTable(const PositionScheme& s, LayerSchedule out) {
   };
   for (size_t i = 0; i < n; ++i) {
     const std::string type = typed ? s.layer_types[i] : std::string();
-    if (typed && !LayerTypeHasAttention(type)) {
+    // Untyped layers of a full-attention-only rule (Qwen3-Next's full_attention_interval) that the rule left
+    // without RoPE are its linear_attention layers: no self-attention, as when the config lists them.
+    const bool derived_linear =
+        !typed && family != nullptr && family->layer_rule == LayerRule::kFullAttentionOnly && !out.rope[i];
+    if ((typed && !LayerTypeHasAttention(type)) || derived_linear) {
       out.attention[i] = false;
       out.rope[i] = false;
       continue;

@@ -342,11 +342,15 @@ constexpr ModelFamily kFamilies[] = {
      .gguf_architecture = "gemma3",
      .layer_schedule = "layer_types (sliding_window_pattern 6): rope_local_base_freq on sliding layers, rope_theta + "
                        "rope_scaling on full ones",
+     .layer_types_rule = LayerTypesRule::kSlidingWindowPattern,
+     .full_layer_period = 6,
      .source = "transformers src/transformers/models/gemma3/modeling_gemma3.py: rotate_half, apply_rotary_pos_emb",
      .qk_norm = QkNorm::kPerHeadOnePlus},
     {.model_type = "gemma3n",
      .gguf_architecture = "gemma3n",
      .layer_schedule = "layer_types: rope_local_base_freq on sliding layers, rope_theta on full ones",
+     .layer_types_rule = LayerTypesRule::kEveryNthFull,
+     .full_layer_period = 5,
      .source = "transformers src/transformers/models/gemma3n/modeling_gemma3n.py: rotate_half, apply_rotary_pos_emb",
      .qk_norm = QkNorm::kPerHeadFloat32},
     {.model_type = "gemma4",
@@ -413,14 +417,18 @@ constexpr ModelFamily kFamilies[] = {
      .pairing = RopePairing::kInterleaved,
      .window = RotaryWindow::kBackOfHead,
      .gguf_architecture = "glm-dsa",
-     .own_keys = "qk_rope_head_dim after qk_nope_head_dim (MLA), rope_interleave; index_head_dim (DSA indexer)",
+     .own_keys = "qk_rope_head_dim after qk_nope_head_dim (MLA), rope_interleave; index_head_dim (DSA indexer); "
+                 "indexer_types / index_topk_pattern / index_topk_freq + index_skip_topk_offset (which layers run "
+                 "their own indexer)",
      .derives_from = "glm4_moe_lite",
      .site_rule = SiteRule::kDsa,
      .indexer_pairing = RopePairing::kInterleaved,
+     .indexer_types = true,
      .ignored_keys = "head_dim (GlmMoeDsaConfig sets it to qk_rope_head_dim), indexer_rope_interleave (the family "
                      "fixes interleaved), index_n_heads, index_topk",
      .source = "transformers src/transformers/models/glm_moe_dsa/modeling_glm_moe_dsa.py: MLA q_pe / k_pe and the "
-               "indexer's front rope dims, both interleaved"},
+               "indexer's front rope dims, both interleaved; GlmMoeDsaAttention: no indexer where indexer_types[i] is "
+               "shared (configuration_glm_moe_dsa.py derives them)"},
     {.model_type = "glm_ocr",
      .pairing = RopePairing::kInterleaved,
      .source = "transformers src/transformers/models/glm_ocr/modeling_glm_ocr.py: apply_rotary_pos_emb: interleaved",
@@ -1210,7 +1218,9 @@ constexpr detail::EnumName<LayerTypesRule> kLayerTypesRuleNames[] = {
     {LayerTypesRule::kHybridOverride, "hybrid_override_pattern (M mamba, E moe, - mlp, * attention)"},
     {LayerTypesRule::kMambaUnlessListed, "layer_types (mamba / attention), else all mamba"},
     {LayerTypesRule::kHybridLayerPattern, "hybrid_layer_pattern (1 sliding, 0 full)"},
-    {LayerTypesRule::kKdaLayers, "linear_attn_config.kda_layers (1-based linear attention)"}};
+    {LayerTypesRule::kKdaLayers, "linear_attn_config.kda_layers (1-based linear attention)"},
+    {LayerTypesRule::kSlidingWindowPattern, "layer_types, else full where (i + 1) % sliding_window_pattern == 0"},
+    {LayerTypesRule::kEveryNthFull, "layer_types, else full every full_layer_period-th layer"}};
 std::string_view ToString(LayerTypesRule v) { return detail::NameOf(v, kLayerTypesRuleNames); }
 
 constexpr detail::EnumName<SiteRule> kSiteRuleNames[] = {

@@ -78,6 +78,12 @@ Result<PositionScheme> ConfigFileScheme(const std::string& config_path, const Mo
   return WithCallerOptions(std::move(s), options);
 }
 
+Result<PositionScheme> ConfigTextScheme(std::string_view json_text, const std::string& source,
+                                        const ModelSchemeOptions& options) {
+  POSENC_ASSIGN_OR_RETURN(PositionScheme s, ParseHfConfig(json_text, source, HfOptions(options)));
+  return WithCallerOptions(std::move(s), options);
+}
+
 PositionScheme Llama2cScheme(const Llama2cConfig& c, const std::string& source) {
   // run.c: freq = 1 / 10000^(head_dim / head_size) for head_dim = 0, 2, 4, ... of each head, rotating
   // (x[i], x[i+1]); head_size = dim / n_heads.

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "posenc/config/layer_schedule.hpp"
 #include "posenc/io/mapped_file.hpp"
@@ -224,10 +225,22 @@ Result<RopeDescription> OpenRopeDescription(const std::string& path, const Model
   return d;
 }
 
+Result<RopeDescription> RopeDescriptionFromConfigText(std::string text, const std::string& source,
+                                                      const ModelSchemeOptions& options) {
+  RopeDescription d;
+  d.path = source;
+  d.options = options;
+  d.config_text = std::move(text);
+  POSENC_ASSIGN_OR_RETURN(d.scheme, SchemeOfLayerType(d, options.layer_type));
+  return d;
+}
+
 Result<PositionScheme> SchemeOfLayerType(const RopeDescription& d, const std::string& layer_type) {
   ModelSchemeOptions o = d.options;
   o.layer_type = layer_type;
-  return d.model.has_value() ? ModelScheme(*d.model, o) : ConfigFileScheme(d.path, o);
+  if (d.model.has_value()) return ModelScheme(*d.model, o);
+  if (d.config_text.has_value()) return ConfigTextScheme(*d.config_text, d.path, o);
+  return ConfigFileScheme(d.path, o);
 }
 
 Result<SiteFrequencies> ComputeSiteFrequencies(const RopeConfig& config, int64_t seq_len) {
@@ -447,6 +460,54 @@ Result<RopeDiffReport> DiffRope(const RopeDescription& a, const RopeDescription&
   else
     r.summary = fmt::format("differs (structurally): {}", first_cause);
   return r;
+}
+
+std::string RopeDiffReportJson(const RopeDiffReport& r) {
+  using nlohmann::json;
+  json out;
+  out["equivalent"] = r.equivalent;
+  out["a"] = r.a_source;
+  out["b"] = r.b_source;
+  out["seq_len"] = r.seq_len;
+  out["summary"] = r.summary;
+  json diffs = json::array();
+  for (const RopeDifference& d : r.differences) {
+    json j = {{"field", d.field}, {"a", d.a}, {"b", d.b}, {"affects", d.affects}, {"text", d.text}};
+    if (d.first_layer >= 0) j["layers"] = {d.first_layer, d.last_layer};
+    if (!d.site.empty()) j["site"] = d.site;
+    diffs.push_back(std::move(j));
+  }
+  out["differences"] = diffs;
+  auto pos = [](int64_t p) { return p < 0 ? json(nullptr) : json(p); };
+  out["cost"] = {{"structural", r.cost.structural},
+                 {"max_angle_diff", r.cost.max_angle_diff},
+                 {"max_at_pair", pos(r.cost.max_at_pair)},
+                 {"max_at_position", pos(r.cost.max_at_position)},
+                 {"max_at_layer", pos(r.cost.max_at_layer)},
+                 {"attention_scaling_a", r.cost.attention_scaling_a},
+                 {"attention_scaling_b", r.cost.attention_scaling_b},
+                 {"first_position_over_f32_rounding", pos(r.cost.first_position_f32)},
+                 {"first_position_over_1e-3_rad", pos(r.cost.first_position_1e3)}};
+  return out.dump(2, ' ', false, json::error_handler_t::replace);
+}
+
+std::string RopeDiffReportText(const RopeDiffReport& r) {
+  std::string out = fmt::format("A: {}\nB: {}\n{}\n", r.a_source, r.b_source, r.summary);
+  for (const RopeDifference& d : r.differences) out += fmt::format("  {}\n", d.text);
+  if (r.equivalent) return out;
+  auto pos = [](int64_t p) { return p < 0 ? std::string("never") : fmt::format("position {}", p); };
+  out += fmt::format("cost over positions below {}:\n", r.seq_len);
+  if (r.cost.max_at_pair >= 0)
+    out += fmt::format("  largest angle difference {:.6g} rad at pair {}, position {}, layer {}\n", r.cost.max_angle_diff,
+                       r.cost.max_at_pair, r.cost.max_at_position, r.cost.max_at_layer);
+  if (r.cost.attention_scaling_a != r.cost.attention_scaling_b)
+    out += fmt::format("  attention scaling A {:.10g}, B {:.10g}\n", r.cost.attention_scaling_a,
+                       r.cost.attention_scaling_b);
+  if (r.cost.structural)
+    out += "  structural: the rotated dims themselves differ (pairing, window, sections or layers)\n";
+  out += fmt::format("  past float32 rounding from {}; past 1e-3 rad from {}\n", pos(r.cost.first_position_f32),
+                     pos(r.cost.first_position_1e3));
+  return out;
 }
 
 }  // namespace posenc

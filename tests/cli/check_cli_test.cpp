@@ -4,7 +4,6 @@
 #include <cmath>
 #include <random>
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -16,6 +15,7 @@
 #include "posenc/core/dtype.hpp"
 #include "posenc/io/npy.hpp"
 #include "posenc/math/rope_config.hpp"
+#include "published_configs.hpp"
 #include "test_support.hpp"
 
 namespace posenc {
@@ -24,11 +24,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace ::posenc::testing;  // NOLINT
-
-json PublishedConfig(const std::string& name) {
-  std::ifstream in(std::string(POSENC_SOURCE_DIR) + "/tests/conformance/configs/" + name + ".json");
-  return json::parse(in)["config"];
-}
 
 class CheckCli : public ::testing::Test {
  protected:

@@ -7,6 +7,9 @@ rules of OLMo 3). Nothing here calls posenc: it is the independent side of the c
 computed in float32 as torch computes it in those files.
 
     freqs(config, layer_type=None, seq_len=None) -> Rope(inv_freq: list[float], attention_factor, dim)
+    structure(config) -> Structure: every decoder layer (kind, RoPE or not, parameter set, head size) and the
+                         RoPE sites of an attention layer, for the 2026 structures (see its docstring)
+    site_freqs(config, structure, site, key, seq_len=None) -> Rope of one site under one parameter set
 """
 import math
 from dataclasses import dataclass
@@ -79,6 +82,9 @@ def with_class_defaults(c: dict) -> dict:
     if c.get("model_type") == "stablelm_epoch":
         out["partial_rotary_factor"] = out["rope_pct"]
     # DbrxConfig: the base is attn_config.rope_theta (DbrxRotaryEmbedding), the length max_seq_len.
+    # MiniMaxM2Config: released checkpoints state partial RoPE as a legacy rotary_dim (rotary_dim / head_dim).
+    if c.get("model_type") == "minimax_m2" and c.get("rotary_dim") and "partial_rotary_factor" not in c:
+        out["partial_rotary_factor"] = c["rotary_dim"] / head_dim(c)
     if c.get("model_type") == "dbrx":
         out["rope_theta"] = (c.get("attn_config") or {}).get("rope_theta", 10000.0)
         out.setdefault("max_position_embeddings", out["max_seq_len"])
@@ -264,3 +270,282 @@ def layer_types(config: dict) -> list:
     if "rope_local_base_freq" in c:
         return ["full_attention", "sliding_attention"]
     return []
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The 2026 structures: layers without attention or without RoPE, several RoPE sites in one layer, keyed
+# parameter sets, per-layer head sizes, proportional RoPE. Read from transformers 5.25.0 (the pinned release of
+# tests/registry_sync): configuration_utils.py (_LEGACY_LAYER_TYPE_REMAP), modeling_rope_utils.py
+# (_compute_proportional_rope_parameters) and the families' configuration_*.py / modeling_*.py named below.
+# ---------------------------------------------------------------------------------------------------------
+
+# configuration_utils.py: _LEGACY_LAYER_TYPE_REMAP, applied to every config's layer_types.
+LEGACY_LAYER_TYPES = {"mamba": "linear_attention", "attention": "full_attention",
+                      "deepseek_sparse_attention": "indexed_attention", "qwen_sparse_attention": "indexed_attention"}
+# Layer types whose mixer is not self-attention (a Mamba-2 / Gated DeltaNet / KDA mixer, LFM2's short conv,
+# Nemotron-H's MoE-only and MLP-only blocks): no q / k, no positions.
+NO_ATTENTION_TYPES = {"linear_attention", "conv", "moe", "mlp"}
+
+
+@dataclass
+class Site:
+    head_dim: int      # the head the site rotates (q / k of the layer, the index head, the single KV head)
+    rotary_dim: int
+    rotary_start: int  # 0: front of the head; head_dim - rotary_dim: back
+    layout: Optional[str]  # half or interleaved (None: the family's pairing, stated by the record)
+    key: Optional[str] = None  # a site fixed to one parameter set (DeepSeek-V4's indexer and compressor)
+
+
+@dataclass
+class Structure:
+    types: list        # per layer, the layer type as the family's config class derives it
+    attention: list    # per layer: 1 = self-attention
+    rope: list         # per layer: 1 = its attention rotates q / k
+    keys: list         # per layer: the parameter set (a layer type or a rope label) or None
+    head_dim: list     # per layer: the q / k head size of its attention (0 for none)
+    sites: dict        # site name -> Site (for a layer of the default parameter set)
+    none: bool         # the model applies no positions at all
+    key_heads: Optional[dict] = None  # parameter set -> head size where it differs per set (Gemma 4)
+    indexer_layers: Optional[list] = None  # DSA: per layer, whether it runs its own indexer (GLM-5.2)
+
+    def site(self, name: str, key: Optional[str]) -> Site:
+        s = self.sites[name]
+        if self.key_heads and key in self.key_heads:
+            h = self.key_heads[key]
+            return Site(h, h, 0, s.layout, s.key)
+        return s
+
+
+def _remap(types):
+    return [LEGACY_LAYER_TYPES.get(t, t) for t in types]
+
+
+def _derived_layer_types(c: dict) -> Optional[list]:
+    """The layer types of the families whose config class derives them (configuration_<family>.py)."""
+    mt, n = c.get("model_type"), int(c.get("num_hidden_layers") or 0)
+    lt = c.get("layer_types") or c.get("layers_block_type")
+    if mt == "nemotron_h":
+        if lt:
+            return _remap(lt)
+        if c.get("hybrid_override_pattern"):
+            m = {"M": "linear_attention", "E": "moe", "*": "full_attention", "-": "mlp"}
+            return [m[ch] for ch in c["hybrid_override_pattern"]]
+        return ["linear_attention", "moe", "full_attention", "mlp"]
+    if mt == "granitemoehybrid":
+        return _remap(lt) if lt else ["linear_attention"] * n
+    if mt == "kimi_linear":
+        if lt:
+            return _remap(lt)
+        lac = c.get("linear_attn_config") or {}
+        if "full_attn_layers" in lac and "kda_layers" in lac:
+            out = [None] * n
+            for i in lac["full_attn_layers"]:
+                out[i - 1] = "full_attention"  # 1-indexed in the checkpoint
+            for i in lac["kda_layers"]:
+                out[i - 1] = "linear_attention"
+            return out
+        return ["full_attention" if i and i % 4 == 0 else "linear_attention" for i in range(n)]
+    if mt in ("lfm2", "lfm2_moe"):
+        if lt:
+            return _remap(lt)
+        idx = c.get("full_attn_idxs")
+        idx = list(range(n)) if idx is None else idx
+        return ["full_attention" if i in idx else "conv" for i in range(n)]
+    if mt in ("qwen3_next", "qwen3_5", "qwen3_5_moe", "qwen3_5_text", "qwen3_5_moe_text"):
+        if lt:
+            return _remap(lt)
+        k = int(c.get("full_attention_interval", 4))
+        return ["linear_attention" if (i + 1) % k else "full_attention" for i in range(n)]
+    if mt in ("gemma4", "gemma4_text"):
+        out = list(lt) if lt else ["sliding_attention" if (i + 1) % 6 else "full_attention" for i in range(n)]
+        if out:
+            out[-1] = "full_attention"  # Gemma4TextConfig forces the last layer to full attention
+        return out
+    if mt == "mimo_v2" and c.get("hybrid_layer_pattern") is not None and not lt:
+        # MiMo-V2 remote code (modeling_mimo_v2.py, MiMoV2DecoderLayer): hybrid_layer_pattern 1 = a sliding-window
+        # attention layer (swa_* heads, swa_rope_theta), 0 = full attention (rope_theta).
+        return ["sliding_attention" if v == 1 else "full_attention" for v in c["hybrid_layer_pattern"]]
+    if mt == "deepseek_v4":
+        if lt:
+            return list(lt)[:n]
+        ratio = {0: "sliding_attention", 4: "compressed_sparse_attention", 128: "heavily_compressed_attention"}
+        if c.get("compress_ratios") is not None:
+            return [ratio[r] for r in c["compress_ratios"]][:n]
+        inter = ["compressed_sparse_attention" if i % 2 else "heavily_compressed_attention" for i in range(max(n - 2, 0))]
+        return (["heavily_compressed_attention"] * min(n, 2) + inter)[:n]
+    if lt:
+        return _remap(lt)
+    return None
+
+
+def _mla_head(c: dict) -> int:
+    return int(c.get("qk_nope_head_dim", 0)) + int(c.get("qk_rope_head_dim", 0))
+
+
+def structure(config: dict) -> Structure:
+    """What the family's modeling code does per layer, for the configs whose structure is more than one RoPE
+    over every layer. Per family:
+
+    - granitemoehybrid (modeling_granitemoehybrid.py: `rotary_emb = ... if config.position_embedding_type ==
+      "rope" else None`): mamba / linear_attention layers have no attention; attention rotates only when
+      position_embedding_type is exactly "rope".
+    - nemotron_h (NemotronHAttention.forward never applies the rotary function): no positions anywhere.
+    - kimi_linear (no rotary embedding class in modeling_kimi_linear.py; MLA with mla_use_nope): no positions.
+    - MLA families with qk_rope_head_dim 0: no rotary slice, no positions.
+    - qwen3_next / qwen3_5 / lfm2 / olmo_hybrid: linear-attention or conv layers carry no positions.
+    - gemma4(_text): full-attention layers have head global_head_dim (default 512) and proportional RoPE.
+    - deepseek_v32, glm_moe_dsa: the MLA site (back of the qk_nope + qk_rope head, interleaved) and the DSA
+      indexer site (front qk_rope dims of the index head; half for V3.2, interleaved for GLM).
+    - deepseek_v4: parameter sets keyed main / compress, the window at the back of head_dim, interleaved;
+      sites attention, attention_output, indexer (compress set), compressor (compress set).
+    """
+    c = text_config(config)
+    mt = c.get("model_type")
+    n = int(c.get("num_hidden_layers") or 0)
+    types = _derived_layer_types(c) or ["full_attention"] * n
+    attention = [0 if t in NO_ATTENTION_TYPES else 1 for t in types]
+    none = False
+    if mt == "granitemoehybrid" and c.get("position_embedding_type") != "rope":
+        none = True
+    if mt in ("nemotron_h", "kimi_linear"):
+        none = True
+    if c.get("kv_lora_rank") and c.get("qk_rope_head_dim") == 0:
+        none = True
+    rope = [0 if none else a for a in attention]
+
+    hd = head_dim(with_class_defaults(c)) if (c.get("hidden_size") or c.get("head_dim")) else 0
+    keys = [None] * n
+    rp = c.get("rope_parameters")
+    if isinstance(rp, dict) and rp and all(isinstance(v, dict) for v in rp.values()) and set(rp) <= set(types):
+        keys = [t if a and not none else None for t, a in zip(types, attention)]  # keyed by layer type (MiMo-V2)
+    if mt == "mimo_v2" and "swa_rope_theta" in c:
+        keys = list(types)
+    key_heads = None
+    indexer_layers = None
+    heads = [hd if a else 0 for a in attention]
+    sites = {}
+    dim = 0 if none else rotary_dim(with_class_defaults(c))
+    if mt in ("gemma4", "gemma4_text"):
+        ghd = int(c.get("global_head_dim", 512))
+        hd = int(c.get("head_dim", 256))
+        heads = [ghd if t == "full_attention" else hd for t in types]
+        keys = list(types)
+        sites["attention"] = Site(hd, hd, 0, "half")
+        key_heads = {"sliding_attention": hd, "full_attention": ghd}
+    elif mt in ("deepseek_v32", "glm_moe_dsa"):
+        head = _mla_head(c)
+        r = int(c["qk_rope_head_dim"])
+        heads = [head if a else 0 for a in attention]
+        sites["mla"] = Site(head, r, head - r, "interleaved")
+        ihd = int(c.get("index_head_dim", 128))
+        sites["indexer"] = Site(ihd, r, 0, "half" if mt == "deepseek_v32" else "interleaved")
+        if mt == "glm_moe_dsa":
+            # configuration_glm_moe_dsa.py: indexer_types, else index_topk_pattern (F / S), else full where
+            # max(i - index_skip_topk_offset + 1, 0) % index_topk_freq == 0; modeling: no indexer on "shared".
+            it = c.get("indexer_types")
+            if it is None and c.get("index_topk_pattern") is not None:
+                p = c["index_topk_pattern"]
+                it = [{"F": "full", "S": "shared"}[ch] for ch in p] if isinstance(p, str) else list(p)
+            if it is None:
+                freq = max(c.get("index_topk_freq", 1), 1)
+                off = c.get("index_skip_topk_offset", 2)
+                it = ["full" if max(i - off + 1, 0) % freq == 0 else "shared" for i in range(n)]
+            indexer_layers = [t == "full" for t in it]
+    elif mt == "deepseek_v4":
+        head = int(c.get("head_dim", 512))
+        prf = c.get("partial_rotary_factor")
+        if prf is None:
+            prf = c["qk_rope_head_dim"] / head if c.get("qk_rope_head_dim") is not None else 64 / 512
+        r = int(head * prf)
+        keys = ["main" if t == "sliding_attention" else "compress" for t in types]
+        heads = [head] * n
+        ihd = int(c.get("index_head_dim", 128))
+        sites["attention"] = Site(head, r, head - r, "interleaved")
+        sites["attention_output"] = Site(head, r, head - r, "interleaved")
+        sites["indexer"] = Site(ihd, r, ihd - r, "interleaved", key="compress")
+        sites["compressor"] = Site(head, r, head - r, "interleaved", key="compress")
+    elif not none and dim:
+        heads = [hd if a else 0 for a in attention]
+        if mt in ("deepseek_v2", "deepseek_v3", "kimi_k2", "glm4_moe_lite", "longcat_flash") or c.get("kv_lora_rank"):
+            head = _mla_head(c)
+            heads = [head if a else 0 for a in attention]
+            layout = "interleaved" if c.get("rope_interleave", True) else "half"
+            sites["mla"] = Site(head, dim, head - dim, layout)
+        elif mt == "mistral4":
+            head = _mla_head(c)
+            heads = [head if a else 0 for a in attention]
+            layout = "interleaved" if c.get("rope_interleave", True) else "half"
+            sites["attention"] = Site(head, dim, head - dim, layout)
+        else:  # one site at the front of the head; its pairing is the record's `expect.layout` (not checked here)
+            sites["attention"] = Site(hd, dim, 0, None)
+    return Structure(types, attention, rope, keys, heads, sites, none, key_heads, indexer_layers)
+
+
+def _proportional(p: dict, head: int):
+    """modeling_rope_utils.py _compute_proportional_rope_parameters: pairs over the whole head; the first
+    int(partial_rotary_factor * head // 2) turn at theta^(-2j/head), the rest are 0; all divided by `factor`
+    (default 1)."""
+    base = float(p["rope_theta"])
+    n = int(p.get("partial_rotary_factor", 1.0) * head // 2)
+    rot = 1.0 / (base ** (torch.arange(0, 2 * n, 2, dtype=torch.int64).to(dtype=torch.float) / head))
+    rest = head // 2 - n
+    inv = torch.cat((rot, torch.zeros(rest, dtype=torch.float32))) if rest > 0 else rot
+    return inv / float(p.get("factor", 1.0)), 1.0
+
+
+def site_freqs(config: dict, st: Structure, site: Optional[str], key: Optional[str],
+               seq_len: Optional[int] = None) -> Rope:
+    """The frequencies one site of one parameter set applies."""
+    c = with_class_defaults(text_config(config))
+    mt = c.get("model_type")
+    if mt in ("gemma4", "gemma4_text"):
+        rp = c.get("rope_parameters") or {
+            "sliding_attention": {"rope_type": "default", "rope_theta": 10_000.0},
+            "full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25, "rope_theta": 1_000_000.0}}
+        p = dict(rp[key])
+        head = int(c.get("global_head_dim", 512)) if key == "full_attention" else int(c.get("head_dim", 256))
+        if p.get("rope_type", "default") == "proportional":
+            inv, att = _proportional(p, head)
+            return Rope(inv.tolist(), att, head)
+        # Gemma4TextRotaryEmbedding.compute_default_rope_parameters: the whole head, partial factor not read
+        return Rope(_default(float(p["rope_theta"]), head).tolist(), 1.0, head)
+    if mt == "deepseek_v4":
+        s = st.sites[site]
+        k = s.key or key
+        rp = c.get("rope_parameters")
+        if isinstance(rp, dict) and isinstance(rp.get("main"), dict) and isinstance(rp.get("compress"), dict):
+            sets = {"main": dict(rp["main"]), "compress": dict(rp["compress"])}
+        else:
+            flat = dict(rp) if isinstance(rp, dict) and rp else dict(c.get("rope_scaling") or {})
+            if "type" in flat and "rope_type" not in flat:
+                flat["rope_type"] = flat.pop("type")
+            comp = {**flat, "rope_theta": c.get("compress_rope_theta", 160000.0)}
+            comp.setdefault("rope_type", "default")
+            if comp["rope_type"] == "yarn":
+                comp.setdefault("attention_factor", 1.0)
+            sets = {"main": {"rope_type": "default", "rope_theta": c.get("rope_theta", 10000.0)}, "compress": comp}
+        p = sets[k]
+        p.setdefault("original_max_position_embeddings", c.get("max_position_embeddings"))
+        p["truncate"] = True  # transformers reads truncate from the top of the keyed dict, where it never is
+        inv, att = _standard(c, p, s.rotary_dim, seq_len)
+        return Rope(inv.tolist(), float(att), s.rotary_dim)
+    if mt == "mimo_v2" and "swa_rope_theta" in c:
+        # modeling_mimo_v2.py: MiMoV2Attention(rope_theta=getattr(config, "swa_rope_theta", rope_theta)) on sliding
+        # layers, rope_theta on full ones; rotary dims int(head_dim * partial_rotary_factor), default RoPE.
+        base = float(c["swa_rope_theta"] if key == "sliding_attention" else c.get("rope_theta", 10000.0))
+        dim = rotary_dim(c)
+        return Rope(_default(base, dim).tolist(), 1.0, dim)
+    r = freqs(config, key, seq_len)
+    return r
+
+
+# The families whose configs structure() models beyond "one RoPE on every layer" (the text model's model_type).
+STRUCTURE_FAMILIES = {
+    "granitemoehybrid", "nemotron_h", "kimi_linear", "lfm2", "lfm2_moe", "qwen3_next", "qwen3_5", "qwen3_5_moe",
+    "qwen3_5_text", "qwen3_5_moe_text", "olmo_hybrid", "gemma4", "gemma4_text", "deepseek_v4", "deepseek_v32",
+    "glm_moe_dsa", "glm4_moe_lite", "longcat_flash", "mistral4", "mimo_v2_flash", "mimo_v2", "minimax_m2",
+}
+
+
+def has_structure(config: dict) -> bool:
+    return text_config(config).get("model_type") in STRUCTURE_FAMILIES

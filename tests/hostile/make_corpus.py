@@ -205,7 +205,14 @@ add("cfg_layers_3e8_pattern.json",
 add("cfg_layers_3e8_idxs.json", (CFG + '"num_hidden_layers": 300000000, "full_attn_idxs": [1]}').encode(), INSPECT,
     ["cfg_layers_3e8_idxs.json", "'num_hidden_layers' is 300000000"])
 add("cfg_layer_type_undeclared.json", (CFG + '"layer_types": ["sliding_attention", "full_attention"]}').encode(),
-    INSPECT + ["--layer-type", "chunked\x1b[2J"], ["cfg_layer_type_undeclared.json", "is not one of the config's layer_types"])
+    INSPECT + ["--layer-type", "chunked_attention"], ["cfg_layer_type_undeclared.json", "is not one of the config's layer_types"])
+# --layer / --layer-type / --site / --accept-key: one declaration (AddLayerSelection) for inspect, rope and
+# check; names are tokens (a control byte is refused before any file is read), layers bounded.
+add("flags_layer_type_escape.txt", b"", INSPECT + ["--layer-type", "chunked\x1b[2J"],
+    ["--layer-type", "has characters other than letters"])
+add("flags_site_empty.txt", b"", ["check", "--model", "{F}", "--inv-freq", "{F}", "--site", ""], ["--site: '' is empty"])
+add("flags_layer_negative.txt", b"", ["rope", "--config", "{F}", "--layer", "-1"], ["--layer: '-1' is negative"])
+add("flags_accept_key_empty.txt", b"", INSPECT + ["--accept-key", ""], ["--accept-key: '' is empty"])
 
 # --- flags: strict integers, sizes bounded before allocating, patterns bounded
 add("flags_negative_heads.txt", b"", ["convert-layout", "--from", "half", "--to", "interleaved", "--heads", "-3", "{F}",
@@ -338,6 +345,17 @@ add("gguf_layer_type.gguf", gguf_model(LLAMA_KV), INSPECT + ["--layer-type", "sl
     ["gguf_layer_type.gguf", "layer type 'sliding_attention' asked for", "no per-layer-type RoPE parameters"])
 case("llama2c_layer_type", "tiny_llama2c.bin", INSPECT + ["--layer-type", "full_attention"],
      ["tiny_llama2c.bin", "layer type 'full_attention' asked for"])
+
+# The library's refusals of a layer selection that the config does not have (hf_config: SelectLayer,
+# SelectSite, CheckPositionalKeys): each names the file and what was asked.
+LAYERS = (CFG + '"num_hidden_layers": 4, "rope_theta": 10000.0, '
+          '"layer_types": ["sliding_attention", "full_attention", "sliding_attention", "full_attention"]}')
+add("cfg_layer_past_end.json", LAYERS.encode(), INSPECT + ["--layer", "4"],
+    ["cfg_layer_past_end.json", "layer 4 is outside [0, 4)"])
+add("cfg_layer_vs_type.json", LAYERS.encode(), INSPECT + ["--layer", "0", "--layer-type", "full_attention"],
+    ["cfg_layer_vs_type.json", "layer 0 is 'sliding_attention', not the layer type 'full_attention'"])
+add("cfg_site_unknown.json", LAYERS.encode(), INSPECT + ["--site", "indexer"],
+    ["cfg_site_unknown.json", "site 'indexer' is not one of llama's RoPE sites"])
 
 os.makedirs(OUT, exist_ok=True)
 with open(os.path.join(HERE, "cases.json"), "w") as f:

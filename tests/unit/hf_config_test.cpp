@@ -279,6 +279,49 @@ TEST(HfConfigValidation, ConflictingPartialKeys) {
               "partial_rotary_factor", "0.5");
 }
 
+// Keys read only in some paths (one nesting, one layer, one site) are still refused by name when their
+// type is wrong, whichever layer and site is asked for; a wrong type is never read as absent.
+TEST(HfConfigValidation, NestedConfigOfWrongTypeIsNamed) {
+  ExpectError(R"({"model_type": "llava", "text_config": "qwen2", "vision_config": {}})", "text_config", "\"qwen2\"");
+  ExpectError(R"({"model_type": "gemma3", "text_config": 5})", "text_config", "5");
+  ExpectError(R"({"model_type": "qwen3_omni_moe", "thinker_config": [1]})", "thinker_config", "[1]");
+  // null is absent: the outer keys are the model.
+  EXPECT_EQ(Parse(R"({"model_type": "llama", "hidden_size": 512, "num_attention_heads": 8, "text_config": null})")
+                .rope.layout.rotary_dim,
+            64);
+}
+
+TEST(HfConfigValidation, FamilyKeysOfOneLayerOrSiteAreCheckedForEveryLayer) {
+  // MiMo-V2: swa_rope_theta is the sliding layers' base; asking for layer 0 (full) still checks it.
+  ExpectError(R"({"model_type": "mimo_v2", "hidden_size": 2048, "num_attention_heads": 8, "num_hidden_layers": 2,
+    "head_dim": 192, "hybrid_layer_pattern": [0, 1], "rope_theta": 1e6, "swa_rope_theta": "1e4",
+    "partial_rotary_factor": 0.334})",
+              "swa_rope_theta", "\"1e4\"");
+  // DeepSeek-V4: compress_rope_theta is the compress set's base, read for compressed layers only.
+  ExpectError(R"({"model_type": "deepseek_v4", "hidden_size": 4096, "num_attention_heads": 64, "num_hidden_layers": 2,
+    "head_dim": 512, "compress_ratios": [0, 4], "rope_theta": 10000, "compress_rope_theta": "x"})",
+              "compress_rope_theta", "\"x\"");
+  // DSA: index_head_dim is the indexer site's head, read when that site is asked for.
+  ExpectError(R"({"model_type": "deepseek_v32", "hidden_size": 4096, "num_attention_heads": 64, "num_hidden_layers": 2,
+    "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "index_head_dim": "128"})",
+              "index_head_dim", "\"128\"");
+  ExpectError(R"({"model_type": "deepseek_v32", "hidden_size": 4096, "num_attention_heads": 64, "num_hidden_layers": 2,
+    "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "index_head_dim": 0})",
+              "index_head_dim", "0");
+  // Kimi Linear: linear_attn_config gives the layer kinds; a string is not "no config".
+  ExpectError(R"({"model_type": "kimi_linear", "hidden_size": 2048, "num_attention_heads": 16, "num_hidden_layers": 4,
+    "linear_attn_config": "x"})",
+              "linear_attn_config", "\"x\"");
+  // Mistral 4: llama_4_scaling_beta of a wrong type, and a rope_scaling that is not an object.
+  ExpectError(R"({"model_type": "mistral4", "hidden_size": 4096, "num_attention_heads": 32, "qk_nope_head_dim": 64,
+    "qk_rope_head_dim": 64, "rope_parameters": {"rope_type": "default", "rope_theta": 10000,
+    "llama_4_scaling_beta": "0.1", "original_max_position_embeddings": 8192}})",
+              "llama_4_scaling_beta", "\"0.1\"");
+  ExpectError(R"({"model_type": "mistral4", "hidden_size": 4096, "num_attention_heads": 32, "qk_nope_head_dim": 64,
+    "qk_rope_head_dim": 64, "rope_scaling": "yarn"})",
+              "rope_scaling", "\"yarn\"");
+}
+
 TEST(GgmlParams, ModesAndErrors) {
   Result<RopeConfig> c = RopeConfigFromGgmlParams(
       R"({"n_dims": 64, "mode": 2, "n_ctx_orig": 4096, "freq_base": 10000.0, "freq_scale": 0.25, "ext_factor": 0.0,
@@ -391,6 +434,51 @@ TEST(HfConfigHostile, LoadHfConfigRefusesSpecialFiles) {
   ASSERT_FALSE(zero.ok());
   EXPECT_NE(zero.status().message().find("'/dev/zero': not a regular file (a character device)"), std::string::npos)
       << zero.status().message();
+}
+
+HfConfigOptions AtLayer(int64_t layer) {
+  HfConfigOptions o;
+  o.layer = layer;
+  return o;
+}
+
+// Gemma 3 / 3n configs published without layer_types (gemma-3-12b-it, gemma-3-1b-it): the config class
+// derives them (Gemma3TextConfig: full where (i + 1) % sliding_window_pattern == 0, default 6;
+// Gemma3nTextConfig: every 5th layer full), so layer 0 is sliding (rope_local_base_freq, no scaling) and
+// layer 5 full (rope_theta and rope_scaling).
+TEST(HfConfig, GemmaLayerTypesFromTheSlidingWindowPattern) {
+  const std::string head = R"({"model_type": "gemma3_text", "hidden_size": 3840, "num_attention_heads": 16,
+    "head_dim": 256, "num_hidden_layers": 12, "rope_local_base_freq": 10000.0, "rope_theta": 1000000.0,
+    "rope_scaling": {"factor": 8.0, "rope_type": "linear"})";
+  for (const char* pattern : {"", R"(, "sliding_window_pattern": 6)"}) {
+    const std::string text = head + pattern + "}";
+    PositionScheme l0 = Parse(text, AtLayer(0));
+    EXPECT_EQ(l0.rope_layer_type, "sliding_attention") << pattern;
+    EXPECT_EQ(l0.rope.base, 10000.0);
+    EXPECT_EQ(l0.rope.scaling.type, RopeScalingType::kNone);
+    PositionScheme l5 = Parse(text, AtLayer(5));
+    EXPECT_EQ(l5.rope_layer_type, "full_attention") << pattern;
+    EXPECT_EQ(l5.rope.base, 1000000.0);
+    EXPECT_EQ(l5.rope.scaling.type, RopeScalingType::kLinear);
+    ASSERT_EQ(l5.layer_types.size(), 12u);
+    EXPECT_EQ(l5.layer_types[11], "full_attention");
+    EXPECT_EQ(l5.layer_types[6], "sliding_attention");
+  }
+  // Another pattern: every 4th layer full.
+  PositionScheme p4 = Parse(head + R"(, "sliding_window_pattern": 4})", AtLayer(3));
+  EXPECT_EQ(p4.rope_layer_type, "full_attention");
+  EXPECT_EQ(Parse(head + R"(, "sliding_window_pattern": 4})", AtLayer(5)).rope_layer_type, "sliding_attention");
+  // Listed layer_types win over the pattern.
+  PositionScheme listed = Parse(head + R"(, "num_hidden_layers": 2, "sliding_window_pattern": 6,
+    "layer_types": ["full_attention", "sliding_attention"]})", AtLayer(0));
+  EXPECT_EQ(listed.rope_layer_type, "full_attention");
+  // Gemma 3n: every 5th layer full, sliding_window_pattern not read.
+  const std::string n = R"({"model_type": "gemma3n_text", "hidden_size": 2048, "num_attention_heads": 8,
+    "head_dim": 256, "num_hidden_layers": 10, "rope_local_base_freq": 10000.0, "rope_theta": 1000000.0})";
+  EXPECT_EQ(Parse(n, AtLayer(4)).rope_layer_type, "full_attention");
+  EXPECT_EQ(Parse(n, AtLayer(4)).rope.base, 1000000.0);
+  EXPECT_EQ(Parse(n, AtLayer(5)).rope_layer_type, "sliding_attention");
+  EXPECT_EQ(Parse(n, AtLayer(5)).rope.base, 10000.0);
 }
 
 }  // namespace

@@ -253,9 +253,14 @@ TEST(LayerSchedule, Qwen3NextRotatesItsFullAttentionLayersOnly) {
   Result<LayerSchedule> by_interval = LayerRopeSchedule(Parse(base + R"(, "full_attention_interval": 4})"));
   ASSERT_TRUE(by_interval.ok()) << by_interval.status().message();
   EXPECT_EQ(Ints(*by_interval), (std::vector<int>{0, 0, 0, 1, 0, 0, 0, 1}));
+  // The layers the interval leaves without RoPE are linear_attention ones: no self-attention, as when
+  // layer_types lists them (the per-layer table of a config without layer_types says the same).
+  EXPECT_EQ(std::vector<bool>(by_interval->attention.begin(), by_interval->attention.end()),
+            (std::vector<bool>{false, false, false, true, false, false, false, true}));
   Result<LayerSchedule> by_default = LayerRopeSchedule(Parse(base + "}"));
   ASSERT_TRUE(by_default.ok());
   EXPECT_EQ(Ints(*by_default), Ints(*by_interval));
+  EXPECT_EQ(by_default->attention, by_interval->attention);
   Result<LayerSchedule> listed = LayerRopeSchedule(Parse(base + R"(, "layer_types": ["linear_attention",
       "full_attention", "linear_attention", "linear_attention", "full_attention", "full_attention",
       "linear_attention", "linear_attention"]})"));

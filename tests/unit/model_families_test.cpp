@@ -547,6 +547,51 @@ TEST(ModelFamilies, RuleRowsOnMinimalConfigs) {
   EXPECT_EQ(schedule.rope, (std::vector<bool>{false, false, false, false}));
 }
 
+// GLM-5.2's IndexShare (GlmMoeDsaConfig.indexer_types): a "shared" layer reuses the previous layer's
+// top-k and has no indexer, so no indexer site; the MLA site stays. The three spellings agree.
+TEST(ModelFamilies, GlmDsaSharedIndexerLayersHaveNoIndexerSite) {
+  const std::string base = R"({"model_type": "glm_moe_dsa", "hidden_size": 6144, "num_attention_heads": 64,
+    "num_hidden_layers": 6, "kv_lora_rank": 512, "qk_nope_head_dim": 192, "qk_rope_head_dim": 64,
+    "index_head_dim": 128, "rope_parameters": {"rope_type": "default", "rope_theta": 1000000})";
+  for (const std::string spelling :
+       {std::string(R"(, "indexer_types": ["full", "full", "shared", "full", "shared", "shared"]})"),
+        std::string(R"(, "index_topk_pattern": "FFSFSS"})")}) {
+    const std::string text = base + spelling;
+    PositionScheme own = Parse(text, HfConfigOptions{.layer = 3, .site = "indexer"});
+    EXPECT_EQ(own.site, RotarySite::kIndexer) << spelling;
+    EXPECT_EQ(own.rope.layout.head_dim, 128) << spelling;
+    PositionScheme shared = Parse(text, HfConfigOptions{.layer = 2});
+    EXPECT_EQ(shared.sites, std::vector<RotarySite>{RotarySite::kMla}) << spelling;
+    EXPECT_EQ(shared.rope.layout.rotary_start, 192) << spelling;  // the MLA site is still there
+    const Result<PositionScheme> asked = ParseHfConfig(text, "glm.json", HfConfigOptions{.layer = 4, .site = "indexer"});
+    ASSERT_FALSE(asked.ok()) << spelling;
+    EXPECT_NE(asked.status().message().find("layer 4 has no indexer site"), std::string::npos)
+        << asked.status().message();
+    // Without a layer: both sites, and a note of how many layers have an indexer.
+    PositionScheme all = Parse(text);
+    EXPECT_EQ(all.sites.size(), 2u);
+    bool noted = false;
+    for (const std::string& n : all.notes) noted = noted || n.find("indexer on 3 of 6 layers") != std::string::npos;
+    EXPECT_TRUE(noted) << spelling;
+  }
+  // index_topk_freq 2, offset 2 (GlmMoeDsaConfig's rule): layers 0, 1 full, then every other one.
+  PositionScheme freq = Parse(base + R"(, "index_topk_freq": 2})", HfConfigOptions{.layer = 2});
+  EXPECT_EQ(freq.sites, std::vector<RotarySite>{RotarySite::kMla});
+  EXPECT_EQ(Parse(base + R"(, "index_topk_freq": 2})", HfConfigOptions{.layer = 3}).sites.size(), 2u);
+  // A list too short for the layers, or an entry that is neither, is refused by name.
+  const Result<PositionScheme> short_list = ParseHfConfig(base + R"(, "indexer_types": ["full"]})", "glm.json");
+  ASSERT_FALSE(short_list.ok());
+  EXPECT_NE(short_list.status().message().find("indexer_types"), std::string::npos);
+  const Result<PositionScheme> bad = ParseHfConfig(base + R"(, "index_topk_pattern": "FFXFSS"})", "glm.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("index_topk_pattern"), std::string::npos);
+  // DeepSeek-V3.2's code reads no indexer_types (DeepseekV32Attention builds its indexer on every layer).
+  const std::string v32 = R"({"model_type": "deepseek_v32", "hidden_size": 7168, "num_attention_heads": 128,
+    "num_hidden_layers": 4, "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "index_head_dim": 128,
+    "indexer_types": ["full", "shared", "shared", "full"]})";
+  EXPECT_EQ(Parse(v32, HfConfigOptions{.layer = 2, .site = "indexer"}).site, RotarySite::kIndexer);
+}
+
 // A config with no model_type (and no class naming a family) is refused, not read as half pairing.
 TEST(ModelFamilies, NoModelTypeIsRefusedUnlessStated) {
   const std::string text = R"({"hidden_size": 64, "num_attention_heads": 4, "rope_theta": 10000})";

@@ -6,7 +6,6 @@
 #include <array>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <optional>
 #include <random>
@@ -21,6 +20,7 @@
 #include "posenc/kernels/rope.hpp"
 #include "posenc/math/rope_table.hpp"
 #include "posenc/model/rope_check.hpp"
+#include "published_configs.hpp"
 #include "test_support.hpp"
 
 namespace posenc {
@@ -29,11 +29,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace ::posenc::testing;  // NOLINT
-
-json PublishedConfig(const std::string& name) {
-  std::ifstream in(std::string(POSENC_SOURCE_DIR) + "/tests/conformance/configs/" + name + ".json");
-  return json::parse(in)["config"];
-}
 
 float Round(float v, DType t) {
   if (t == DType::kF16) return F16ToF32(F32ToF16(v));
@@ -557,6 +552,74 @@ TEST_F(RopeCheckOneModel, GgmlsRepeatedFrequencyProductsPass) {
   }
   const RopeCheckReport r = CheckRope(t, dump).value();
   EXPECT_TRUE(r.pass) << r.max_ratio << " at pair " << r.worst.pair << " position " << r.worst.position;
+}
+
+// MakeRopeDump reads the caller's tensors in place: heads-first through its axes swapped, any strides,
+// float16 / bfloat16 / float64 values and int32 positions, into the token-major float32 dump.
+TEST(RopeDumpTensors, AreReadInPlaceInEveryOrder) {
+  const int64_t T = 2, H = 3, D = 4;
+  std::vector<float> heads_first(static_cast<size_t>(H * T * D));  // [H, T, D]
+  for (size_t i = 0; i < heads_first.size(); ++i) heads_first[i] = static_cast<float>(i) * 0.5f;
+  const auto want = [&](int64_t t, int64_t h, int64_t k) { return heads_first[static_cast<size_t>((h * T + t) * D + k)]; };
+  const std::vector<int32_t> pos = {7, 9};
+  RopeDumpTensors a;
+  a.before = a.after = RopeDumpTensor{.data = heads_first.data(), .dtype = DType::kF32, .shape = {H, T, D}, .strides = {}, .name = "after"};
+  a.heads_first = true;
+  a.positions = RopeDumpTensor{.data = pos.data(), .dtype = DType::kI32, .shape = {T}, .strides = {}, .name = "positions"};
+  // The same memory described as a tokens-first view [T, H, D] with strides.
+  RopeDumpTensors b = a;
+  b.heads_first = false;
+  b.before.shape = b.after.shape = {T, H, D};
+  b.before.strides = b.after.strides = {D, T * D, 1};
+  // bfloat16 values, [H, T, D].
+  std::vector<bf16_t> bf(heads_first.size());
+  for (size_t i = 0; i < bf.size(); ++i) bf[i] = F32ToBF16(heads_first[i]);
+  RopeDumpTensors c = a;
+  c.before.data = c.after.data = bf.data();
+  c.before.dtype = c.after.dtype = DType::kBF16;
+  for (const RopeDumpTensors* in : {&a, &b, &c}) {
+    const Result<RopeDump> d = MakeRopeDump(*in);
+    ASSERT_TRUE(d.ok()) << d.status().ToString();
+    EXPECT_EQ(d->tokens, T);
+    EXPECT_EQ(d->heads, H);
+    EXPECT_EQ(d->width, D);
+    EXPECT_EQ(d->dtype, in == &c ? DType::kBF16 : DType::kF32);
+    EXPECT_EQ(d->positions, (std::vector<int64_t>{7, 9}));
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t k = 0; k < D; ++k) EXPECT_EQ(d->after[static_cast<size_t>((t * H + h) * D + k)], want(t, h, k));
+  }
+}
+
+TEST(RopeDumpTensors, BadTensorsAreRefusedNamingThem) {
+  std::vector<float> v(24, 0.25f);
+  const std::vector<int64_t> pos = {0, 1};
+  RopeDumpTensors t;
+  t.before = RopeDumpTensor{.data = v.data(), .dtype = DType::kF32, .shape = {2, 3, 4}, .strides = {}, .name = "before"};
+  t.after = RopeDumpTensor{.data = v.data(), .dtype = DType::kF32, .shape = {2, 3, 4}, .strides = {}, .name = "after"};
+  t.positions = RopeDumpTensor{.data = pos.data(), .dtype = DType::kI64, .shape = {1, 2}, .strides = {}, .name = "positions"};
+  ASSERT_TRUE(MakeRopeDump(t).ok());
+  EXPECT_EQ(MakeRopeDump(t)->position_rows, 1);
+  RopeDumpTensors bad = t;
+  bad.after.shape = {2, 2, 4};
+  EXPECT_TRUE(HasError(MakeRopeDump(bad).status(), StatusCode::kInvalidArgument, "before is [2, 3, 4] but after is [2, 2, 4]"));
+  bad = t;
+  bad.after.dtype = DType::kI8;
+  EXPECT_TRUE(HasError(MakeRopeDump(bad).status(), StatusCode::kInvalidArgument, "after: dtype int8 is not float32"));
+  bad = t;
+  bad.positions.dtype = DType::kF32;
+  EXPECT_TRUE(HasError(MakeRopeDump(bad).status(), StatusCode::kInvalidArgument, "positions: dtype float32 is not int32"));
+  bad = t;
+  bad.positions = RopeDumpTensor{};
+  EXPECT_TRUE(HasError(MakeRopeDump(bad).status(), StatusCode::kInvalidArgument, "need before, after and positions"));
+  bad = t;
+  bad.inv_freq = bad.after;
+  EXPECT_TRUE(HasError(MakeRopeDump(bad).status(), StatusCode::kInvalidArgument, "give exactly one dump"));
+  bad = t;
+  bad.dtype = DType::kBF16;  // 0.25 is a bfloat16 value: accepted; 0.1 is not
+  EXPECT_TRUE(MakeRopeDump(bad).ok());
+  v[5] = 0.1f;
+  EXPECT_TRUE(HasError(MakeRopeDump(bad).status(), StatusCode::kInvalidArgument, "after: value 0.100000001 is not a bfloat16 value"));
 }
 
 TEST(RopeCauses, TheVocabularyIsStable) {

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -16,6 +15,7 @@
 #include "model_builders.hpp"
 #include "posenc/math/rope_config.hpp"
 #include "posenc/model/rope_diff.hpp"
+#include "published_configs.hpp"
 #include "test_support.hpp"
 
 namespace posenc {
@@ -24,13 +24,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace ::posenc::testing;  // NOLINT
-
-// The "config" object of a conformance record (a published config.json).
-json PublishedConfig(const std::string& name) {
-  std::ifstream in(std::string(POSENC_SOURCE_DIR) + "/tests/conformance/configs/" + name + ".json");
-  json j = json::parse(in);
-  return j["config"];
-}
 
 class RopeDiffTest : public ::testing::Test {
  protected:

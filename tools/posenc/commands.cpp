@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "posenc/config/position_scheme.hpp"
 #include "posenc/core/message.hpp"
 
 namespace posenc::cli {
@@ -79,6 +80,42 @@ CLI::Validator IntegerIn(int64_t min, int64_t max) {
         return "";
       },
       fmt::format("INT in [{}, {}]", min, max));
+}
+
+const CLI::Validator& NameToken() {
+  static const CLI::Validator v(
+      [](std::string& text) -> std::string {
+        if (text.empty()) return "'' is empty";
+        if (text.size() > 128) return QuoteForMessage(text, 60) + " is longer than 128 characters";
+        const bool ok = std::all_of(text.begin(), text.end(), [](char c) {
+          return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+                 c == '-';
+        });
+        if (!ok) return QuoteForMessage(text, 60) + " has characters other than letters, digits, '_', '.' and '-'";
+        return "";
+      },
+      "NAME");
+  return v;
+}
+
+void AddLayerSelection(CLI::App* cmd, LayerSelection& s, bool accept_keys) {
+  AddIntOption(cmd, "--layer", s.layer,
+               "Decoder layer index: that layer's scheme (its type's parameters; none for a NoPE or mamba layer)", 0,
+               kMaxLayers - 1);
+  cmd->add_option("--layer-type", s.layer_type,
+                  "Layer type whose parameters to use (keyed rope_parameters: Gemma 3/4 sliding_attention, "
+                  "DeepSeek-V4 compressed_sparse_attention; a GGUF's sliding_attention)")
+      ->check(NameToken());
+  cmd->add_option("--site", s.site,
+                  "RoPE site of the layer: attention, mla, indexer, attention_output (rotates backwards), compressor "
+                  "(posenc inspect lists a model's sites)")
+      ->check(NameToken());
+  if (accept_keys) {
+    cmd->add_option("--accept-key", s.accept_keys,
+                    "A config key naming positions that posenc does not read, stated as not changing them (repeat "
+                    "for more keys; noted)")
+        ->check(NameToken());
+  }
 }
 
 CLI::Validator RealIn(double min, double max) {

@@ -88,6 +88,21 @@ CLI::Option* AddIntOption(CLI::App* cmd, const std::string& name, T& target, con
   return cmd->add_option(name, target, description)->check(IntegerIn(lo, hi));
 }
 
+// An option check for a name from a model's vocabulary (a layer type, a RoPE site, a config key): not
+// empty, at most 128 characters, letters, digits, '_', '.' and '-' only ("--site: '' is empty").
+const CLI::Validator& NameToken();
+
+// Which part of a model a command works on: a decoder layer (index), a layer type, a RoPE site, and the
+// positional-looking config keys the user states as understood. One declaration for inspect, rope and
+// check, so the three read --layer / --layer-type / --site / --accept-key alike.
+struct LayerSelection {
+  int64_t layer = -1;  // -1: not asked
+  std::string layer_type, site;
+  std::vector<std::string> accept_keys;
+};
+// `accept_keys`: whether the command also takes --accept-key.
+void AddLayerSelection(CLI::App* cmd, LayerSelection& selection, bool accept_keys);
+
 }  // namespace posenc::cli
 
 #define POSENC_CLI_COMMAND(order, fn) \

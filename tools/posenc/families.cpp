@@ -57,6 +57,8 @@ json RowJson(const ModelFamily& f) {
   if (f.layer_types_rule != LayerTypesRule::kConfigOnly) r["layer_types_rule"] = ToString(f.layer_types_rule);
   if (f.site_rule != SiteRule::kAttention) r["sites"] = ToString(f.site_rule);
   if (f.site_rule == SiteRule::kDsa) r["indexer_pairing"] = ToString(f.indexer_pairing);
+  if (f.site_rule == SiteRule::kDsa && f.indexer_types)
+    r["indexer_layers"] = "indexer_types / index_topk_pattern / index_topk_freq: shared layers have no indexer site";
   if (f.keying == RopeKeying::kMainCompress) r["rope_keys"] = "main (sliding layers), compress (compressed layers)";
   return r;
 }

@@ -17,6 +17,7 @@
 #include "posenc/io/mapped_file.hpp"
 #include "posenc/math/multi_axis.hpp"
 #include "posenc/math/rope_config.hpp"
+#include "posenc/math/rope_pairs.hpp"
 #include "posenc/model/model_file.hpp"
 #include "posenc/model/model_scheme.hpp"
 
@@ -123,20 +124,14 @@ Result<json> Describe(const PositionScheme& s, const std::string& path, int64_t 
     out["seq_len_note"] = rc.max_position_embeddings > 0 ? "no --seq-len: max_position_embeddings used"
                                                          : "no --seq-len and no max_position_embeddings: 0 used";
   }
-  POSENC_ASSIGN_OR_RETURN(RopeFrequencies f, ComputeRopeFrequencies(rc, seq_len));
-  // Multi-axis RoPE: each pair's position component, and the plan's frequencies (equal to the 1-D
-  // ones for chunked / interleaved sections).
-  std::vector<int64_t> pair_component;
+  POSENC_ASSIGN_OR_RETURN(RopePairTable table, DescribeRopePairs(rc, seq_len));
   if (rc.multi_axis.has_value()) {
-    POSENC_ASSIGN_OR_RETURN(MultiAxisPlan plan, ComputeMultiAxisRope(rc, seq_len));
     json ma;
     ma["section_layout"] = std::string(ToString(rc.multi_axis->layout));
     ma["rules"] = std::string(ToString(rc.multi_axis->rules));
     ma["sections"] = rc.multi_axis->sections;
     ma["num_components"] = rc.multi_axis->num_components;
     out["multi_axis"] = ma;
-    pair_component = plan.pair_component;
-    f = std::move(plan.freqs);
   }
   out["spelling"] = s.rope_spelling;
   if (!s.rope_layer_types.empty()) {
@@ -161,7 +156,7 @@ Result<json> Describe(const PositionScheme& s, const std::string& path, int64_t 
   out["scaling"] = std::string(ToString(rc.scaling.type));
   out["scaling_params"] = ScalingParams(rc);
   out["seq_len"] = seq_len;
-  out["attention_scaling"] = f.attention_scaling;
+  out["attention_scaling"] = table.attention_scaling;
   // The per-layer table (LayerRopeSchedule, the family's rule): which layers rotate, which are NoPE.
   std::optional<LayerSchedule> schedule;
   if (s.num_layers > 0) {
@@ -185,23 +180,21 @@ Result<json> Describe(const PositionScheme& s, const std::string& path, int64_t 
     }
     out["query_temperature"] = qt;
   }
-  const std::vector<PairRegime> regimes = ClassifyPairs(rc, f);
-  const std::vector<double> plain = UnscaledFrequencies(rc);
+  // Each pair (DescribeRopePairs: the library's table, which the Python package reads too).
   json pairs = json::array();
-  for (size_t i = 0; i < f.inv_freq.size(); ++i) {
-    const double w = f.inv_freq[i];
+  for (const RopePairInfo& q : table.pairs) {
     json p;
-    p["pair"] = i;
-    p["dims"] = {rc.layout.first(static_cast<int64_t>(i)), rc.layout.second(static_cast<int64_t>(i))};
-    p["frequency"] = w;
+    p["pair"] = q.pair;
+    p["dims"] = {q.first_dim, q.second_dim};
+    p["frequency"] = q.frequency;
     // JSON has no infinity: an unrotated pair's wavelength is null.
-    if (w > 0)
-      p["wavelength"] = 2.0 * std::numbers::pi / w;
+    if (q.wavelength)
+      p["wavelength"] = *q.wavelength;
     else
       p["wavelength"] = nullptr;
-    if (w > 0 && i < plain.size()) p["divisor"] = plain[i] / w;
-    p["regime"] = std::string(ToString(regimes[i]));
-    if (i < pair_component.size()) p["component"] = pair_component[i];
+    if (q.divisor) p["divisor"] = *q.divisor;
+    p["regime"] = std::string(ToString(q.regime));
+    if (q.component >= 0) p["component"] = q.component;
     pairs.push_back(p);
   }
   out["pairs"] = pairs;
@@ -307,9 +300,7 @@ void RegisterInspect(CLI::App& app) {
   static std::string path;
   static int64_t seq_len = -1;
   static bool as_json = false;
-  static std::string layer_type, site;
-  static std::vector<std::string> accept_keys;
-  static int64_t layer = -1;
+  static LayerSelection sel;
   static bool allow_default_base = false, require_freq_base = false;
   static std::string assume_layout;
   cmd->add_option("config", path, "config.json, or a model: .gguf, .safetensors, a Hugging Face folder, llama2.c .bin")
@@ -317,19 +308,7 @@ void RegisterInspect(CLI::App& app) {
   cmd->add_option("--seq-len", seq_len, "Sequence length (largest position + 1); default max_position_embeddings")
       ->check(NonNegativeInteger());
   cmd->add_flag("--json", as_json, "Print the same as JSON");
-  cmd->add_option("--layer-type", layer_type,
-                  "Which layer type's parameters (keyed rope_parameters, Gemma 3/4, DeepSeek-V4; a GGUF's "
-                  "sliding_attention), e.g. sliding_attention");
-  cmd->add_option("--layer", layer,
-                  "Decoder layer index: the scheme of that layer (its type's parameters; none for a NoPE or mamba "
-                  "layer)")
-      ->check(NonNegativeInteger());
-  cmd->add_option("--site", site,
-                  "RoPE site of an attention layer: attention, mla, indexer, attention_output, compressor (the "
-                  "model's sites are listed)");
-  cmd->add_option("--accept-key", accept_keys,
-                  "A config key naming positions that posenc does not read, stated as not changing them (repeat for "
-                  "more keys; noted)");
+  AddLayerSelection(cmd, sel, /*accept_keys=*/true);
   cmd->add_option("--assume-layout", assume_layout,
                   "Pair layout for a config.json whose model_type posenc does not know (see posenc families): "
                   "half or interleaved")
@@ -350,10 +329,10 @@ void RegisterInspect(CLI::App& app) {
       model = std::move(m).value();
     }
     ModelSchemeOptions options;
-    options.layer_type = layer_type;
-    options.layer = layer;
-    options.site = site;
-    options.understood_keys = accept_keys;
+    options.layer_type = sel.layer_type;
+    options.layer = sel.layer;
+    options.site = sel.site;
+    options.understood_keys = sel.accept_keys;
     options.allow_default_freq_base = !require_freq_base;
     if (RopePairing pairing; !assume_layout.empty() && ParseRopePairing(assume_layout, &pairing))
       options.assume_layout = pairing;

@@ -29,10 +29,9 @@ struct RopeOptions {
   std::string direction = "forward";
   std::string order = "tokens-first";
   int64_t seq_len = 0;
-  // Which layer (index or type) and RoPE site of the model to rotate for.
-  int64_t layer = -1;
-  std::string layer_type, site;
-  std::vector<std::string> accept_keys;  // positional-looking config keys stated as understood
+  // Which layer (index or type) and RoPE site of the model to rotate for, and the positional-looking
+  // config keys stated as understood.
+  LayerSelection sel;
 };
 
 // What the model does at the layer and site asked for: its RoPE, the direction of the site (DeepSeek-V4's
@@ -67,11 +66,12 @@ Result<SiteRope> LoadRopeConfig(const RopeOptions& o, int64_t input_head_dim) {
   if (o.model.empty() == o.config.empty()) return InvalidArgumentError("give exactly one of --config and --model");
   const std::string& path = o.model.empty() ? o.config : o.model;
   ModelSchemeOptions scheme_options;
-  scheme_options.layer = o.layer;
-  scheme_options.layer_type = o.layer_type;
-  scheme_options.site = o.site;
-  scheme_options.understood_keys = o.accept_keys;
-  const bool asked_layer = o.layer >= 0 || !o.layer_type.empty() || !o.site.empty() || !o.accept_keys.empty();
+  scheme_options.layer = o.sel.layer;
+  scheme_options.layer_type = o.sel.layer_type;
+  scheme_options.site = o.sel.site;
+  scheme_options.understood_keys = o.sel.accept_keys;
+  const bool asked_layer =
+      o.sel.layer >= 0 || !o.sel.layer_type.empty() || !o.sel.site.empty() || !o.sel.accept_keys.empty();
   if (RopePairing pairing; !o.assume_layout.empty()) {
     if (!ParseRopePairing(o.assume_layout, &pairing))
       return InvalidArgumentError(fmt::format("--assume-layout '{}' (expected half or interleaved)", o.assume_layout));
@@ -226,18 +226,7 @@ void RegisterRope(CLI::App& app) {
       ->check(CLI::IsMember({"half", "interleaved"}));
   cmd->add_option("--seq-len", o.seq_len, "Sequence length for length-dependent scalings (default: max position + 1)")
       ->check(NonNegativeInteger());
-  cmd->add_option("--layer", o.layer,
-                  "Decoder layer index: rotate as that layer does (its type's parameters; a NoPE or mamba layer "
-                  "leaves the input unchanged)")
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--layer-type", o.layer_type,
-                  "Layer type whose parameters to use (e.g. sliding_attention, compressed_sparse_attention)");
-  cmd->add_option("--site", o.site,
-                  "RoPE site of the layer: attention, mla, indexer, attention_output (rotates backwards), compressor "
-                  "(posenc inspect lists a model's sites)");
-  cmd->add_option("--accept-key", o.accept_keys,
-                  "A config key naming positions that posenc does not read, stated as not changing them (repeat for "
-                  "more keys; noted)");
+  AddLayerSelection(cmd, o.sel, /*accept_keys=*/true);
   cmd->add_option("--direction", o.direction, "forward, or backward (rotate by -angle: the gradient)")
       ->check(CLI::IsMember({"forward", "backward"}))
       ->capture_default_str();

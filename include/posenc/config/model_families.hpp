@@ -51,6 +51,9 @@ enum class LayerTypesRule {
   kMambaUnlessListed,   // Granite 4.0-H: layer_types with "mamba" / "attention"; absent: every layer Mamba
   kHybridLayerPattern,  // MiMo-V2 (remote code): hybrid_layer_pattern 1 sliding, 0 full attention
   kKdaLayers,           // Kimi Linear: linear_attn_config.kda_layers (1-based) linear_attention, else full
+  kSlidingWindowPattern,  // Gemma 3: full_attention where (i + 1) % sliding_window_pattern == 0, else sliding;
+                          // the key absent: the row's full_layer_period (the config class's default)
+  kEveryNthFull,          // Gemma 3n: full_attention where (i + 1) % full_layer_period == 0 (no key read)
 };
 
 // The RoPE sites of a family's attention layers and how each is shaped (hf_config.cpp applies them).
@@ -118,8 +121,13 @@ struct ModelFamily {
   std::string_view derives_from{};  // the row whose facts this one extends ("" none)
   PositionSwitch positions = PositionSwitch::kAlways;
   LayerTypesRule layer_types_rule = LayerTypesRule::kConfigOnly;
+  int64_t full_layer_period = 0;  // kSlidingWindowPattern / kEveryNthFull: every how many layers one is full
   SiteRule site_rule = SiteRule::kAttention;
   RopePairing indexer_pairing = RopePairing::kHalf;  // SiteRule::kDsa: the indexer's pairing
+  // SiteRule::kDsa: the config says which layers run their own indexer ("full") and which reuse the previous
+  // one's top-k ("shared": no indexer, so no indexer site): indexer_types, else index_topk_pattern ("F" /
+  // "S"), else index_topk_freq with index_skip_topk_offset (GLM-5.2's IndexShare). false: every layer's.
+  bool indexer_types = false;
   RopeKeying keying = RopeKeying::kNone;
   std::string_view full_head_dim_key{};  // the head size of full_attention layers (Gemma 4: global_head_dim)
   // The config class's rope_parameters where the config gives none (JSON; keyed by layer type where the

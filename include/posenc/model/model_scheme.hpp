@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "posenc/config/position_scheme.hpp"
@@ -64,6 +65,9 @@ Result<PositionScheme> ModelScheme(const ModelFile& model, const ModelSchemeOpti
 
 // The scheme of a Hugging Face config.json given by path (kNotFound if it cannot be read).
 Result<PositionScheme> ConfigFileScheme(const std::string& config_path, const ModelSchemeOptions& options = {});
+// The same for a config.json's text, named `source` in messages.
+Result<PositionScheme> ConfigTextScheme(std::string_view json_text, const std::string& source,
+                                        const ModelSchemeOptions& options = {});
 
 // llama2.c's scheme, fixed by run.c rather than stored: RoPE base 10000 over the whole head, adjacent
 // pairs, head_size = dim / n_heads; `source` (the file) becomes rope.source.

@@ -20,13 +20,16 @@
 // Example:
 //   RopeDescription d = OpenRopeDescription("config.json").value();
 //   RopeCheckTarget t = RopeCheckTargetOf(d, RopeCheckSelect{.layer = 3}).value();
-//   RopeDump dump = ...;   // before/after [T, H, W] as float, positions [T]
+//   RopeDumpTensors in;   // the caller's before/after [T, H, W] and positions [T], read in place
+//   in.before = {.data = q, .dtype = DType::kBF16, .shape = {T, H, W}, .strides = {}, .name = "q"}; ...
+//   RopeDump dump = MakeRopeDump(in).value();
 //   RopeCheckReport r = CheckRope(t, dump).value();
-//   if (!r.pass) puts(r.diagnosis.front().id.c_str());
+//   if (!r.pass) puts(RopeCheckReportText(r).c_str());   // or RopeCheckReportJson(r): `posenc check --json`
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,6 +55,7 @@ struct RopeDump {
   // Positions, component-major [num_components, tokens] (1-D RoPE: [tokens]); empty: row i is
   // position i (cos/sin caches).
   std::vector<int64_t> positions;
+  int64_t position_rows = 0;  // the rows of a [C, T] positions tensor, checked against the model's C; 0: flat
   // kCosSin: [tokens, width], width R (HF's cache: both members of a pair) or R/2 (one per pair).
   std::vector<float> cos, sin;
   // kInvFreq: R/2 values.
@@ -60,6 +64,37 @@ struct RopeDump {
   // cos/sin), the model's max_position_embeddings (inv_freq).
   int64_t seq_len = 0;
 };
+
+// One tensor of a dump as the caller holds it (a .npy, a safetensors tensor, a numpy array, a torch
+// tensor), read in place: values float32, float16, bfloat16 or float64 (read as float32); positions
+// int32 or int64. Not given: no data and no shape.
+struct RopeDumpTensor {
+  const void* data = nullptr;
+  DType dtype = DType::kF32;
+  std::vector<int64_t> shape;
+  std::vector<int64_t> strides;  // in elements; empty: C-contiguous
+  std::string name;              // names it in messages ("--after q.npy", "after")
+};
+
+// A dump in one of the three forms, as tensors: before/after with positions, cos/sin (positions
+// optional), or inv_freq.
+struct RopeDumpTensors {
+  RopeDumpTensor before, after;  // [T, H, D]; heads_first: [H, T, D]; [T, D]: one head
+  bool heads_first = false;
+  RopeDumpTensor cos, sin;       // [T, R] or [T, R/2]
+  RopeDumpTensor inv_freq;       // [R/2]
+  RopeDumpTensor positions;      // [T] or [components, T]
+  // The engine's dtype when the values are stored wider (a bfloat16 dump saved as float32); unset: the
+  // values' own (float64: float32).
+  std::optional<DType> dtype;
+  int64_t seq_len = 0;  // RopeDump::seq_len
+};
+
+// The dump of `t`, converted once into RopeDump's float32 values (token-major). Errors (kInvalidArgument,
+// one line naming the tensor): not exactly one form, a form's tensor missing, before and after (cos and
+// sin) of different shapes, a rank the form does not take, a dtype other than the above, a value that is
+// not bfloat16 when the engine's dtype is said to be.
+Result<RopeDump> MakeRopeDump(const RopeDumpTensors& t);
 
 // Which layer and site of the model the dump is of.
 struct RopeCheckSelect {
@@ -114,6 +149,13 @@ struct RopeCheckReport {
 // width other than R or R/2, an inv_freq length other than R/2, positions of the wrong count), a
 // position outside [0, 2^31), a NaN or infinity in the dump, a dtype other than f32/f16/bf16.
 Result<RopeCheckReport> CheckRope(const RopeCheckTarget& target, const RopeDump& dump);
+
+// The report as `posenc check --json` prints it (keys: verdict, target, form, tolerance, seq_len,
+// elements, elements_over_tolerance, max_error_over_tolerance, worst{token, position, head, pair, dim,
+// got, want, error, tolerance}, diagnosis[{cause, detail, max_error_over_tolerance}], and for a
+// not_explained failure error_first_position and error_pairs), and as its text; Python reads the same.
+std::string RopeCheckReportJson(const RopeCheckReport& r);
+std::string RopeCheckReportText(const RopeCheckReport& r);
 
 // The known causes, in tie-break order (tests and docs list them from here).
 std::vector<std::string> RopeCauseIds();

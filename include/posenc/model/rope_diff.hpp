@@ -33,10 +33,15 @@ struct RopeDescription {
   std::optional<ModelFile> model;  // absent for a bare config.json
   ModelSchemeOptions options;
   PositionScheme scheme;           // the scheme with no layer type asked (the default one)
+  std::optional<std::string> config_text;  // a config.json given as text (`path` names it in messages)
 };
 
 // Opens `path`. Errors are the readers' (kNotFound, kInvalidArgument, ...), naming the file.
 Result<RopeDescription> OpenRopeDescription(const std::string& path, const ModelSchemeOptions& options = {});
+
+// A config.json given as text (a Python dict), named `source` in messages. Errors: the config reader's.
+Result<RopeDescription> RopeDescriptionFromConfigText(std::string text, const std::string& source,
+                                                      const ModelSchemeOptions& options = {});
 
 // The scheme of one layer type of `d` (the default scheme for "" or a format that has one RoPE).
 Result<PositionScheme> SchemeOfLayerType(const RopeDescription& d, const std::string& layer_type);
@@ -122,5 +127,12 @@ struct RopeDiffReport {
 
 // Compares A and B. Errors: either description's (its layers or frequencies cannot be computed).
 Result<RopeDiffReport> DiffRope(const RopeDescription& a, const RopeDescription& b, const RopeDiffOptions& options);
+
+// The report as `posenc diff --json` prints it (keys: equivalent, a, b, seq_len, summary,
+// differences[{field, a, b, affects, text, layers?, site?}], cost{structural, max_angle_diff, max_at_pair,
+// max_at_position, max_at_layer, attention_scaling_a, attention_scaling_b,
+// first_position_over_f32_rounding, first_position_over_1e-3_rad}), and as its text.
+std::string RopeDiffReportJson(const RopeDiffReport& r);
+std::string RopeDiffReportText(const RopeDiffReport& r);
 
 }  // namespace posenc

@@ -1,0 +1,207 @@
+"""Rope's decode-speed path (one C++ entry per call, _posenc.RopeCall, reading the tensors themselves)
+against its general path (python/posenc/_tensors.py's descriptors): the same bytes for every shape,
+order, dtype, batch folding, out, in place, GQA and cache type; it is taken where it should be (the
+entry answers, not None); and where it declines, the general path runs and words the error."""
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import torch
+
+import posenc
+
+CFG = {"model_type": "llama", "hidden_size": 512, "num_attention_heads": 4, "num_key_value_heads": 2,
+       "max_position_embeddings": 4096, "rope_theta": 500000.0}
+H, KV, D = 4, 2, 128
+
+
+def general(rope):
+    """The same Rope with the C++ entry switched off (its general path)."""
+    g = posenc.Rope(CFG)
+    g._call = None
+    return g
+
+
+def both(make):
+    """Two identical copies of the inputs `make` builds."""
+    a = make()
+    b = [x.clone() if isinstance(x, torch.Tensor) else x.copy() if isinstance(x, np.ndarray) else x for x in a]
+    return a, b
+
+
+def same_bits(a, b):
+    a = a.view(torch.int16) if isinstance(a, torch.Tensor) and a.dtype == torch.bfloat16 else a
+    b = b.view(torch.int16) if isinstance(b, torch.Tensor) and b.dtype == torch.bfloat16 else b
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+CASES = [  # (shape, order, positions shape)
+    ((5, H, D), None, (5,)),
+    ((H, 5, D), "htd", (5,)),
+    ((3, H, 7, D), None, (3, 7)),      # [B, H, S, D] contiguous: one view per element
+    ((3, H, 7, D), None, (7,)),        # shared positions
+    ((6, H, 1, D), None, (6, 1)),      # decode: folded into one view of 6 tokens
+    ((6, H, 1, D), "bhsd", (1,)),      # decode, one shared position: joined rows
+    ((3, 7, H, D), "bshd", (3, 7)),    # token-major elements back to back: folded
+    ((0, H, D), None, (0,)),
+]
+
+
+@pytest.mark.parametrize("shape,order,pshape", CASES)
+@pytest.mark.parametrize("kind", ["numpy", "torch32", "torch16", "bf16"])
+def test_apply_fast_equals_general(shape, order, pshape, kind):
+    rope = posenc.Rope(CFG)
+    g = general(rope)
+    rng = np.random.default_rng(len(shape) * 31 + sum(shape))
+    x = rng.standard_normal(shape).astype(np.float32)
+    pos = rng.integers(0, 6000, pshape)  # (past the 4096-row table too)
+    if kind != "numpy":
+        x = torch.from_numpy(x).to({"torch32": torch.float32, "torch16": torch.float16, "bf16": torch.bfloat16}[kind])
+        pos = torch.from_numpy(pos)
+    (a, pa), (b, pb) = both(lambda: [x, pos])
+    assert rope._call[1].apply(a, pa, None, order, "forward", False) is a  # the entry took it
+    g.apply(b, pb, order=order)
+    same_bits(a, b)
+    # out of place, backward, the reference kernel
+    (a, oa), (b, ob) = both(lambda: [x, x * 0])
+    r = rope.apply(a, pos, out=oa, order=order, direction="backward")
+    assert r is oa
+    g.apply(b, pos, out=ob, order=order, direction="backward")
+    same_bits(oa, ob)
+    same_bits(a, x)
+    (a,), (b,) = both(lambda: [x])
+    rope.apply_reference(a, pos, order=order)
+    g.apply_reference(b, pos, order=order)
+    same_bits(a, b)
+
+
+def test_transposed_hf_views_and_gqa_qk():
+    rope = posenc.Rope(CFG)
+    g = general(rope)
+    q = torch.randn(2, 9, H, D).transpose(1, 2)  # HF's [B, H, S, D], a transposed view
+    k = torch.randn(2, 9, KV, D).transpose(1, 2)
+    pos = torch.arange(18).reshape(2, 9) + 100
+    (qa, ka), (qb, kb) = both(lambda: [q, k])
+    r = rope._call[1].apply_qk(qa, ka, pos, None, "forward")
+    assert r is not None and r[0] is qa and r[1] is ka
+    g.apply_qk(qb, kb, pos)
+    same_bits(qa, qb)
+    same_bits(ka, kb)
+
+
+@pytest.mark.parametrize("cache", ["float16", "bfloat16", "q8_0"])
+@pytest.mark.parametrize("tokens", [1, 5])
+def test_kv_cache_fast_equals_general(cache, tokens):
+    rope = posenc.Rope(CFG)
+    g = general(rope)
+    qkv = torch.randn(tokens, (H + 2 * KV) * D)
+    q, k, v = posenc.split_qkv(qkv, H, KV, D)
+    dt = {"float16": torch.float16, "bfloat16": torch.bfloat16, "q8_0": torch.uint8}[cache]
+    shape = (2, 64, KV * D // 32 * 34) if cache == "q8_0" else (2, 64, KV, D)
+    pos = torch.arange(tokens) + 3000
+    slots = torch.randperm(64)[:tokens]
+    caches = [torch.zeros(shape, dtype=dt) for _ in range(4)]
+    qa = rope.apply_kv_cache(q, k, v, pos, slots, caches[0], caches[1], layer=1)
+    qb = g.apply_kv_cache(q, k, v, pos, slots, caches[2], caches[3], layer=1)
+    same_bits(qa, qb)
+    same_bits(caches[0], caches[2])
+    same_bits(caches[1], caches[3])
+    assert rope._call[1].apply_kv_cache(q, k, v, pos, slots, caches[0], caches[1], None, 1, False) is not None
+
+
+def test_declined_calls_raise_the_general_paths_errors():
+    rope = posenc.Rope(CFG)
+    call = rope._call[1]
+    x = np.zeros((2, H, D), np.float32)
+    # each declined by the entry (None, nothing written) and worded by the general path
+    for args, err, msg in [
+        ((x, np.array([0, -1])), ValueError, r"position -1"),
+        ((x, np.array([0, 1, 2])), ValueError, r"^positions: 3 positions for 2 tokens"),
+        ((x[:, :, ::2], np.array([0, 1])), ValueError, r"^x: head_dim axis has stride 2"),
+        ((x.astype(np.float64), np.array([0, 1])), ValueError, r"^x: dtype float64 is not float32 or float16"),
+        ((np.zeros((2, D), np.float32), np.array([0, 1])), ValueError, r"^x: shape \[2, 128\] is not"),
+    ]:
+        before = args[0].copy()
+        assert call.apply(*args, None, None, "forward", False) is None
+        with pytest.raises(err, match=msg):
+            rope.apply(*args)
+        np.testing.assert_array_equal(args[0], before)
+    ro = np.zeros((2, H, D), np.float32)
+    ro.flags.writeable = False
+    assert call.apply(ro, np.arange(2), None, None, "forward", False) is None
+    with pytest.raises(ValueError, match="^x: array is read-only"):
+        rope.apply(ro, np.arange(2))
+    with pytest.raises(ValueError, match="order 'bhsd' does not fit a 3-d shape"):
+        rope.apply(x, np.arange(2), order="bhsd")
+    # a view reaching past its owner's memory (as_strided): declined, refused by name
+    base = np.zeros(H * D, np.float32)
+    bad = np.lib.stride_tricks.as_strided(base, (2, H, D), (H * D * 4, D * 4, 4))
+    assert call.apply(bad, np.arange(2), None, None, "forward", False) is None
+    with pytest.raises(ValueError, match="reach outside"):
+        rope.apply(bad, np.arange(2))
+    # q and k sharing memory
+    q = np.zeros((2, H, D), np.float32)
+    with pytest.raises(ValueError, match="^k: overlaps q without being it"):
+        rope.apply_qk(q, q[:, :KV], np.arange(2))
+    # a tensor that requires grad is declined; the general path refuses it outside no_grad
+    t = torch.zeros(2, H, D, requires_grad=True)
+    assert call.apply(t, np.arange(2), None, None, "forward", False) is None
+    with pytest.raises(ValueError, match="requires grad"):
+        rope.apply(t, np.arange(2))
+
+
+def test_a_dynamic_table_takes_the_general_path():
+    cfg = dict(CFG, rope_scaling={"rope_type": "dynamic", "factor": 2.0})
+    rope = posenc.Rope(cfg)
+    assert rope._call is None
+    x = np.ones((3, H, D), np.float32)
+    rope.apply(x, np.arange(3))
+    assert np.isfinite(x).all() and not (x == 1).all()
+
+
+def test_numpy_calls_import_no_torch():
+    code = textwrap.dedent("""
+        import sys, numpy as np, posenc
+        cfg = %r
+        rope = posenc.Rope(cfg)
+        q = np.ones((1, 4, 128), np.float32)
+        rope.apply(q, np.arange(1))
+        rope.apply_qk(q, np.ones((1, 2, 128), np.float32), 0)
+        print("torch" in sys.modules)
+    """ % (CFG,))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_set_num_threads_returns_the_count():
+    try:
+        assert posenc.set_num_threads(3) == 3
+        assert posenc.num_threads() == 3
+        assert posenc.set_num_threads(0) == posenc.num_threads()
+    finally:
+        posenc.set_num_threads(0)
+
+
+def test_set_num_threads_warns_when_the_os_refuses_threads():
+    # A process whose address space has room for few thread stacks: the pool starts what it can, and
+    # set_num_threads says so (RuntimeWarning with the pool's reason) and returns the smaller count.
+    code = textwrap.dedent("""
+        import resource, warnings, posenc
+        def used():
+            with open("/proc/self/statm") as f:
+                return int(f.read().split()[0]) * resource.getpagesize()
+        cap = used() + (48 << 20)
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            n = posenc.set_num_threads(300)
+        print(n, posenc.num_threads(), len(w), w[0].category.__name__ if w else "", str(w[0].message) if w else "")
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    n, running, warned, category, message = out.stdout.strip().split(" ", 4)
+    assert 1 <= int(n) < 300 and int(n) == int(running)
+    assert (warned, category) == ("1", "RuntimeWarning")
+    assert message.startswith("set_num_threads(300): thread pool: started "), message
