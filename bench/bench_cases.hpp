@@ -23,6 +23,18 @@
 //                    roofline: memcpy of bytes_all / 2 (so it moves bytes_all bytes, half read, half
 //                    written); `unfused` times the same work as posenc's separate calls: ApplyRope of q
 //                    out of place, ApplyRope of k out of place into a scratch tensor, StoreKvCache.
+//   qknorm_prefill   Qwen3-8B: ApplyRopeKvCache with q_norm and k_norm (per-head RMSNorm, weight * x.to(dtype))
+//                    from the fused QKV projection [4096, (32 + 2 x 8) x 128], theta 1e6, as fused_prefill;
+//                    `unfused` times ApplyHeadRmsNorm of q (into q_out) and of k (into a scratch tensor),
+//                    ApplyRope of both in place, StoreKvCache
+//   qknorm_decode    the same for 64 sequences x 1 token into scattered slots of a paged cache
+//   mla_prefill      DeepSeek-V3: ApplyMlaRopeCache, 4096 tokens of kv_a_proj_with_mqa output [4096, 512 + 64]
+//                    (kv_c RMSNormed with kv_a_layernorm's weight, k_pe rotated, interleaved pairs) into slots
+//                    0..4095 of an 8192-slot latent cache, and the q_pe windows of q [4096, 128, 192] rotated
+//                    in place; `unfused` times ApplyHeadRmsNorm, ApplyRope of k_pe, ApplyRope of q,
+//                    StoreKvCache; roofline: memcpy of bytes_all / 2 (bytes: the latent input, the cache
+//                    rows, q's rope window of each head read and written)
+//   mla_decode       the same for 64 sequences x 1 token into scattered slots of a paged cache (64-row pages)
 // bytes = bytes read + bytes written by the kernel; gbps = bytes / median time. bytes_all (RoPE and
 // fused rows) adds every other byte the kernel must move: the cos/sin rows it reads (and for fused
 // rows bytes is already input + q out + cache rows written), so fraction_all = (bytes_all / time) /
@@ -32,6 +44,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -47,6 +61,8 @@
 #include "posenc/core/parallel.hpp"
 #include "posenc/kernels/fused_rope.hpp"
 #include "posenc/kernels/kv_cache.hpp"
+#include "posenc/kernels/mla_cache.hpp"
+#include "posenc/kernels/rms_norm.hpp"
 #include "posenc/kernels/multi_axis_rope.hpp"
 #include "posenc/kernels/rope.hpp"
 #include "posenc/math/multi_axis.hpp"
@@ -60,7 +76,7 @@ struct CaseSpec {
   DType dtype = DType::kF32;
   RopePairing layout = RopePairing::kHalf;
   bool inplace = true;
-  bool fused = false;                          // fused_prefill / fused_decode
+  bool fused = false;                          // fused_*, qknorm_*, mla_*
   KvCacheType cache_type = KvCacheType::kF32;  // fused rows only
   std::string Name() const {
     if (fused) return fmt::format("{}/{}/{}/cache_{}", op, ToString(dtype), ToString(layout), ToString(cache_type));
@@ -115,6 +131,20 @@ inline std::vector<CaseSpec> AllCases() {
                          op == std::string("fused_prefill") ? "qkv [4096, 48 x 128] -> q + cache [8192, 8, 128]"
                                                             : "qkv [64x1, 48 x 128] -> q + paged cache [16384, 8, 128]",
                          dt, RopePairing::kHalf, false, true, ct});
+  for (const char* op : {"qknorm_prefill", "qknorm_decode"})
+    for (DType dt : {DType::kBF16, DType::kF32})
+      for (KvCacheType ct : {KvCacheType::kBF16, KvCacheType::kF16, KvCacheType::kQ8_0, KvCacheType::kF32})
+        if (dt == DType::kBF16 || ct == KvCacheType::kF32)
+          cases.push_back({op,
+                           op == std::string("qknorm_prefill") ? "qkv [4096, 48 x 128] -> q + cache [8192, 8, 128]"
+                                                               : "qkv [64x1, 48 x 128] -> q + paged cache [16384, 8, 128]",
+                           dt, RopePairing::kHalf, false, true, ct});
+  for (const char* op : {"mla_prefill", "mla_decode"})
+    for (KvCacheType ct : {KvCacheType::kBF16, KvCacheType::kQ8_0})
+      cases.push_back({op,
+                       op == std::string("mla_prefill") ? "kv [4096, 512 + 64] + q [4096, 128, 192] -> cache [8192, 576]"
+                                                        : "kv [64x1, 512 + 64] + q [64x1, 128, 192] -> paged cache [16384, 576]",
+                       DType::kBF16, RopePairing::kInterleaved, true, true, ct});
   return cases;
 }
 
@@ -224,10 +254,35 @@ struct FusedPattern {
   }
 };
 
+// A timed call that fails would time nothing: the QK-norm and MLA rows stop at the first error.
+inline void MustOk(const Status& s) {
+  if (!s.ok()) {
+    std::fprintf(stderr, "posenc bench: a timed call failed: %s\n", s.ToString().c_str());
+    std::abort();
+  }
+}
+
+// Qwen3-8B's table (theta 1e6), built once.
+inline const RopeTable& Qwen3Table() {
+  static const RopeTable table =
+      RopeTable::Build(DefaultRopeFrequencies(128, 1000000.0).value(), 8192, RopePrecision::kReference).value();
+  return table;
+}
+
+// Norm weights of n values around 1 (bfloat16 values, as a checkpoint holds them), kept alive.
+inline std::shared_ptr<std::vector<float>> NormWeight(size_t n, uint32_t seed) {
+  auto w = std::make_shared<std::vector<float>>(n);
+  std::mt19937 rng(seed);
+  for (auto& x : *w) x = BF16ToF32(F32ToBF16(0.5f + static_cast<float>(rng() % 1024) / 1024.0f));
+  return w;
+}
+
 inline std::unique_ptr<Prepared> PrepareFused(const CaseSpec& c, ParallelRunner* runner) {
   auto p = std::make_unique<Prepared>();
   const size_t es = SizeOf(c.dtype);
-  const bool decode = c.op == "fused_decode";
+  const bool decode = c.op == "fused_decode" || c.op == "qknorm_decode";
+  const bool qk_norm = c.op.rfind("qknorm", 0) == 0;
+  const RopeTable& rope_table = qk_norm ? Qwen3Table() : LlamaTable();
   const int64_t T = decode ? 64 : 4096, Hq = 32, Hkv = 8, D = 128, W = (Hq + 2 * Hkv) * D;
   const int64_t slots = decode ? 16384 : 8192, page = 16;
   auto in = Buffer<uint8_t>(static_cast<size_t>(T * W) * es + 64);
@@ -268,19 +323,35 @@ inline std::unique_ptr<Prepared> PrepareFused(const CaseSpec& c, ParallelRunner*
   } else {
     for (int64_t t = 0; t < T; ++t) (*pos)[static_cast<size_t>(t)] = (*slot)[static_cast<size_t>(t)] = t;
   }
-  RopeArgs args{{c.layout, D, 0, D}, &LlamaTable(), *pos};
+  RopeArgs args{{c.layout, D, 0, D}, &rope_table, *pos};
   args.parallel = runner;
   const QkvViews qkv = SplitFusedQkv(in.get(), c.dtype, T, Hq, Hkv, D).value();
   const HeadsView qov = HeadsView::Dense(q_out.get(), c.dtype, T, Hq, D);
   const HeadsView ktv = HeadsView::Dense(k_tmp.get(), c.dtype, T, Hkv, D);
-  const FusedRopeArgs fa{args, *slot, 0, {}};
-  p->run = [fa, qkv, qov, cache] { (void)ApplyRopeKvCache(fa, qkv, qov, *cache); };
-  p->unfused = [args, qkv, qov, ktv, cache, slot, runner] {
-    (void)ApplyRope(args, qkv.q, qov);
-    (void)ApplyRope(args, qkv.k, ktv);
-    (void)StoreKvCache(*cache, 0, *slot, ktv, qkv.v, runner);
-  };
-  p->pattern = FusedPattern{&LlamaTable(), qkv, qov, cache, pos, slot, runner};
+  auto qw = NormWeight(static_cast<size_t>(D), 21), kw = NormWeight(static_cast<size_t>(D), 22);
+  HeadRmsNorm qn, kn;
+  if (qk_norm) {
+    qn = {*qw, 1e-6f, RmsNormStyle::kCastThenScale, RmsNormScope::kPerHead};
+    kn = {*kw, 1e-6f, RmsNormStyle::kCastThenScale, RmsNormScope::kPerHead};
+  }
+  const FusedRopeArgs fa{args, *slot, 0, {}, qn, kn};
+  p->run = [fa, qkv, qov, cache] { MustOk(ApplyRopeKvCache(fa, qkv, qov, *cache)); };
+  if (qk_norm) {  // norm, then RoPE in place, then the cache write: posenc's separate calls
+    p->unfused = [args, qkv, qov, ktv, cache, slot, runner, qn, kn] {
+      MustOk(ApplyHeadRmsNorm(qn, qkv.q, qov, runner));
+      MustOk(ApplyRope(args, qov));
+      MustOk(ApplyHeadRmsNorm(kn, qkv.k, ktv, runner));
+      MustOk(ApplyRope(args, ktv));
+      MustOk(StoreKvCache(*cache, 0, *slot, ktv, qkv.v, runner));
+    };
+  } else {
+    p->unfused = [args, qkv, qov, ktv, cache, slot, runner] {
+      (void)ApplyRope(args, qkv.q, qov);
+      (void)ApplyRope(args, qkv.k, ktv);
+      (void)StoreKvCache(*cache, 0, *slot, ktv, qkv.v, runner);
+    };
+  }
+  p->pattern = FusedPattern{&rope_table, qkv, qov, cache, pos, slot, runner};
   const double token_bytes =
       static_cast<double>(W * static_cast<int64_t>(es) + Hq * D * static_cast<int64_t>(es) + 2 * cache->slot_bytes());
   p->bytes = static_cast<double>(T) * token_bytes;
@@ -296,12 +367,100 @@ inline std::unique_ptr<Prepared> PrepareFused(const CaseSpec& c, ParallelRunner*
   RopeArgs core_args = args;
   core_args.positions = std::span<const int64_t>(pos->data(), static_cast<size_t>(Ts));
   core_args.parallel = &SerialRunner();
-  const FusedRopeArgs core_fa{core_args, std::span<const int64_t>(slot->data(), static_cast<size_t>(Ts)), 0, {}};
+  const FusedRopeArgs core_fa{core_args, std::span<const int64_t>(slot->data(), static_cast<size_t>(Ts)), 0, {}, qn, kn};
   const QkvViews qs = SplitFusedQkv(in.get(), c.dtype, Ts, Hq, Hkv, D).value();
   const HeadsView qos = HeadsView::Dense(q_out.get(), c.dtype, Ts, Hq, D);
   p->core = [core_fa, qs, qos, cache] { (void)ApplyRopeKvCache(core_fa, qs, qos, *cache); };
   p->core_bytes = static_cast<double>(Ts) * token_bytes;
-  p->keep = {in, q_out, k_tmp, cache, kc, vc, pos, slot, src, dst, scales};
+  p->keep = {in, q_out, k_tmp, cache, kc, vc, pos, slot, src, dst, scales, qw, kw};
+  return p;
+}
+
+// DeepSeek-V3's MLA cache row (mla_prefill, mla_decode): kv_lora_rank 512, qk_rope_head_dim 64,
+// qk_nope_head_dim 128, 128 q heads, interleaved pairs (the checkpoint's order), bfloat16 activations.
+inline std::unique_ptr<Prepared> PrepareMla(const CaseSpec& c, ParallelRunner* runner) {
+  auto p = std::make_unique<Prepared>();
+  const size_t es = SizeOf(c.dtype);
+  const bool decode = c.op == "mla_decode";
+  const int64_t T = decode ? 64 : 4096, H = 128, nope = 128, rope = 64, lora = 512, D = nope + rope, R = lora + rope;
+  const int64_t slots = decode ? 16384 : 8192, page = 64;
+  static const RopeTable table =
+      RopeTable::Build(DefaultRopeFrequencies(rope, 10000.0).value(), 8192, RopePrecision::kReference).value();
+  auto kv = Buffer<uint8_t>(static_cast<size_t>(T * R) * es + 64), q = Buffer<uint8_t>(static_cast<size_t>(T * H * D) * es + 64);
+  FillBytes(kv.get(), static_cast<size_t>(T * R) * es, 31);
+  FillBytes(q.get(), static_cast<size_t>(T * H * D) * es, 32);
+  auto rows = Buffer<uint8_t>(static_cast<size_t>(T * R) * es + 64);
+  std::memset(rows.get(), 0, static_cast<size_t>(T * R) * es);
+  auto cache = std::make_shared<MlaCacheView>(MlaCacheView{nullptr, c.cache_type, 1, slots, lora, rope});
+  const size_t cache_bytes = static_cast<size_t>(cache->bytes());
+  auto mem = Buffer<uint8_t>(cache_bytes), v_unused = Buffer<uint8_t>(cache_bytes);  // v: StoreKvCache's view only
+  cache->data = mem.get();
+  auto pos = std::make_shared<std::vector<int64_t>>(static_cast<size_t>(T));
+  auto slot = std::make_shared<std::vector<int64_t>>(static_cast<size_t>(T));
+  std::mt19937 rng(3);
+  if (decode) {
+    const int64_t pages = slots / page, max_pages = 8192 / page;
+    std::vector<int32_t> pool(static_cast<size_t>(pages)), bt(static_cast<size_t>(T * max_pages), -1);
+    for (int64_t i = 0; i < pages; ++i) pool[static_cast<size_t>(i)] = static_cast<int32_t>(i);
+    std::shuffle(pool.begin(), pool.end(), rng);
+    std::vector<int64_t> seq(static_cast<size_t>(T));
+    for (int64_t t = 0; t < T; ++t) {
+      const int64_t pp = static_cast<int64_t>(rng() % 8192);
+      (*pos)[static_cast<size_t>(t)] = pp;
+      seq[static_cast<size_t>(t)] = t;
+      bt[static_cast<size_t>(t * max_pages + pp / page)] = pool[static_cast<size_t>(t)];
+    }
+    *slot = PagedKvSlots(PagedKvTable{page, pages, max_pages, bt}, seq, *pos).value();
+  } else {
+    for (int64_t t = 0; t < T; ++t) (*pos)[static_cast<size_t>(t)] = (*slot)[static_cast<size_t>(t)] = t;
+  }
+  auto w = NormWeight(static_cast<size_t>(lora), 23);
+  RopeArgs args{{c.layout, D, nope, rope}, &table, *pos};
+  args.parallel = runner;
+  const HeadRmsNorm norm{*w, 1e-6f, RmsNormStyle::kCastThenScale, RmsNormScope::kPerHead};
+  const HeadsView kv_c{kv.get(), c.dtype, T, 1, lora, R, lora};
+  const HeadsView k_pe{kv.get() + static_cast<size_t>(lora) * es, c.dtype, T, 1, rope, R, rope};
+  const HeadsView qv = HeadsView::Dense(q.get(), c.dtype, T, H, D);
+  const MlaRopeArgs ma{args, *slot, 0, norm};
+  p->run = [ma, kv_c, k_pe, qv, cache] { MustOk(ApplyMlaRopeCache(ma, kv_c, k_pe, qv, qv, *cache)); };
+  const HeadsView latent{rows.get(), c.dtype, T, 1, lora, R, lora};
+  const HeadsView pe{rows.get() + static_cast<size_t>(lora) * es, c.dtype, T, 1, rope, R, rope};
+  const HeadsView row_view = HeadsView::Dense(rows.get(), c.dtype, T, 1, R);
+  const KvCacheView kc = cache->AsKvCache(v_unused.get());
+  RopeArgs ka = args;
+  ka.layout = {c.layout, rope, 0, rope};
+  p->unfused = [norm, kv_c, k_pe, qv, latent, pe, row_view, kc, ka, args, slot, runner] {
+    MustOk(ApplyHeadRmsNorm(norm, kv_c, latent, runner));
+    MustOk(ApplyRope(ka, k_pe, pe));
+    MustOk(ApplyRope(args, qv));
+    MustOk(StoreKvCache(kc, 0, *slot, row_view, HeadsView{nullptr, row_view.dtype, 0, 1, row_view.head_dim,
+                                                           row_view.head_dim, row_view.head_dim},
+                        runner));
+  };
+  // Bytes: the latent input read, the cache row written, each q head's rope window read and written
+  // (in place: the nope dims are not touched), the cos/sin rows.
+  const double token_bytes = static_cast<double>(R * static_cast<int64_t>(es) + cache->slot_bytes() +
+                                                 2 * H * rope * static_cast<int64_t>(es));
+  p->bytes = static_cast<double>(T) * token_bytes;
+  p->bytes_all = p->bytes + CosSinBytes(T, rope / 2);
+  const size_t half = static_cast<size_t>(p->bytes_all / 2) / 64 * 64;
+  auto src = Buffer<uint8_t>(half), dst = Buffer<uint8_t>(half);
+  FillBytes(src.get(), half, 12);
+  std::memset(dst.get(), 0, half);
+  p->roofline = [src, dst, half, runner] { detail::RooflineCopy(dst.get(), src.get(), half, runner); };
+  p->roofline_bytes = 2.0 * static_cast<double>(half);
+  p->roofline_kind = "memcpy";
+  const int64_t Ts = std::clamp<int64_t>(static_cast<int64_t>(16384 / token_bytes), 1, T);
+  RopeArgs core_args = args;
+  core_args.positions = std::span<const int64_t>(pos->data(), static_cast<size_t>(Ts));
+  core_args.parallel = &SerialRunner();
+  const MlaRopeArgs core_ma{core_args, std::span<const int64_t>(slot->data(), static_cast<size_t>(Ts)), 0, norm};
+  const HeadsView kcs{kv.get(), c.dtype, Ts, 1, lora, R, lora};
+  const HeadsView kps{kv.get() + static_cast<size_t>(lora) * es, c.dtype, Ts, 1, rope, R, rope};
+  const HeadsView qs = HeadsView::Dense(q.get(), c.dtype, Ts, H, D);
+  p->core = [core_ma, kcs, kps, qs, cache] { (void)ApplyMlaRopeCache(core_ma, kcs, kps, qs, qs, *cache); };
+  p->core_bytes = static_cast<double>(Ts) * token_bytes;
+  p->keep = {kv, q, rows, cache, mem, v_unused, pos, slot, w, src, dst};
   return p;
 }
 
@@ -344,7 +503,7 @@ inline std::unique_ptr<Prepared> PrepareMultiAxis(const CaseSpec& c, ParallelRun
   if (c.op == "mrope_prefill_q_build")
     p->run = [margs, qv] { (void)ApplyMultiAxisRope(margs, qv); };
   else
-    p->run = [args, qv] { (void)ApplyRope(args, qv); };
+    p->run = [args, qv] { MustOk(ApplyRope(args, qv)); };
   p->bytes = 2.0 * static_cast<double>(n * es);
   p->roofline_bytes = p->bytes;
   p->bytes_all = p->bytes + CosSinBytes(T, D / 2);  // each token's own cos/sin row
@@ -362,6 +521,7 @@ inline std::unique_ptr<Prepared> PrepareMultiAxis(const CaseSpec& c, ParallelRun
 }
 
 inline std::unique_ptr<Prepared> Prepare(const CaseSpec& c, ParallelRunner* runner) {
+  if (c.op.rfind("mla", 0) == 0) return PrepareMla(c, runner);
   if (c.fused) return PrepareFused(c, runner);
   if (c.op.find("mrope") != std::string::npos) return PrepareMultiAxis(c, runner);
   auto p = std::make_unique<Prepared>();
@@ -413,7 +573,7 @@ inline std::unique_ptr<Prepared> Prepare(const CaseSpec& c, ParallelRunner* runn
         detail::RooflineRmw(k.get(), nk * es, 0, runner);
       };
     } else {
-      p->run = [args, qv] { (void)ApplyRope(args, qv); };
+      p->run = [args, qv] { MustOk(ApplyRope(args, qv)); };
       p->core = [core_args, qs] { (void)ApplyRope(core_args, qs); };
       p->roofline = [q, nq, es, runner] { detail::RooflineRmw(q.get(), nq * es, 0, runner); };
     }

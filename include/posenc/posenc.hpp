@@ -32,9 +32,11 @@
 #include "posenc/kernels/attn_temperature.hpp"  // position-dependent query temperature (Llama 4, Ministral 3)
 #include "posenc/kernels/embedding.hpp"        // token embedding lookup, learned positions, the gradient
 #include "posenc/kernels/fused_rope.hpp"       // RoPE fused with the QKV split and the KV-cache write
+#include "posenc/kernels/mla_cache.hpp"        // the MLA latent cache row [kvnorm(kv_c) | RoPE(k_pe)] + q_pe, one pass
 #include "posenc/kernels/kv_cache.hpp"         // KV caches (contiguous, paged; f32/f16/bf16/q8_0), slots, StoreKvCache
 #include "posenc/kernels/multi_axis_rope.hpp"  // multi-axis RoPE apply: positions [C, T] (fast + reference)
 #include "posenc/kernels/rerotate.hpp"         // re-rotate cached keys to new positions
+#include "posenc/kernels/rms_norm.hpp"         // per-head RMSNorm (QK-norm) of q and k: fast + reference
 #include "posenc/kernels/rope.hpp"             // RoPE on queries and keys (ApplyRope, ApplyRopeQK, reference)
 #include "posenc/kernels/rope_cos_sin.hpp"     // RoPE from the caller's cos/sin rows, torch's arithmetic bit for bit
 #include "posenc/kernels/simd.hpp"             // SIMD targets: list, force, store-prefetch policy

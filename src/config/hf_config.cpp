@@ -424,6 +424,16 @@ Status ParseLayerKeys(const json& j, const std::string& source, PositionScheme* 
     POSENC_RETURN_IF_ERROR(CheckFamilyKeyTypes(j, source, *family));
     POSENC_RETURN_IF_ERROR(DeriveLayerTypes(j, source, *family, s));
   }
+  if (family != nullptr && family->qk_norm != QkNorm::kNone) {
+    bool on = true;
+    if (!family->qk_norm_key.empty()) {
+      on = false;  // the config classes' default
+      if (Has(j, family->qk_norm_key)) {
+        POSENC_ASSIGN_OR_RETURN(on, GetBool(j, family->qk_norm_key, source));
+      }
+    }
+    if (on) s->qk_norm = family->qk_norm;
+  }
   if (family == nullptr || family->query_temperature == QueryTemperatureForm::kNone) return OkStatus();
   if (family->query_temperature == QueryTemperatureForm::kScalingBeta) return ParseScalingBeta(j, source, s);
   // Llama4TextConfig: attn_temperature_tuning (a truthy value: Scout's config says 4), floor_scale,

@@ -19,6 +19,15 @@ constexpr detail::EnumName<RotarySite> kSiteNames[] = {{RotarySite::kAttention, 
                                                        {RotarySite::kAttentionOutput, "attention_output"},
                                                        {RotarySite::kCompressor, "compressor"}};
 
+constexpr detail::EnumName<QkNorm> kQkNormNames[] = {{QkNorm::kNone, "none"},
+                                                     {QkNorm::kPerHead, "per_head"},
+                                                     {QkNorm::kPerHeadFloat32, "per_head_float32"},
+                                                     {QkNorm::kPerHeadOnePlus, "per_head_one_plus_weight"},
+                                                     {QkNorm::kWholeProjection, "whole_projection"},
+                                                     {QkNorm::kWholeProjectionCast, "whole_projection_cast"},
+                                                     {QkNorm::kPerHeadLayerNorm, "per_head_layernorm"}};
+
+std::string_view ToString(QkNorm q) { return detail::NameOf(q, kQkNormNames); }
 std::string_view ToString(PositionKind k) { return detail::NameOf(k, kKindNames); }
 std::string_view ToString(RotarySite s) { return detail::NameOf(s, kSiteNames); }
 bool ParseRotarySite(std::string_view name, RotarySite* out) { return detail::ValueOf(name, kSiteNames, out); }

@@ -65,6 +65,7 @@ Result<json> Describe(const PositionScheme& s, const std::string& path, int64_t 
   if (s.num_kv_heads > 0) out["num_kv_heads"] = s.num_kv_heads;
   if (s.hidden_size > 0) out["hidden_size"] = s.hidden_size;
   if (s.fused_qkv != FusedQkvLayout::kNone) out["fused_qkv"] = std::string(ToString(s.fused_qkv));
+  out["qk_norm"] = std::string(ToString(s.qk_norm));  // the family row's QK-norm before RoPE
   out["notes"] = s.notes;
   switch (s.kind) {
     case PositionKind::kAlibi:

@@ -127,6 +127,13 @@ TEST(BenchCli, ListsEveryCaseOfTheIssue) {
   }
   EXPECT_NE(out.find("gather_bf16out/bfloat16/rows/oop"), std::string::npos);
   EXPECT_NE(out.find("rope_table_build"), std::string::npos);
+  // Issue 34: fused QK-norm (Qwen3-8B) and the MLA cache row (DeepSeek-V3).
+  for (const char* op : {"qknorm_prefill", "qknorm_decode"})
+    for (const char* cache : {"bfloat16", "float16", "q8_0", "float32"})
+      EXPECT_NE(out.find(std::string(op) + "/bfloat16/half/cache_" + cache + "\n"), std::string::npos) << op << cache;
+  for (const char* op : {"mla_prefill", "mla_decode"})
+    for (const char* cache : {"bfloat16", "q8_0"})
+      EXPECT_NE(out.find(std::string(op) + "/bfloat16/interleaved/cache_" + cache + "\n"), std::string::npos) << op;
 }
 
 TEST(BenchCli, BadOptionsNameWhatIsWrong) {

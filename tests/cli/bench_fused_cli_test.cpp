@@ -98,3 +98,37 @@ TEST(BenchFusedCli, ListsEveryDtypeAndCacheType) {
 
 }  // namespace
 }  // namespace posenc
+
+// The QK-norm and MLA rows (issue 34): they run, are compared with posenc's unfused calls, and count
+// their bytes as bench_cases.hpp states.
+namespace posenc {
+namespace {
+TEST(BenchFusedCli, QkNormAndMlaDecodeRowsCountTheirBytes) {
+  std::string out;
+  const int rc = testing::RunCommand(testing::CliPath() +
+                                         " bench --json --filter '^(qknorm_decode/bfloat16/half/cache_bfloat16|"
+                                         "mla_decode/bfloat16/interleaved/cache_q8_0)' --threads 1 --cache warm --reps 1",
+                                     &out);
+  ASSERT_EQ(rc, 0) << out;
+  const std::vector<nlohmann::json> rows = testing::JsonLines(out);
+  ASSERT_EQ(rows.size(), 2u) << out;
+  for (const nlohmann::json& r : rows) {
+    SCOPED_TRACE(r.dump());
+    ASSERT_TRUE(r.contains("unfused_median_ms") && r.contains("speedup_vs_unfused"));
+    EXPECT_GT(r["unfused_median_ms"].get<double>(), 0.0);
+    if (r["op"] == "qknorm_decode") {
+      // As fused_decode: 64 tokens of (32 + 16) x 128 in, 32 x 128 q out, two bfloat16 cache rows of 8 x 128.
+      EXPECT_DOUBLE_EQ(r["bytes"].get<double>(), 64.0 * (48 * 128 * 2 + 32 * 128 * 2 + 2 * 1024 * 2));
+      EXPECT_TRUE(r.contains("pattern_median_ms"));
+    } else {
+      ASSERT_EQ(r["op"], "mla_decode");
+      // 64 tokens: 576 bfloat16 in, a q8_0 row of 18 blocks of 34 bytes, 128 heads' 64-dim rope windows
+      // read and written; cos/sin of 32 pairs.
+      const double bytes = 64.0 * (576 * 2 + 18 * 34 + 2 * 128 * 64 * 2);
+      EXPECT_DOUBLE_EQ(r["bytes"].get<double>(), bytes);
+      EXPECT_DOUBLE_EQ(r["bytes_all"].get<double>(), bytes + 64.0 * 32 * 8);
+    }
+  }
+}
+}  // namespace
+}  // namespace posenc

@@ -319,3 +319,35 @@ TEST(Inspect, UnreadPositionalKeyIsRefusedUnlessAccepted) {
 
 }  // namespace
 }  // namespace posenc
+
+// `posenc inspect` says whether the model norms q and k before RoPE, and how (text and --json).
+namespace posenc {
+namespace {
+TEST(Inspect, PrintsQkNorm) {
+  const std::filesystem::path dir = std::filesystem::path(TempDir()) / "qk_norm";
+  std::filesystem::create_directories(dir);
+  struct Case {
+    const char* name;
+    const char* config;
+    const char* want;
+  };
+  const Case cases[] = {
+      {"qwen3.json", R"({"model_type": "qwen3", "hidden_size": 512, "num_attention_heads": 4, "head_dim": 128})",
+       "per_head"},
+      {"gemma3.json", R"({"model_type": "gemma3_text", "hidden_size": 512, "num_attention_heads": 4, "head_dim": 128})",
+       "per_head_one_plus_weight"},
+      {"olmo2.json", R"({"model_type": "olmo2", "hidden_size": 512, "num_attention_heads": 4})", "whole_projection"},
+      {"llama.json", R"({"model_type": "llama", "hidden_size": 512, "num_attention_heads": 4})", "none"},
+  };
+  for (const Case& c : cases) {
+    const std::string path = (dir / c.name).string();
+    std::ofstream(path) << c.config;
+    EXPECT_EQ(InspectJson(path)["qk_norm"], c.want) << c.name;
+    std::string out;
+    EXPECT_EQ(testing::RunCommand(testing::CliPath() + " inspect " + path, &out), 0) << out;
+    EXPECT_NE(out.find(std::string("qk_norm: ") + c.want + "\n"), std::string::npos) << out;
+  }
+  std::filesystem::remove_all(dir);
+}
+}  // namespace
+}  // namespace posenc

@@ -498,3 +498,24 @@ TEST(HfConfig, GemmaLayerTypesFromTheSlidingWindowPattern) {
 
 }  // namespace
 }  // namespace posenc
+
+// The scheme carries the family's QK-norm; a family with a switch key has it only where the config
+// turns it on (GLM-4.5: use_qk_norm, default false), and a switch that is not a boolean is refused.
+namespace posenc {
+namespace {
+TEST(HfConfig, QkNormFromTheFamilyRowAndItsSwitch) {
+  const std::string glm = R"({"model_type": "glm4_moe", "hidden_size": 512, "num_attention_heads": 4, "head_dim": 128,
+                              "partial_rotary_factor": 0.5, "rope_theta": 1000000.0)";
+  EXPECT_EQ(ParseHfConfig(glm + "}", "t.json").value().qk_norm, QkNorm::kNone);
+  EXPECT_EQ(ParseHfConfig(glm + R"(, "use_qk_norm": false})", "t.json").value().qk_norm, QkNorm::kNone);
+  EXPECT_EQ(ParseHfConfig(glm + R"(, "use_qk_norm": true})", "t.json").value().qk_norm, QkNorm::kPerHead);
+  const Result<PositionScheme> bad = ParseHfConfig(glm + R"(, "use_qk_norm": "yes"})", "t.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("use_qk_norm"), std::string::npos) << bad.status().message();
+  const std::string qwen3 = R"({"model_type": "qwen3", "hidden_size": 512, "num_attention_heads": 4, "head_dim": 128})";
+  EXPECT_EQ(ParseHfConfig(qwen3, "t.json").value().qk_norm, QkNorm::kPerHead);
+  const std::string llama = R"({"model_type": "llama", "hidden_size": 512, "num_attention_heads": 4})";
+  EXPECT_EQ(ParseHfConfig(llama, "t.json").value().qk_norm, QkNorm::kNone);
+}
+}  // namespace
+}  // namespace posenc

@@ -606,3 +606,40 @@ TEST(ModelFamilies, NoModelTypeIsRefusedUnlessStated) {
 
 }  // namespace
 }  // namespace posenc
+
+// QK-norm rows as each family's modeling code (transformers 5.25.0) has them: the norm class's
+// formula and what it spans (head_dim or the whole projection), and the config switch where there is one.
+namespace posenc {
+namespace {
+TEST(ModelFamilies, QkNormRowsSayWhatTheModelingCodeDoes) {
+  struct Want {
+    const char* model_type;
+    QkNorm qk_norm;
+    const char* key;
+  };
+  const Want want[] = {
+      {"llama", QkNorm::kNone, ""},
+      {"qwen3", QkNorm::kPerHead, ""},                  // Qwen3RMSNorm(head_dim): weight * x.to(input_dtype)
+      {"qwen3_moe", QkNorm::kPerHead, ""},
+      {"gemma3", QkNorm::kPerHeadOnePlus, ""},          // Gemma3RMSNorm: x * (1.0 + weight.float())
+      {"gemma4", QkNorm::kPerHeadFloat32, ""},          // Gemma4RMSNorm: (x * weight.float()).type_as(x)
+      {"olmo2", QkNorm::kWholeProjection, ""},          // Olmo2RMSNorm(num_attention_heads * head_dim)
+      {"olmo3", QkNorm::kWholeProjection, ""},
+      {"glm4_moe", QkNorm::kPerHead, "use_qk_norm"},    // if config.use_qk_norm
+      {"cohere", QkNorm::kPerHeadLayerNorm, "use_qk_norm"},  // CohereLayerNorm((heads, head_dim)): mean subtracted
+      {"cohere2", QkNorm::kNone, ""},                   // no q_norm in modeling_cohere2.py
+      {"chameleon", QkNorm::kPerHeadLayerNorm, ""},     // ChameleonLayerNorm over head_dim, per-head weight and bias
+      {"deepseek_v3", QkNorm::kNone, ""},               // kv_a_layernorm is the MLA latent's norm, not QK-norm
+  };
+  for (const Want& w : want) {
+    const ModelFamily* f = FindModelFamily(w.model_type);
+    ASSERT_NE(f, nullptr) << w.model_type;
+    EXPECT_EQ(f->qk_norm, w.qk_norm) << w.model_type << ": " << ToString(f->qk_norm);
+    EXPECT_EQ(f->qk_norm_key, std::string_view(w.key)) << w.model_type;
+  }
+  // Every row with a switch key has a QK-norm to switch.
+  for (const ModelFamily& f : ModelFamilies())
+    if (!f.qk_norm_key.empty()) EXPECT_NE(f.qk_norm, QkNorm::kNone) << f.model_type;
+}
+}  // namespace
+}  // namespace posenc

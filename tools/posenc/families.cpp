@@ -51,6 +51,8 @@ json RowJson(const ModelFamily& f) {
   if (f.sections != FamilySections::kNone) r["sections"] = ToString(f.sections);
   if (f.query_temperature == QueryTemperatureForm::kLlama4Tuning) r["query_temperature"] = "attn_temperature_tuning";
   if (f.query_temperature == QueryTemperatureForm::kScalingBeta) r["query_temperature"] = "llama_4_scaling_beta";
+  if (f.qk_norm != QkNorm::kNone) r["qk_norm"] = ToString(f.qk_norm);
+  if (!f.qk_norm_key.empty()) r["qk_norm_key"] = f.qk_norm_key;
   if (f.positions != PositionSwitch::kAlways) r["positions"] = ToString(f.positions);
   if (f.layer_types_rule != LayerTypesRule::kConfigOnly) r["layer_types_rule"] = ToString(f.layer_types_rule);
   if (f.site_rule != SiteRule::kAttention) r["sites"] = ToString(f.site_rule);

@@ -43,7 +43,7 @@ void PrintText(const json& d) {
   auto num = [](const json& v) { return v.is_number_float() ? fmt::format("{:.10g}", v.get<double>()) : v.dump(); };
   std::printf("source: %s\n", d["source"].get<std::string>().c_str());
   std::printf("scheme: %s\n", d["scheme"].get<std::string>().c_str());
-  for (const char* k : {"model_type", "num_heads", "num_kv_heads", "hidden_size", "fused_qkv", "alibi_variant",
+  for (const char* k : {"model_type", "num_heads", "num_kv_heads", "hidden_size", "fused_qkv", "qk_norm", "alibi_variant",
                         "alibi_bias_max", "num_buckets", "max_distance", "bidirectional", "spelling", "layer",
                         "layer_type", "rope_key", "site", "rotation_sign", "layout", "head_dim", "rotary_start",
                         "rotary_dim", "base", "max_position_embeddings"}) {

@@ -140,6 +140,9 @@ struct ModelFamily {
   bool remote_code = false;    // no class in transformers: the model's repo ships the code
   std::string_view classes{};  // remote code: architectures / auto_map class names, ',' separated
   std::string_view source{};   // the file (and function) each fact was read from
+  // QK-norm before RoPE, as the attention class's __init__/forward and its norm class read it.
+  QkNorm qk_norm = QkNorm::kNone;
+  std::string_view qk_norm_key{};  // a config boolean that switches it on (class default false); "" always on
 };
 
 // Every row; no model_type repeats.

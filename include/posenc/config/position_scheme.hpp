@@ -30,6 +30,24 @@ bool ParseRotarySite(std::string_view name, RotarySite* out);
 // "chunked_attention", "compressed_sparse_attention", ...) is an attention layer.
 bool LayerTypeHasAttention(std::string_view layer_type);
 
+// The norm a family's attention applies to q and k right before RoPE (its modeling code; the
+// kernel is posenc/kernels/rms_norm.hpp, fused with RoPE and the cache write in fused_rope.hpp):
+enum class QkNorm {
+  kNone,
+  kPerHead,             // RMSNorm over head_dim, `weight * x.to(input_dtype)` (RmsNormStyle::kCastThenScale)
+  kPerHeadFloat32,      // RMSNorm over head_dim, `(x * weight).to(input_dtype)` in float32 (kScaleThenCast;
+                        // Gemma 3n / 4 take x * pow(mean + eps, -0.5), posenc 1 / sqrt: last-bit differences)
+  kPerHeadOnePlus,      // RMSNorm over head_dim, `x * (1 + weight)` in float32 (kOnePlusWeight)
+  kWholeProjection,     // RMSNorm over the whole q (k) projection, num_heads * head_dim (kScaleThenCast, kWholeRow):
+                        // OLMo 2 / 3
+  kWholeProjectionCast, // the same with `weight * x.to(input_dtype)` (kCastThenScale, kWholeRow): MiniMax-M2, OLMoE
+  kPerHeadLayerNorm     // LayerNorm (mean subtracted) over head_dim: no RMSNorm kernel in posenc
+};
+// "none", "per_head", "per_head_float32", "per_head_one_plus_weight", "whole_projection",
+// "whole_projection_cast", "per_head_layernorm". A family row's kNone means no q/k norm was found in
+// its modeling code, or that the row was not audited (docs/MODEL_FAMILIES.md, "QK-norm").
+std::string_view ToString(QkNorm q);
+
 // How a fused query_key_value projection (one [rows, hidden] weight for q, k and v) orders its rows,
 // as the model's Hugging Face modeling code splits it. Head counts are the config's.
 enum class FusedQkvLayout {
@@ -83,6 +101,8 @@ struct PositionScheme {
   bool has_sliding_window = false;              // a non-null sliding_window key (EXAONE 4: hybrid attention)
   // Llama 4's query temperature on NoPE layers: tuning is false for every other family.
   AttnTemperature attn_temperature;
+  // QK-norm before RoPE, from the family's row (and its switch key, GLM-4.5's use_qk_norm).
+  QkNorm qk_norm = QkNorm::kNone;
   // Layers and sites (2026 structure, docs/MODEL_FAMILIES.md). `layer_types` above holds the type of
   // every decoder layer once the family's rule has derived it (layer kinds included: "mamba", "moe",
   // ...). The RoPE sites of each attention layer (empty for a scheme that is not RoPE), the one `rope`

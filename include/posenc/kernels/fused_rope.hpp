@@ -2,12 +2,15 @@
 // in one pass over each token's bytes.
 //
 // Per token t (position args.rope.positions[t], cache row args.slots[t]):
-//   q_out[t]             = RoPE(q[t])                   (times args.q_scale[t] when given)
-//   cache.k[layer, slot] = to_cache_type(RoPE(k[t]))    (rounded to the activation dtype first)
+//   q_out[t]             = RoPE(qnorm(q[t]))            (times args.q_scale[t] when given)
+//   cache.k[layer, slot] = to_cache_type(RoPE(knorm(k[t])))  (rounded to the activation dtype first)
 //   cache.v[layer, slot] = to_cache_type(v[t])
 // which is exactly what the unfused sequence computes: ApplyRope(q, q_out) out of place,
 // ApplyQueryTemperature(q_out, q_scale), ApplyRope(k, k_tmp), StoreKvCache(cache, layer, slots,
-// k_tmp, v) (kv_cache.hpp). The fast path equals that sequence on the same SIMD target bit for bit;
+// k_tmp, v) (kv_cache.hpp). With QK-norm (args.q_norm / args.k_norm enabled: Qwen3, Gemma 3, OLMo 2,
+// GLM-4.5; qnorm and knorm are the identity otherwise) the unfused sequence starts with
+// ApplyHeadRmsNorm(q, q_out) and ApplyHeadRmsNorm(k, k_tmp) (rms_norm.hpp) and rotates both in place.
+// The fast path equals that sequence on the same SIMD target bit for bit;
 // the reference equals it with ApplyRopeReference in place of ApplyRope.
 //
 // Multi-axis positions (Qwen2-VL / Qwen2.5-VL / Qwen3-VL, posenc/math/multi_axis.hpp): give the table
@@ -27,6 +30,7 @@
 #include "posenc/core/array.hpp"
 #include "posenc/core/status.hpp"
 #include "posenc/kernels/kv_cache.hpp"
+#include "posenc/kernels/rms_norm.hpp"
 #include "posenc/kernels/rope.hpp"
 
 namespace posenc {
@@ -47,9 +51,10 @@ struct FusedRopeArgs {
   std::span<const int64_t> slots;  // cache row per token (ValidateKvSlots)
   int64_t layer = 0;               // in [0, cache.layers)
   std::span<const float> q_scale;  // empty, or one finite scale per token (attn_temperature.hpp)
+  HeadRmsNorm q_norm = {}, k_norm = {};  // QK-norm before RoPE (rms_norm.hpp); an empty weight: none
 };
 
-// Validates everything (ValidateRope for q and k, v's shape, q_out equal to q or disjoint from it,
+// Validates everything (ValidateRope for q and k, ValidateHeadRmsNorm for enabled norms, v's shape, q_out equal to q or disjoint from it,
 // the cache and layer, the slots, the scales), then writes. Errors name the object and value;
 // nothing is written on error. q_out may be qkv.q itself (in place). The cache must not overlap the
 // inputs or q_out.

@@ -24,6 +24,7 @@
 #include "kernels/kv_cache/fused_rope_internal.hpp"
 #include "kernels/kv_cache/kv_cache-inl.hpp"
 #include "kernels/kv_cache/kv_cache_internal.hpp"
+#include "kernels/norm/rms_norm-inl.hpp"
 #include "kernels/rope/rope_internal.hpp"
 
 HWY_BEFORE_NAMESPACE();
@@ -65,8 +66,10 @@ void FusedTokensT(const detail::FusedRopeJob& job, int64_t begin, int64_t end) {
   rj.num_tensors = 0;
   const int iq = q.heads > 0 ? rj.num_tensors++ : -1;
   const int ik = rj.num_tensors++;
-  if (iq >= 0) rj.tensors[iq] = {nullptr, nullptr, q.heads, 0, q.head_stride, 0, qo.head_stride};
-  rj.tensors[ik] = {nullptr, nullptr, k.heads, 0, k.head_stride, 0, k.head_dim};
+  // A normed q is rotated in place in q_out, a normed k from its dense scratch row.
+  const bool qn = job.q_norm.enabled(), kn = job.k_norm.enabled();
+  if (iq >= 0) rj.tensors[iq] = {nullptr, nullptr, q.heads, 0, qn ? qo.head_stride : q.head_stride, 0, qo.head_stride};
+  rj.tensors[ik] = {nullptr, nullptr, k.heads, 0, kn ? k.head_dim : k.head_stride, 0, k.head_dim};
   for (int64_t t = begin; t < end; ++t) {
     // The next token's streams: its cos/sin rows whole, and the first lines of each other row it
     // touches (its cache rows, scattered in decode; its q and k input rows; its q output row), so the
@@ -89,8 +92,17 @@ void FusedTokensT(const detail::FusedRopeJob& job, int64_t begin, int64_t end) {
     if (iq >= 0) {
       rj.tensors[iq].in = q.at<const T>(t, 0);
       rj.tensors[iq].out = qo.at<T>(t, 0);
+      if (qn) {
+        RmsNormTokenT(job.q_norm, q.at<const T>(t, 0), q.head_stride, qo.at<T>(t, 0), qo.head_stride, q.heads,
+                      q.head_dim);
+        rj.tensors[iq].in = qo.at<const T>(t, 0);
+      }
     }
     rj.tensors[ik].in = k.at<const T>(t, 0);
+    if (kn) {
+      RmsNormTokenT(job.k_norm, k.at<const T>(t, 0), k.head_stride, k_row.get(), k.head_dim, k.heads, k.head_dim);
+      rj.tensors[ik].in = k_row.get();
+    }
     rj.tensors[ik].out = job.k_direct ? static_cast<void*>(k_dst) : static_cast<void*>(k_row.get());
     detail::RopeTokens(rj, 0, 1);
     if (job.q_scale != nullptr) {

@@ -36,6 +36,8 @@ Status ApplyRopeKvCache(const FusedRopeArgs& args, const QkvViews& qkv, HeadsVie
   job.layer = args.layer;
   job.slots = args.slots.data();
   job.q_scale = args.q_scale.empty() ? nullptr : args.q_scale.data();
+  job.q_norm = args.q_norm;
+  job.k_norm = args.k_norm;
   job.k_direct = (cache.type == KvCacheType::kF32 && qkv.q.dtype == DType::kF32) ||
                  (cache.type == KvCacheType::kF16 && qkv.q.dtype == DType::kF16) ||
                  (cache.type == KvCacheType::kBF16 && qkv.q.dtype == DType::kBF16);

@@ -16,6 +16,7 @@ struct FusedRopeJob {
   const int64_t* slots = nullptr;
   const float* q_scale = nullptr;  // nullptr: none
   bool k_direct = false;           // cache type == activation dtype: rotate k straight into its row
+  HeadRmsNorm q_norm, k_norm;      // enabled: normed before the rotation
 };
 
 // Every check ApplyRopeKvCache and its reference make, in one place (see fused_rope.hpp).

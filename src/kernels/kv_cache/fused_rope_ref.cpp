@@ -49,6 +49,8 @@ Status ValidateRopeKvCache(const FusedRopeArgs& args, const QkvViews& qkv, const
                            const KvCacheView& cache) {
   POSENC_RETURN_IF_ERROR(ValidateRope(args.rope, qkv.q, "queries"));
   POSENC_RETURN_IF_ERROR(ValidateRope(args.rope, qkv.k, "keys"));
+  if (args.q_norm.enabled()) POSENC_RETURN_IF_ERROR(ValidateHeadRmsNorm(args.q_norm, qkv.q, "queries"));
+  if (args.k_norm.enabled()) POSENC_RETURN_IF_ERROR(ValidateHeadRmsNorm(args.k_norm, qkv.k, "keys"));
   POSENC_RETURN_IF_ERROR(qkv.v.Validate("values"));
   if (qkv.k.dtype != qkv.q.dtype || qkv.v.dtype != qkv.q.dtype)
     return InvalidArgumentError(fmt::format("fused rope: queries {}, keys {}, values {}; all must share one dtype",
@@ -75,7 +77,7 @@ Status ValidateRopeKvCache(const FusedRopeArgs& args, const QkvViews& qkv, const
 
 namespace {
 
-// The unfused sequence in scalar form: q and k rotated by the reference rotation (k into a dense
+// The unfused sequence in scalar form: q and k normed (when asked) and rotated by the reference rotation (k into a dense
 // scratch copy), q scaled, then each token's k and v rows written by the scalar cache-row write.
 template <typename T>
 void FusedReference(const FusedRopeArgs& args, const QkvViews& qkv, const HeadsView& q_out, const KvCacheView& cache) {
@@ -83,7 +85,12 @@ void FusedReference(const FusedRopeArgs& args, const QkvViews& qkv, const HeadsV
   const int64_t n = cache.kv_heads * cache.head_dim;
   const double sign = args.rope.direction == RopeDirection::kForward ? 1.0 : -1.0;
   auto cos_sin = [&](int64_t t, float* c, float* s) { args.rope.table->CosSin(args.rope.positions[size_t(t)], c, s); };
-  detail::RotateTokensReference<T>(L, sign, qkv.q, q_out, cos_sin);
+  if (args.q_norm.enabled()) {  // norm into q_out, then rotate it in place
+    (void)ApplyHeadRmsNormReference(args.q_norm, qkv.q, q_out);  // validated
+    detail::RotateTokensReference<T>(L, sign, q_out, q_out, cos_sin);
+  } else {
+    detail::RotateTokensReference<T>(L, sign, qkv.q, q_out, cos_sin);
+  }
   if (!args.q_scale.empty()) {
     for (int64_t t = 0; t < q_out.tokens; ++t) {
       const float sc = args.q_scale[static_cast<size_t>(t)];
@@ -95,7 +102,12 @@ void FusedReference(const FusedRopeArgs& args, const QkvViews& qkv, const HeadsV
   }
   std::vector<T> k_rot(static_cast<size_t>(qkv.k.tokens * n)), v_row(static_cast<size_t>(n));
   const HeadsView k_out = HeadsView::Dense(k_rot.data(), qkv.k.dtype, qkv.k.tokens, qkv.k.heads, qkv.k.head_dim);
-  detail::RotateTokensReference<T>(L, sign, qkv.k, k_out, cos_sin);
+  if (args.k_norm.enabled()) {
+    (void)ApplyHeadRmsNormReference(args.k_norm, qkv.k, k_out);  // validated
+    detail::RotateTokensReference<T>(L, sign, k_out, k_out, cos_sin);
+  } else {
+    detail::RotateTokensReference<T>(L, sign, qkv.k, k_out, cos_sin);
+  }
   for (int64_t t = 0; t < qkv.q.tokens; ++t) {
     const int64_t slot = args.slots[static_cast<size_t>(t)];
     detail::StoreRowReference(qkv.k.dtype, k_rot.data() + t * n, cache.type, cache.k_row(args.layer, slot), n,

@@ -1,0 +1,115 @@
+// ApplyMlaRopeCache: validate once (mla_cache_ref.cpp), then per token, with the best SIMD target: the
+// latent normed (rms_norm-inl.hpp) and k_pe rotated (the RoPE kernels, detail::RopeTokens) straight into
+// the cache row when the cache has the activation dtype, else into an L1-resident row converted /
+// quantized into the cache (kv_cache-inl.hpp); the q heads' rope windows rotated in the same pass.
+// Split over tokens: each token's row and q are its own, so any split gives the same bytes.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/kv_cache/mla_cache.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/aligned_allocator.h>
+#include <hwy/highway.h>
+
+#include "kernels/kv_cache/kv_cache-inl.hpp"
+#include "kernels/kv_cache/mla_cache_internal.hpp"
+#include "kernels/norm/rms_norm-inl.hpp"
+#include "kernels/rope/rope_internal.hpp"
+
+
+HWY_BEFORE_NAMESPACE();
+namespace posenc {
+namespace HWY_NAMESPACE {
+
+template <typename T>
+void MlaTokensT(const detail::MlaJob& job, int64_t begin, int64_t end) {
+  const MlaCacheView& cache = job.cache;
+  const int64_t L = cache.kv_lora_rank;
+  const size_t R = static_cast<size_t>(cache.row_values());
+  hwy::AlignedFreeUniquePtr<T[]> row = job.direct ? nullptr : hwy::AllocateAligned<T>(R);
+  detail::RopeJob qj = job.q_rope, kj = job.k_rope;
+  qj.num_tensors = job.q.heads > 0 ? 1 : 0;
+  qj.tensors[0] = {nullptr, nullptr, job.q.heads, 0, job.q.head_stride, 0, job.q_out.head_stride};
+  kj.num_tensors = 1;
+  kj.tensors[0] = {nullptr, nullptr, 1, 0, cache.rope_dim, 0, cache.rope_dim};
+  const detail::RowScale scale = detail::KeyScale(cache.AsKvCache(nullptr));
+  for (int64_t t = begin; t < end; ++t) {
+    std::byte* dst = cache.row(job.layer, job.slots[t]);
+    T* base = job.direct ? reinterpret_cast<T*>(dst) : row.get();
+    const T* c = job.kv_c.at<const T>(t, 0);
+    if (job.kv_norm.enabled())
+      RmsNormTokenT(job.kv_norm, c, 0, base, 0, 1, L);
+    else
+      std::memcpy(base, c, sizeof(T) * static_cast<size_t>(L));
+    kj.positions = job.k_rope.positions + t;
+    kj.tensors[0].in = job.k_pe.at<const T>(t, 0);
+    kj.tensors[0].out = base + L;
+    detail::RopeTokens(kj, 0, 1);
+    if (qj.num_tensors > 0) {
+      qj.positions = job.q_rope.positions + t;
+      qj.tensors[0].in = job.q.at<const T>(t, 0);
+      qj.tensors[0].out = job.q_out.at<T>(t, 0);
+      detail::RopeTokens(qj, 0, 1);
+    }
+    if (!job.direct) StoreRowFrom(static_cast<const T*>(row.get()), cache.type, dst, R, scale);
+  }
+}
+
+void MlaTokensTarget(const detail::MlaJob& job, int64_t begin, int64_t end) {
+  switch (job.kv_c.dtype) {
+    case DType::kF32: MlaTokensT<float>(job, begin, end); break;
+    case DType::kF16: MlaTokensT<f16_t>(job, begin, end); break;
+    case DType::kBF16: MlaTokensT<bf16_t>(job, begin, end); break;
+    default: break;  // validated at the boundary
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace posenc
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include "posenc/core/parallel.hpp"
+#include "posenc/kernels/simd.hpp"
+
+namespace posenc {
+HWY_EXPORT(MlaTokensTarget);
+
+Status ApplyMlaRopeCache(const MlaRopeArgs& args, HeadsView kv_c, HeadsView k_pe, HeadsView q, HeadsView q_out,
+                         const MlaCacheView& cache) {
+  POSENC_RETURN_IF_ERROR(detail::ValidateMlaRopeCache(args, kv_c, k_pe, q, q_out, cache));
+  const int64_t tokens = kv_c.tokens;
+  if (tokens == 0) return OkStatus();
+  detail::MlaJob job;
+  detail::RopeJob rj;
+  rj.dtype = kv_c.dtype;
+  rj.table = args.rope.table;
+  rj.positions = args.rope.positions.data();
+  rj.backward = args.rope.direction == RopeDirection::kBackward;
+  rj.prefetch_out = StorePrefetchPolicy().rope_out_of_place;
+  job.q_rope = rj;
+  job.q_rope.layout = args.rope.layout;
+  job.k_rope = rj;
+  job.k_rope.layout = detail::MlaKeyLayout(args.rope.layout, cache.rope_dim);
+  job.kv_c = kv_c;
+  job.k_pe = k_pe;
+  job.q = q;
+  job.q_out = q_out;
+  job.cache = cache;
+  job.layer = args.layer;
+  job.slots = args.slots.data();
+  job.kv_norm = args.kv_norm;
+  job.direct = (cache.type == KvCacheType::kF32 && kv_c.dtype == DType::kF32) ||
+               (cache.type == KvCacheType::kF16 && kv_c.dtype == DType::kF16) ||
+               (cache.type == KvCacheType::kBF16 && kv_c.dtype == DType::kBF16);
+  // Bytes touched, for the threads-or-inline choice only (double: no overflow).
+  const double es = static_cast<double>(SizeOf(kv_c.dtype));
+  const double per_token = static_cast<double>(cache.row_values()) * es + static_cast<double>(cache.slot_bytes()) +
+                           2.0 * static_cast<double>(q.heads * q.head_dim) * es;
+  const double touched = per_token * static_cast<double>(tokens);
+  const int64_t bytes = touched > 9e18 ? INT64_MAX : static_cast<int64_t>(touched);
+  ParallelFor(args.rope.parallel, tokens, bytes,
+              [&](int64_t b, int64_t e) { HWY_DYNAMIC_DISPATCH(MlaTokensTarget)(job, b, e); });
+  return OkStatus();
+}
+
+}  // namespace posenc
+#endif  // HWY_ONCE
