@@ -704,10 +704,9 @@ Result<RopeSource> SelectRopeParams(const json& j, const std::string& source, co
       r.spelling += "." + pick;
     }
   }
-  if (s->rope_layer_types.empty() && !options.layer_type.empty() &&
-      !(options.layer_type == "sliding_attention" && Has(j, "rope_local_base_freq"))) {
-    // (Gemma 3's legacy spelling, rope_local_base_freq for the sliding layers, is read below.) One RoPE
-    // section: a layer type the config declares takes it (OLMo 3's sliding layers without its
+  if (s->rope_layer_types.empty() && !options.layer_type.empty()) {
+    // (Gemma 3's legacy spelling, rope_local_base_freq for the sliding layers, is its parameter sets:
+    // SiteView.) One RoPE section: a layer type the config declares takes it (OLMo 3's sliding layers without its
     // scaling); one it does not declare is refused naming those it does.
     std::vector<std::string> declared;
     for (const std::string& t : s->layer_types)
@@ -737,18 +736,12 @@ Result<RopeSource> SelectRopeParams(const json& j, const std::string& source, co
       Note(s, fmt::format("layer type '{}': the config has one RoPE for every layer type", options.layer_type));
     }
   }
-  if (Has(j, "rope_local_base_freq") && s->rope_layer_types.empty()) {
-    s->rope_layer_types = {"full_attention", "sliding_attention"};
-    if (s->rope_keys.empty()) s->rope_keys = s->rope_layer_types;  // a parameter set per layer type
-    s->rope_layer_type = options.layer_type.empty() ? "full_attention" : options.layer_type;
-    if (s->rope_layer_type == "sliding_attention") r.params = nullptr;  // sliding layers: plain RoPE
-  }
   return r;
 }
 
 // The scaling's row, from rope_type (or type); the sliding layers of Gemma 3's legacy spelling are
 // plain RoPE.
-Result<const RopeScalingSpec*> ReadScalingType(const json& j, const json& p, const RopeSource& src,
+Result<const RopeScalingSpec*> ReadScalingType(const json& p, const RopeSource& src,
                                                const std::string& source, PositionScheme* s, std::string* type) {
   *type = "default";
   std::string type_key;
@@ -764,9 +757,7 @@ Result<const RopeScalingSpec*> ReadScalingType(const json& j, const json& p, con
       Note(s, fmt::format("rope_type '{}' and type '{}' disagree: rope_type used (as Hugging Face)", *type,
                           p["type"].get<std::string>()));
   }
-  if ((s->rope_layer_type == "sliding_attention" && Has(j, "rope_local_base_freq") && src.params == nullptr) ||
-      src.plain_type)
-    *type = "default";
+  if (src.plain_type) *type = "default";
   const ScalingSpelling* spelling = nullptr;
   const RopeScalingSpec* row = FindRopeScaling(*type, &spelling);
   if (row == nullptr) {
@@ -929,16 +920,12 @@ Status ReadRotaryLayout(const json& j, const json& p, const RopeSource& src, con
   return OkStatus();
 }
 
-// Base: rope_theta (rope_parameters, then top level), rotary_emb_base (GPT-NeoX); Gemma 3's sliding
-// layers use rope_local_base_freq. Then the context length.
-Status ReadBaseAndLength(const json& j, const json& p, const RopeSource& src, const std::string& source,
+// Base: rope_theta (rope_parameters, then top level), rotary_emb_base (GPT-NeoX). Then the context
+// length.
+Status ReadBaseAndLength(const json& j, const json& p, const std::string& source,
                          PositionScheme* s) {
   RopeConfig& rc = s->rope;
   bool have_base = false;
-  if (s->rope_layer_type == "sliding_attention" && Has(j, "rope_local_base_freq") && src.params == nullptr) {
-    POSENC_ASSIGN_OR_RETURN(rc.base, GetNumber(j, "rope_local_base_freq", source));
-    have_base = true;
-  }
   const ModelFamily* family = FamilyOf(*s);
   // The family's own base key (Phi-3-small: rope_embedding_base) wins; then rope_theta, rotary_emb_base.
   // A dotted base_key names a key of a nested object (DBRX: attn_config.rope_theta).
@@ -1126,10 +1113,10 @@ Status ParseRope(const json& j, const std::string& source, const HfConfigOptions
   static const json kEmpty = json::object();
   const json& p = src.params != nullptr ? *src.params : kEmpty;
   std::string type;
-  POSENC_ASSIGN_OR_RETURN(const RopeScalingSpec* row, ReadScalingType(j, p, src, source, s, &type));
+  POSENC_ASSIGN_OR_RETURN(const RopeScalingSpec* row, ReadScalingType(p, src, source, s, &type));
   POSENC_ASSIGN_OR_RETURN(RopeDims dims, ReadDims(j, source, s));
   POSENC_RETURN_IF_ERROR(ReadRotaryLayout(j, p, src, source, dims, options.assume_layout, site_pairing, s));
-  POSENC_RETURN_IF_ERROR(ReadBaseAndLength(j, p, src, source, s));
+  POSENC_RETURN_IF_ERROR(ReadBaseAndLength(j, p, source, s));
   POSENC_RETURN_IF_ERROR(ReadOriginalLength(j, p, src, *row, type, source, s));
   POSENC_RETURN_IF_ERROR(ReadFactor(p, *row, type, source, s));
   POSENC_RETURN_IF_ERROR(ReadRowKeys(p, *row, type, source, &rc));
@@ -1158,7 +1145,7 @@ Status ParseRope(const json& j, const std::string& source, const HfConfigOptions
 
 // Keys the reader reads for any family (or checks the value of), by name.
 constexpr std::string_view kReadKeys[] = {
-    "rope_theta", "rope_scaling", "rope_parameters", "rotary_emb_base", "rope_local_base_freq",
+    "rope_theta", "rope_scaling", "rope_parameters", "rotary_emb_base",
     "partial_rotary_factor", "rotary_pct", "rope_pct", "rope_percent", "rotary_dim", "max_position_embeddings",
     "original_max_position_embeddings", "n_positions", "qk_rope_head_dim", "rope_interleave", "no_rope_layers",
     "no_rope_layer_interval", "max_sequence_length", "sinusoidal_embeddings",

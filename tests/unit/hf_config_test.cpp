@@ -494,6 +494,11 @@ TEST(HfConfig, GemmaLayerTypesFromTheSlidingWindowPattern) {
                                   AtLayer(5));
   EXPECT_EQ(old_type.rope.base, 500000.0);
   EXPECT_EQ(old_type.rope.scaling.type, RopeScalingType::kLinear);
+  // Only Gemma 3 / 3n read rope_local_base_freq: in another family's config it is a positional key nobody
+  // reads, refused by name (never a sliding parameter set the model does not have).
+  ExpectError(R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "rope_theta": 10000.0,
+    "rope_local_base_freq": 10.0})",
+              "rope_local_base_freq", "");
 }
 
 }  // namespace
