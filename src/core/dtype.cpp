@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 
 #include "core/dtype_blocks.hpp"
@@ -24,16 +25,25 @@ void QuantizeRowQ8_0Reference(const float* x, int64_t n, BlockQ8_0* out) {
 
 namespace {
 
-// Rows of an element type through its LoadAsF32 / StoreFromF32.
+// Rows of an element type through its LoadAsF32 / StoreFromF32. A row may sit at any byte address (a
+// GGUF table's rows follow its header bytes), so each element is copied through an aligned local.
 template <typename T>
 void ToFloatRow(const void* src, float* dst, int64_t n) {
-  const auto* s = static_cast<const T*>(src);
-  for (int64_t i = 0; i < n; ++i) dst[i] = LoadAsF32(s + i);
+  const auto* s = static_cast<const std::byte*>(src);
+  for (int64_t i = 0; i < n; ++i) {
+    T x;
+    std::memcpy(&x, s + i * static_cast<int64_t>(sizeof(T)), sizeof(T));
+    dst[i] = LoadAsF32(&x);
+  }
 }
 template <typename T>
 void FromFloatRow(const float* src, void* dst, int64_t n) {
-  auto* d = static_cast<T*>(dst);
-  for (int64_t i = 0; i < n; ++i) StoreFromF32(src[i], d + i);
+  auto* d = static_cast<std::byte*>(dst);
+  for (int64_t i = 0; i < n; ++i) {
+    T x;
+    StoreFromF32(src[i], &x);
+    std::memcpy(d + i * static_cast<int64_t>(sizeof(T)), &x, sizeof(T));
+  }
 }
 template <>
 void ToFloatRow<float>(const void* src, float* dst, int64_t n) {
