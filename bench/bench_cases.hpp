@@ -277,6 +277,31 @@ inline std::shared_ptr<std::vector<float>> NormWeight(size_t n, uint32_t seed) {
   return w;
 }
 
+// Positions and cache slots of T tokens: prefill, tokens 0..T-1 into slots 0..T-1; decode, one token per
+// sequence at a scattered position < 8192, its page a distinct random page of the `slots / page` pool.
+inline void DecodeOrPrefillSlots(int64_t T, int64_t slots, int64_t page, bool decode, std::vector<int64_t>* pos,
+                                 std::vector<int64_t>* slot) {
+  pos->assign(static_cast<size_t>(T), 0);
+  slot->assign(static_cast<size_t>(T), 0);
+  if (!decode) {
+    for (int64_t t = 0; t < T; ++t) (*pos)[static_cast<size_t>(t)] = (*slot)[static_cast<size_t>(t)] = t;
+    return;
+  }
+  std::mt19937 rng(3);
+  const int64_t pages = slots / page, max_pages = 8192 / page;
+  std::vector<int32_t> pool(static_cast<size_t>(pages)), table(static_cast<size_t>(T * max_pages), -1);
+  for (int64_t i = 0; i < pages; ++i) pool[static_cast<size_t>(i)] = static_cast<int32_t>(i);
+  std::shuffle(pool.begin(), pool.end(), rng);
+  std::vector<int64_t> seq(static_cast<size_t>(T));
+  for (int64_t t = 0; t < T; ++t) {
+    const int64_t pp = static_cast<int64_t>(rng() % 8192);
+    (*pos)[static_cast<size_t>(t)] = pp;
+    seq[static_cast<size_t>(t)] = t;
+    table[static_cast<size_t>(t * max_pages + pp / page)] = pool[static_cast<size_t>(t)];
+  }
+  *slot = PagedKvSlots(PagedKvTable{page, pages, max_pages, table}, seq, *pos).value();
+}
+
 inline std::unique_ptr<Prepared> PrepareFused(const CaseSpec& c, ParallelRunner* runner) {
   auto p = std::make_unique<Prepared>();
   const size_t es = SizeOf(c.dtype);
@@ -303,26 +328,8 @@ inline std::unique_ptr<Prepared> PrepareFused(const CaseSpec& c, ParallelRunner*
     cache->k_scale = std::span<const float>(scales->data(), static_cast<size_t>(Hkv));
     cache->v_scale = std::span<const float>(scales->data() + Hkv, 1);
   }
-  auto pos = std::make_shared<std::vector<int64_t>>(static_cast<size_t>(T));
-  auto slot = std::make_shared<std::vector<int64_t>>(static_cast<size_t>(T));
-  std::mt19937 rng(3);
-  if (decode) {
-    // One token per sequence at a scattered position; its page is a distinct random page of the pool.
-    const int64_t pages = slots / page, max_pages = 8192 / page;
-    std::vector<int32_t> pool(static_cast<size_t>(pages)), table(static_cast<size_t>(T * max_pages), -1);
-    for (int64_t i = 0; i < pages; ++i) pool[static_cast<size_t>(i)] = static_cast<int32_t>(i);
-    std::shuffle(pool.begin(), pool.end(), rng);
-    std::vector<int64_t> seq(static_cast<size_t>(T));
-    for (int64_t t = 0; t < T; ++t) {
-      const int64_t pp = static_cast<int64_t>(rng() % 8192);
-      (*pos)[static_cast<size_t>(t)] = pp;
-      seq[static_cast<size_t>(t)] = t;
-      table[static_cast<size_t>(t * max_pages + pp / page)] = pool[static_cast<size_t>(t)];
-    }
-    *slot = PagedKvSlots(PagedKvTable{page, pages, max_pages, table}, seq, *pos).value();
-  } else {
-    for (int64_t t = 0; t < T; ++t) (*pos)[static_cast<size_t>(t)] = (*slot)[static_cast<size_t>(t)] = t;
-  }
+  auto pos = std::make_shared<std::vector<int64_t>>(), slot = std::make_shared<std::vector<int64_t>>();
+  DecodeOrPrefillSlots(T, slots, page, decode, pos.get(), slot.get());
   RopeArgs args{{c.layout, D, 0, D}, &rope_table, *pos};
   args.parallel = runner;
   const QkvViews qkv = SplitFusedQkv(in.get(), c.dtype, T, Hq, Hkv, D).value();
@@ -395,25 +402,8 @@ inline std::unique_ptr<Prepared> PrepareMla(const CaseSpec& c, ParallelRunner* r
   const size_t cache_bytes = static_cast<size_t>(cache->bytes());
   auto mem = Buffer<uint8_t>(cache_bytes), v_unused = Buffer<uint8_t>(cache_bytes);  // v: StoreKvCache's view only
   cache->data = mem.get();
-  auto pos = std::make_shared<std::vector<int64_t>>(static_cast<size_t>(T));
-  auto slot = std::make_shared<std::vector<int64_t>>(static_cast<size_t>(T));
-  std::mt19937 rng(3);
-  if (decode) {
-    const int64_t pages = slots / page, max_pages = 8192 / page;
-    std::vector<int32_t> pool(static_cast<size_t>(pages)), bt(static_cast<size_t>(T * max_pages), -1);
-    for (int64_t i = 0; i < pages; ++i) pool[static_cast<size_t>(i)] = static_cast<int32_t>(i);
-    std::shuffle(pool.begin(), pool.end(), rng);
-    std::vector<int64_t> seq(static_cast<size_t>(T));
-    for (int64_t t = 0; t < T; ++t) {
-      const int64_t pp = static_cast<int64_t>(rng() % 8192);
-      (*pos)[static_cast<size_t>(t)] = pp;
-      seq[static_cast<size_t>(t)] = t;
-      bt[static_cast<size_t>(t * max_pages + pp / page)] = pool[static_cast<size_t>(t)];
-    }
-    *slot = PagedKvSlots(PagedKvTable{page, pages, max_pages, bt}, seq, *pos).value();
-  } else {
-    for (int64_t t = 0; t < T; ++t) (*pos)[static_cast<size_t>(t)] = (*slot)[static_cast<size_t>(t)] = t;
-  }
+  auto pos = std::make_shared<std::vector<int64_t>>(), slot = std::make_shared<std::vector<int64_t>>();
+  DecodeOrPrefillSlots(T, slots, page, decode, pos.get(), slot.get());
   auto w = NormWeight(static_cast<size_t>(lora), 23);
   RopeArgs args{{c.layout, D, nope, rope}, &table, *pos};
   args.parallel = runner;
