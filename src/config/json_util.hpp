@@ -168,33 +168,35 @@ inline Result<const json*> FindObject(const json& j, std::string_view key, const
   return v;
 }
 
-inline Result<std::vector<double>> GetNumberList(const json& j, std::string_view key, const std::string& source,
-                                                 Precision precision = Precision::kFloat64) {
+// The list under `key` (refused when missing or not a list: "expected <what>"), each element read by
+// read_one(element, "key[i]").
+template <typename T, typename ReadOne>
+Result<std::vector<T>> GetList(const json& j, std::string_view key, const std::string& source, std::string_view what,
+                               ReadOne read_one) {
   const json* v = Find(j, key);
   if (v == nullptr) return Missing(source, key);
-  if (!v->is_array()) return TypeError(source, key, *v, "a list of numbers");
-  std::vector<double> out;
+  if (!v->is_array()) return TypeError(source, key, *v, what);
+  std::vector<T> out;
   out.reserve(v->size());
   for (size_t i = 0; i < v->size(); ++i) {
-    POSENC_ASSIGN_OR_RETURN(double d, NumberValue((*v)[i], fmt::format("{}[{}]", key, i), source, precision));
-    out.push_back(d);
+    POSENC_ASSIGN_OR_RETURN(T x, read_one((*v)[i], fmt::format("{}[{}]", key, i)));
+    out.push_back(x);
   }
   return out;
+}
+
+inline Result<std::vector<double>> GetNumberList(const json& j, std::string_view key, const std::string& source,
+                                                 Precision precision = Precision::kFloat64) {
+  return GetList<double>(j, key, source, "a list of numbers", [&](const json& v, const std::string& at) {
+    return NumberValue(v, at, source, precision);
+  });
 }
 
 inline Result<std::vector<int64_t>> GetIntList(const json& j, std::string_view key, const std::string& source,
                                                int64_t lo = std::numeric_limits<int64_t>::min(),
                                                int64_t hi = std::numeric_limits<int64_t>::max()) {
-  const json* v = Find(j, key);
-  if (v == nullptr) return Missing(source, key);
-  if (!v->is_array()) return TypeError(source, key, *v, "a list of integers");
-  std::vector<int64_t> out;
-  out.reserve(v->size());
-  for (size_t i = 0; i < v->size(); ++i) {
-    POSENC_ASSIGN_OR_RETURN(int64_t n, IntValue((*v)[i], fmt::format("{}[{}]", key, i), source, lo, hi));
-    out.push_back(n);
-  }
-  return out;
+  return GetList<int64_t>(j, key, source, "a list of integers",
+                          [&](const json& v, const std::string& at) { return IntValue(v, at, source, lo, hi); });
 }
 
 }  // namespace posenc::json_util
