@@ -188,6 +188,21 @@ Result<PositionScheme> ParseHfConfigJson(const json& j, const std::string& sourc
 
 namespace {
 
+// The language model's config nested under `key` (text_config, thinker_config), read one level down with
+// the outer model_type where it has none, and noted; refused past kMaxTextConfigDepth (`deep_note` ends
+// that message).
+Result<PositionScheme> ParseNested(const json& j, const char* key, const std::string& source,
+                                   const HfConfigOptions& options, int depth, const std::string& model_type,
+                                   std::string_view deep_note) {
+  if (depth >= kMaxTextConfigDepth)
+    return KeyError(source, key, fmt::format("is nested more than {} levels deep{}", kMaxTextConfigDepth, deep_note));
+  json nested = j[key];
+  if (!Has(nested, "model_type") && !model_type.empty()) nested["model_type"] = model_type;
+  auto inner = ParseHfConfigJsonAt(nested, fmt::format("{} ({})", source, key), options, depth + 1);
+  if (inner.ok()) inner->notes.insert(inner->notes.begin(), fmt::format("read from {}", key));
+  return inner;
+}
+
 Result<PositionScheme> ParseHfConfigJsonAt(const json& j, const std::string& source, const HfConfigOptions& options,
                                            int depth) {
   if (!j.is_object()) return InvalidArgumentError(fmt::format("config {}: top level is not a JSON object", source));
@@ -204,31 +219,13 @@ Result<PositionScheme> ParseHfConfigJsonAt(const json& j, const std::string& sou
   // skipped: the outer keys alone would describe some other model.
   for (const char* nested : {"text_config", "thinker_config"})
     if (Has(j, nested) && !j[nested].is_object() && !j[nested].is_null())
-      return KeyError(source, nested,
-                      fmt::format("is {}, expected an object (the language model's config) or null",
-                                  JsonForMessage(j[nested])));
+      return ExpectedError(source, nested, j[nested], "an object (the language model's config) or null");
   if (Has(j, "thinker_config") && j["thinker_config"].is_object() && !outer_is_model && !Has(j, "text_config")) {
     // Qwen3-Omni: thinker_config.text_config holds the language model.
-    if (depth >= kMaxTextConfigDepth)
-      return KeyError(source, "thinker_config",
-                      fmt::format("is nested more than {} levels deep", kMaxTextConfigDepth));
-    json thinker = j["thinker_config"];
-    if (!Has(thinker, "model_type") && !s.model_type.empty()) thinker["model_type"] = s.model_type;
-    auto inner = ParseHfConfigJsonAt(thinker, source + " (thinker_config)", options, depth + 1);
-    if (inner.ok()) inner->notes.insert(inner->notes.begin(), "read from thinker_config");
-    return inner;
+    return ParseNested(j, "thinker_config", source, options, depth, s.model_type, "");
   }
-  if (Has(j, "text_config") && j["text_config"].is_object() && !outer_is_model) {
-    if (depth >= kMaxTextConfigDepth)
-      return KeyError(
-          source, "text_config",
-          fmt::format("is nested more than {} levels deep (a model's config nests it once)", kMaxTextConfigDepth));
-    json text = j["text_config"];
-    if (!Has(text, "model_type") && !s.model_type.empty()) text["model_type"] = s.model_type;
-    auto inner = ParseHfConfigJsonAt(text, source + " (text_config)", options, depth + 1);
-    if (inner.ok()) inner->notes.insert(inner->notes.begin(), "read from text_config");
-    return inner;
-  }
+  if (Has(j, "text_config") && j["text_config"].is_object() && !outer_is_model)
+    return ParseNested(j, "text_config", source, options, depth, s.model_type, " (a model's config nests it once)");
   POSENC_ASSIGN_OR_RETURN(bool non_rope, ParseNonRope(j, source, &s));
   if (non_rope) return s;
   s.kind = PositionKind::kRope;
