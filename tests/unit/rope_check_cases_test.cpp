@@ -18,6 +18,7 @@
 #include "posenc/model/rope_check.hpp"
 #include "published_configs.hpp"
 #include "rope_check_engine.hpp"
+#include "temp_folder.hpp"
 #include "test_support.hpp"
 
 namespace posenc {
@@ -27,12 +28,8 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace ::posenc::testing;  // NOLINT
 
-class RopeCheckOneModel : public ::testing::Test {
+class RopeCheckOneModel : public TempFolderTest {
  protected:
-  void SetUp() override {
-    dir_ = TempDir("rope_check_one", ::testing::UnitTest::GetInstance()->current_test_info()->name());
-  }
-  void TearDown() override { fs::remove_all(dir_); }
   RopeDescription Open(const json& c) {
     WriteFile(dir_ / "config.json", c.dump());
     return OpenRopeDescription((dir_ / "config.json").string()).value();
@@ -51,7 +48,6 @@ class RopeCheckOneModel : public ::testing::Test {
     EXPECT_EQ(r.diagnosis.front().id, "scaling_param");
     EXPECT_NE(r.diagnosis.front().detail.find(detail), std::string::npos) << r.diagnosis.front().detail;
   }
-  fs::path dir_;
 };
 
 TEST_F(RopeCheckOneModel, TheWrongLayerTypesParametersAreNamed) {
