@@ -1,31 +1,33 @@
 // An engine's RoPE dump against the reference, and the diagnosis of a failing one (rope_check.hpp).
 //
-// Every form of dump is rendered from one value, an EngineModel (model/rope_check_internal.hpp): the
-// reference is one, and each cause in Causes() turns the reference into the EngineModels an engine
-// with that fault would be.
+// Every form of dump is rendered from one value, an EngineModel (model/rope_check_engine.hpp): the
+// reference is one, and each known fault (model/rope_check_causes.hpp) turns the reference into the
+// EngineModels an engine with that fault would be. The dump read from the caller's tensors
+// (MakeRopeDump) and the report as JSON and text are here too.
 #include "posenc/model/rope_check.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <optional>
 #include <set>
 #include <utility>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "core/enum_names.hpp"
-#include "model/rope_check_internal.hpp"
+#include "model/rope_check_causes.hpp"
+#include "model/rope_check_engine.hpp"
 
 namespace posenc {
 namespace {
 
-using rope_check_internal::Candidate;
-using rope_check_internal::Cause;
-using rope_check_internal::CauseFn;
-using rope_check_internal::Causes;
 using rope_check_internal::Compare;
 using rope_check_internal::Comparison;
 using rope_check_internal::Context;
+using rope_check_internal::Diagnose;
 using rope_check_internal::EngineModel;
 using rope_check_internal::EngineOf;
 using rope_check_internal::Got;
@@ -185,75 +187,6 @@ std::vector<double> ObservedAngles(const RopeDump& d, const RotaryLayout& layout
   return observed;
 }
 
-// The first two heads of a rotated dump: every head rotates with the same angles, so candidates are
-// screened on these and only those that explain the screen are measured on the whole dump.
-RopeDump ScreenOf(const RopeDump& d) {
-  RopeDump screen = d;
-  screen.heads = 2;
-  screen.before.clear();
-  screen.after.clear();
-  for (int64_t t = 0; t < d.tokens; ++t)
-    for (int64_t h = 0; h < 2; ++h) {
-      const size_t b = static_cast<size_t>((t * d.heads + h) * d.width);
-      screen.before.insert(screen.before.end(), d.before.begin() + b, d.before.begin() + b + d.width);
-      screen.after.insert(screen.after.end(), d.after.begin() + b, d.after.begin() + b + d.width);
-    }
-  return screen;
-}
-
-// The best of `explaining` (ratio, candidate): one listed earlier wins when within a tenth of it (a
-// round base before the raw fit it was rounded from). Infinite ratio when none explains.
-std::pair<double, std::string> BestExplaining(const std::vector<std::pair<double, const Candidate*>>& explaining) {
-  double best = std::numeric_limits<double>::infinity();
-  for (const auto& [ratio, c] : explaining) best = std::min(best, ratio);
-  std::string detail;
-  for (const auto& [ratio, c] : explaining)
-    if (ratio <= best + 0.1) {
-      best = ratio;
-      detail = c->detail;
-      break;
-    }
-  return {best, detail};
-}
-
-// The causes whose candidates explain the dump, best first.
-std::vector<RopeCause> Diagnose(const Context& ctx, const std::vector<double>& got) {
-  const RopeDump& d = *ctx.dump;
-  const bool screening = d.kind == RopeDumpKind::kRotated && d.heads > 2;
-  const RopeDump screen = screening ? ScreenOf(d) : RopeDump{};
-  const std::vector<double> screen_got = screening ? Got(screen) : std::vector<double>{};
-  auto explains = [&](const EngineModel& e, double* ratio) {
-    if (screening && Compare(screen_got, Render(e, screen)).over > 0) return false;
-    const Comparison m = Compare(got, Render(e, d));
-    *ratio = m.max_ratio;
-    return m.over == 0;
-  };
-  std::vector<RopeCause> diagnosis;
-  // The quick candidates of every cause; only when none explains, the costly fits.
-  for (bool refine : {false, true}) {
-    if (refine && !diagnosis.empty()) break;
-    for (const Cause& cause : Causes()) {
-      const CauseFn fn = refine ? cause.refine : cause.candidates;
-      if (fn == nullptr) continue;
-      std::vector<Candidate> candidates;
-      fn(ctx, &candidates);
-      std::vector<std::pair<double, const Candidate*>> explaining;
-      for (const Candidate& c : candidates) {
-        double ratio = 0;
-        if (explains(c.engine, &ratio)) explaining.emplace_back(ratio, &c);
-      }
-      const auto [best, detail] = BestExplaining(explaining);
-      if (std::isfinite(best)) diagnosis.push_back(RopeCause{std::string(cause.id), detail, best});
-    }
-  }
-  // Best first; ratios within a tenth of each other are a tie, kept in the list's order (the more
-  // specific cause first: scaling_missing before the same computation as a scaling parameter).
-  std::stable_sort(diagnosis.begin(), diagnosis.end(), [](const RopeCause& a, const RopeCause& b) {
-    return std::floor(a.max_ratio * 10) < std::floor(b.max_ratio * 10);
-  });
-  return diagnosis;
-}
-
 // No cause explains it: where the error is (its pairs, its first position), as the one diagnosis.
 void AddNotExplained(const Context& ctx, const std::vector<bool>& over, int64_t T, RopeCheckReport* report) {
   const int64_t pairs = ctx.layout.num_pairs();
@@ -284,12 +217,6 @@ constexpr detail::EnumName<RopeDumpKind> kDumpKindNames[] = {
 }  // namespace
 
 std::string_view ToString(RopeDumpKind k) { return detail::NameOf(k, kDumpKindNames, "?"); }
-
-std::vector<std::string> RopeCauseIds() {
-  std::vector<std::string> ids;
-  for (const Cause& c : Causes()) ids.emplace_back(c.id);
-  return ids;
-}
 
 Result<RopeCheckTarget> RopeCheckTargetOf(const RopeDescription& d, const RopeCheckSelect& select) {
   POSENC_ASSIGN_OR_RETURN(ModelRope m, ModelRopeLayers(d));
@@ -376,6 +303,240 @@ Result<RopeCheckReport> CheckRope(const RopeCheckTarget& target, const RopeDump&
   report.diagnosis = Diagnose(ctx, got);
   if (report.diagnosis.empty()) AddNotExplained(ctx, over, T, &report);
   return report;
+}
+
+// ---------- the dump from the caller's tensors, and the report as JSON and text ----------
+
+namespace {
+
+bool Given(const RopeDumpTensor& t) { return t.data != nullptr || !t.shape.empty(); }
+
+std::string ShapeText(const std::vector<int64_t>& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
+
+// The element strides of `t` (C-contiguous when it states none), checked against its shape.
+Result<std::vector<int64_t>> StridesOf(const RopeDumpTensor& t) {
+  if (t.strides.empty()) {
+    std::vector<int64_t> s(t.shape.size(), 1);
+    for (size_t i = t.shape.size(); i-- > 1;) s[i - 1] = s[i] * t.shape[i];
+    return s;
+  }
+  if (t.strides.size() != t.shape.size())
+    return InvalidArgumentError(fmt::format("{}: {} strides for {} dims", t.name, t.strides.size(), t.shape.size()));
+  return t.strides;
+}
+
+Status CheckExtents(const RopeDumpTensor& t) {
+  int64_t n = 1;
+  for (int64_t e : t.shape) {
+    if (e < 0) return InvalidArgumentError(fmt::format("{}: shape {} has a negative extent", t.name, ShapeText(t.shape)));
+    if (e != 0 && n > (int64_t{1} << 40) / e)
+      return InvalidArgumentError(fmt::format("{}: shape {} is too large for a dump", t.name, ShapeText(t.shape)));
+    n *= e;
+  }
+  if (n > 0 && t.data == nullptr) return InvalidArgumentError(fmt::format("{}: no data", t.name));
+  return OkStatus();
+}
+
+// The values of `t` in the order of `perm` (the tensor's axes as the dump reads them), as float.
+Result<std::vector<float>> FloatsOf(const RopeDumpTensor& t, const std::vector<size_t>& perm) {
+  POSENC_RETURN_IF_ERROR(CheckExtents(t));
+  POSENC_ASSIGN_OR_RETURN(std::vector<int64_t> st, StridesOf(t));
+  if (t.dtype != DType::kF32 && t.dtype != DType::kF16 && t.dtype != DType::kBF16 && t.dtype != DType::kF64)
+    return InvalidArgumentError(
+        fmt::format("{}: dtype {} is not float32, float16, bfloat16 or float64", t.name, ToString(t.dtype)));
+  const size_t nd = perm.size();
+  std::vector<int64_t> shape(nd), stride(nd), idx(nd, 0);
+  int64_t n = 1;
+  for (size_t k = 0; k < nd; ++k) {
+    shape[k] = t.shape[perm[k]];
+    stride[k] = st[perm[k]];
+    n *= shape[k];
+  }
+  std::vector<float> out(static_cast<size_t>(n));
+  const auto* base = static_cast<const std::byte*>(t.data);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t off = 0;
+    for (size_t k = 0; k < nd; ++k) off += idx[k] * stride[k];
+    const std::byte* p = base + off * static_cast<int64_t>(SizeOf(t.dtype));
+    float v = 0.0f;
+    switch (t.dtype) {
+      case DType::kF32: std::memcpy(&v, p, 4); break;
+      case DType::kF64: {
+        double x;
+        std::memcpy(&x, p, 8);
+        v = static_cast<float>(x);
+        break;
+      }
+      case DType::kF16: {
+        f16_t h;
+        std::memcpy(&h, p, 2);
+        v = F16ToF32(h);
+        break;
+      }
+      default: {
+        bf16_t h;
+        std::memcpy(&h, p, 2);
+        v = BF16ToF32(h);
+        break;
+      }
+    }
+    out[static_cast<size_t>(i)] = v;
+    for (size_t k = nd; k-- > 0;)  // the next index, last axis fastest
+      if (++idx[k] < shape[k]) break;
+      else idx[k] = 0;
+  }
+  return out;
+}
+
+std::vector<size_t> Identity(size_t n) {
+  std::vector<size_t> p(n);
+  for (size_t i = 0; i < n; ++i) p[i] = i;
+  return p;
+}
+
+Result<std::vector<int64_t>> PositionsOf(const RopeDumpTensor& t) {
+  POSENC_RETURN_IF_ERROR(CheckExtents(t));
+  if (t.shape.size() != 1 && t.shape.size() != 2)
+    return InvalidArgumentError(
+        fmt::format("{}: shape {}; expected [T] or [components, T]", t.name, ShapeText(t.shape)));
+  if (t.dtype != DType::kI32 && t.dtype != DType::kI64)
+    return InvalidArgumentError(fmt::format("{}: dtype {} is not int32 or int64", t.name, ToString(t.dtype)));
+  POSENC_ASSIGN_OR_RETURN(std::vector<int64_t> st, StridesOf(t));
+  const int64_t rows = t.shape.size() == 2 ? t.shape[0] : 1, cols = t.shape.back();
+  const int64_t rs = t.shape.size() == 2 ? st[0] : 0, cs = st.back();
+  std::vector<int64_t> out;
+  out.reserve(static_cast<size_t>(rows * cols));
+  const auto* base = static_cast<const std::byte*>(t.data);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      const std::byte* p = base + (r * rs + c * cs) * static_cast<int64_t>(SizeOf(t.dtype));
+      if (t.dtype == DType::kI32) {
+        int32_t v;
+        std::memcpy(&v, p, 4);
+        out.push_back(v);
+      } else {
+        int64_t v;
+        std::memcpy(&v, p, 8);
+        out.push_back(v);
+      }
+    }
+  return out;
+}
+
+// The dump's dtype: the engine's where the caller names it, else the values' own (float64 reads as float32).
+DType DumpDType(const RopeDumpTensor& t, const std::optional<DType>& engine) {
+  if (engine.has_value()) return *engine;
+  return t.dtype == DType::kF64 ? DType::kF32 : t.dtype;
+}
+
+}  // namespace
+
+Result<RopeDump> MakeRopeDump(const RopeDumpTensors& t) {
+  const bool rotated = Given(t.before) || Given(t.after);
+  const bool cache = Given(t.cos) || Given(t.sin);
+  const bool freqs = Given(t.inv_freq);
+  if (rotated + cache + freqs != 1)
+    return InvalidArgumentError("give exactly one dump: before/after, cos/sin, or inv_freq");
+  RopeDump dump;
+  dump.seq_len = t.seq_len;
+  if (rotated) {
+    if (!Given(t.before) || !Given(t.after) || !Given(t.positions))
+      return InvalidArgumentError("rotated tensors need before, after and positions");
+    if (t.before.shape != t.after.shape)
+      return InvalidArgumentError(fmt::format("{} is {} but {} is {}: the same shape is needed", t.before.name,
+                                              ShapeText(t.before.shape), t.after.name, ShapeText(t.after.shape)));
+    const std::vector<int64_t>& s = t.after.shape;
+    if (s.size() != 2 && s.size() != 3)
+      return InvalidArgumentError(
+          fmt::format("{}: shape {}; expected [T, H, D] or [H, T, D]", t.after.name, ShapeText(s)));
+    // Read as [T, H, D]: heads-first [H, T, D] through its axes swapped; [T, D] (either order) is one head.
+    std::vector<size_t> perm = s.size() == 2 ? Identity(2) : (t.heads_first ? std::vector<size_t>{1, 0, 2} : Identity(3));
+    dump.kind = RopeDumpKind::kRotated;
+    dump.what = t.after.name;
+    dump.tokens = t.after.shape[perm[0]];
+    dump.heads = s.size() == 2 ? 1 : t.after.shape[perm[1]];
+    dump.width = s.back();
+    POSENC_ASSIGN_OR_RETURN(dump.before, FloatsOf(t.before, perm));
+    POSENC_ASSIGN_OR_RETURN(dump.after, FloatsOf(t.after, perm));
+    dump.dtype = DumpDType(t.after, t.dtype);
+  } else if (cache) {
+    if (!Given(t.cos) || !Given(t.sin)) return InvalidArgumentError("a cache needs both cos and sin");
+    if (t.cos.shape != t.sin.shape || t.cos.shape.size() != 2)
+      return InvalidArgumentError(fmt::format("{} is {} and {} {}: both [T, R] or [T, R/2] needed", t.cos.name,
+                                              ShapeText(t.cos.shape), t.sin.name, ShapeText(t.sin.shape)));
+    dump.kind = RopeDumpKind::kCosSin;
+    dump.what = t.cos.name;
+    dump.tokens = t.cos.shape[0], dump.width = t.cos.shape[1];
+    POSENC_ASSIGN_OR_RETURN(dump.cos, FloatsOf(t.cos, Identity(2)));
+    POSENC_ASSIGN_OR_RETURN(dump.sin, FloatsOf(t.sin, Identity(2)));
+    dump.dtype = DumpDType(t.cos, t.dtype);
+  } else {
+    if (t.inv_freq.shape.size() != 1)
+      return InvalidArgumentError(
+          fmt::format("{}: shape {}; expected [R/2]", t.inv_freq.name, ShapeText(t.inv_freq.shape)));
+    dump.kind = RopeDumpKind::kInvFreq;
+    dump.what = t.inv_freq.name;
+    POSENC_ASSIGN_OR_RETURN(dump.inv_freq, FloatsOf(t.inv_freq, Identity(1)));
+    dump.dtype = DumpDType(t.inv_freq, t.dtype);
+  }
+  if (Given(t.positions)) {
+    POSENC_ASSIGN_OR_RETURN(dump.positions, PositionsOf(t.positions));
+    if (t.positions.shape.size() == 2) dump.position_rows = t.positions.shape[0];
+  }
+  // A bfloat16 engine's dump stored wider holds only bfloat16 values.
+  if (t.dtype == DType::kBF16)
+    for (const std::vector<float>* v : {&dump.after, &dump.cos, &dump.sin, &dump.inv_freq})
+      for (float x : *v)
+        if (std::isfinite(x) && BF16ToF32(F32ToBF16(x)) != x)
+          return InvalidArgumentError(fmt::format(
+              "{}: value {:.9g} is not a bfloat16 value: the dump is not bfloat16 (do not name bf16 as its dtype)",
+              dump.what, x));
+  return dump;
+}
+
+std::string RopeCheckReportJson(const RopeCheckReport& r) {
+  using nlohmann::json;
+  json out;
+  out["verdict"] = r.pass ? "pass" : "fail";
+  out["target"] = r.target;
+  out["form"] = r.form;
+  out["tolerance"] = r.tolerance;
+  out["seq_len"] = r.seq_len;
+  out["elements"] = r.elements;
+  out["elements_over_tolerance"] = r.elements_over;
+  out["max_error_over_tolerance"] = r.max_ratio;
+  auto opt = [](int64_t v) { return v < 0 ? json(nullptr) : json(v); };
+  out["worst"] = {{"token", opt(r.worst.token)}, {"position", opt(r.worst.position)}, {"head", opt(r.worst.head)},
+                  {"pair", opt(r.worst.pair)},   {"dim", opt(r.worst.dim)},           {"got", r.worst.got},
+                  {"want", r.worst.want},        {"error", r.worst.error},            {"tolerance", r.worst.tolerance}};
+  json diag = json::array();
+  for (const RopeCause& c : r.diagnosis)
+    diag.push_back({{"cause", c.id}, {"detail", c.detail}, {"max_error_over_tolerance", c.max_ratio}});
+  out["diagnosis"] = diag;
+  if (!r.pass && r.diagnosis.size() == 1 && r.diagnosis[0].id == "not_explained") {
+    out["error_first_position"] = opt(r.error_first_position);
+    out["error_pairs"] = r.error_pairs;
+  }
+  return out.dump(2, ' ', false, json::error_handler_t::replace);
+}
+
+std::string RopeCheckReportText(const RopeCheckReport& r) {
+  std::string out = fmt::format("{}: {} ({}, {} elements, tolerance {})\n", r.pass ? "pass" : "FAIL", r.target,
+                                r.form, r.elements, r.tolerance);
+  std::string at;
+  if (r.worst.token >= 0) at += fmt::format(" token {}", r.worst.token);
+  if (r.worst.position >= 0) at += fmt::format(" position {}", r.worst.position);
+  if (r.worst.head >= 0) at += fmt::format(" head {}", r.worst.head);
+  if (r.worst.pair >= 0) at += fmt::format(" pair {}", r.worst.pair);
+  if (r.worst.dim >= 0) at += fmt::format(" dim {}", r.worst.dim);
+  out += fmt::format("worst element:{}: got {:.9g}, want {:.9g}, error {:.3g} ({:.3g} x tolerance)\n", at, r.worst.got,
+                     r.worst.want, r.worst.error, r.worst.tolerance > 0 ? r.worst.error / r.worst.tolerance : 0.0);
+  if (r.pass) return out;
+  out += fmt::format("{} of {} elements over tolerance\n", r.elements_over, r.elements);
+  out += "diagnosis (best first):\n";
+  for (const RopeCause& c : r.diagnosis)
+    out += fmt::format("  {:<18} {} (max error {:.3g} x tolerance)\n", c.id, c.detail, c.max_ratio);
+  return out;
 }
 
 }  // namespace posenc

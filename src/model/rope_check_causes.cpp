@@ -1,5 +1,6 @@
 // The known faults: each cause turns the reference into the EngineModels an engine with that fault
-// would be, with the fits (base, scaling parameter, positions) they need (rope_check_internal.hpp).
+// would be, with the fits (base, scaling parameter, positions) they need, and the diagnosis that
+// tries them (rope_check_causes.hpp).
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -11,7 +12,7 @@
 #include <fmt/format.h>
 
 #include "math/rope_scaling_table.hpp"
-#include "model/rope_check_internal.hpp"
+#include "model/rope_check_causes.hpp"
 #include "posenc/math/multi_axis.hpp"
 
 namespace posenc::rope_check_internal {
@@ -161,6 +162,15 @@ std::vector<double> RoundedNear(double fit) {
 }
 
 // ---------- the causes: one entry each ----------
+
+using CauseFn = void (*)(const Context&, std::vector<Candidate>*);
+
+struct Cause {
+  std::string_view id;
+  CauseFn candidates;
+  // Costly candidates (a fit over every observation), tried only when no cause's `candidates` explain.
+  CauseFn refine = nullptr;
+};
 void PairingCauses(const Context& ctx, std::vector<Candidate>* out) {
   Candidate c{"", ctx.reference};
   const RopePairing other = ctx.layout.pairing == RopePairing::kHalf ? RopePairing::kInterleaved : RopePairing::kHalf;
@@ -495,8 +505,84 @@ constexpr Cause kCauses[] = {
     {"sections", SectionCauses},
 };
 
+// The first two heads of a rotated dump: every head rotates with the same angles, so candidates are
+// screened on these and only those that explain the screen are measured on the whole dump.
+RopeDump ScreenOf(const RopeDump& d) {
+  RopeDump screen = d;
+  screen.heads = 2;
+  screen.before.clear();
+  screen.after.clear();
+  for (int64_t t = 0; t < d.tokens; ++t)
+    for (int64_t h = 0; h < 2; ++h) {
+      const size_t b = static_cast<size_t>((t * d.heads + h) * d.width);
+      screen.before.insert(screen.before.end(), d.before.begin() + b, d.before.begin() + b + d.width);
+      screen.after.insert(screen.after.end(), d.after.begin() + b, d.after.begin() + b + d.width);
+    }
+  return screen;
+}
+
+// The best of `explaining` (ratio, candidate): one listed earlier wins when within a tenth of it (a
+// round base before the raw fit it was rounded from). Infinite ratio when none explains.
+std::pair<double, std::string> BestExplaining(const std::vector<std::pair<double, const Candidate*>>& explaining) {
+  double best = std::numeric_limits<double>::infinity();
+  for (const auto& [ratio, c] : explaining) best = std::min(best, ratio);
+  std::string detail;
+  for (const auto& [ratio, c] : explaining)
+    if (ratio <= best + 0.1) {
+      best = ratio;
+      detail = c->detail;
+      break;
+    }
+  return {best, detail};
+}
+
 }  // namespace
 
-std::span<const Cause> Causes() { return kCauses; }
+std::vector<RopeCause> Diagnose(const Context& ctx, const std::vector<double>& got) {
+  const RopeDump& d = *ctx.dump;
+  const bool screening = d.kind == RopeDumpKind::kRotated && d.heads > 2;
+  const RopeDump screen = screening ? ScreenOf(d) : RopeDump{};
+  const std::vector<double> screen_got = screening ? Got(screen) : std::vector<double>{};
+  auto explains = [&](const EngineModel& e, double* ratio) {
+    if (screening && Compare(screen_got, Render(e, screen)).over > 0) return false;
+    const Comparison m = Compare(got, Render(e, d));
+    *ratio = m.max_ratio;
+    return m.over == 0;
+  };
+  std::vector<RopeCause> diagnosis;
+  // The quick candidates of every cause; only when none explains, the costly fits.
+  for (bool refine : {false, true}) {
+    if (refine && !diagnosis.empty()) break;
+    for (const Cause& cause : kCauses) {
+      const CauseFn fn = refine ? cause.refine : cause.candidates;
+      if (fn == nullptr) continue;
+      std::vector<Candidate> candidates;
+      fn(ctx, &candidates);
+      std::vector<std::pair<double, const Candidate*>> explaining;
+      for (const Candidate& c : candidates) {
+        double ratio = 0;
+        if (explains(c.engine, &ratio)) explaining.emplace_back(ratio, &c);
+      }
+      const auto [best, detail] = BestExplaining(explaining);
+      if (std::isfinite(best)) diagnosis.push_back(RopeCause{std::string(cause.id), detail, best});
+    }
+  }
+  // Best first; ratios within a tenth of each other are a tie, kept in the list's order (the more
+  // specific cause first: scaling_missing before the same computation as a scaling parameter).
+  std::stable_sort(diagnosis.begin(), diagnosis.end(), [](const RopeCause& a, const RopeCause& b) {
+    return std::floor(a.max_ratio * 10) < std::floor(b.max_ratio * 10);
+  });
+  return diagnosis;
+}
 
 }  // namespace posenc::rope_check_internal
+
+namespace posenc {
+
+std::vector<std::string> RopeCauseIds() {
+  std::vector<std::string> ids;
+  for (const rope_check_internal::Cause& c : rope_check_internal::kCauses) ids.emplace_back(c.id);
+  return ids;
+}
+
+}  // namespace posenc

@@ -1,11 +1,11 @@
 // An EngineModel rendered as the dump it would give, compared with a dump, and an element located
-// (rope_check_internal.hpp).
+// (rope_check_engine.hpp).
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <utility>
 
-#include "model/rope_check_internal.hpp"
+#include "model/rope_check_engine.hpp"
 
 namespace posenc::rope_check_internal {
 
