@@ -101,8 +101,8 @@ Result<std::string> CheckDumpShape(const RopeConfig& config, const RopeDump& d) 
       POSENC_RETURN_IF_ERROR(CheckFinite(d.cos, d.what + " (cos)", d.width));
       POSENC_RETURN_IF_ERROR(CheckFinite(d.sin, d.what + " (sin)", d.width));
       return std::string(
-          "per element s*(2u + 2^-21*(1+|angle|) + j*2^-22*|angle|), u the dtype's unit roundoff (at least float32's), j "
-          "the pair");
+          "per element s*(2u + 2^-21*(1+|angle|) + j*2^-22*|angle|), u the dtype's unit roundoff "
+          "(at least float32's), j the pair");
     }
     case RopeDumpKind::kInvFreq: {
       if (static_cast<int64_t>(d.inv_freq.size()) != pairs)
@@ -207,8 +207,8 @@ void AddNotExplained(const Context& ctx, const std::vector<bool>& over, int64_t 
   std::string where = report->error_pairs.empty() ? std::string("dims outside the rotary window")
                                                   : fmt::format("pairs {} of {}", Ranges(report->error_pairs), pairs);
   if (first >= 0) where += fmt::format(", from position {}", first);
-  report->diagnosis.push_back(
-      RopeCause{"not_explained", fmt::format("no known cause explains it; the error is in {}", where), report->max_ratio});
+  report->diagnosis.push_back(RopeCause{
+      "not_explained", fmt::format("no known cause explains it; the error is in {}", where), report->max_ratio});
 }
 
 constexpr detail::EnumName<RopeDumpKind> kDumpKindNames[] = {

@@ -290,7 +290,8 @@ TEST_F(Stories260KFormats, GgufAndSafetensorsDeclareTheirLayoutAndKeepTheLosses)
   const LayoutDetection from_hf = Detect(hf_, RopePairing::kHalf);
   ASSERT_EQ(from_gguf.candidates.size(), 2u);
   ASSERT_EQ(from_hf.candidates.size(), 2u);
-  for (int k = 0; k < 2; ++k) EXPECT_NEAR(from_gguf.candidates[k].mean_loss, shipped.candidates[k].mean_loss, 1e-6) << k;
+  for (int k = 0; k < 2; ++k)
+    EXPECT_NEAR(from_gguf.candidates[k].mean_loss, shipped.candidates[k].mean_loss, 1e-6) << k;
   EXPECT_NEAR(from_hf.candidates[0].mean_loss, shipped.candidates[1].mean_loss, 1e-4);
   EXPECT_GT(from_hf.margin, 1.0) << from_hf.summary;
 }
