@@ -60,6 +60,16 @@ def cpp_ms(exe, case, threads, reps):
     return json.loads(r.stdout.strip().splitlines()[0])["median_ms"]
 
 
+def torch_settings(a, torch):
+    """(threads, dtype name, torch dtype) for every --threads and --dtypes value, with posenc's and
+    torch's thread counts set to `threads` for the rows that follow."""
+    for threads in [int(t) for t in a.threads.split(",")]:
+        posenc.set_num_threads(threads)
+        torch.set_num_threads(threads)
+        for dtype_name in a.dtypes.split(","):
+            yield threads, dtype_name, getattr(torch, dtype_name)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--posenc", required=True, help="the posenc CLI of the same build")
@@ -150,46 +160,42 @@ def bench_drop_in(a):
         return (q * cos) + (rotate_half(q) * sin), (k * cos) + (rotate_half(k) * sin)
 
     print(f"drop-in: simd {posenc.simd_target()}; torch {torch.__version__}; medians over {a.rounds} rounds")
-    for threads in [int(t) for t in a.threads.split(",")]:
-        posenc.set_num_threads(threads)
-        torch.set_num_threads(threads)
-        for dtype_name in a.dtypes.split(","):
-            dtype = getattr(torch, dtype_name)
-            for T in [int(t) for t in a.tokens.split(",")]:
-                gen = torch.Generator().manual_seed(T)
-                q = torch.randn(1, T, 32, 128, generator=gen).to(dtype).transpose(1, 2)  # HF's strided view
-                k = torch.randn(1, T, 8, 128, generator=gen).to(dtype).transpose(1, 2)
-                pos = torch.arange(T)[None] + (8000 - T if T == 1 else 0)
-                freqs = (inv[None, :, None] @ pos[:, None, :].float()).transpose(1, 2)
-                emb = torch.cat((freqs, freqs), dim=-1)
-                cos, sin = emb.cos().to(dtype), emb.sin().to(dtype)
-                hq, hk = hf_apply_rotary_pos_emb(q, k, cos, sin)
-                pq, pk = drop_in(q, k, cos, sin)
-                assert torch.equal(hq, pq) and torch.equal(hk, pk), "not HF's bits"
-                qo, ko = torch.empty_like(q), torch.empty_like(k)
-                reps = max(5, min(2001, int(2e6 / (T * 40 * 128))))
-                r = {key: [] for key in ("hf", "posenc", "py", "cpp")}
-                descs = [hf._desc(x, n) for x, n in ((q, "q"), (k, "k"), (qo, "q_out"), (ko, "k_out"), (cos, "cos"),
-                                                           (sin, "sin"))]
-                for _ in range(a.rounds):
-                    r["hf"].append(median_ms(lambda: hf_apply_rotary_pos_emb(q, k, cos, sin), reps))
-                    r["posenc"].append(median_ms(lambda: drop_in(q, k, cos, sin), reps))
-                    # Python and C++ alternate call by call on the same buffers, so each finds them as
-                    # the other left them (whole blocks of each favoured whichever ran second).
-                    py, cpp = [], []
+    for threads, dtype_name, dtype in torch_settings(a, torch):
+        for T in [int(t) for t in a.tokens.split(",")]:
+            gen = torch.Generator().manual_seed(T)
+            q = torch.randn(1, T, 32, 128, generator=gen).to(dtype).transpose(1, 2)  # HF's strided view
+            k = torch.randn(1, T, 8, 128, generator=gen).to(dtype).transpose(1, 2)
+            pos = torch.arange(T)[None] + (8000 - T if T == 1 else 0)
+            freqs = (inv[None, :, None] @ pos[:, None, :].float()).transpose(1, 2)
+            emb = torch.cat((freqs, freqs), dim=-1)
+            cos, sin = emb.cos().to(dtype), emb.sin().to(dtype)
+            hq, hk = hf_apply_rotary_pos_emb(q, k, cos, sin)
+            pq, pk = drop_in(q, k, cos, sin)
+            assert torch.equal(hq, pq) and torch.equal(hk, pk), "not HF's bits"
+            qo, ko = torch.empty_like(q), torch.empty_like(k)
+            reps = max(5, min(2001, int(2e6 / (T * 40 * 128))))
+            r = {key: [] for key in ("hf", "posenc", "py", "cpp")}
+            descs = [hf._desc(x, n) for x, n in ((q, "q"), (k, "k"), (qo, "q_out"), (ko, "k_out"), (cos, "cos"),
+                                                       (sin, "sin"))]
+            for _ in range(a.rounds):
+                r["hf"].append(median_ms(lambda: hf_apply_rotary_pos_emb(q, k, cos, sin), reps))
+                r["posenc"].append(median_ms(lambda: drop_in(q, k, cos, sin), reps))
+                # Python and C++ alternate call by call on the same buffers, so each finds them as
+                # the other left them (whole blocks of each favoured whichever ran second).
+                py, cpp = [], []
+                hf.apply_cos_sin(q, k, cos, sin, out=(qo, ko))
+                for _ in range(reps):
+                    t0 = time.perf_counter()
                     hf.apply_cos_sin(q, k, cos, sin, out=(qo, ko))
-                    for _ in range(reps):
-                        t0 = time.perf_counter()
-                        hf.apply_cos_sin(q, k, cos, sin, out=(qo, ko))
-                        py.append((time.perf_counter() - t0) * 1e3)
-                        cpp.append(_posenc.time_cos_sin_qk("half", *descs, 1, 1)[0] * 1e3)
-                    r["py"].append(statistics.median(py))
-                    r["cpp"].append(statistics.median(cpp))
-                m = {key: statistics.median(v) for key, v in r.items()}
-                print(f"threads {threads} {dtype_name:8s} T={T:5d}: HF formula {m['hf'] * 1e3:10.1f} us  "
-                      f"posenc drop-in {m['posenc'] * 1e3:9.1f} us  HF/posenc {m['hf'] / m['posenc']:6.1f}x (bar >= 20x)  | "
-                      f"into given out: python {m['py'] * 1e3:9.1f} us  C++ {m['cpp'] * 1e3:9.1f} us  "
-                      f"python/C++ {m['py'] / m['cpp']:.3f}", flush=True)
+                    py.append((time.perf_counter() - t0) * 1e3)
+                    cpp.append(_posenc.time_cos_sin_qk("half", *descs, 1, 1)[0] * 1e3)
+                r["py"].append(statistics.median(py))
+                r["cpp"].append(statistics.median(cpp))
+            m = {key: statistics.median(v) for key, v in r.items()}
+            print(f"threads {threads} {dtype_name:8s} T={T:5d}: HF formula {m['hf'] * 1e3:10.1f} us  "
+                  f"posenc drop-in {m['posenc'] * 1e3:9.1f} us  HF/posenc {m['hf'] / m['posenc']:6.1f}x (bar >= 20x)  | "
+                  f"into given out: python {m['py'] * 1e3:9.1f} us  C++ {m['cpp'] * 1e3:9.1f} us  "
+                  f"python/C++ {m['py'] / m['cpp']:.3f}", flush=True)
     posenc.set_num_threads(0)
 
 
@@ -213,36 +219,32 @@ def bench_kv_cache(a):
         return q_out
 
     print(f"kvcache: simd {posenc.simd_target()}; torch {torch.__version__}; medians over {a.rounds} rounds")
-    for threads in [int(t) for t in a.threads.split(",")]:
-        posenc.set_num_threads(threads)
-        torch.set_num_threads(threads)
-        for dtype_name in a.dtypes.split(","):
-            dtype = getattr(torch, dtype_name)
-            for kind, T in (("prefill", 512), ("decode", 64)):
-                gen = torch.Generator().manual_seed(T)
-                qkv = torch.randn(T, 48 * 128, generator=gen).to(dtype)
-                q, k, v = posenc.split_qkv(qkv, 32, 8, 128)
-                if kind == "prefill":
-                    pos, slots = torch.arange(T), torch.arange(T)
-                else:
-                    pos, slots = torch.randint(0, 8192, (T,), generator=gen), torch.randperm(16384, generator=gen)[:T]
-                kc, vc = torch.zeros(16384, 8, 128, dtype=torch.float16), torch.zeros(16384, 8, 128, dtype=torch.float16)
-                kc2, vc2 = kc.clone(), vc.clone()
-                q_out = torch.empty(T, 32, 128, dtype=dtype)
-                tq = torch_engine(q, k, v, pos, slots, kc2, vc2)
-                rope.apply_kv_cache(q, k, v, pos, slots, kc, vc, q_out=q_out)
-                if dtype == torch.float32:
-                    assert torch.allclose(tq, q_out, atol=1e-5) and torch.allclose(kc.float(), kc2.float(), atol=2e-3)
-                reps = 201 if kind == "decode" else 21
-                r = {"torch": [], "posenc": []}
-                for _ in range(a.rounds):
-                    r["torch"].append(median_ms(lambda: torch_engine(q, k, v, pos, slots, kc2, vc2), reps))
-                    r["posenc"].append(median_ms(lambda: rope.apply_kv_cache(q, k, v, pos, slots, kc, vc, q_out=q_out),
-                                                 reps))
-                m = {key: statistics.median(x) for key, x in r.items()}
-                print(f"threads {threads} {dtype_name:8s} {kind:7s} T={T:4d} -> float16 cache: torch engine "
-                      f"{m['torch'] * 1e3:9.1f} us  posenc apply_kv_cache {m['posenc'] * 1e3:9.1f} us  "
-                      f"torch/posenc {m['torch'] / m['posenc']:5.1f}x", flush=True)
+    for threads, dtype_name, dtype in torch_settings(a, torch):
+        for kind, T in (("prefill", 512), ("decode", 64)):
+            gen = torch.Generator().manual_seed(T)
+            qkv = torch.randn(T, 48 * 128, generator=gen).to(dtype)
+            q, k, v = posenc.split_qkv(qkv, 32, 8, 128)
+            if kind == "prefill":
+                pos, slots = torch.arange(T), torch.arange(T)
+            else:
+                pos, slots = torch.randint(0, 8192, (T,), generator=gen), torch.randperm(16384, generator=gen)[:T]
+            kc, vc = torch.zeros(16384, 8, 128, dtype=torch.float16), torch.zeros(16384, 8, 128, dtype=torch.float16)
+            kc2, vc2 = kc.clone(), vc.clone()
+            q_out = torch.empty(T, 32, 128, dtype=dtype)
+            tq = torch_engine(q, k, v, pos, slots, kc2, vc2)
+            rope.apply_kv_cache(q, k, v, pos, slots, kc, vc, q_out=q_out)
+            if dtype == torch.float32:
+                assert torch.allclose(tq, q_out, atol=1e-5) and torch.allclose(kc.float(), kc2.float(), atol=2e-3)
+            reps = 201 if kind == "decode" else 21
+            r = {"torch": [], "posenc": []}
+            for _ in range(a.rounds):
+                r["torch"].append(median_ms(lambda: torch_engine(q, k, v, pos, slots, kc2, vc2), reps))
+                r["posenc"].append(median_ms(lambda: rope.apply_kv_cache(q, k, v, pos, slots, kc, vc, q_out=q_out),
+                                             reps))
+            m = {key: statistics.median(x) for key, x in r.items()}
+            print(f"threads {threads} {dtype_name:8s} {kind:7s} T={T:4d} -> float16 cache: torch engine "
+                  f"{m['torch'] * 1e3:9.1f} us  posenc apply_kv_cache {m['posenc'] * 1e3:9.1f} us  "
+                  f"torch/posenc {m['torch'] / m['posenc']:5.1f}x", flush=True)
     posenc.set_num_threads(0)
 
 

@@ -138,10 +138,7 @@ class Rope:
             r = call[1].apply(x, positions, out, order, direction, False)
             if r is not None:
                 return r
-        x, out = _tensors.as_tensor(x, "x"), None if out is None else _tensors.as_tensor(out, "out")
-        views, rows, out_views = self._views_in_out(x, positions, out, order)
-        _posenc.apply_rope(self._table_for(rows), *self._layout(), views, out_views, rows, self._site_direction(direction), "x")
-        return x if out is None else out
+        return self._apply_general(x, positions, out, order, direction, False)
 
     def apply_reference(self, x: Any, positions: Any, *, out: Any = None, order: Optional[str] = None,
                         direction: str = "forward") -> Any:
@@ -151,9 +148,16 @@ class Rope:
             r = call[1].apply(x, positions, out, order, direction, True)
             if r is not None:
                 return r
+        return self._apply_general(x, positions, out, order, direction, True)
+
+    def _apply_general(self, x: Any, positions: Any, out: Any, order: Optional[str], direction: str,
+                       reference: bool) -> Any:
+        """`apply` / `apply_reference` past RopeCall's fast path: any tensor, order and positions, each
+        error worded here."""
         x, out = _tensors.as_tensor(x, "x"), None if out is None else _tensors.as_tensor(out, "out")
         views, rows, out_views = self._views_in_out(x, positions, out, order)
-        _posenc.apply_rope(self._table_for(rows), *self._layout(), views, out_views, rows, self._site_direction(direction), "x", True)
+        _posenc.apply_rope(self._table_for(rows), *self._layout(), views, out_views, rows,
+                           self._site_direction(direction), "x", reference)
         return x if out is None else out
 
     def apply_qk(self, q: Any, k: Any, positions: Any, *, order: Optional[str] = None,

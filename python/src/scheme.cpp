@@ -113,23 +113,23 @@ void ApplyMultiAxisBatch(const RopeConfig& rc, int64_t seq_len, const py::list& 
   Check(s);
 }
 
-}  // namespace
+using SchemeClass = py::class_<PositionScheme>;
 
-void RegisterScheme(py::module_& m) {
-  py::class_<PositionScheme>(m, "Scheme")
-      .def_static(
-          "from_hf_json",
-          [](const std::string& text, const std::string& source, const std::string& layer_type,
-             const std::string& assume_layout, int64_t layer, const std::string& site) {
-            HfConfigOptions o;
-            o.layer_type = layer_type;
-            o.assume_layout = AssumedLayout(assume_layout);
-            o.layer = layer;
-            o.site = site;
-            return Take(ParseHfConfig(text, source, o));
-          },
-          py::arg("text"), py::arg("source"), py::arg("layer_type") = "", py::arg("assume_layout") = "",
-          py::arg("layer") = -1, py::arg("site") = "")
+// Scheme.from_*: a scheme from each reader.
+void RegisterSchemeConstructors(SchemeClass& cls) {
+  cls.def_static(
+         "from_hf_json",
+         [](const std::string& text, const std::string& source, const std::string& layer_type,
+            const std::string& assume_layout, int64_t layer, const std::string& site) {
+           HfConfigOptions o;
+           o.layer_type = layer_type;
+           o.assume_layout = AssumedLayout(assume_layout);
+           o.layer = layer;
+           o.site = site;
+           return Take(ParseHfConfig(text, source, o));
+         },
+         py::arg("text"), py::arg("source"), py::arg("layer_type") = "", py::arg("assume_layout") = "",
+         py::arg("layer") = -1, py::arg("site") = "")
       .def_static(
           "from_hf_config",
           [](const std::string& path, const std::string& layer_type, const std::string& assume_layout, int64_t layer,
@@ -158,8 +158,12 @@ void RegisterScheme(py::module_& m) {
           },
           py::arg("text"), py::arg("head_dim"), py::arg("source"))
       .def_static("from_model", &SchemeOfModel, py::arg("path"), py::arg("allow_default_freq_base") = true,
-                  py::arg("layer_type") = "", py::arg("assume_layout") = "")
-      .def_property_readonly("kind", [](const PositionScheme& s) { return std::string(ToString(s.kind)); })
+                  py::arg("layer_type") = "", py::arg("assume_layout") = "");
+}
+
+// The scheme's own fields (whatever its kind).
+void RegisterSchemeFields(SchemeClass& cls) {
+  cls.def_property_readonly("kind", [](const PositionScheme& s) { return std::string(ToString(s.kind)); })
       .def_readonly("model_type", &PositionScheme::model_type)
       .def_property_readonly("site", [](const PositionScheme& s) { return std::string(ToString(s.site)); })
       .def_property_readonly("sites",
@@ -183,9 +187,13 @@ void RegisterScheme(py::module_& m) {
       .def_readonly("sinusoidal_layout", &PositionScheme::sinusoidal_layout)
       .def_readonly("rope_spelling", &PositionScheme::rope_spelling)
       .def_readonly("num_layers", &PositionScheme::num_layers)
-      .def_readonly("notes", &PositionScheme::notes)
-      .def_property_readonly("pairing",
-                             [](const PositionScheme& s) { return std::string(ToString(s.rope.layout.pairing)); })
+      .def_readonly("notes", &PositionScheme::notes);
+}
+
+// The RoPE of the scheme's site: layout, base, scaling, and a copy with another pairing.
+void RegisterSchemeRope(SchemeClass& cls) {
+  cls.def_property_readonly("pairing",
+                            [](const PositionScheme& s) { return std::string(ToString(s.rope.layout.pairing)); })
       .def_property_readonly("head_dim", [](const PositionScheme& s) { return s.rope.layout.head_dim; })
       .def_property_readonly("rotary_start", [](const PositionScheme& s) { return s.rope.layout.rotary_start; })
       .def_property_readonly("rotary_dim", [](const PositionScheme& s) { return s.rope.layout.rotary_dim; })
@@ -207,15 +215,19 @@ void RegisterScheme(py::module_& m) {
             return c;
           },
           py::arg("pairing"))
-      .def("validate", [](const PositionScheme& s) { Check(ValidateRopeConfig(s.rope)); })
-      .def("layer_schedule",
-           [](const PositionScheme& s) {
-             LayerSchedule l = Take(LayerRopeSchedule(s));
-             std::vector<bool> rope(l.rope.begin(), l.rope.end());
-             std::vector<bool> temp;
-             for (int64_t i = 0; i < l.num_layers(); ++i) temp.push_back(QueryTemperatureApplies(s, l, i));
-             return py::make_tuple(rope, l.rule, temp);
-           })
+      .def("validate", [](const PositionScheme& s) { Check(ValidateRopeConfig(s.rope)); });
+}
+
+// Per layer: the RoPE / NoPE schedule and the query temperature.
+void RegisterSchemeLayers(SchemeClass& cls) {
+  cls.def("layer_schedule",
+          [](const PositionScheme& s) {
+            LayerSchedule l = Take(LayerRopeSchedule(s));
+            std::vector<bool> rope(l.rope.begin(), l.rope.end());
+            std::vector<bool> temp;
+            for (int64_t i = 0; i < l.num_layers(); ++i) temp.push_back(QueryTemperatureApplies(s, l, i));
+            return py::make_tuple(rope, l.rule, temp);
+          })
       .def_property_readonly("attn_temperature",
                              [](const PositionScheme& s) {
                                py::dict d;
@@ -235,14 +247,18 @@ void RegisterScheme(py::module_& m) {
             if (!v.empty()) std::memcpy(a.mutable_data(), v.data(), v.size() * sizeof(float));
             return a;
           },
-          py::arg("positions"), py::arg("exact") = false)
-      .def(
-          "frequencies",
-          [](const PositionScheme& s, int64_t seq_len) {
-            RopeFrequencies f = Take(ComputeRopeFrequencies(s.rope, seq_len));
-            return py::make_tuple(F64(f.inv_freq), f.attention_scaling);
-          },
-          py::arg("seq_len"))
+          py::arg("positions"), py::arg("exact") = false);
+}
+
+// The frequencies at a length, per pair, and multi-axis RoPE applied.
+void RegisterSchemeFrequencies(SchemeClass& cls) {
+  cls.def(
+         "frequencies",
+         [](const PositionScheme& s, int64_t seq_len) {
+           RopeFrequencies f = Take(ComputeRopeFrequencies(s.rope, seq_len));
+           return py::make_tuple(F64(f.inv_freq), f.attention_scaling);
+         },
+         py::arg("seq_len"))
       .def(
           "pairs",
           [](const PositionScheme& s, int64_t seq_len) {  // DescribeRopePairs: inspect's per-pair table
@@ -287,6 +303,17 @@ void RegisterScheme(py::module_& m) {
              const std::string& precision,
              const std::string& what) { ApplyMultiAxisBatch(s.rope, seq_len, x, positions, precision, what); },
           py::arg("seq_len"), py::arg("views"), py::arg("positions"), py::arg("precision"), py::arg("what"));
+}
+
+}  // namespace
+
+void RegisterScheme(py::module_& m) {
+  SchemeClass cls(m, "Scheme");
+  RegisterSchemeConstructors(cls);
+  RegisterSchemeFields(cls);
+  RegisterSchemeRope(cls);
+  RegisterSchemeLayers(cls);
+  RegisterSchemeFrequencies(cls);
 }
 
 }  // namespace posenc::python

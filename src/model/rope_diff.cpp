@@ -216,6 +216,136 @@ bool ConverterPermutes(const RopeDescription& a, const RopeConfig& ca, const Rop
   return gguf.layout.pairing == RopePairing::kInterleaved;
 }
 
+// The positions the cost is measured over: the option, else the larger RoPE context, else 8192.
+int64_t DiffLength(const PositionScheme& a, const PositionScheme& b, const RopeDiffOptions& options) {
+  int64_t n = options.seq_len;
+  if (n <= 0) {
+    n = std::max(a.kind == PositionKind::kRope ? a.rope.max_position_embeddings : 0,
+                 b.kind == PositionKind::kRope ? b.rope.max_position_embeddings : 0);
+    if (n <= 0) n = 8192;
+  }
+  return std::min(n, kMaxRopePosition);
+}
+
+// A difference of the whole model (no layer), with its text.
+void AddWholeModel(RopeDiffReport* r, std::string field, std::string va, std::string vb) {
+  RopeDifference d{-1, -1, "", std::move(field), std::move(va), std::move(vb), true, ""};
+  d.text = DifferenceText(d);
+  r->differences.push_back(std::move(d));
+}
+
+// Not RoPE: the scheme's own parameters (the same for every layer), and the verdict.
+void DiffOtherScheme(const PositionScheme& sa, const PositionScheme& sb, RopeDiffReport* r) {
+  auto field = [&](const char* name, std::string va, std::string vb) {
+    if (va != vb) AddWholeModel(r, name, std::move(va), std::move(vb));
+  };
+  switch (sa.kind) {
+    case PositionKind::kAlibi:
+      field("alibi_variant", sa.alibi_variant, sb.alibi_variant);
+      field("alibi_bias_max", Num(sa.alibi_bias_max), Num(sb.alibi_bias_max));
+      field("num_heads", fmt::format("{}", sa.num_heads), fmt::format("{}", sb.num_heads));
+      break;
+    case PositionKind::kT5Bucket:
+      field("num_buckets", fmt::format("{}", sa.t5_num_buckets), fmt::format("{}", sb.t5_num_buckets));
+      field("max_distance", fmt::format("{}", sa.t5_max_distance), fmt::format("{}", sb.t5_max_distance));
+      field("bidirectional", sa.t5_bidirectional ? "true" : "false", sb.t5_bidirectional ? "true" : "false");
+      break;
+    case PositionKind::kSinusoidal:
+      field("sinusoidal_layout", sa.sinusoidal_layout, sb.sinusoidal_layout);
+      [[fallthrough]];
+    case PositionKind::kLearned:
+      field("max_position_embeddings", fmt::format("{}", sa.max_position_embeddings),
+            fmt::format("{}", sb.max_position_embeddings));
+      break;
+    default: break;
+  }
+  r->equivalent = r->differences.empty();
+  if (!r->equivalent) r->cost.first_position_f32 = r->cost.first_position_1e3 = 0;
+  r->summary = r->equivalent ? fmt::format("equivalent: both {} with the same parameters", ToString(sa.kind))
+                             : fmt::format("differs from position 0: {}", r->differences.front().text);
+}
+
+// The per-layer differences, each merged with the same difference on the previous layer.
+struct LayerDifferences {
+  std::vector<RopeDifference> list;
+  void Add(int64_t l, RopeDifference d) {
+    for (RopeDifference& prev : list)
+      if (prev.last_layer == l - 1 && prev.site == d.site && prev.field == d.field && prev.a == d.a &&
+          prev.b == d.b && prev.affects == d.affects) {
+        prev.last_layer = l;
+        return;
+      }
+    d.first_layer = d.last_layer = l;
+    list.push_back(std::move(d));
+  }
+};
+
+// Layer l of both descriptions, and the positions the cost is measured over.
+struct SidePair {
+  const RopeDescription &a, &b;
+  const LayerRope &la, &lb;
+  int64_t layer, n;
+};
+
+// Site s of a layer on both sides: its field differences, and its cost folded into `cost`.
+Status DiffSite(const SidePair& p, size_t s, const RopeDiffOptions& options, LayerDifferences* per_layer,
+                RopeDiffCost* cost) {
+  const RopeSite &sa = p.la.sites[s], &sb = p.lb.sites[s];
+  // A GGUF's interleaved pairs against the config's half pairs: llama.cpp's converter permuted the
+  // rows of W_q and W_k, so the converted model computes the same (unless asked to count it).
+  RopeConfig cb = sb.config;
+  const bool permuted = !options.strict_pairing && ConverterPermutes(p.a, sa.config, p.b, cb);
+  if (permuted) cb.layout.pairing = sa.config.layout.pairing;
+  POSENC_ASSIGN_OR_RETURN(SiteCost c, CostOf(sa.config, cb, p.n));
+  for (FieldDiff& f : FieldDiffs(sa, sb)) {
+    if (f.field == "pairing" && permuted) {
+      f.b += " (GGUF: llama.cpp's converter permutes W_q/W_k rows to it)";
+      per_layer->Add(p.layer, RopeDifference{-1, -1, f.site, f.field, f.a, f.b, false, ""});
+      continue;
+    }
+    per_layer->Add(p.layer, RopeDifference{-1, -1, f.site, f.field, f.a, f.b, c.affects(), ""});
+  }
+  cost->structural = cost->structural || c.structural;
+  TakeFirst(c.first_f32, &cost->first_position_f32);
+  TakeFirst(c.first_1e3, &cost->first_position_1e3);
+  if (c.max_angle > cost->max_angle_diff) {
+    cost->max_angle_diff = c.max_angle;
+    cost->max_at_pair = c.max_pair;
+    cost->max_at_position = c.max_pos;
+    cost->max_at_layer = p.layer;
+  }
+  if (c.scale_a != c.scale_b || p.layer == 0) {
+    cost->attention_scaling_a = c.scale_a;
+    cost->attention_scaling_b = c.scale_b;
+  }
+  return OkStatus();
+}
+
+// The verdict of two RoPE models and its one-line summary.
+void Conclude(int64_t n, RopeDiffReport* r) {
+  bool affecting = false;
+  for (const RopeDifference& d : r->differences) affecting = affecting || d.affects;
+  r->equivalent = !affecting && !r->cost.structural && r->cost.first_position_f32 < 0;
+  if (r->equivalent) {
+    r->summary = fmt::format("equivalent: the same positional computation in every layer for positions below {}", n);
+    if (!r->differences.empty()) r->summary += " (fields that differ have no effect)";
+    return;
+  }
+  std::string first_cause;
+  for (const RopeDifference& d : r->differences)
+    if (d.affects) {
+      first_cause = d.text;
+      break;
+    }
+  const int64_t p = r->cost.first_position_f32;
+  if (p > 1)
+    r->summary = fmt::format("identical below position {}; beyond it {}", p, first_cause);
+  else if (p >= 0)
+    r->summary = fmt::format("differs from position {}: {}", p, first_cause);
+  else
+    r->summary = fmt::format("differs (structurally): {}", first_cause);
+}
+
 }  // namespace
 
 Result<RopeDescription> OpenRopeDescription(const std::string& path, const ModelSchemeOptions& options) {
@@ -325,21 +455,10 @@ Result<RopeDiffReport> DiffRope(const RopeDescription& a, const RopeDescription&
   r.b_source = b.path;
   POSENC_ASSIGN_OR_RETURN(ModelRope ma, ModelRopeLayers(a));
   POSENC_ASSIGN_OR_RETURN(ModelRope mb, ModelRopeLayers(b));
-  int64_t n = options.seq_len;
-  if (n <= 0) {
-    n = std::max(a.scheme.kind == PositionKind::kRope ? a.scheme.rope.max_position_embeddings : 0,
-                 b.scheme.kind == PositionKind::kRope ? b.scheme.rope.max_position_embeddings : 0);
-    if (n <= 0) n = 8192;
-  }
-  n = std::min(n, kMaxRopePosition);
+  const int64_t n = DiffLength(a.scheme, b.scheme, options);
   r.seq_len = n;
-  auto whole = [&](std::string field, std::string va, std::string vb) {
-    RopeDifference d{-1, -1, "", std::move(field), std::move(va), std::move(vb), true, ""};
-    d.text = DifferenceText(d);
-    r.differences.push_back(std::move(d));
-  };
   if (ma.kind != mb.kind) {
-    whole("scheme", std::string(ToString(ma.kind)), std::string(ToString(mb.kind)));
+    AddWholeModel(&r, "scheme", std::string(ToString(ma.kind)), std::string(ToString(mb.kind)));
     r.equivalent = false;
     r.cost.structural = true;
     r.cost.first_position_f32 = r.cost.first_position_1e3 = 0;
@@ -347,40 +466,12 @@ Result<RopeDiffReport> DiffRope(const RopeDescription& a, const RopeDescription&
     return r;
   }
   if (ma.kind != PositionKind::kRope) {
-    // Not RoPE: the scheme's own parameters (the same for every layer).
-    const PositionScheme &sa = a.scheme, &sb = b.scheme;
-    auto field = [&](const char* name, std::string va, std::string vb) {
-      if (va != vb) whole(name, std::move(va), std::move(vb));
-    };
-    switch (ma.kind) {
-      case PositionKind::kAlibi:
-        field("alibi_variant", sa.alibi_variant, sb.alibi_variant);
-        field("alibi_bias_max", Num(sa.alibi_bias_max), Num(sb.alibi_bias_max));
-        field("num_heads", fmt::format("{}", sa.num_heads), fmt::format("{}", sb.num_heads));
-        break;
-      case PositionKind::kT5Bucket:
-        field("num_buckets", fmt::format("{}", sa.t5_num_buckets), fmt::format("{}", sb.t5_num_buckets));
-        field("max_distance", fmt::format("{}", sa.t5_max_distance), fmt::format("{}", sb.t5_max_distance));
-        field("bidirectional", sa.t5_bidirectional ? "true" : "false", sb.t5_bidirectional ? "true" : "false");
-        break;
-      case PositionKind::kSinusoidal:
-        field("sinusoidal_layout", sa.sinusoidal_layout, sb.sinusoidal_layout);
-        [[fallthrough]];
-      case PositionKind::kLearned:
-        field("max_position_embeddings", fmt::format("{}", sa.max_position_embeddings),
-              fmt::format("{}", sb.max_position_embeddings));
-        break;
-      default: break;
-    }
-    r.equivalent = r.differences.empty();
-    if (!r.equivalent) r.cost.first_position_f32 = r.cost.first_position_1e3 = 0;
-    r.summary = r.equivalent ? fmt::format("equivalent: both {} with the same parameters", ToString(ma.kind))
-                             : fmt::format("differs from position 0: {}", r.differences.front().text);
+    DiffOtherScheme(a.scheme, b.scheme, &r);
     return r;
   }
   int64_t count = static_cast<int64_t>(std::max(ma.layers.size(), mb.layers.size()));
   if (ma.layers_known && mb.layers_known && ma.layers.size() != mb.layers.size()) {
-    whole("layers", fmt::format("{}", ma.layers.size()), fmt::format("{}", mb.layers.size()));
+    AddWholeModel(&r, "layers", fmt::format("{}", ma.layers.size()), fmt::format("{}", mb.layers.size()));
     r.cost.structural = true;
     count = static_cast<int64_t>(std::min(ma.layers.size(), mb.layers.size()));
   }
@@ -388,82 +479,26 @@ Result<RopeDiffReport> DiffRope(const RopeDescription& a, const RopeDescription&
   auto layer_of = [](const ModelRope& m, int64_t l) -> const LayerRope& {
     return m.layers_known ? m.layers[static_cast<size_t>(l)] : m.layers.front();
   };
-  std::vector<RopeDifference> per_layer;
-  auto push = [&](int64_t l, RopeDifference d) {
-    // Merge with the same difference on the previous layer.
-    for (RopeDifference& prev : per_layer)
-      if (prev.last_layer == l - 1 && prev.site == d.site && prev.field == d.field && prev.a == d.a &&
-          prev.b == d.b && prev.affects == d.affects) {
-        prev.last_layer = l;
-        return;
-      }
-    d.first_layer = d.last_layer = l;
-    per_layer.push_back(std::move(d));
-  };
+  LayerDifferences per_layer;
   for (int64_t l = 0; l < count; ++l) {
     const LayerRope &la = layer_of(ma, l), &lb = layer_of(mb, l);
     if (la.rope != lb.rope) {
-      push(l, RopeDifference{-1, -1, "", "rope_applied", la.rope ? "RoPE" : "NoPE", lb.rope ? "RoPE" : "NoPE", true, ""});
+      per_layer.Add(l, RopeDifference{-1, -1, "", "rope_applied", la.rope ? "RoPE" : "NoPE", lb.rope ? "RoPE" : "NoPE",
+                                      true, ""});
       r.cost.structural = true;
       TakeFirst(n > 1 ? 1 : -1, &r.cost.first_position_f32);
       TakeFirst(n > 1 ? 1 : -1, &r.cost.first_position_1e3);
       continue;
     }
-    for (size_t s = 0; s < la.sites.size() && s < lb.sites.size(); ++s) {
-      // A GGUF's interleaved pairs against the config's half pairs: llama.cpp's converter permuted the
-      // rows of W_q and W_k, so the converted model computes the same (unless asked to count it).
-      RopeConfig cb = lb.sites[s].config;
-      const bool permuted = !options.strict_pairing && ConverterPermutes(a, la.sites[s].config, b, cb);
-      if (permuted) cb.layout.pairing = la.sites[s].config.layout.pairing;
-      POSENC_ASSIGN_OR_RETURN(SiteCost c, CostOf(la.sites[s].config, cb, n));
-      for (FieldDiff& f : FieldDiffs(la.sites[s], lb.sites[s])) {
-        if (f.field == "pairing" && permuted) {
-          f.b += " (GGUF: llama.cpp's converter permutes W_q/W_k rows to it)";
-          push(l, RopeDifference{-1, -1, f.site, f.field, f.a, f.b, false, ""});
-          continue;
-        }
-        push(l, RopeDifference{-1, -1, f.site, f.field, f.a, f.b, c.affects(), ""});
-      }
-      r.cost.structural = r.cost.structural || c.structural;
-      TakeFirst(c.first_f32, &r.cost.first_position_f32);
-      TakeFirst(c.first_1e3, &r.cost.first_position_1e3);
-      if (c.max_angle > r.cost.max_angle_diff) {
-        r.cost.max_angle_diff = c.max_angle;
-        r.cost.max_at_pair = c.max_pair;
-        r.cost.max_at_position = c.max_pos;
-        r.cost.max_at_layer = l;
-      }
-      if (c.scale_a != c.scale_b || l == 0) {
-        r.cost.attention_scaling_a = c.scale_a;
-        r.cost.attention_scaling_b = c.scale_b;
-      }
-    }
+    const SidePair sides{a, b, la, lb, l, n};
+    for (size_t s = 0; s < la.sites.size() && s < lb.sites.size(); ++s)
+      POSENC_RETURN_IF_ERROR(DiffSite(sides, s, options, &per_layer, &r.cost));
   }
-  for (RopeDifference& d : per_layer) {
+  for (RopeDifference& d : per_layer.list) {
     d.text = DifferenceText(d);
     r.differences.push_back(std::move(d));
   }
-  bool affecting = false;
-  for (const RopeDifference& d : r.differences) affecting = affecting || d.affects;
-  r.equivalent = !affecting && !r.cost.structural && r.cost.first_position_f32 < 0;
-  if (r.equivalent) {
-    r.summary = fmt::format("equivalent: the same positional computation in every layer for positions below {}", n);
-    if (!r.differences.empty()) r.summary += " (fields that differ have no effect)";
-    return r;
-  }
-  std::string first_cause;
-  for (const RopeDifference& d : r.differences)
-    if (d.affects) {
-      first_cause = d.text;
-      break;
-    }
-  const int64_t p = r.cost.first_position_f32;
-  if (p > 1)
-    r.summary = fmt::format("identical below position {}; beyond it {}", p, first_cause);
-  else if (p >= 0)
-    r.summary = fmt::format("differs from position {}: {}", p, first_cause);
-  else
-    r.summary = fmt::format("differs (structurally): {}", first_cause);
+  Conclude(n, &r);
   return r;
 }
 

@@ -16,6 +16,7 @@
 #include "posenc/io/npy.hpp"
 #include "posenc/math/rope_config.hpp"
 #include "published_configs.hpp"
+#include "temp_folder.hpp"
 #include "test_support.hpp"
 
 namespace posenc {
@@ -25,21 +26,18 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace ::posenc::testing;  // NOLINT
 
-class CheckCli : public ::testing::Test {
+class CheckCli : public TempFolderTest {
  protected:
-  void SetUp() override { dir_ = TempDir("check_cli_test", ::testing::UnitTest::GetInstance()->current_test_info()->name()); }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string Path(const std::string& name) const { return (dir_ / name).string(); }
   int Run(const std::string& args, std::string* out) { return RunCommand(CliPath() + " " + args + " 2>&1", out); }
   void SaveF32(const std::string& name, const std::vector<int64_t>& shape, const std::vector<float>& v) {
     Array a = Array::Zeros(DType::kF32, shape).value();
     std::copy(v.begin(), v.end(), a.data<float>());
-    ASSERT_TRUE(WriteNpy(Path(name), a).ok());
+    ASSERT_TRUE(WriteNpy(P(name), a).ok());
   }
   void SaveI64(const std::string& name, const std::vector<int64_t>& v) {
     Array a = Array::Zeros(DType::kI64, {static_cast<int64_t>(v.size())}).value();
     std::copy(v.begin(), v.end(), a.data<int64_t>());
-    ASSERT_TRUE(WriteNpy(Path(name), a).ok());
+    ASSERT_TRUE(WriteNpy(P(name), a).ok());
   }
   // q [T, H, D] before and after a float32 rotation with `config`'s frequencies (half pairs, or the
   // other pairing when `flip`), positions 0, 37, 74, ...
@@ -68,7 +66,19 @@ class CheckCli : public ::testing::Test {
     SaveF32("q_rot.npy", {T, H, D}, y);
     SaveI64("pos.npy", pos);
   }
-  fs::path dir_;
+  // Qwen2.5-7B's RoPE over a head of `head_dim`: half pairs, the whole head, base 1e6.
+  static RopeConfig HalfRope(int64_t head_dim) {
+    RopeConfig rc;
+    rc.layout = RotaryLayout{RopePairing::kHalf, head_dim, 0, head_dim};
+    rc.base = 1000000.0;
+    return rc;
+  }
+  // `posenc check` of config.json against the dump WriteDump wrote (its positions from pos.npy, or
+  // `positions` given on the command line).
+  std::string CheckArgs(const std::string& positions = "") const {
+    return "check --model " + P("config.json") + " --before " + P("q.npy") + " --after " + P("q_rot.npy") +
+           " --positions " + (positions.empty() ? P("pos.npy") : positions);
+  }
 };
 
 TEST_F(CheckCli, DiffOfTwoSpellingsIsEquivalentAndOfAChangedBaseIsNot) {
@@ -76,16 +86,16 @@ TEST_F(CheckCli, DiffOfTwoSpellingsIsEquivalentAndOfAChangedBaseIsNot) {
   json v5 = v4;
   v5["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", v4["rope_theta"]}};
   v5.erase("rope_theta");
-  WriteFile(Path("v4.json"), v4.dump());
-  WriteFile(Path("v5.json"), v5.dump());
+  WriteFile(P("v4.json"), v4.dump());
+  WriteFile(P("v5.json"), v5.dump());
   std::string out;
-  EXPECT_EQ(Run("diff " + Path("v4.json") + " " + Path("v5.json"), &out), 0) << out;
+  EXPECT_EQ(Run("diff " + P("v4.json") + " " + P("v5.json"), &out), 0) << out;
   EXPECT_NE(out.find("equivalent"), std::string::npos) << out;
 
   json b = v4;
   b["rope_theta"] = 10000.0;
-  WriteFile(Path("b.json"), b.dump());
-  EXPECT_EQ(Run("diff " + Path("v4.json") + " " + Path("b.json") + " --json", &out), 1) << out;
+  WriteFile(P("b.json"), b.dump());
+  EXPECT_EQ(Run("diff " + P("v4.json") + " " + P("b.json") + " --json", &out), 1) << out;
   const json r = json::parse(out);
   EXPECT_FALSE(r["equivalent"].get<bool>());
   EXPECT_EQ(r["differences"][0]["field"], "base");
@@ -93,23 +103,20 @@ TEST_F(CheckCli, DiffOfTwoSpellingsIsEquivalentAndOfAChangedBaseIsNot) {
   EXPECT_GE(r["cost"]["first_position_over_1e-3_rad"].get<int64_t>(), 1);
 
   // A file that is not a model: exit 2, one line.
-  WriteFile(Path("junk.bin"), "not a model");
-  EXPECT_EQ(Run("diff " + Path("v4.json") + " " + Path("junk.bin"), &out), 2) << out;
+  WriteFile(P("junk.bin"), "not a model");
+  EXPECT_EQ(Run("diff " + P("v4.json") + " " + P("junk.bin"), &out), 2) << out;
   EXPECT_NE(out.find("posenc diff: error:"), std::string::npos) << out;
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
 }
 
 TEST_F(CheckCli, ACorrectDumpPassesAndAFlippedPairingIsDiagnosed) {
   const json c = PublishedConfig("qwen2__qwen2.5-7b-instruct");
-  WriteFile(Path("config.json"), c.dump());
+  WriteFile(P("config.json"), c.dump());
   // head_dim 3584 / 28 = 128, half pairs, base 1e6
-  RopeConfig rc;
-  rc.layout = RotaryLayout{RopePairing::kHalf, 128, 0, 128};
-  rc.base = 1000000.0;
+  RopeConfig rc = HalfRope(128);
   WriteDump(rc, false, 24, 2);
   std::string out;
-  const std::string args = "check --model " + Path("config.json") + " --before " + Path("q.npy") + " --after " +
-                           Path("q_rot.npy") + " --positions " + Path("pos.npy");
+  const std::string args = CheckArgs();
   EXPECT_EQ(Run(args, &out), 0) << out;
   EXPECT_NE(out.find("pass: layer 0, site rope"), std::string::npos) << out;
 
@@ -123,7 +130,7 @@ TEST_F(CheckCli, ACorrectDumpPassesAndAFlippedPairingIsDiagnosed) {
 
   // Heads-first input: the same dump transposed passes with --order heads-first.
   WriteDump(rc, false, 24, 2);
-  Array q = ReadNpy(Path("q.npy")).value(), qr = ReadNpy(Path("q_rot.npy")).value();
+  Array q = ReadNpy(P("q.npy")).value(), qr = ReadNpy(P("q_rot.npy")).value();
   auto transpose = [](const Array& a) {
     std::vector<float> heads_first(static_cast<size_t>(a.size()));
     const int64_t T = a.dim(0), H = a.dim(1), D = a.dim(2);
@@ -134,41 +141,34 @@ TEST_F(CheckCli, ACorrectDumpPassesAndAFlippedPairingIsDiagnosed) {
   };
   SaveF32("qh.npy", {2, 24, 128}, transpose(q));
   SaveF32("qh_rot.npy", {2, 24, 128}, transpose(qr));
-  EXPECT_EQ(Run("check --model " + Path("config.json") + " --before " + Path("qh.npy") + " --after " +
-                    Path("qh_rot.npy") + " --positions " + Path("pos.npy") + " --order heads-first",
+  EXPECT_EQ(Run("check --model " + P("config.json") + " --before " + P("qh.npy") + " --after " +
+                    P("qh_rot.npy") + " --positions " + P("pos.npy") + " --order heads-first",
                 &out),
             0)
       << out;
 }
 
 TEST_F(CheckCli, BadInputIsOneLineAndExitTwo) {
-  WriteFile(Path("config.json"), PublishedConfig("qwen2__qwen2.5-7b-instruct").dump());
-  RopeConfig rc;
-  rc.layout = RotaryLayout{RopePairing::kHalf, 96, 0, 96};  // another layer's head size
-  rc.base = 1000000.0;
+  WriteFile(P("config.json"), PublishedConfig("qwen2__qwen2.5-7b-instruct").dump());
+  RopeConfig rc = HalfRope(96);  // another layer's head size
   WriteDump(rc, false, 8, 2);
   std::string out;
-  const std::string args = "check --model " + Path("config.json") + " --before " + Path("q.npy") + " --after " +
-                           Path("q_rot.npy") + " --positions " + Path("pos.npy");
+  const std::string args = CheckArgs();
   EXPECT_EQ(Run(args, &out), 2) << out;
   EXPECT_NE(out.find("head_dim 96"), std::string::npos) << out;
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
 
-  rc.layout = RotaryLayout{RopePairing::kHalf, 128, 0, 128};
+  rc = HalfRope(128);
   WriteDump(rc, false, 8, 2);
-  Array y = ReadNpy(Path("q_rot.npy")).value();
+  Array y = ReadNpy(P("q_rot.npy")).value();
   y.data<float>()[5] = NAN;
-  ASSERT_TRUE(WriteNpy(Path("q_rot.npy"), y).ok());
+  ASSERT_TRUE(WriteNpy(P("q_rot.npy"), y).ok());
   EXPECT_EQ(Run(args, &out), 2) << out;
   EXPECT_NE(out.find("NaN at element 5"), std::string::npos) << out;
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
 
   WriteDump(rc, false, 8, 2);
-  EXPECT_EQ(Run("check --model " + Path("config.json") + " --before " + Path("q.npy") + " --after " +
-                    Path("q_rot.npy") + " --positions 0,1,2",
-                &out),
-            2)
-      << out;  // 3 positions for 8 tokens
+  EXPECT_EQ(Run(CheckArgs("0,1,2"), &out), 2) << out;  // 3 positions for 8 tokens
   EXPECT_NE(out.find("3 positions for 8 tokens"), std::string::npos) << out;
   EXPECT_EQ(Run(args + " --layer 28", &out), 2) << out;
   EXPECT_NE(out.find("the model has 28 layers"), std::string::npos) << out;
@@ -178,7 +178,7 @@ TEST_F(CheckCli, BadInputIsOneLineAndExitTwo) {
 }
 
 TEST_F(CheckCli, FrequenciesAndCachesFromTheCommandLine) {
-  WriteFile(Path("config.json"), PublishedConfig("qwen2__qwen2.5-7b-instruct").dump());
+  WriteFile(P("config.json"), PublishedConfig("qwen2__qwen2.5-7b-instruct").dump());
   auto freqs = [](double base) {
     std::vector<float> w;
     for (int64_t i = 0; i < 64; ++i) w.push_back(static_cast<float>(std::pow(base, -2.0 * i / 128.0)));
@@ -186,9 +186,9 @@ TEST_F(CheckCli, FrequenciesAndCachesFromTheCommandLine) {
   };
   std::string out;
   SaveF32("f.npy", {64}, freqs(1000000.0));
-  EXPECT_EQ(Run("check --model " + Path("config.json") + " --inv-freq " + Path("f.npy"), &out), 0) << out;
+  EXPECT_EQ(Run("check --model " + P("config.json") + " --inv-freq " + P("f.npy"), &out), 0) << out;
   SaveF32("f.npy", {64}, freqs(10000.0));
-  EXPECT_EQ(Run("check --model " + Path("config.json") + " --inv-freq " + Path("f.npy") + " --json", &out), 1) << out;
+  EXPECT_EQ(Run("check --model " + P("config.json") + " --inv-freq " + P("f.npy") + " --json", &out), 1) << out;
   const json r = json::parse(out);
   EXPECT_EQ(r["diagnosis"][0]["cause"], "base");
   EXPECT_NE(r["diagnosis"][0]["detail"].get<std::string>().find("base 10000 fits"), std::string::npos);
@@ -207,8 +207,8 @@ TEST_F(CheckCli, FrequenciesAndCachesFromTheCommandLine) {
   std::vector<int64_t> pos;
   for (int64_t t = 0; t < 40; ++t) pos.push_back(t * 50);
   SaveI64("pos.npy", pos);
-  EXPECT_EQ(Run("check --model " + Path("config.json") + " --cos " + Path("cos.npy") + " --sin " + Path("sin.npy") +
-                    " --positions " + Path("pos.npy") + " --json",
+  EXPECT_EQ(Run("check --model " + P("config.json") + " --cos " + P("cos.npy") + " --sin " + P("sin.npy") +
+                    " --positions " + P("pos.npy") + " --json",
                 &out),
             1)
       << out;
@@ -216,21 +216,19 @@ TEST_F(CheckCli, FrequenciesAndCachesFromTheCommandLine) {
   // A cache of the wrong width is refused naming the widths it could be.
   SaveF32("cos.npy", {40, 48}, std::vector<float>(40 * 48, 1.0f));
   SaveF32("sin.npy", {40, 48}, std::vector<float>(40 * 48, 0.0f));
-  EXPECT_EQ(Run("check --model " + Path("config.json") + " --cos " + Path("cos.npy") + " --sin " + Path("sin.npy"), &out),
+  EXPECT_EQ(Run("check --model " + P("config.json") + " --cos " + P("cos.npy") + " --sin " + P("sin.npy"), &out),
             2)
       << out;
   EXPECT_NE(out.find("[T, 128] or [T, 64]"), std::string::npos) << out;
 }
 
 TEST_F(CheckCli, ABfloat16SafetensorsDumpIsReadWithItsDtype) {
-  WriteFile(Path("config.json"), PublishedConfig("qwen2__qwen2.5-7b-instruct").dump());
-  RopeConfig rc;
-  rc.layout = RotaryLayout{RopePairing::kHalf, 128, 0, 128};
-  rc.base = 1000000.0;
+  WriteFile(P("config.json"), PublishedConfig("qwen2__qwen2.5-7b-instruct").dump());
+  RopeConfig rc = HalfRope(128);
   WriteDump(rc, false, 16, 2);
   // The float32 dump rounded to bfloat16, both tensors and the positions in one file.
   auto bf16 = [&](const std::string& npy) {
-    const Array a = ReadNpy(Path(npy)).value();
+    const Array a = ReadNpy(P(npy)).value();
     std::string bytes;
     for (float v : a.span<float>()) {
       const uint16_t bits = F32ToBF16(v).bits;
@@ -238,23 +236,23 @@ TEST_F(CheckCli, ABfloat16SafetensorsDumpIsReadWithItsDtype) {
     }
     return bytes;
   };
-  const Array pos = ReadNpy(Path("pos.npy")).value();
+  const Array pos = ReadNpy(P("pos.npy")).value();
   SafetensorsBuilder b;
   b.Tensor("q", "BF16", {16, 2, 128}, bf16("q.npy"))
       .Tensor("q_rot", "BF16", {16, 2, 128}, bf16("q_rot.npy"))
       .Tensor("pos", "I64", {16}, std::string(reinterpret_cast<const char*>(pos.bytes()), pos.nbytes()))
       .Finish();
-  WriteFile(Path("dump.safetensors"), b.Build());
-  const std::string f = Path("dump.safetensors");
+  WriteFile(P("dump.safetensors"), b.Build());
+  const std::string f = P("dump.safetensors");
   std::string out;
   // The bfloat16 rounding of the output is within the bfloat16 tolerance, not float32's.
-  EXPECT_EQ(Run("check --model " + Path("config.json") + " --before " + f + ":q --after " + f + ":q_rot --positions " +
+  EXPECT_EQ(Run("check --model " + P("config.json") + " --before " + f + ":q --after " + f + ":q_rot --positions " +
                     f + ":pos",
                 &out),
             0)
       << out;
   // A file of three tensors without a name is refused naming them.
-  EXPECT_EQ(Run("check --model " + Path("config.json") + " --before " + f + " --after " + f + ":q_rot --positions " +
+  EXPECT_EQ(Run("check --model " + P("config.json") + " --before " + f + " --after " + f + ":q_rot --positions " +
                     f + ":pos",
                 &out),
             2)

@@ -54,12 +54,37 @@ std::vector<double> Numbers(const std::string& line) {
   return out;
 }
 
-TEST(Demo, TellsTheStoryAndEveryCheckHolds) {
-  int rc = -1;
-  const std::string out = RunDemo("", &rc);
-  ASSERT_EQ(rc, 0) << out;
+// The demo's output at the default seed, run once for the suite; each test reads its sections.
+class DemoStory : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { out_ = RunDemo("", &rc_); }
+  void SetUp() override { ASSERT_EQ(rc_, 0) << out_; }
+  // The text from `heading` up to the next line starting with `next` (the rest when none); "" when
+  // the heading is missing.
+  static std::string Section(const std::string& heading, const std::string& next) {
+    const size_t at = out_.find(heading);
+    if (at == std::string::npos) return "";
+    return out_.substr(at, out_.find("\n" + next, at) - at);
+  }
+  static inline std::string out_;
+  static inline int rc_ = -1;
+};
+
+TEST_F(DemoStory, TellsTheStoryAndEveryCheckHolds) {
+  const std::string& out = out_;
   EXPECT_TRUE(Has(out, "\"The dog chased the cat\"")) << out;
   EXPECT_TRUE(Has(out, "\"The cat chased the dog\"")) << out;
+  // 7. The summary table, corrected, and the verdict.
+  EXPECT_FALSE(Has(out, "extrapolates naturally")) << out;
+  EXPECT_TRUE(Has(LineWith(out, "also poor past the training length"), "RoPE")) << out;
+  EXPECT_TRUE(Has(out, "Norm preservation")) << out;
+  EXPECT_TRUE(Has(out, "Llama 2/3, Mistral, Gemma, Qwen, DeepSeek, Phi")) << out;
+  EXPECT_FALSE(Has(out, "[FAILED]")) << out;
+  EXPECT_TRUE(Has(out, "All checks passed.")) << out;
+}
+
+TEST_F(DemoStory, WithoutPositionsAttentionIsOrderBlindAndEverySchemeIsNot) {
+  const std::string& out = out_;
   // 1. Equivariance without positions, with a small max difference.
   const std::string eq = LineWith(out, "permutation-equivariant");
   EXPECT_TRUE(Has(eq, "< 1e-6")) << eq;
@@ -78,11 +103,13 @@ TEST(Demo, TellsTheStoryAndEveryCheckHolds) {
   EXPECT_TRUE(Has(out, "1. Attention without positions is word-order blind (x_t = e_t only, causal mask OFF")) << out;
   EXPECT_LT(NumberAfter(out, "permutation-equivariant", "perm t]| = "), 1e-6) << out;
   EXPECT_TRUE(LineWith(out, "   ALiBi (").empty()) << "ALiBi drawn without its causal mask:\n" << out;
+}
+
+TEST_F(DemoStory, TheCausalMaskAloneBreaksItAndAlibiLooksCloser) {
   // 3. The causal mask alone breaks it: A's and B's "dog" rows differ, the gap is large, the first
   // "the" is its own v, the two "the"s differ.
-  const size_t s3 = out.find("3. A decoder's causal mask alone");
-  ASSERT_NE(s3, std::string::npos) << out;
-  const std::string sec3 = out.substr(s3, out.find("\n4. ", s3) - s3);
+  const std::string sec3 = Section("3. A decoder's causal mask alone", "4. ");
+  ASSERT_FALSE(sec3.empty()) << out_;
   const std::string dog_ac = LineWith(sec3, "A, \"dog\" at position 1: "),
                     dog_bc = LineWith(sec3, "B, \"dog\" at position 4: ");
   ASSERT_FALSE(dog_ac.empty());
@@ -109,6 +136,10 @@ TEST(Demo, TellsTheStoryAndEveryCheckHolds) {
     back[row++] = n[5];
   }
   EXPECT_LT(back[1], back[0]) << sec3;
+}
+
+TEST_F(DemoStory, RopeChecksAndTheSeedsExercisesHold) {
+  const std::string& out = out_;
   // 4. RoPE.
   EXPECT_TRUE(Has(LineWith(out, "largest relative change"), "[ok]")) << out;
   EXPECT_TRUE(Has(LineWith(out, "depends only on m - n"), "[ok]")) << out;
@@ -120,10 +151,12 @@ TEST(Demo, TellsTheStoryAndEveryCheckHolds) {
   EXPECT_TRUE(Has(out, "q' . k' = 0.7071 = cos((m - n) theta) = 0.7071 [ok]")) << out;
   EXPECT_TRUE(Has(LineWith(out, "Exercise 3"), "w' = [-3.0, -4.0]")) << out;
   EXPECT_TRUE(Has(out, "|w| = 5.0, |w'| = 5.0")) << out;
+}
+
+TEST_F(DemoStory, PastTheTrainingLengthEachScalingIsItsFormula) {
   // 6. Past the training length. Llama 2: theta_i = 10000^(-2i/128), 4096 trained positions.
-  const size_t s6 = out.find("6. Where the seed is too simple: RoPE does not extrapolate by itself");
-  ASSERT_NE(s6, std::string::npos) << out;
-  const std::string sec6 = out.substr(s6, out.find("\n7. ", s6) - s6);
+  const std::string sec6 = Section("6. Where the seed is too simple: RoPE does not extrapolate by itself", "7. ");
+  ASSERT_FALSE(sec6.empty()) << out_;
   auto theta = [](int i) { return std::pow(10000.0, -2.0 * i / 128.0); };
   int slow = 0, first_slow = -1;
   for (int i = 0; i < 64; ++i)
@@ -175,13 +208,6 @@ TEST(Demo, TellsTheStoryAndEveryCheckHolds) {
     EXPECT_EQ(of, 18) << line;
     EXPECT_TRUE(Has(line, "[ok]")) << line;
   }
-  // 7. The summary table, corrected, and the verdict.
-  EXPECT_FALSE(Has(out, "extrapolates naturally")) << out;
-  EXPECT_TRUE(Has(LineWith(out, "also poor past the training length"), "RoPE")) << out;
-  EXPECT_TRUE(Has(out, "Norm preservation")) << out;
-  EXPECT_TRUE(Has(out, "Llama 2/3, Mistral, Gemma, Qwen, DeepSeek, Phi")) << out;
-  EXPECT_FALSE(Has(out, "[FAILED]")) << out;
-  EXPECT_TRUE(Has(out, "All checks passed.")) << out;
 }
 
 TEST(Demo, IsDeterministicAndHoldsForOtherSeeds) {

@@ -27,6 +27,11 @@ std::string TempDir() {
   return d.string();
 }
 
+// `posenc inspect ARGS`: its exit status, with stdout and stderr in *out.
+int RunInspect(const std::string& args, std::string* out) {
+  return testing::RunCommand(testing::CliPath() + " inspect " + args, out);
+}
+
 TEST(Inspect, EveryHfGoldenConfig) {
   POSENC_REQUIRE_DATA(root, "golden/hf");
   const std::string tmp = TempDir();
@@ -71,7 +76,7 @@ TEST(Inspect, EveryHfGoldenConfig) {
       seq_arg += " --seq-len " + std::to_string(seq_len);
     }
     std::string out;
-    ASSERT_EQ(testing::RunCommand(testing::CliPath() + " inspect " + path + seq_arg + " --json", &out), 0) << out;
+    ASSERT_EQ(RunInspect(path + seq_arg + " --json", &out), 0) << out;
     const json d = json::parse(out, nullptr, false);
     ASSERT_FALSE(d.is_discarded()) << out;
     if (scheme == "attn_temperature") {
@@ -106,7 +111,7 @@ TEST(Inspect, EveryHfGoldenConfig) {
       ASSERT_EQ(d["pairs"].size(), static_cast<size_t>(pc64.size()));
       for (int64_t i = 0; i < pc64.size(); ++i) EXPECT_EQ(d["pairs"][i]["component"], pc64.data<int64_t>()[i]) << i;
       std::string text;
-      ASSERT_EQ(testing::RunCommand(testing::CliPath() + " inspect " + path, &text), 0) << text;
+      ASSERT_EQ(RunInspect(path, &text), 0) << text;
       EXPECT_NE(text.find("multi_axis: " + c["section_layout"].get<std::string>()), std::string::npos) << text;
       ++checked;
       continue;
@@ -125,7 +130,7 @@ TEST(Inspect, EveryHfGoldenConfig) {
       EXPECT_NEAR(p0["wavelength"].get<double>() * p0["frequency"].get<double>(), 2 * M_PI, 1e-9);
       // Text form: the same scheme and a table row per pair.
       std::string text;
-      ASSERT_EQ(testing::RunCommand(testing::CliPath() + " inspect " + path + seq_arg, &text), 0) << text;
+      ASSERT_EQ(RunInspect(path + seq_arg, &text), 0) << text;
       EXPECT_NE(text.find("scheme: rope"), std::string::npos) << text;
       EXPECT_NE(text.find("scaling: " + d["scaling"].get<std::string>()), std::string::npos) << text;
       EXPECT_NE(text.find("wavelength"), std::string::npos) << text;
@@ -151,7 +156,7 @@ TEST(Inspect, RegimesOfYarnAtTheRampEnds) {
     "rope_parameters": {"rope_type": "yarn", "rope_theta": 1000000.0, "factor": 8.0,
     "original_max_position_embeddings": 8192, "beta_fast": 16.0, "beta_slow": 2.0}})";
   std::string out;
-  ASSERT_EQ(testing::RunCommand(testing::CliPath() + " inspect " + path + " --json", &out), 0) << out;
+  ASSERT_EQ(RunInspect(path + " --json", &out), 0) << out;
   const json d = json::parse(out);
   // Ramp from pair 20 (floor of the beta_fast correction dim) to 31 (ceil of beta_slow's).
   EXPECT_EQ(d["pairs"][20]["regime"], "extrapolated");
@@ -168,12 +173,11 @@ TEST(Inspect, GgufTinyLlama) {
   // No rope.freq_base in the file (issue 18): inspected at llama.cpp's 10000 with a note; refused
   // naming the key with --require-freq-base; --allow-default-base (the old opt-in) still accepted.
   std::string out;
-  EXPECT_EQ(testing::RunCommand(testing::CliPath() + " inspect " + path + " --require-freq-base", &out), 2) << out;
+  EXPECT_EQ(RunInspect(path + " --require-freq-base", &out), 2) << out;
   EXPECT_NE(out.find("'llama.rope.freq_base' is missing"), std::string::npos) << out;
-  ASSERT_EQ(testing::RunCommand(testing::CliPath() + " inspect " + path, &out), 0) << out;
+  ASSERT_EQ(RunInspect(path, &out), 0) << out;
   EXPECT_NE(out.find("no llama.rope.freq_base: base 10000 assumed (llama.cpp's default)"), std::string::npos) << out;
-  ASSERT_EQ(testing::RunCommand(testing::CliPath() + " inspect " + path + " --allow-default-base --json", &out), 0)
-      << out;
+  ASSERT_EQ(RunInspect(path + " --allow-default-base --json", &out), 0) << out;
   const json d = json::parse(out);
   EXPECT_EQ(d["layout"], "interleaved");
   EXPECT_EQ(d["scaling"], "ggml");
@@ -187,10 +191,10 @@ TEST(Inspect, BadInputExitsTwoNamingTheFault) {
   std::ofstream(path)
       << R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "rope_scaling": {"rope_type": "warp", "factor": 2}})";
   std::string out;
-  EXPECT_EQ(testing::RunCommand(testing::CliPath() + " inspect " + path, &out), 2) << out;
+  EXPECT_EQ(RunInspect(path, &out), 2) << out;
   EXPECT_NE(out.find("warp"), std::string::npos) << out;
   EXPECT_NE(out.find("rope_type"), std::string::npos) << out;
-  EXPECT_EQ(testing::RunCommand(testing::CliPath() + " inspect " + tmp + "/missing.json", &out), 2) << out;
+  EXPECT_EQ(RunInspect(tmp + "/missing.json", &out), 2) << out;
   EXPECT_NE(out.find("missing.json"), std::string::npos) << out;
   fs::remove_all(tmp);
 }
@@ -204,7 +208,7 @@ namespace {
 // inspect on model files of every type lists the tensors that carry identity and position.
 json InspectJson(const std::string& args) {
   std::string out;
-  EXPECT_EQ(testing::RunCommand(testing::CliPath() + " inspect " + args + " --json", &out), 0) << out;
+  EXPECT_EQ(RunInspect(args + " --json", &out), 0) << out;
   return json::parse(out, nullptr, false);
 }
 
@@ -216,7 +220,7 @@ TEST(InspectModelFiles, JsonWithANonUtf8PathIsValidJson) {
   std::ofstream(dir / "config.json") << R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "rope_theta": 10000.0})";
   const std::string path = (dir / "config.json").string();
   std::string out;
-  ASSERT_EQ(testing::RunCommand(testing::CliPath() + " inspect '" + path + "' --json", &out), 0) << out;
+  ASSERT_EQ(RunInspect("'" + path + "' --json", &out), 0) << out;
   const json d = json::parse(out, nullptr, false);
   ASSERT_FALSE(d.is_discarded()) << out;
   EXPECT_EQ(d["base"], 10000.0);
@@ -282,7 +286,7 @@ TEST(InspectModelFiles, HuggingFaceFolderWithLearnedPositions) {
   }
   // The text form names the same tensors.
   std::string text;
-  ASSERT_EQ(testing::RunCommand(testing::CliPath() + " inspect " + dir.string(), &text), 0) << text;
+  ASSERT_EQ(RunInspect(dir.string(), &text), 0) << text;
   EXPECT_NE(text.find("position_embedding"), std::string::npos) << text;
   EXPECT_NE(text.find("wpe.weight"), std::string::npos) << text;
   fs::remove_all(dir);
@@ -295,7 +299,7 @@ TEST(InspectModelFiles, SafetensorsWithoutConfigSaysWhatIsMissing) {
   b.Tensor("model.embed_tokens.weight", "F32", {3, 4}, testing::FloatBytes(std::vector<float>(12, 1.0f))).Finish();
   std::ofstream(dir / "w.safetensors", std::ios::binary) << b.Build();
   std::string out;
-  EXPECT_EQ(testing::RunCommand(testing::CliPath() + " inspect " + (dir / "w.safetensors").string(), &out), 2) << out;
+  EXPECT_EQ(RunInspect((dir / "w.safetensors").string(), &out), 2) << out;
   EXPECT_NE(out.find("no config.json"), std::string::npos) << out;
   fs::remove_all(dir);
 }
@@ -308,11 +312,10 @@ TEST(Inspect, UnreadPositionalKeyIsRefusedUnlessAccepted) {
   std::ofstream(path) << R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4,
     "rope_theta": 10000, "rope_magic_shift": 3})";
   std::string out;
-  EXPECT_EQ(testing::RunCommand(testing::CliPath() + " inspect " + path, &out), 2) << out;
+  EXPECT_EQ(RunInspect(path, &out), 2) << out;
   EXPECT_NE(out.find("'rope_magic_shift'"), std::string::npos) << out;
   EXPECT_NE(out.find("--accept-key"), std::string::npos) << out;
-  ASSERT_EQ(testing::RunCommand(testing::CliPath() + " inspect " + path + " --accept-key rope_magic_shift", &out), 0)
-      << out;
+  ASSERT_EQ(RunInspect(path + " --accept-key rope_magic_shift", &out), 0) << out;
   EXPECT_NE(out.find("rope_magic_shift"), std::string::npos) << out;
   fs::remove_all(tmp);
 }
@@ -344,7 +347,7 @@ TEST(Inspect, PrintsQkNorm) {
     std::ofstream(path) << c.config;
     EXPECT_EQ(InspectJson(path)["qk_norm"], c.want) << c.name;
     std::string out;
-    EXPECT_EQ(testing::RunCommand(testing::CliPath() + " inspect " + path, &out), 0) << out;
+    EXPECT_EQ(RunInspect(path, &out), 0) << out;
     EXPECT_NE(out.find(std::string("qk_norm: ") + c.want + "\n"), std::string::npos) << out;
   }
   std::filesystem::remove_all(dir);

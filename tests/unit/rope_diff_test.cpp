@@ -16,6 +16,7 @@
 #include "posenc/math/rope_config.hpp"
 #include "posenc/model/rope_diff.hpp"
 #include "published_configs.hpp"
+#include "temp_folder.hpp"
 #include "test_support.hpp"
 
 namespace posenc {
@@ -25,10 +26,8 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace ::posenc::testing;  // NOLINT
 
-class RopeDiffTest : public ::testing::Test {
+class RopeDiffTest : public TempFolderTest {
  protected:
-  void SetUp() override { dir_ = TempDir("rope_diff_test", ::testing::UnitTest::GetInstance()->current_test_info()->name()); }
-  void TearDown() override { fs::remove_all(dir_); }
   RopeDescription Write(const std::string& name, const json& config) {
     const fs::path p = dir_ / (name + ".json");
     WriteFile(p, config.dump());
@@ -46,7 +45,17 @@ class RopeDiffTest : public ::testing::Test {
       if (d.field == field) return &d;
     return nullptr;
   }
-  fs::path dir_;
+  // The difference of `field`, checked to read A `a` and B `b`; nullptr (and a failure) when none.
+  static const RopeDifference* FindChange(const RopeDiffReport& r, const std::string& field, const std::string& a,
+                                          const std::string& b) {
+    const RopeDifference* d = Find(r, field);
+    EXPECT_NE(d, nullptr) << field;
+    if (d != nullptr) {
+      EXPECT_EQ(d->a, a);
+      EXPECT_EQ(d->b, b);
+    }
+    return d;
+  }
 };
 
 // transformers v5 moves rope_theta and rope_scaling into rope_parameters.
@@ -107,10 +116,8 @@ TEST_F(RopeDiffTest, ADroppedScalingIsNamedWithTheFirstPositionItMatters) {
   dropped["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 500000.0}};  // the scaling keys lost
   const RopeDiffReport r = Diff(Write("a", v4), Write("b", dropped));
   EXPECT_FALSE(r.equivalent);
-  const RopeDifference* d = Find(r, "scaling");
+  const RopeDifference* d = FindChange(r, "scaling", "llama3", "default");
   ASSERT_NE(d, nullptr);
-  EXPECT_EQ(d->a, "llama3");
-  EXPECT_EQ(d->b, "default");
   EXPECT_NE(d->text.find("B applies no scaling"), std::string::npos) << d->text;
   EXPECT_EQ(d->first_layer, 0);
   EXPECT_EQ(d->last_layer, 31);
@@ -136,10 +143,8 @@ TEST_F(RopeDiffTest, AChangedBaseIsNamed) {
   b["rope_theta"] = 10000.0;
   const RopeDiffReport r = Diff(Write("a", a), Write("b", b));
   EXPECT_FALSE(r.equivalent);
-  const RopeDifference* d = Find(r, "base");
+  const RopeDifference* d = FindChange(r, "base", "1000000", "10000");
   ASSERT_NE(d, nullptr);
-  EXPECT_EQ(d->a, "1000000");
-  EXPECT_EQ(d->b, "10000");
   EXPECT_TRUE(d->affects);
   EXPECT_EQ(r.differences.size(), 1u);
   // Pair 1's frequency changes by 1e6^(-1/64) - 1e4^(-1/64): past 1e-3 rad within a few positions.

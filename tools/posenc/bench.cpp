@@ -101,37 +101,173 @@ Status BenchTable(const BenchOptions& o) {
   return OkStatus();
 }
 
-Status RunBench(const BenchOptions& o) {
-  std::vector<int> threads;
-  POSENC_RETURN_IF_ERROR(ParseThreads(o.threads, &threads));
-  POSENC_RETURN_IF_ERROR(ForceSimdTarget(o.simd));
-  // std::regex compiles and matches by recursion (a long or deeply nested pattern overflows the stack,
-  // a backtracking one can take exponential time): bound the pattern, and on libstdc++ ask for its
-  // polynomial (Thompson) executor.
+// --filter as a regular expression. std::regex compiles and matches by recursion (a long or deeply
+// nested pattern overflows the stack, a backtracking one can take exponential time): bound the
+// pattern, and on libstdc++ ask for its polynomial (Thompson) executor.
+Result<std::regex> CompileFilter(const std::string& text) {
   constexpr size_t kMaxFilter = 256;
-  if (o.filter.size() > kMaxFilter)
+  if (text.size() > kMaxFilter)
     return InvalidArgumentError(fmt::format("--filter {}: {} bytes, more than the {} accepted",
-                                            QuoteForMessage(o.filter, 60), o.filter.size(), kMaxFilter));
+                                            QuoteForMessage(text, 60), text.size(), kMaxFilter));
   int depth = 0, max_depth = 0;
-  for (char ch : o.filter) {
+  for (char ch : text) {
     depth += ch == '(' ? 1 : ch == ')' ? -1 : 0;
     max_depth = std::max(max_depth, depth);
   }
   if (max_depth > 16)
     return InvalidArgumentError(
-        fmt::format("--filter {}: groups nested {} deep (at most 16)", QuoteForMessage(o.filter, 60), max_depth));
-  std::regex filter;
+        fmt::format("--filter {}: groups nested {} deep (at most 16)", QuoteForMessage(text, 60), max_depth));
   try {
 #if defined(__GLIBCXX__)
-    filter =
-        std::regex(o.filter.empty() ? ".*" : o.filter, std::regex::ECMAScript | std::regex_constants::__polynomial);
+    return std::regex(text.empty() ? ".*" : text, std::regex::ECMAScript | std::regex_constants::__polynomial);
 #else
-    filter = std::regex(o.filter.empty() ? ".*" : o.filter);
+    return std::regex(text.empty() ? ".*" : text);
 #endif
   } catch (const std::regex_error& e) {
     return InvalidArgumentError(
-        fmt::format("--filter {} is not a valid regular expression ({})", QuoteForMessage(o.filter), e.what()));
+        fmt::format("--filter {} is not a valid regular expression ({})", QuoteForMessage(text), e.what()));
   }
+}
+
+void PrintHeader(const BenchOptions& o) {
+  std::printf(
+      "simd %s, threads %s; median over repetitions, kernel and roofline interleaved\n"
+      "core GB/s: one core on an L1-resident slice of the case; attain: min(1, threads x core / roof), the\n"
+      "best fraction the kernel could reach if it never waited on memory; frac_all: every byte moved (cos/sin\n"
+      "rows, cache rows) over the roofline; vs_unfused: fused rows, time of posenc's separate calls / fused;\n"
+      "of_pattern: fused rows, time of the same bytes moved in the same order with no arithmetic / fused;\n"
+      "UNSTEADY: still over 2x its fastest run, or a reference pass over 2x slower than the kernel, after 3 tries\n"
+      "%-58s %5s %7s %10s %9s %9s %8s %8s %9s %7s %10s %10s\n",
+      ChosenSimdTarget().c_str(), o.threads.c_str(), "case", "cache", "threads", "median_ms", "GB/s", "roof GB/s",
+      "fraction", "frac_all", "core GB/s", "attain", "vs_unfused", "of_pattern");
+}
+
+// One case at one cache mode and thread count: its prepared buffers, the times of each pass (kernel,
+// roofline, unfused calls, bare pattern), and how it was measured.
+struct Measured {
+  std::unique_ptr<bench::Prepared> p;
+  int reps = 0, warmup_rounds = 0, attempts = 0;
+  double core = 0.0;
+  std::vector<double> tk, tr, tu, tp;
+  bool steady = false;
+};
+
+double Fastest(const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); }
+
+// Each attempt prepares the case afresh (new buffers), warms up and times. Warm: kernel and roofline
+// alternate over the same buffers, so each starts with whatever of them the other left in cache (all
+// of it when the tensor fits in L2/L3). Cold: every timed run starts after an untimed eviction pass,
+// so both stream their bytes from DRAM. The core rate is measured first, while the pool's workers
+// sleep (a polling worker can slow the other vCPU).
+Measured MeasureCase(const bench::CaseSpec& c, bool cold, ThreadPool& pool, const BenchOptions& o) {
+  Measured m;
+  const auto timed = [&](const std::function<void()>& fn, std::vector<double>& times) {
+    if (cold) bench::EvictCaches(pool);
+    const double t0 = Now();
+    fn();
+    times.push_back(Now() - t0);
+  };
+  // An attempt is steady when every pass's median is within kUnsteady x its fastest run, and neither
+  // reference pass (the roofline, the bare access pattern: each moves the kernel's bytes the cheapest
+  // way) is over kUnsteady x slower than the kernel. On a 2-vCPU AMD EPYC guest (2026-12-02) some
+  // allocations ran at 0.8-1.5 GB/s instead of 25-30 for seconds at a time, often for a whole row
+  // (every repetition alike, so its median was its fastest run), while the kernel's own buffers were
+  // fast: rows printed fraction_all 13-29 and speedups of 9-14. Up to kMaxAttempts attempts; a row
+  // still unsteady says "steady": false.
+  constexpr int kMaxAttempts = 3;
+  constexpr double kUnsteady = 2.0;
+  for (; !m.steady && m.attempts < kMaxAttempts; ++m.attempts) {
+    m.p.reset();  // the previous attempt's buffers go before the new ones are allocated
+    m.p = bench::Prepare(c, &pool);
+    const bench::Prepared& p = *m.p;
+    const int auto_reps = cold ? 15 : std::clamp(static_cast<int>(4e9 / p.bytes), 15, 501);
+    m.reps = o.reps > 0 ? o.reps : auto_reps;
+    m.core = CoreGbps(p);
+    // The timed passes in their order, each with its times: the kernel, the roofline, the same work
+    // as separate calls (fused rows), the same bytes in the same order with no arithmetic (fused rows).
+    struct Pass {
+      const std::function<void()>* fn;
+      std::vector<double>* times;
+    };
+    std::vector<Pass> passes = {{&p.run, &m.tk}, {&p.roofline, &m.tr}};
+    if (p.unfused) passes.push_back({&p.unfused, &m.tu});
+    if (p.pattern) passes.push_back({&p.pattern, &m.tp});
+    // Warm-up (page faults, caches, thread start): rounds of every pass, as the timed loop runs
+    // them, until the last round of each is within 1.25x of its fastest so far (at least 3 rounds,
+    // at most kMaxWarmupSeconds).
+    constexpr double kMaxWarmupSeconds = 3.0;
+    for (auto* v : {&m.tk, &m.tr, &m.tu, &m.tp}) v->clear();
+    const double w0 = Now();
+    m.warmup_rounds = 0;
+    for (bool warm = false; !warm && (m.warmup_rounds < 3 || Now() - w0 < kMaxWarmupSeconds);) {
+      for (const Pass& ps : passes) timed(*ps.fn, *ps.times);
+      ++m.warmup_rounds;
+      warm = m.warmup_rounds >= 3 && std::all_of(passes.begin(), passes.end(), [&](const Pass& ps) {
+               return ps.times->back() <= 1.25 * Fastest(*ps.times);
+             });
+    }
+    for (auto* v : {&m.tk, &m.tr, &m.tu, &m.tp}) v->clear();
+    for (int r = 0; r < m.reps; ++r)
+      for (const Pass& ps : passes) timed(*ps.fn, *ps.times);
+    m.steady = std::all_of(passes.begin(), passes.end(),
+                           [&](const Pass& ps) { return Median(*ps.times) <= kUnsteady * Fastest(*ps.times); });
+    // Per byte: the roofline pass moves roofline_bytes, the kernel and its bare pattern bytes_all
+    // (or bytes, where a row has no bytes_all).
+    const double kernel_bytes = p.bytes_all > 0 ? p.bytes_all : p.bytes;
+    m.steady = m.steady && Median(m.tr) / p.roofline_bytes <= kUnsteady * Median(m.tk) / kernel_bytes;
+    if (!m.tp.empty()) m.steady = m.steady && Median(m.tp) <= kUnsteady * Median(m.tk);
+  }
+  return m;
+}
+
+// One row of the table, or one JSON object.
+void PrintRow(const bench::CaseSpec& c, const Measured& m, bool cold, int t, bool json) {
+  const bench::Prepared& p = *m.p;
+  const double mk = Median(m.tk), mr = Median(m.tr), mu = m.tu.empty() ? 0.0 : Median(m.tu);
+  const double mp = m.tp.empty() ? 0.0 : Median(m.tp);
+  const double gbps = p.bytes / mk / 1e9, roof = p.roofline_bytes / mr / 1e9;
+  // The best fraction `t` cores computing at the single-core cache-resident rate could reach.
+  const double attainable = std::min(1.0, t * m.core / roof);
+  const char* cache = cold ? "cold" : "warm";
+  const double fraction_all = p.bytes_all > 0 ? p.bytes_all / mk / 1e9 / roof : 0.0;
+  std::string extra;  // fields only some rows have
+  if (p.bytes_all > 0)
+    extra += fmt::format(", \"bytes_all\": {:.0f}, \"fraction_all\": {:.3f}", p.bytes_all, fraction_all);
+  if (c.fused)
+    extra += fmt::format(
+        ", \"fused\": true, \"cache_type\": \"{}\", \"unfused_median_ms\": {:.4f}, \"speedup_vs_unfused\": "
+        "{:.3f}",
+        ToString(c.cache_type), mu * 1e3, mu / mk);
+  if (p.pattern)
+    extra += fmt::format(", \"pattern_median_ms\": {:.4f}, \"fraction_of_pattern\": {:.3f}", mp * 1e3, mp / mk);
+  if (json) {
+    std::printf(
+        "{\"op\": \"%s\", \"shape\": \"%s\", \"dtype\": \"%s\", \"layout\": \"%s\", \"threads\": %d, "
+        "\"inplace\": %s, \"cache\": \"%s\", \"simd\": \"%s\", \"median_ms\": %.4f, \"gbps\": %.3f, "
+        "\"roofline\": \"%s\", "
+        "\"roofline_median_ms\": %.4f, \"roofline_gbps\": %.3f, \"fraction\": %.3f, \"core_gbps\": %.3f, "
+        "\"attainable\": %.3f, \"bytes\": %.0f, \"reps\": %d, \"warmup_rounds\": %d, \"attempts\": %d, \"steady\": %s%s}\n",
+        c.op.c_str(), c.shape.c_str(), std::string(ToString(c.dtype)).c_str(),
+        c.op.rfind("gather", 0) == 0 ? "rows" : std::string(ToString(c.layout)).c_str(), t,
+        c.inplace ? "true" : "false", cache, ChosenSimdTarget().c_str(), mk * 1e3, gbps, p.roofline_kind,
+        mr * 1e3, roof, gbps / roof, m.core, attainable, p.bytes, m.reps, m.warmup_rounds, m.attempts,
+        m.steady ? "true" : "false", extra.c_str());
+  } else {
+    const std::string fa = p.bytes_all > 0 ? fmt::format("{:.3f}", fraction_all) : "-";
+    const std::string su = c.fused ? fmt::format("{:.2f}", mu / mk) : "-";
+    const std::string sp = p.pattern ? fmt::format("{:.2f}", mp / mk) : "-";
+    std::printf("%-58s %5s %7d %10.3f %9.2f %9.2f %8.3f %8s %9.2f %7.2f %10s %10s%s\n", c.Name().c_str(), cache,
+                t, mk * 1e3, gbps, roof, gbps / roof, fa.c_str(), m.core, attainable, su.c_str(), sp.c_str(),
+                m.steady ? "" : "  UNSTEADY");
+  }
+  std::fflush(stdout);
+}
+
+Status RunBench(const BenchOptions& o) {
+  std::vector<int> threads;
+  POSENC_RETURN_IF_ERROR(ParseThreads(o.threads, &threads));
+  POSENC_RETURN_IF_ERROR(ForceSimdTarget(o.simd));
+  POSENC_ASSIGN_OR_RETURN(const std::regex filter, CompileFilter(o.filter));
   const auto cases = bench::AllCases();
   const bool table_case = std::regex_search(std::string("rope_table_build"), filter);
   if (!table_case && std::none_of(cases.begin(), cases.end(),
@@ -143,17 +279,7 @@ Status RunBench(const BenchOptions& o) {
     std::printf("rope_table_build\n");
     return OkStatus();
   }
-  if (!o.json)
-    std::printf(
-        "simd %s, threads %s; median over repetitions, kernel and roofline interleaved\n"
-        "core GB/s: one core on an L1-resident slice of the case; attain: min(1, threads x core / roof), the\n"
-        "best fraction the kernel could reach if it never waited on memory; frac_all: every byte moved (cos/sin\n"
-        "rows, cache rows) over the roofline; vs_unfused: fused rows, time of posenc's separate calls / fused;\n"
-        "of_pattern: fused rows, time of the same bytes moved in the same order with no arithmetic / fused;\n"
-        "UNSTEADY: still over 2x its fastest run, or a reference pass over 2x slower than the kernel, after 3 tries\n"
-        "%-58s %5s %7s %10s %9s %9s %8s %8s %9s %7s %10s %10s\n",
-        ChosenSimdTarget().c_str(), o.threads.c_str(), "case", "cache", "threads", "median_ms", "GB/s", "roof GB/s",
-        "fraction", "frac_all", "core GB/s", "attain", "vs_unfused", "of_pattern");
+  if (!o.json) PrintHeader(o);
   std::vector<bool> cold_modes;
   if (o.cache == "warm" || o.cache == "both") cold_modes.push_back(false);
   if (o.cache == "cold" || o.cache == "both") cold_modes.push_back(true);
@@ -163,109 +289,8 @@ Status RunBench(const BenchOptions& o) {
     for (bool cold : cold_modes)
       for (int t : threads) {
         ThreadPool pool(t);
-        // Each attempt prepares the case afresh (new buffers), warms up and times. Warm: kernel and
-        // roofline alternate over the same buffers, so each starts with whatever of them the other left
-        // in cache (all of it when the tensor fits in L2/L3). Cold: every timed run starts after an
-        // untimed eviction pass, so both stream their bytes from DRAM. The core rate is measured first,
-        // while the pool's workers sleep (a polling worker can slow the other vCPU).
-        std::unique_ptr<bench::Prepared> p;
-        int reps = 0, warmup_rounds = 0, attempts = 0;
-        double core = 0.0;
-        std::vector<double> tk, tr, tu, tp;
-        const auto timed = [&](const std::function<void()>& fn, std::vector<double>& times) {
-          if (cold) bench::EvictCaches(pool);
-          const double t0 = Now();
-          fn();
-          times.push_back(Now() - t0);
-        };
-        // An attempt is steady when every pass's median is within kUnsteady x its fastest run, and
-        // neither reference pass (the roofline, the bare access pattern: each moves the kernel's bytes
-        // the cheapest way) is over kUnsteady x slower than the kernel. On a 2-vCPU AMD EPYC guest
-        // (2026-12-02) some allocations ran at 0.8-1.5 GB/s instead of 25-30 for seconds at a time,
-        // often for a whole row (every repetition alike, so its median was its fastest run), while the
-        // kernel's own buffers were fast: rows printed fraction_all 13-29 and speedups of 9-14. Up to
-        // kMaxAttempts attempts; a row still unsteady says "steady": false.
-        constexpr int kMaxAttempts = 3;
-        constexpr double kUnsteady = 2.0;
-        bool steady = false;
-        for (; !steady && attempts < kMaxAttempts; ++attempts) {
-          p.reset();  // the previous attempt's buffers go before the new ones are allocated
-          p = bench::Prepare(c, &pool);
-          const int auto_reps = cold ? 15 : std::clamp(static_cast<int>(4e9 / p->bytes), 15, 501);
-          reps = o.reps > 0 ? o.reps : auto_reps;
-          core = CoreGbps(*p);
-          // The timed passes in their order, each with its times: the kernel, the roofline, the same work
-          // as separate calls (fused rows), the same bytes in the same order with no arithmetic (fused rows).
-          struct Pass {
-            const std::function<void()>* fn;
-            std::vector<double>* times;
-          };
-          std::vector<Pass> passes = {{&p->run, &tk}, {&p->roofline, &tr}};
-          if (p->unfused) passes.push_back({&p->unfused, &tu});
-          if (p->pattern) passes.push_back({&p->pattern, &tp});
-          const auto fastest = [](const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); };
-          // Warm-up (page faults, caches, thread start): rounds of every pass, as the timed loop runs
-          // them, until the last round of each is within 1.25x of its fastest so far (at least 3 rounds,
-          // at most kMaxWarmupSeconds).
-          constexpr double kMaxWarmupSeconds = 3.0;
-          for (auto* v : {&tk, &tr, &tu, &tp}) v->clear();
-          const double w0 = Now();
-          warmup_rounds = 0;
-          for (bool warm = false; !warm && (warmup_rounds < 3 || Now() - w0 < kMaxWarmupSeconds);) {
-            for (const Pass& ps : passes) timed(*ps.fn, *ps.times);
-            ++warmup_rounds;
-            warm = warmup_rounds >= 3 && std::all_of(passes.begin(), passes.end(), [&](const Pass& ps) {
-                     return ps.times->back() <= 1.25 * fastest(*ps.times);
-                   });
-          }
-          for (auto* v : {&tk, &tr, &tu, &tp}) v->clear();
-          for (int r = 0; r < reps; ++r)
-            for (const Pass& ps : passes) timed(*ps.fn, *ps.times);
-          steady = std::all_of(passes.begin(), passes.end(),
-                               [&](const Pass& ps) { return Median(*ps.times) <= kUnsteady * fastest(*ps.times); });
-          // Per byte: the roofline pass moves roofline_bytes, the kernel and its bare pattern bytes_all
-          // (or bytes, where a row has no bytes_all).
-          const double kernel_bytes = p->bytes_all > 0 ? p->bytes_all : p->bytes;
-          steady = steady && Median(tr) / p->roofline_bytes <= kUnsteady * Median(tk) / kernel_bytes;
-          if (!tp.empty()) steady = steady && Median(tp) <= kUnsteady * Median(tk);
-        }
-        const double mk = Median(tk), mr = Median(tr), mu = tu.empty() ? 0.0 : Median(tu);
-        const double mp = tp.empty() ? 0.0 : Median(tp);
-        const double gbps = p->bytes / mk / 1e9, roof = p->roofline_bytes / mr / 1e9;
-        // The best fraction `t` cores computing at the single-core cache-resident rate could reach.
-        const double attainable = std::min(1.0, t * core / roof);
-        const char* cache = cold ? "cold" : "warm";
-        const double fraction_all = p->bytes_all > 0 ? p->bytes_all / mk / 1e9 / roof : 0.0;
-        std::string extra;  // fields only some rows have
-        if (p->bytes_all > 0)
-          extra += fmt::format(", \"bytes_all\": {:.0f}, \"fraction_all\": {:.3f}", p->bytes_all, fraction_all);
-        if (c.fused)
-          extra += fmt::format(
-              ", \"fused\": true, \"cache_type\": \"{}\", \"unfused_median_ms\": {:.4f}, \"speedup_vs_unfused\": "
-              "{:.3f}",
-              ToString(c.cache_type), mu * 1e3, mu / mk);
-        if (p->pattern)
-          extra += fmt::format(", \"pattern_median_ms\": {:.4f}, \"fraction_of_pattern\": {:.3f}", mp * 1e3, mp / mk);
-        if (o.json) {
-          std::printf(
-              "{\"op\": \"%s\", \"shape\": \"%s\", \"dtype\": \"%s\", \"layout\": \"%s\", \"threads\": %d, "
-              "\"inplace\": %s, \"cache\": \"%s\", \"simd\": \"%s\", \"median_ms\": %.4f, \"gbps\": %.3f, "
-              "\"roofline\": \"%s\", "
-              "\"roofline_median_ms\": %.4f, \"roofline_gbps\": %.3f, \"fraction\": %.3f, \"core_gbps\": %.3f, "
-              "\"attainable\": %.3f, \"bytes\": %.0f, \"reps\": %d, \"warmup_rounds\": %d, \"attempts\": %d, \"steady\": %s%s}\n",
-              c.op.c_str(), c.shape.c_str(), std::string(ToString(c.dtype)).c_str(),
-              c.op.rfind("gather", 0) == 0 ? "rows" : std::string(ToString(c.layout)).c_str(), t,
-              c.inplace ? "true" : "false", cache, ChosenSimdTarget().c_str(), mk * 1e3, gbps, p->roofline_kind,
-              mr * 1e3, roof, gbps / roof, core, attainable, p->bytes, reps, warmup_rounds, attempts, steady ? "true" : "false", extra.c_str());
-        } else {
-          const std::string fa = p->bytes_all > 0 ? fmt::format("{:.3f}", fraction_all) : "-";
-          const std::string su = c.fused ? fmt::format("{:.2f}", mu / mk) : "-";
-          const std::string sp = p->pattern ? fmt::format("{:.2f}", mp / mk) : "-";
-          std::printf("%-58s %5s %7d %10.3f %9.2f %9.2f %8.3f %8s %9.2f %7.2f %10s %10s%s\n", c.Name().c_str(), cache,
-                      t, mk * 1e3, gbps, roof, gbps / roof, fa.c_str(), core, attainable, su.c_str(), sp.c_str(),
-                      steady ? "" : "  UNSTEADY");
-        }
-        std::fflush(stdout);
+        const Measured m = MeasureCase(c, cold, pool, o);
+        PrintRow(c, m, cold, t, o.json);
       }
   }
   if (table_case) POSENC_RETURN_IF_ERROR(BenchTable(o));

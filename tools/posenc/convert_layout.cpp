@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "status_callback.hpp"
 #include "posenc/model/layout_convert.hpp"
 
 namespace posenc::cli {
@@ -72,10 +73,7 @@ void RegisterConvertLayout(CLI::App& app) {
   AddIntOption(cmd, "--rotary-dim", o->rotary_dim, "Override the rotary window size (partial rotary)", 0, kMax);
   AddIntOption(cmd, "--rotary-start", o->rotary_start, "Override the first rotary dim (rope part after no-rope part)",
                -1, kMax);
-  cmd->callback([o] {
-    Status s = Run(*o);
-    if (!s.ok()) ReportError("convert-layout", s);
-  });
+  OnRunReportError(cmd, "convert-layout", [o] { return Run(*o); });
 }
 
 }  // namespace

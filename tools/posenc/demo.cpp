@@ -276,6 +276,21 @@ Status RunDemo(uint64_t seed, bool* all_ok) {
     *all_ok = *all_ok && ok;
     return Mark(ok);
   };
+  // A and B through one scheme, and the gap max over tokens |out_B[t] - out_A[perm t]|.
+  struct Both {
+    Pass a, b;
+    double gap;
+  };
+  auto forward_both = [&](Scheme scheme, bool causal) -> Result<Both> {
+    POSENC_ASSIGN_OR_RETURN(Pass a, Forward(m, a_ids, scheme, causal));
+    POSENC_ASSIGN_OR_RETURN(Pass b, Forward(m, b_ids, scheme, causal));
+    const double gap = PermutationGap(a.out, b.out, perm);
+    return Both{std::move(a), std::move(b), gap};
+  };
+  auto print_dogs = [](const Both& p) {  // "dog" is A's token 1 and B's token 4
+    fmt::print("   A, \"dog\" at position 1: {}\n", Row(p.a.out, 1));
+    fmt::print("   B, \"dog\" at position 4: {}\n", Row(p.b.out, 4));
+  };
 
   fmt::print("posenc demo: how a decoder knows which word comes first\n\n");
   fmt::print("Toy model (seed {}): vocabulary {{the, dog, cat, chased}}, token embeddings e_t in R^{},\n", seed,
@@ -286,13 +301,12 @@ Status RunDemo(uint64_t seed, bool* all_ok) {
   fmt::print("  B: \"The cat chased the dog\" -> ids [0, 2, 3, 0, 1]   (B is A with \"dog\" and \"cat\" swapped)\n\n");
 
   // 1. Word-order blindness.
-  POSENC_ASSIGN_OR_RETURN(Pass a0, Forward(m, a_ids, Scheme::kNone));
-  POSENC_ASSIGN_OR_RETURN(Pass b0, Forward(m, b_ids, Scheme::kNone));
-  const double gap0 = PermutationGap(a0.out, b0.out, perm);
+  POSENC_ASSIGN_OR_RETURN(const Both blind, forward_both(Scheme::kNone, /*causal=*/false));
+  const Pass& a0 = blind.a;
+  const double gap0 = blind.gap;
   fmt::print("1. Attention without positions is word-order blind (x_t = e_t only, causal mask OFF:\n");
   fmt::print("   every token attends to every token, as in the seed's story and in an encoder)\n");
-  fmt::print("   A, \"dog\" at position 1: {}\n", Row(a0.out, 1));
-  fmt::print("   B, \"dog\" at position 4: {}\n", Row(b0.out, 4));
+  print_dogs(blind);
   fmt::print("   max over tokens |out_B[t] - out_A[perm t]| = {:.1e} < 1e-6: permutation-equivariant {}\n", gap0,
              check(gap0 < 1e-6));
   fmt::print("   B's outputs are A's outputs, reordered: the layer cannot tell who chased whom.\n");
@@ -304,9 +318,8 @@ Status RunDemo(uint64_t seed, bool* all_ok) {
   fmt::print("2. Each positional scheme breaks the symmetry (same weights, positions 0..4, causal mask OFF)\n");
   fmt::print("   {:<22}{:<38}{:>11}  {}\n", "scheme", "where position enters", "max gap", "order-aware");
   for (const SchemeInfo& s : kSchemes) {
-    POSENC_ASSIGN_OR_RETURN(Pass a, Forward(m, a_ids, s.scheme));
-    POSENC_ASSIGN_OR_RETURN(Pass b, Forward(m, b_ids, s.scheme));
-    const double gap = PermutationGap(a.out, b.out, perm);
+    POSENC_ASSIGN_OR_RETURN(const Both both, forward_both(s.scheme, /*causal=*/false));
+    const double gap = both.gap;
     const bool aware = gap > 1e-3;
     const bool ok = s.scheme == Scheme::kNone ? !aware : aware;
     fmt::print("   {:<22}{:<38}{:>11.2e}  {} {}\n", s.name, s.where, gap, aware ? "yes" : "no ", check(ok));
@@ -315,13 +328,12 @@ Status RunDemo(uint64_t seed, bool* all_ok) {
   fmt::print("   ALiBi is not in this table: it is only defined under the causal mask (section 3).\n\n");
 
   // 3. The causal mask alone.
-  POSENC_ASSIGN_OR_RETURN(Pass ac, Forward(m, a_ids, Scheme::kNone, /*causal=*/true));
-  POSENC_ASSIGN_OR_RETURN(Pass bc, Forward(m, b_ids, Scheme::kNone, /*causal=*/true));
-  const double gap_c = PermutationGap(ac.out, bc.out, perm);
+  POSENC_ASSIGN_OR_RETURN(const Both masked, forward_both(Scheme::kNone, /*causal=*/true));
+  const Pass& ac = masked.a;
+  const double gap_c = masked.gap;
   fmt::print("3. A decoder's causal mask alone breaks the symmetry (still no positional encoding)\n");
   fmt::print("   A decoder-only model masks the future: token t attends only to tokens 0..t.\n");
-  fmt::print("   A, \"dog\" at position 1: {}\n", Row(ac.out, 1));
-  fmt::print("   B, \"dog\" at position 4: {}\n", Row(bc.out, 4));
+  print_dogs(masked);
   fmt::print("   max over tokens |out_B[t] - out_A[perm t]| = {:.2e} > 1e-3: order-aware {}\n", gap_c,
              check(gap_c > 1e-3));
   const double first_the = PermutationGap(ac.out, ac.v, {0});  // token 0 sees only itself: out = its v

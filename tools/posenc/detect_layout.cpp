@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "status_callback.hpp"
 #include "posenc/model/layout_detect.hpp"
 
 namespace posenc::cli {
@@ -56,10 +57,7 @@ void RegisterDetectLayout(CLI::App& app) {
       ->capture_default_str();
   AddRealOption(cmd, "--z", o->z, "Standard errors the gap must exceed", 0.0, 1e6)->capture_default_str();
   cmd->add_flag("--quiet", o->quiet, "Omit the per-token table");
-  cmd->callback([o] {
-    Status s = Run(*o);
-    if (!s.ok()) ReportError("detect-layout", s);
-  });
+  OnRunReportError(cmd, "detect-layout", [o] { return Run(*o); });
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "status_callback.hpp"
 #include "posenc/config/model_families.hpp"
 #include "posenc/kernels/embedding.hpp"
 #include "posenc/io/mapped_file.hpp"
@@ -226,10 +227,7 @@ void RegisterEmbed(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--rope-check", o.rope_check, "Also report the RoPE scheme layer 0 will apply");
   cmd->add_flag("--report-rss", o.report_rss, "Report resident memory touched by the lookup (Linux)");
-  cmd->callback([] {
-    Status s = RunEmbed(o);
-    if (!s.ok()) ReportError("embed", s);
-  });
+  OnRunReportError(cmd, "embed", [] { return RunEmbed(o); });
 }
 
 }  // namespace

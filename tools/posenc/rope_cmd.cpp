@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "status_callback.hpp"
 #include "posenc/io/file_io.hpp"
 #include "posenc/io/npy.hpp"
 #include "posenc/kernels/multi_axis_rope.hpp"
@@ -235,10 +236,7 @@ void RegisterRope(CLI::App& app) {
                   "element of Hugging Face's [batch, heads, seq, head_dim] q and k")
       ->check(CLI::IsMember({"tokens-first", "heads-first"}))
       ->capture_default_str();
-  cmd->callback([] {
-    Status s = RunRope(o);
-    if (!s.ok()) ReportError("rope", s);
-  });
+  OnRunReportError(cmd, "rope", [] { return RunRope(o); });
 }
 
 }  // namespace
