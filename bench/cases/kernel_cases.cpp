@@ -169,7 +169,7 @@ void AddOddRope(std::vector<KernelCase>* out) {
 }
 
 // Fused RoPE + KV write: q/kv heads 1/1, 3/1, 32/8, 32/1 (4/2 with QK-norm), head_dim 64, 80, 96, 128, 256,
-// windows full, front half (GPT-J style), back 32 dims (MLA style); 1, 0 (QK-norm) and 13..17 tokens.
+// windows full, front half (GPT-J style), back 32 dims (MLA style); 1, 0 and 13 (QK-norm) or 17 tokens.
 void AddOddFused(std::vector<KernelCase>* out, KernelFamily f) {
   struct Heads {
     int64_t q, kv;
@@ -186,7 +186,7 @@ void AddOddFused(std::vector<KernelCase>* out, KernelFamily f) {
           const int64_t rs = w == 2 ? D - 32 : 0, rd = w == 0 ? D : (w == 1 ? D / 2 : 32);
           Heads h = norm ? norm_heads[i % 4] : heads[i % 4];
           if (ct == KvCacheType::kQ8_0 && (h.kv * D) % 32 != 0) h = {32, 8};  // Q8_0 rows of whole blocks
-          const int64_t tokens = i % 5 == 0 ? 1 : (norm ? (i % 7 == 3 ? 0 : 13) : 17);
+          const int64_t tokens = i % 5 == 0 ? 1 : (i % 7 == 3 ? 0 : (norm ? 13 : 17));
           KernelCase c = OddCase(f, tokens, h.q, h.kv, D, rs, rd, pr, dt, ct);
           c.in_place = norm ? i % 3 == 1 : i % 7 == 3;
           if (norm) c.rope_theta = 1000000.0;
