@@ -43,7 +43,7 @@
 #include <string>
 #include <vector>
 
-#include "kernel_cases.hpp"
+#include "cases/kernel_cases.hpp"
 #include "posenc/core/dtype.hpp"
 #include "posenc/core/parallel.hpp"
 #include "posenc/kernels/kv_cache.hpp"
