@@ -157,15 +157,15 @@ void AddOddRope(std::vector<KernelCase>* out) {
   struct S {
     int64_t tokens, heads, head_dim, rotary_dim, rotary_start;
   };
-  const S shapes[] = {{0, 3, 64, 64, 0},  {1, 1, 64, 64, 0},    {2, 3, 80, 80, 0},    {17, 3, 96, 96, 0},
+  const S shapes[] = {{0, 3, 64, 64, 0},     {1, 1, 64, 64, 0},   {2, 3, 80, 80, 0},    {17, 3, 96, 96, 0},
                       {17, 32, 128, 128, 0}, {2, 1, 256, 256, 0}, {4096, 1, 64, 64, 0}, {3, 3, 128, 64, 0},
-                      {3, 3, 256, 64, 192}, {5, 3, 80, 40, 20}, {4, 1, 96, 26, 2},    {2, 32, 64, 6, 58},
-                      {17, 1, 128, 2, 0},  {2, 1, 64, 34, 30},  {7, 2, 640, 640, 0},  {4, 1, 600, 514, 86}};
+                      {3, 3, 256, 64, 192},  {5, 3, 80, 40, 20},  {4, 1, 96, 26, 2},    {2, 32, 64, 6, 58},
+                      {17, 1, 128, 2, 0},    {2, 1, 64, 34, 30},  {7, 2, 640, 640, 0},  {4, 1, 600, 514, 86}};
   for (DType dt : kTestDTypes)
     for (RopePairing pr : kPairings)
       for (const S& s : shapes)
-        out->push_back(OddCase(KernelFamily::kRope, s.tokens, s.heads, 0, s.head_dim, s.rotary_start, s.rotary_dim,
-                               pr, dt, KvCacheType::kF32));
+        out->push_back(OddCase(KernelFamily::kRope, s.tokens, s.heads, 0, s.head_dim, s.rotary_start, s.rotary_dim, pr,
+                               dt, KvCacheType::kF32));
 }
 
 // Fused RoPE + KV write: q/kv heads 1/1, 3/1, 32/8, 32/1 (4/2 with QK-norm), head_dim 64, 80, 96, 128, 256,
@@ -201,14 +201,14 @@ void AddOddFloat8(std::vector<KernelCase>* out) {
     int64_t tokens, heads, kv_heads, head_dim, rotary_dim;
     RopePairing pairing;
   };
-  const S shapes[] = {{0, 4, 2, 64, 64, RopePairing::kHalf},        {1, 4, 2, 64, 64, RopePairing::kHalf},
-                      {9, 8, 2, 128, 128, RopePairing::kHalf},      {5, 3, 3, 80, 40, RopePairing::kInterleaved},
-                      {7, 2, 1, 10, 6, RopePairing::kInterleaved},  {3, 6, 3, 34, 34, RopePairing::kHalf}};
+  const S shapes[] = {{0, 4, 2, 64, 64, RopePairing::kHalf},       {1, 4, 2, 64, 64, RopePairing::kHalf},
+                      {9, 8, 2, 128, 128, RopePairing::kHalf},     {5, 3, 3, 80, 40, RopePairing::kInterleaved},
+                      {7, 2, 1, 10, 6, RopePairing::kInterleaved}, {3, 6, 3, 34, 34, RopePairing::kHalf}};
   for (DType dt : kTestDTypes)
     for (KvCacheType ct : {KvCacheType::kF8E4M3, KvCacheType::kF8E5M2})
       for (const S& s : shapes)
-        out->push_back(
-            OddCase(KernelFamily::kFloat8Kv, s.tokens, s.heads, s.kv_heads, s.head_dim, 0, s.rotary_dim, s.pairing, dt, ct));
+        out->push_back(OddCase(KernelFamily::kFloat8Kv, s.tokens, s.heads, s.kv_heads, s.head_dim, 0, s.rotary_dim,
+                               s.pairing, dt, ct));
 }
 
 // MLA: DeepSeek-V3's row with 16 of its 128 heads, a q-less write, 3 and 12 rope pairs; 1, 0 and 9 tokens.
@@ -216,7 +216,8 @@ void AddOddMla(std::vector<KernelCase>* out) {
   struct S {
     int64_t heads, nope, rope, lora;
   };
-  const S shapes[] = {{16, kDeepSeekNope, kDeepSeekRope, kDeepSeekLora}, {0, 128, 64, 512}, {3, 10, 6, 58}, {1, 8, 24, 40}};
+  const S shapes[] = {
+      {16, kDeepSeekNope, kDeepSeekRope, kDeepSeekLora}, {0, 128, 64, 512}, {3, 10, 6, 58}, {1, 8, 24, 40}};
   size_t i = 0;
   for (DType dt : kTestDTypes)
     for (KvCacheType ct : {KvCacheType::kF32, KvCacheType::kF16, KvCacheType::kBF16, KvCacheType::kQ8_0,
@@ -270,8 +271,8 @@ KernelCase KernelCase::ScaledDown(int64_t max_tokens) const {
 }
 
 std::string KernelCase::Label() const {
-  return fmt::format("{} {}{}T{} H{}/{} D{} rot[{},+{}) {} {} cache {}{}{}", op, model, model.empty() ? "" : " ", tokens,
-                     heads, kv_heads, head_dim, rotary_start, rotary_dim, ToString(pairing), ToString(dtype),
+  return fmt::format("{} {}{}T{} H{}/{} D{} rot[{},+{}) {} {} cache {}{}{}", op, model, model.empty() ? "" : " ",
+                     tokens, heads, kv_heads, head_dim, rotary_start, rotary_dim, ToString(pairing), ToString(dtype),
                      ToString(cache_type), decode ? " decode" : "", in_place ? " in-place" : "");
 }
 

@@ -35,8 +35,8 @@ struct KernelCase {
   std::string op;     // the benchmark row (model cases) or a short label (odd sizes)
   std::string model;  // "Llama-3-8B", ...; empty for the odd sizes
   int64_t tokens = 0, heads = 0, kv_heads = 0, head_dim = 0, rotary_start = 0, rotary_dim = 0;
-  int64_t kv_lora_rank = 0;  // MLA
-  int64_t vocab = 0;         // gather
+  int64_t kv_lora_rank = 0;             // MLA
+  int64_t vocab = 0;                    // gather
   std::vector<int64_t> mrope_sections;  // multi-axis: pairs per (t, h, w) component
   bool mrope_interleaved = false;       // multi-axis: Qwen3-VL's interleaved sections (else chunked)
   RopePairing pairing = RopePairing::kHalf;
