@@ -1,5 +1,6 @@
 // Inputs of the fused kernel tests (fused RoPE + KV, QK-norm, MLA, float8 caches): activations filled
-// from N(0, 2) in the storage type, 64-byte-aligned buffers handed out misaligned, and cache slots.
+// from N(0, 2) in the storage type, 64-byte-aligned buffers handed out misaligned, cache slots; and
+// their one fused-versus-unfused byte comparison.
 #pragma once
 
 #include <algorithm>
@@ -7,7 +8,11 @@
 #include <cstring>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include "posenc/core/dtype.hpp"
 #include "posenc/kernels/kv_cache.hpp"
@@ -61,6 +66,30 @@ inline std::vector<int64_t> ShuffledPageSlots(int64_t tokens, int64_t page, int6
   for (int64_t t = 0; t < tokens; ++t) pos[static_cast<size_t>(t)] = t + first_pos;
   *num_slots = pages * page;
   return PagedKvSlots({page, pages, pages, bt}, seq, pos).value();
+}
+
+// The fused-versus-unfused check: run(fused, reference) returns every byte a call leaves (outputs and
+// cache memory); the fused call's must equal the unfused sequence's on the fast path and, when
+// `check_reference`, on the references. A mismatch names the first differing bytes (index:fused/unfused).
+template <typename Run>
+void ExpectFusedEqualsUnfused(Run&& run, bool check_reference) {
+  for (bool reference : {false, true}) {
+    if (reference && !check_reference) continue;
+    SCOPED_TRACE(reference ? "reference" : "fast path");
+    const std::vector<uint8_t> a = run(true, reference), b = run(false, reference);
+    ASSERT_EQ(a.size(), b.size());
+    size_t ndiff = 0, first = a.size(), last = 0;
+    std::string where;
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (a[i] == b[i]) continue;
+      if (ndiff == 0) first = i;
+      if (ndiff < 12) where += fmt::format(" {}:{:02x}/{:02x}", i, a[i], b[i]);
+      ++ndiff;
+      last = i;
+    }
+    EXPECT_EQ(ndiff, 0u) << "fused and unfused differ first at byte " << first << " of " << a.size() << where
+                         << fmt::format(" ({} bytes differ, the last at {})", ndiff, last);
+  }
 }
 
 }  // namespace posenc::testing

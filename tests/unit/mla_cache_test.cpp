@@ -98,7 +98,9 @@ void RunMla(const MlaCase& c, bool check_reference, ParallelRunner* runner = &Se
       RopeArgs ka = ra;
       ka.layout = {c.pairing, c.rope, 0, c.rope};
       EXPECT_TRUE((reference ? ApplyRopeReference(ka, k_pe, pe) : ApplyRope(ka, k_pe, pe)).ok());
-      if (c.q_heads > 0) EXPECT_TRUE((reference ? ApplyRopeReference(ra, qv, q_out) : ApplyRope(ra, qv, q_out)).ok());
+      if (c.q_heads > 0) {
+        EXPECT_TRUE((reference ? ApplyRopeReference(ra, qv, q_out) : ApplyRope(ra, qv, q_out)).ok());
+      }
       const KvCacheView kc = cache.AsKvCache(v_unused.data());
       const HeadsView k_rows = HeadsView::Dense(rows.data(), c.dtype, c.tokens, 1, R);
       const HeadsView none{nullptr, c.dtype, 0, 1, R, R, R};
@@ -109,26 +111,7 @@ void RunMla(const MlaCase& c, bool check_reference, ParallelRunner* runner = &Se
     all.insert(all.end(), mem.begin(), mem.end());
     return all;
   };
-  for (bool reference : {false, true}) {
-    if (reference && !check_reference) continue;
-    SCOPED_TRACE(reference ? "reference" : "fast path");
-    const auto a = run(true, reference), b = run(false, reference);
-    ASSERT_EQ(a.size(), b.size());
-    size_t diff = a.size();
-    for (size_t i = 0; i < a.size(); ++i)
-      if (a[i] != b[i]) {
-        diff = i;
-        break;
-      }
-    std::string where;
-    for (size_t i = diff, n = 0; i < a.size() && n < 12; ++i)
-      if (a[i] != b[i]) where += fmt::format(" {}:{:02x}/{:02x}", i, a[i], b[i]), ++n;
-    size_t ndiff = 0, last = 0;
-    for (size_t i = 0; i < a.size(); ++i)
-      if (a[i] != b[i]) ++ndiff, last = i;
-    where += fmt::format(" ({} bytes differ, the last at {})", ndiff, last);
-    EXPECT_EQ(diff, a.size()) << "fused and unfused differ first at byte " << diff << " of " << a.size() << where;
-  }
+  testing::ExpectFusedEqualsUnfused(run, check_reference);
 }
 
 // An MLA case of the kernel list with the test's own variations by its index: with or without the

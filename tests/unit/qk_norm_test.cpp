@@ -262,19 +262,7 @@ void RunFused(const FusedCase& c, bool check_reference) {
     all.insert(all.end(), vc.begin(), vc.end());
     return all;
   };
-  for (bool reference : {false, true}) {
-    if (reference && !check_reference) continue;
-    SCOPED_TRACE(reference ? "reference" : "fast path");
-    const auto a = run(true, reference), b = run(false, reference);
-    ASSERT_EQ(a.size(), b.size());
-    size_t diff = a.size();
-    for (size_t i = 0; i < a.size(); ++i)
-      if (a[i] != b[i]) {
-        diff = i;
-        break;
-      }
-    EXPECT_EQ(diff, a.size()) << "fused and unfused differ first at byte " << diff << " of " << a.size();
-  }
+  testing::ExpectFusedEqualsUnfused(run, check_reference);
 }
 
 // A QK-norm case of the kernel list with the test's own variations by its index: paged or contiguous
