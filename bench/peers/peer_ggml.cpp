@@ -13,6 +13,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <functional>
+#include <memory>
+#include <vector>
 
 #include <ggml-cpu.h>  // the snapshot's include/ (build.sh passes -I): a third-party header like fmt's
 #include <ggml.h>
@@ -33,22 +36,48 @@ std::string GgmlInfo() {
   return s;
 }
 
-std::vector<Row> GgmlRows(const CaseData& c, int threads) {
-  struct State {
-    ggml_context* ctx = nullptr;
-    ggml_cgraph* graph = nullptr;
-    ggml_cgraph* rope_graph = nullptr;  // the two rope ops alone (where ggml's time goes)
-    ggml_threadpool* tp = nullptr;
-    ggml_cplan plan{}, rope_plan{};
-    std::shared_ptr<void> in, q_out, k_rot, kc, vc, pos, idx, work;
-    bool f16 = false;
-    int64_t row = 0;
-    std::vector<int64_t> slots;
-    ~State() {
-      if (tp) ggml_threadpool_free(tp);
-      if (ctx) ggml_free(ctx);
+namespace {
+
+// One case's graph, plans and buffers, kept alive by the rows that run it.
+struct State {
+  ggml_context* ctx = nullptr;
+  ggml_cgraph* graph = nullptr;
+  ggml_cgraph* rope_graph = nullptr;  // the two rope ops alone (where ggml's time goes)
+  ggml_threadpool* tp = nullptr;
+  ggml_cplan plan{}, rope_plan{};
+  std::shared_ptr<void> in, q_out, k_rot, kc, vc, pos, idx, work;
+  bool f16 = false;
+  int64_t row = 0;
+  std::vector<int64_t> slots;
+  ~State() {
+    if (tp) ggml_threadpool_free(tp);
+    if (ctx) ggml_free(ctx);
+  }
+};
+
+// A timed pass: one ggml_graph_compute; a failure ends the program (nothing would be timed).
+void MustCompute(ggml_cgraph* graph, ggml_cplan* plan) {
+  if (ggml_graph_compute(graph, plan) != GGML_STATUS_SUCCESS) {
+    std::fprintf(stderr, "ggml_graph_compute failed\n");
+    std::exit(1);
+  }
+}
+
+// The cold pass on the threads ggml_graph_compute uses: OpenMP's team (one thread: the caller).
+OnThreads OnOmpThreads(int threads) {
+  return [threads](const std::function<void(int, int)>& fn) {
+    if (threads <= 1) {
+      fn(0, 1);
+      return;
     }
+#pragma omp parallel num_threads(threads)
+    fn(omp_get_thread_num(), omp_get_num_threads());
   };
+}
+
+}  // namespace
+
+std::vector<Row> GgmlRows(const CaseData& c, int threads) {
   auto s = std::make_shared<State>();
   const int64_t T = c.T, Hq = c.Hq, Hkv = c.Hkv, D = c.D, W = c.W();
   s->f16 = c.f16_cache;
@@ -121,21 +150,8 @@ std::vector<Row> GgmlRows(const CaseData& c, int threads) {
   Row r;
   r.name = "ggml";
   r.versus = "posenc.fused";
-  r.run = [s] {
-    if (ggml_graph_compute(s->graph, &s->plan) != GGML_STATUS_SUCCESS) {
-      std::fprintf(stderr, "ggml_graph_compute failed\n");
-      std::exit(1);
-    }
-  };
-  // The cold pass on the threads ggml_graph_compute uses: OpenMP's team (one thread: the caller).
-  r.on_threads = [threads](const std::function<void(int, int)>& fn) {
-    if (threads <= 1) {
-      fn(0, 1);
-      return;
-    }
-#pragma omp parallel num_threads(threads)
-    fn(omp_get_thread_num(), omp_get_num_threads());
-  };
+  r.run = [s] { MustCompute(s->graph, &s->plan); };
+  r.on_threads = OnOmpThreads(threads);
   r.q_out = [s] { return static_cast<const float*>(s->q_out.get()); };
   auto at = [s](const std::shared_ptr<void>* buf) {
     return [s, buf](int64_t t, int64_t i) -> float {
@@ -152,12 +168,7 @@ std::vector<Row> GgmlRows(const CaseData& c, int threads) {
   // how much of ggml's time the rotations take.
   Row rope;
   rope.name = "ggml.rope_only";
-  rope.run = [s] {
-    if (ggml_graph_compute(s->rope_graph, &s->rope_plan) != GGML_STATUS_SUCCESS) {
-      std::fprintf(stderr, "ggml_graph_compute failed\n");
-      std::exit(1);
-    }
-  };
+  rope.run = [s] { MustCompute(s->rope_graph, &s->rope_plan); };
   rope.on_threads = r.on_threads;
   rope.keep = s;
   return {r, rope};

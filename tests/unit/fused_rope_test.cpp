@@ -30,43 +30,13 @@
 #include "posenc/kernels/rope.hpp"
 #include "posenc/kernels/simd.hpp"
 #include "posenc/math/multi_axis.hpp"
+#include "kernel_fixture.hpp"
 #include "simd_targets.hpp"
 
 namespace posenc {
 namespace {
 
-// 64-byte aligned storage, handed out `misalign` bytes past the alignment.
-struct Buf {
-  static constexpr size_t kSlack = 192;
-  std::vector<uint8_t> bytes;
-  size_t off = 0;
-  // Room for the alignment (< 64), the misalignment (< 64) and the 64 bytes past the end the tests compare.
-  Buf(size_t n, size_t misalign, uint8_t fill) : bytes(n + kSlack, fill) {
-    const auto base = reinterpret_cast<uintptr_t>(bytes.data());
-    off = (base + 63) / 64 * 64 - base + misalign;
-  }
-  Buf(const Buf& o)
-      : Buf(o.bytes.size() - kSlack,
-            o.off - ((reinterpret_cast<uintptr_t>(o.bytes.data()) + 63) / 64 * 64 -
-                     reinterpret_cast<uintptr_t>(o.bytes.data())),
-            0) {
-    std::memcpy(data(), o.data(), o.bytes.size() - kSlack);
-  }
-  void* data() { return bytes.data() + off; }
-  const void* data() const { return bytes.data() + off; }
-};
-
-void Fill(DType dt, void* p, size_t n, std::mt19937_64& rng) {
-  std::normal_distribution<float> nd(0.0f, 2.0f);
-  for (size_t i = 0; i < n; ++i) {
-    const float x = nd(rng);
-    switch (dt) {
-      case DType::kF32: static_cast<float*>(p)[i] = x; break;
-      case DType::kF16: static_cast<f16_t*>(p)[i] = F32ToF16(x); break;
-      default: static_cast<bf16_t*>(p)[i] = F32ToBF16(x); break;
-    }
-  }
-}
+using Buf = testing::AlignedBuf;
 
 bool SameBytes(const void* a, const void* b, size_t n) { return std::memcmp(a, b, n) == 0; }
 
@@ -138,7 +108,7 @@ void RunCase(const Case& c, bool check_reference, ParallelRunner* runner) {
   const size_t es = SizeOf(c.dtype);
   const size_t mis = c.misalign_elems * es;
   Buf in(static_cast<size_t>(c.tokens * W) * es, mis, 0);
-  Fill(c.dtype, in.data(), static_cast<size_t>(c.tokens * W), rng);
+  testing::FillNormal(c.dtype, in.data(), static_cast<size_t>(c.tokens * W), rng);
   std::vector<float> scales;
   if (c.q_scale) {
     AttnTemperature temp{true, 4.0, 0.1};
@@ -208,66 +178,42 @@ void RunCase(const Case& c, bool check_reference, ParallelRunner* runner) {
   }
 }
 
-std::vector<Case> Grid() {
-  std::vector<Case> cases;
-  const DType dtypes[] = {DType::kF32, DType::kF16, DType::kBF16};
-  const KvCacheType types[] = {KvCacheType::kF32, KvCacheType::kF16, KvCacheType::kBF16, KvCacheType::kQ8_0};
-  struct Heads {
-    int64_t q, kv;
-  };
-  const Heads heads[] = {{1, 1}, {3, 1}, {32, 8}, {32, 1}};
-  const int64_t dims[] = {64, 80, 128, 256};
-  size_t i = 0;
-  for (DType dt : dtypes)
-    for (KvCacheType ct : types)
-      for (RopePairing pr : {RopePairing::kHalf, RopePairing::kInterleaved})
-        for (int64_t D : dims) {
-          // Rotate a window that varies with the case: full, the front half (GPT-J style), the back 32
-          // dims (DeepSeek MLA style).
-          const int w = static_cast<int>(i % 3);
-          const int64_t rs = w == 2 ? D - 32 : 0, rd = w == 0 ? D : (w == 1 ? D / 2 : 32);
-          const Heads h = heads[i % 4];
-          const int64_t tokens = (i % 5 == 0) ? 1 : 17;
-          Case c{tokens, h.q, h.kv, D, rs, rd, pr, dt, ct, (i % 2) ? 16 : 256, i % 3, i % 4 == 1, i % 7 == 3};
-          if (ct == KvCacheType::kQ8_0 && (h.kv * D) % 32 != 0) c.kv_heads = 8, c.q_heads = 32;  // q8_0 rows
-          c.backward = i % 6 == 5;
-          cases.push_back(c);
-          ++i;
-        }
-  return cases;
+// A case of the kernel list with the test's own variations, by its index in the family: paged slots of
+// 16 or 256 rows, 0..2 elements of misalignment, a query temperature, the backward rotation.
+Case FromKernelCase(const cases::KernelCase& k, size_t i) {
+  Case c{k.tokens, k.heads, k.kv_heads, k.head_dim, k.rotary_start, k.rotary_dim, k.pairing, k.dtype, k.cache_type,
+         (i % 2) ? 16 : 256, i % 3, i % 4 == 1, k.in_place};
+  c.backward = i % 6 == 5;
+  return c;
 }
 
+// The fused RoPE + KV cases of the kernel list (the odd sizes, 0 and 1 token, and Llama-3-8B's prefill and
+// decode at 17 tokens, float8 caches included), on every target.
 TEST_F(FusedRope, EqualsUnfusedSequenceOnEveryTarget) {
-  const auto grid = Grid();
-  bool first = true;
-  testing::ForEachSimdTarget([&](const std::string& target) {
-    SCOPED_TRACE(target);
-    for (const Case& c : grid) RunCase(c, /*check_reference=*/first, &SerialRunner());
-    first = false;
-  });
+  for (auto family : {cases::KernelFamily::kFusedRopeKv, cases::KernelFamily::kFloat8Kv})
+    testing::ForEachKernelCase(family, 17, [&](const cases::KernelCase& k, size_t i, bool first) {
+      if (family == cases::KernelFamily::kFloat8Kv && k.model.empty()) return;  // kv_float8_test's
+      RunCase(FromKernelCase(k, i), /*check_reference=*/first, &SerialRunner());
+    });
 }
 
-TEST_F(FusedRope, ZeroTokensWritesNothing) {
-  Case c{0, 32, 8, 128, 0, 128, RopePairing::kHalf, DType::kF32, KvCacheType::kQ8_0, 16, 0, false, false};
-  RunCase(c, true, &SerialRunner());
-}
-
+// Llama-3-8B's 4096-token prefill rows of the list, on two threads.
 TEST_F(FusedRope, LongPrefillAndThreads) {
   ThreadPool pool(2);
-  for (KvCacheType ct : {KvCacheType::kF16, KvCacheType::kQ8_0}) {
-    for (DType dt : {DType::kF32, DType::kBF16}) {
-      Case c{4096, 32, 8, 128, 0, 128, RopePairing::kHalf, dt, ct, 256, 1, true, false};
+  for (const cases::KernelCase& k : cases::KernelCases(cases::KernelFamily::kFusedRopeKv))
+    if (k.op == "fused_prefill" && k.dtype != DType::kF16 &&
+        (k.cache_type == KvCacheType::kF16 || k.cache_type == KvCacheType::kQ8_0)) {
+      Case c = FromKernelCase(k, 1);  // misaligned by one element, with a query temperature
+      c.page_size = 256;
       RunCase(c, /*check_reference=*/false, &pool);
     }
-  }
 }
 
-// The fused result does not depend on the runner: 2 threads equal 1.
 TEST_F(FusedRope, ThreadCountDoesNotChangeBytes) {
   const int64_t T = 64, Hq = 32, Hkv = 8, D = 128, W = (Hq + 2 * Hkv) * D;
   std::mt19937_64 rng(5);
   std::vector<float> in(static_cast<size_t>(T * W));
-  Fill(DType::kF32, in.data(), in.size(), rng);
+  testing::FillNormal(DType::kF32, in.data(), in.size(), rng);
   auto table = RopeTable::Build(DefaultRopeFrequencies(D, 500000.0).value(), 4096, RopePrecision::kReference).value();
   std::vector<int64_t> pos(T), slots(T);
   for (int64_t t = 0; t < T; ++t) pos[t] = 3 * t, slots[t] = (t * 37) % 200;
@@ -295,9 +241,9 @@ TEST_F(FusedRope, SeparateViews) {
   std::mt19937_64 rng(9);
   std::vector<f16_t> q(static_cast<size_t>(T * Hq * D)), k(static_cast<size_t>(T * Hkv * D * 2)),
       v(static_cast<size_t>(T * Hkv * D));
-  Fill(DType::kF16, q.data(), q.size(), rng);
-  Fill(DType::kF16, k.data(), k.size(), rng);
-  Fill(DType::kF16, v.data(), v.size(), rng);
+  testing::FillNormal(DType::kF16, q.data(), q.size(), rng);
+  testing::FillNormal(DType::kF16, k.data(), k.size(), rng);
+  testing::FillNormal(DType::kF16, v.data(), v.size(), rng);
   auto table = RopeTable::Build(DefaultRopeFrequencies(D, 10000.0).value(), 64, RopePrecision::kReference).value();
   std::vector<int64_t> pos{0, 1, 2, 3, 70, 71, 5, 6, 7}, slots{8, 9, 10, 11, 0, 1, 2, 3, 4};
   QkvViews x{HeadsView::Dense(q.data(), DType::kF16, T, Hq, D),
@@ -353,7 +299,7 @@ TEST_F(FusedRope, MultiAxisPositionsEqualTheUnfusedMultiAxisSequence) {
       const size_t es = SizeOf(dt), W = static_cast<size_t>((Hq + 2 * Hkv) * D);
       std::mt19937_64 rng(21);
       std::vector<uint8_t> proj(static_cast<size_t>(T) * W * es);
-      Fill(dt, proj.data(), static_cast<size_t>(T) * W, rng);
+      testing::FillNormal(dt, proj.data(), static_cast<size_t>(T) * W, rng);
       const QkvViews x = SplitFusedQkv(proj.data(), dt, T, Hq, Hkv, D).value();
       for (KvCacheType ct : {KvCacheType::kF32, KvCacheType::kF16, KvCacheType::kBF16, KvCacheType::kQ8_0}) {
         testing::ForEachSimdTarget([&](const std::string& target) {
@@ -502,8 +448,8 @@ TEST(StoreKvCache, EqualsReferenceOnEveryTarget) {
       for (KvCacheType ct : {KvCacheType::kF32, KvCacheType::kF16, KvCacheType::kBF16, KvCacheType::kQ8_0}) {
         SCOPED_TRACE(fmt::format("{} {} -> {}", target, ToString(dt), ToString(ct)));
         Buf k(static_cast<size_t>(T * H * D) * 4, 4, 0), v(static_cast<size_t>(T * H * D) * 4, SizeOf(dt), 0);
-        Fill(dt, k.data(), static_cast<size_t>(T * H * D), rng);
-        Fill(dt, v.data(), static_cast<size_t>(T * H * D), rng);
+        testing::FillNormal(dt, k.data(), static_cast<size_t>(T * H * D), rng);
+        testing::FillNormal(dt, v.data(), static_cast<size_t>(T * H * D), rng);
         // Special values for the conversions: f16 overflow, subnormals, infinities.
         if (dt == DType::kF32 && ct != KvCacheType::kQ8_0) {  // (non-finite q8_0 blocks are unspecified)
           auto* kp = static_cast<float*>(k.data());

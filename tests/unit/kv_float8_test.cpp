@@ -140,84 +140,74 @@ TEST(KvFloat8, StoreEqualsDefinitionAndReferenceOnEveryTarget) {
 // StoreKvCache) on every target, and its reference the reference sequence; contiguous and paged slots.
 TEST(KvFloat8, FusedEqualsUnfusedOnEveryTarget) {
   std::mt19937_64 rng(5);
-  struct FCase {
-    int64_t tokens, q_heads, kv_heads, head_dim, rotary_dim;
-    RopePairing pairing;
-    bool paged;
-  };
-  const FCase cases[] = {{0, 4, 2, 64, 64, RopePairing::kHalf, false},       {1, 4, 2, 64, 64, RopePairing::kHalf, true},
-                         {9, 8, 2, 128, 128, RopePairing::kHalf, true},      {5, 3, 3, 80, 40, RopePairing::kInterleaved, false},
-                         {7, 2, 1, 10, 6, RopePairing::kInterleaved, true},  {3, 6, 3, 34, 34, RopePairing::kHalf, false}};
-  bool first = true;
-  testing::ForEachSimdTarget([&](const std::string& target) {
-    for (DType dt : {DType::kF32, DType::kF16, DType::kBF16})
-      for (DType ct : {DType::kF8E4M3, DType::kF8E5M2})
-        for (const FCase& fc : cases) {
-          SCOPED_TRACE(fmt::format("{} {} -> {} T={} Hq={} Hkv={} D={} R={} {}", target, ToString(dt), ToString(ct),
-                                   fc.tokens, fc.q_heads, fc.kv_heads, fc.head_dim, fc.rotary_dim,
-                                   fc.paged ? "paged" : "contiguous"));
-          const RotaryLayout L{fc.pairing, fc.head_dim, 0, fc.rotary_dim};
-          auto f = DefaultRopeFrequencies(fc.rotary_dim, 10000.0).value();
-          auto table = RopeTable::Build(f, 64, RopePrecision::kReference).value();
-          std::vector<int64_t> positions, slots;
-          const int64_t slots_n = fc.paged ? 64 : 2 * 32;
-          if (fc.paged) {  // pages of 16, a shuffled block table, two sequences
-            std::vector<int32_t> block_table = {3, 0, 2, 1};
-            PagedKvTable pt{16, 4, 2, block_table};
-            std::vector<int64_t> seq;
-            for (int64_t t = 0; t < fc.tokens; ++t) seq.push_back(t % 2), positions.push_back(t * 3 + 1);
-            slots = PagedKvSlots(pt, seq, positions).value();
-          } else {
-            std::vector<int64_t> seq, off;
-            for (int64_t t = 0; t < fc.tokens; ++t) seq.push_back(1), off.push_back(t + 4), positions.push_back(t + 4);
-            slots = ContiguousKvSlots(2, 32, seq, off).value();
-          }
-          const int64_t W = (fc.q_heads + 2 * fc.kv_heads) * fc.head_dim;
-          const std::vector<uint8_t> in = Values(dt, static_cast<size_t>(fc.tokens * W), rng);
-          const std::vector<float> ks = Scales(2, fc.kv_heads, rng), vs = Scales(1, fc.kv_heads, rng);
-          auto run = [&](bool fused, bool reference, std::vector<uint8_t>* q_res, std::vector<uint8_t>* cache_res) {
-            std::vector<uint8_t> input = in;
-            QkvViews x = SplitFusedQkv(input.data(), dt, fc.tokens, fc.q_heads, fc.kv_heads, fc.head_dim).value();
-            std::vector<uint8_t> qo(static_cast<size_t>(fc.tokens * fc.q_heads * fc.head_dim) * SizeOf(dt) + 4, 0xCD);
-            HeadsView q_out = HeadsView::Dense(qo.data(), dt, fc.tokens, fc.q_heads, fc.head_dim);
-            KvCacheView cache{nullptr, nullptr, ct, 2, slots_n, fc.kv_heads, fc.head_dim};
-            cache.k_scale = ks;
-            cache.v_scale = vs;
-            std::vector<uint8_t> mem(static_cast<size_t>(2 * cache.bytes()) + 1, 0xAB);
-            cache.k = mem.data() + 1;
-            cache.v = mem.data() + 1 + cache.bytes();
-            RopeArgs ra{L, &table, positions};
-            if (fused) {
-              FusedRopeArgs fa{ra, slots, 1, {}};
-              const Status s =
-                  reference ? ApplyRopeKvCacheReference(fa, x, q_out, cache) : ApplyRopeKvCache(fa, x, q_out, cache);
-              ASSERT_TRUE(s.ok()) << s.ToString();
-            } else {
-              std::vector<uint8_t> k_tmp(static_cast<size_t>(fc.tokens * fc.kv_heads * fc.head_dim) * SizeOf(dt) + 8);
-              HeadsView kt = HeadsView::Dense(k_tmp.data(), dt, fc.tokens, fc.kv_heads, fc.head_dim);
-              if (reference) {
-                ASSERT_TRUE(ApplyRopeReference(ra, x.q, q_out).ok());
-                ASSERT_TRUE(ApplyRopeReference(ra, x.k, kt).ok());
-                ASSERT_TRUE(StoreKvCacheReference(cache, 1, slots, kt, x.v).ok());
-              } else {
-                ASSERT_TRUE(ApplyRope(ra, x.q, q_out).ok());
-                ASSERT_TRUE(ApplyRope(ra, x.k, kt).ok());
-                ASSERT_TRUE(StoreKvCache(cache, 1, slots, kt, x.v).ok());
-              }
-            }
-            *q_res = qo;
-            *cache_res = mem;
-          };
-          for (bool reference : {false, true}) {
-            if (reference && !first) continue;  // the reference does not depend on the target
-            std::vector<uint8_t> q1, c1, q2, c2;
-            run(true, reference, &q1, &c1);
-            run(false, reference, &q2, &c2);
-            EXPECT_TRUE(q1 == q2) << (reference ? "reference: " : "") << "queries differ";
-            EXPECT_TRUE(c1 == c2) << (reference ? "reference: " : "") << "float8 cache differs";
-          }
+  // The float8 cases of the kernel list: odd sizes (0 and 1 token, head_dim 10, 34, 80) and Llama-3-8B's
+  // float8 benchmark rows at 9 tokens; paged slots by the case's index (model rows: where they decode).
+  testing::ForEachKernelCase(cases::KernelFamily::kFloat8Kv, 9, [&](const cases::KernelCase& k, size_t i, bool first) {
+    const DType dt = k.dtype, ct = k.cache_type;
+    struct {
+      int64_t tokens, q_heads, kv_heads, head_dim, rotary_dim;
+      bool paged;
+    } const fc{k.tokens, k.heads, k.kv_heads, k.head_dim, k.rotary_dim, k.model.empty() ? i % 2 == 1 : k.decode};
+    const RotaryLayout L{k.pairing, fc.head_dim, 0, fc.rotary_dim};
+    auto f = DefaultRopeFrequencies(fc.rotary_dim, 10000.0).value();
+    auto table = RopeTable::Build(f, 64, RopePrecision::kReference).value();
+    std::vector<int64_t> positions, slots;
+    const int64_t slots_n = fc.paged ? 64 : 2 * 32;
+    if (fc.paged) {  // pages of 16, a shuffled block table, two sequences
+      std::vector<int32_t> block_table = {3, 0, 2, 1};
+      PagedKvTable pt{16, 4, 2, block_table};
+      std::vector<int64_t> seq;
+      for (int64_t t = 0; t < fc.tokens; ++t) seq.push_back(t % 2), positions.push_back(t * 3 + 1);
+      slots = PagedKvSlots(pt, seq, positions).value();
+    } else {
+      std::vector<int64_t> seq, off;
+      for (int64_t t = 0; t < fc.tokens; ++t) seq.push_back(1), off.push_back(t + 4), positions.push_back(t + 4);
+      slots = ContiguousKvSlots(2, 32, seq, off).value();
+    }
+    const int64_t W = (fc.q_heads + 2 * fc.kv_heads) * fc.head_dim;
+    const std::vector<uint8_t> in = Values(dt, static_cast<size_t>(fc.tokens * W), rng);
+    const std::vector<float> ks = Scales(2, fc.kv_heads, rng), vs = Scales(1, fc.kv_heads, rng);
+    auto run = [&](bool fused, bool reference, std::vector<uint8_t>* q_res, std::vector<uint8_t>* cache_res) {
+      std::vector<uint8_t> input = in;
+      QkvViews x = SplitFusedQkv(input.data(), dt, fc.tokens, fc.q_heads, fc.kv_heads, fc.head_dim).value();
+      std::vector<uint8_t> qo(static_cast<size_t>(fc.tokens * fc.q_heads * fc.head_dim) * SizeOf(dt) + 4, 0xCD);
+      HeadsView q_out = HeadsView::Dense(qo.data(), dt, fc.tokens, fc.q_heads, fc.head_dim);
+      KvCacheView cache{nullptr, nullptr, ct, 2, slots_n, fc.kv_heads, fc.head_dim};
+      cache.k_scale = ks;
+      cache.v_scale = vs;
+      std::vector<uint8_t> mem(static_cast<size_t>(2 * cache.bytes()) + 1, 0xAB);
+      cache.k = mem.data() + 1;
+      cache.v = mem.data() + 1 + cache.bytes();
+      RopeArgs ra{L, &table, positions};
+      if (fused) {
+        FusedRopeArgs fa{ra, slots, 1, {}};
+        const Status s =
+            reference ? ApplyRopeKvCacheReference(fa, x, q_out, cache) : ApplyRopeKvCache(fa, x, q_out, cache);
+        ASSERT_TRUE(s.ok()) << s.ToString();
+      } else {
+        std::vector<uint8_t> k_tmp(static_cast<size_t>(fc.tokens * fc.kv_heads * fc.head_dim) * SizeOf(dt) + 8);
+        HeadsView kt = HeadsView::Dense(k_tmp.data(), dt, fc.tokens, fc.kv_heads, fc.head_dim);
+        if (reference) {
+          ASSERT_TRUE(ApplyRopeReference(ra, x.q, q_out).ok());
+          ASSERT_TRUE(ApplyRopeReference(ra, x.k, kt).ok());
+          ASSERT_TRUE(StoreKvCacheReference(cache, 1, slots, kt, x.v).ok());
+        } else {
+          ASSERT_TRUE(ApplyRope(ra, x.q, q_out).ok());
+          ASSERT_TRUE(ApplyRope(ra, x.k, kt).ok());
+          ASSERT_TRUE(StoreKvCache(cache, 1, slots, kt, x.v).ok());
         }
-    first = false;
+      }
+      *q_res = qo;
+      *cache_res = mem;
+    };
+    for (bool reference : {false, true}) {
+      if (reference && !first) continue;  // the reference does not depend on the target
+      std::vector<uint8_t> q1, c1, q2, c2;
+      run(true, reference, &q1, &c1);
+      run(false, reference, &q2, &c2);
+      EXPECT_TRUE(q1 == q2) << (reference ? "reference: " : "") << "queries differ";
+      EXPECT_TRUE(c1 == c2) << (reference ? "reference: " : "") << "float8 cache differs";
+    }
   });
 }
 

@@ -20,22 +20,11 @@
 #include "posenc/kernels/mla_cache.hpp"
 #include "posenc/kernels/rms_norm.hpp"
 #include "posenc/kernels/rope.hpp"
+#include "kernel_fixture.hpp"
 #include "simd_targets.hpp"
 
 namespace posenc {
 namespace {
-
-void Fill(DType dt, void* p, size_t n, std::mt19937_64& rng) {
-  std::normal_distribution<float> nd(0.0f, 2.0f);
-  for (size_t i = 0; i < n; ++i) {
-    const float x = nd(rng);
-    switch (dt) {
-      case DType::kF32: static_cast<float*>(p)[i] = x; break;
-      case DType::kF16: static_cast<f16_t*>(p)[i] = F32ToF16(x); break;
-      default: static_cast<bf16_t*>(p)[i] = F32ToBF16(x); break;
-    }
-  }
-}
 
 struct MlaCase {
   int64_t tokens, q_heads, nope, rope, lora;
@@ -61,14 +50,7 @@ void RunMla(const MlaCase& c, bool check_reference, ParallelRunner* runner = &Se
   for (int64_t t = 0; t < c.tokens; ++t) positions[t] = (t * 53 + 11) % 400;  // some past the table
   int64_t num_slots;
   if (c.paged) {
-    const int64_t page = 64, pages = (c.tokens + 5) / page + 2;
-    std::vector<int32_t> bt(static_cast<size_t>(pages));
-    std::iota(bt.begin(), bt.end(), 0);
-    std::shuffle(bt.begin(), bt.end(), rng);
-    std::vector<int64_t> seq(static_cast<size_t>(c.tokens), 0), pos(static_cast<size_t>(c.tokens));
-    for (int64_t t = 0; t < c.tokens; ++t) pos[t] = t + 5;
-    slots = PagedKvSlots({page, pages, pages, bt}, seq, pos).value();
-    num_slots = pages * page;
+    slots = testing::ShuffledPageSlots(c.tokens, 64, 5, rng, &num_slots);
   } else {
     num_slots = c.tokens + 4;
     for (int64_t t = 0; t < c.tokens; ++t) slots.push_back(num_slots - 1 - t);  // decreasing: not sorted
@@ -76,8 +58,8 @@ void RunMla(const MlaCase& c, bool check_reference, ParallelRunner* runner = &Se
   const size_t es = SizeOf(c.dtype);
   // The projection output as DeepSeek's kv_a_proj_with_mqa gives it: [kv_c | k_pe] per token.
   std::vector<uint8_t> kv_in(static_cast<size_t>(c.tokens * R) * es + 8), q_in(static_cast<size_t>(c.tokens * c.q_heads * D) * es + 8);
-  Fill(c.dtype, kv_in.data(), static_cast<size_t>(c.tokens * R), rng);
-  Fill(c.dtype, q_in.data(), static_cast<size_t>(c.tokens * c.q_heads * D), rng);
+  testing::FillNormal(c.dtype, kv_in.data(), static_cast<size_t>(c.tokens * R), rng);
+  testing::FillNormal(c.dtype, q_in.data(), static_cast<size_t>(c.tokens * c.q_heads * D), rng);
   std::vector<float> w(static_cast<size_t>(c.lora));
   for (auto& x : w) x = BF16ToF32(F32ToBF16(std::normal_distribution<float>(1.0f, 0.3f)(rng)));
   const HeadRmsNorm norm = c.norm ? HeadRmsNorm{w, 1e-6f, c.style, RmsNormScope::kPerHead} : HeadRmsNorm{};
@@ -116,7 +98,9 @@ void RunMla(const MlaCase& c, bool check_reference, ParallelRunner* runner = &Se
       RopeArgs ka = ra;
       ka.layout = {c.pairing, c.rope, 0, c.rope};
       EXPECT_TRUE((reference ? ApplyRopeReference(ka, k_pe, pe) : ApplyRope(ka, k_pe, pe)).ok());
-      if (c.q_heads > 0) EXPECT_TRUE((reference ? ApplyRopeReference(ra, qv, q_out) : ApplyRope(ra, qv, q_out)).ok());
+      if (c.q_heads > 0) {
+        EXPECT_TRUE((reference ? ApplyRopeReference(ra, qv, q_out) : ApplyRope(ra, qv, q_out)).ok());
+      }
       const KvCacheView kc = cache.AsKvCache(v_unused.data());
       const HeadsView k_rows = HeadsView::Dense(rows.data(), c.dtype, c.tokens, 1, R);
       const HeadsView none{nullptr, c.dtype, 0, 1, R, R, R};
@@ -127,70 +111,40 @@ void RunMla(const MlaCase& c, bool check_reference, ParallelRunner* runner = &Se
     all.insert(all.end(), mem.begin(), mem.end());
     return all;
   };
-  for (bool reference : {false, true}) {
-    if (reference && !check_reference) continue;
-    SCOPED_TRACE(reference ? "reference" : "fast path");
-    const auto a = run(true, reference), b = run(false, reference);
-    ASSERT_EQ(a.size(), b.size());
-    size_t diff = a.size();
-    for (size_t i = 0; i < a.size(); ++i)
-      if (a[i] != b[i]) {
-        diff = i;
-        break;
-      }
-    std::string where;
-    for (size_t i = diff, n = 0; i < a.size() && n < 12; ++i)
-      if (a[i] != b[i]) where += fmt::format(" {}:{:02x}/{:02x}", i, a[i], b[i]), ++n;
-    size_t ndiff = 0, last = 0;
-    for (size_t i = 0; i < a.size(); ++i)
-      if (a[i] != b[i]) ++ndiff, last = i;
-    where += fmt::format(" ({} bytes differ, the last at {})", ndiff, last);
-    EXPECT_EQ(diff, a.size()) << "fused and unfused differ first at byte " << diff << " of " << a.size() << where;
-  }
+  testing::ExpectFusedEqualsUnfused(run, check_reference);
 }
 
-std::vector<MlaCase> MlaGrid() {
-  struct Shape {
-    int64_t q_heads, nope, rope, lora;
-  };
-  // DeepSeek-V3 (128 heads in the model; 16 here), a q-less write, and odd sizes: 3 and 12 rope pairs.
-  const Shape shapes[] = {{16, 128, 64, 512}, {0, 128, 64, 512}, {3, 10, 6, 58}, {1, 8, 24, 40}};
-  const KvCacheType types[] = {KvCacheType::kF32,  KvCacheType::kF16,    KvCacheType::kBF16,
-                               KvCacheType::kQ8_0, DType::kF8E4M3, DType::kF8E5M2};
+// An MLA case of the kernel list with the test's own variations by its index: with or without the
+// latent's norm, and the norm's style. Paged slots where the case decodes.
+MlaCase FromKernelCase(const cases::KernelCase& k, size_t i) {
   const RmsNormStyle styles[] = {RmsNormStyle::kCastThenScale, RmsNormStyle::kScaleThenCast,
                                  RmsNormStyle::kOnePlusWeight};
-  std::vector<MlaCase> cases;
-  size_t i = 0;
-  for (DType dt : {DType::kF32, DType::kF16, DType::kBF16})
-    for (KvCacheType ct : types)
-      for (RopePairing pr : {RopePairing::kInterleaved, RopePairing::kHalf})
-        for (const Shape& s : shapes) {
-          ++i;
-          if (ct == KvCacheType::kQ8_0 && (s.lora + s.rope) % 32 != 0) continue;
-          const int64_t tokens = i % 5 == 0 ? 1 : (i % 7 == 0 ? 0 : 9);
-          cases.push_back({tokens, s.q_heads, s.nope, s.rope, s.lora, pr, dt, ct, i % 2 == 0, i % 3 == 0,
-                           i % 4 != 3, styles[i % 3]});
-        }
-  return cases;
+  return {k.tokens, k.heads, k.rotary_start, k.rotary_dim, k.kv_lora_rank, k.pairing, k.dtype, k.cache_type,
+          k.decode, k.in_place, i % 4 != 3, styles[i % 3]};
 }
 
+// The MLA cases of the kernel list: DeepSeek-V3's row (16 heads, and DeepSeek-V3's prefill and decode
+// rows at 9 tokens), a q-less write, 3 and 12 rope pairs; every dtype and cache type, 0 and 1 token.
 TEST(MlaCache, EqualsUnfusedSequenceOnEveryTarget) {
-  const auto grid = MlaGrid();
-  ASSERT_GT(grid.size(), 60u);
-  bool first = true;
-  testing::ForEachSimdTarget([&](const std::string& target) {
-    SCOPED_TRACE(target);
-    for (const MlaCase& c : grid) RunMla(c, first);
-    first = false;
+  ASSERT_GT(cases::KernelCases(cases::KernelFamily::kMla).size(), 60u);
+  testing::ForEachKernelCase(cases::KernelFamily::kMla, 9, [&](const cases::KernelCase& k, size_t i, bool first) {
+    RunMla(FromKernelCase(k, i), first);
   });
 }
 
+// DeepSeek-V3's prefill row at 700 tokens on two threads, into bfloat16, Q8_0 and float8 caches.
 TEST(MlaCache, DeepSeekV3PrefillWithThreads) {
   ThreadPool pool(2);
-  for (KvCacheType ct : {KvCacheType::kBF16, KvCacheType::kQ8_0, DType::kF8E4M3})
-    RunMla({700, 16, 128, 64, 512, RopePairing::kInterleaved, DType::kBF16, ct, true, false, true,
-            RmsNormStyle::kCastThenScale},
-           false, &pool);
+  for (const cases::KernelCase& k : cases::KernelCases(cases::KernelFamily::kMla))
+    if (k.op == "mla_prefill" && k.cache_type == KvCacheType::kBF16)
+      for (KvCacheType ct : {KvCacheType::kBF16, KvCacheType::kQ8_0, DType::kF8E4M3}) {
+        MlaCase c = FromKernelCase(k.ScaledDown(700), 0);  // normed, kCastThenScale; 16 of the 128 heads
+        c.cache_type = ct;
+        c.q_heads = 16;
+        c.paged = true;
+        c.in_place = false;
+        RunMla(c, false, &pool);
+      }
 }
 
 TEST(MlaCache, BadInputIsOneLineErrorAndWritesNothing) {

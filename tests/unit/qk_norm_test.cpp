@@ -25,22 +25,11 @@
 #include "posenc/kernels/kv_cache.hpp"
 #include "posenc/kernels/rms_norm.hpp"
 #include "posenc/kernels/rope.hpp"
+#include "kernel_fixture.hpp"
 #include "simd_targets.hpp"
 
 namespace posenc {
 namespace {
-
-void Fill(DType dt, void* p, size_t n, std::mt19937_64& rng, float sd = 2.0f) {
-  std::normal_distribution<float> nd(0.0f, sd);
-  for (size_t i = 0; i < n; ++i) {
-    const float x = nd(rng);
-    switch (dt) {
-      case DType::kF32: static_cast<float*>(p)[i] = x; break;
-      case DType::kF16: static_cast<f16_t*>(p)[i] = F32ToF16(x); break;
-      default: static_cast<bf16_t*>(p)[i] = F32ToBF16(x); break;
-    }
-  }
-}
 
 // A weight as a checkpoint holds it: values of the activation dtype, widened to float32.
 std::vector<float> Weight(DType dt, size_t n, std::mt19937_64& rng) {
@@ -79,7 +68,7 @@ TEST(HeadRmsNorm, EqualsReferenceOnEveryTarget) {
           const int64_t hs = strided ? D + 3 : D, ts = strided ? (H + 1) * hs : H * hs;
           const size_t n = static_cast<size_t>(std::max<int64_t>(T, 1) * ts) + 1;
           std::vector<uint8_t> src(n * es);
-          Fill(dt, src.data(), n, rng);
+          testing::FillNormal(dt, src.data(), n, rng);
           const auto w = Weight(dt, static_cast<size_t>(scope == RmsNormScope::kPerHead ? D : H * D), rng);
           HeadRmsNorm norm{w, 1e-6f, st, scope};
           auto run = [&](bool reference) {
@@ -112,7 +101,7 @@ TEST(HeadRmsNorm, IsAnRmsNormInFloat32) {
       std::mt19937_64 rng(static_cast<uint64_t>(D));
       const int64_t T = 3, H = 2;
       std::vector<float> x(static_cast<size_t>(T * H * D)), y(x.size());
-      Fill(DType::kF32, x.data(), x.size(), rng, 3.0f);
+      testing::FillNormal(DType::kF32, x.data(), x.size(), rng, 3.0f);
       const auto w = Weight(DType::kF32, static_cast<size_t>(D), rng);
       HeadRmsNorm norm{w, 1e-5f, st, RmsNormScope::kPerHead};
       ASSERT_TRUE(ApplyHeadRmsNorm(norm, HeadsView::Dense(x.data(), DType::kF32, T, H, D),
@@ -140,7 +129,7 @@ TEST(HeadRmsNorm, WholeRowEqualsOneLongHeadWhenHeadsAreMultiplesOf16) {
   const int64_t T = 4, H = 8, D = 64;
   std::mt19937_64 rng(3);
   std::vector<float> x(static_cast<size_t>(T * H * D)), a(x.size()), b(x.size());
-  Fill(DType::kF32, x.data(), x.size(), rng);
+  testing::FillNormal(DType::kF32, x.data(), x.size(), rng);
   const auto w = Weight(DType::kF32, static_cast<size_t>(H * D), rng);
   ASSERT_TRUE(ApplyHeadRmsNorm({w, 1e-6f, RmsNormStyle::kScaleThenCast, RmsNormScope::kWholeRow},
                                HeadsView::Dense(x.data(), DType::kF32, T, H, D),
@@ -214,14 +203,7 @@ void RunFused(const FusedCase& c, bool check_reference) {
   for (int64_t t = 0; t < c.tokens; ++t) positions[t] = (t * 37 + 3) % 700;  // some past the table
   int64_t num_slots;
   if (c.paged) {
-    const int64_t page = 16, pages = (c.tokens + 3) / page + 2;
-    std::vector<int32_t> bt(static_cast<size_t>(pages));
-    std::iota(bt.begin(), bt.end(), 0);
-    std::shuffle(bt.begin(), bt.end(), rng);
-    std::vector<int64_t> seq(static_cast<size_t>(c.tokens), 0), pos(static_cast<size_t>(c.tokens));
-    for (int64_t t = 0; t < c.tokens; ++t) pos[t] = t + 3;
-    slots = PagedKvSlots({page, pages, pages, bt}, seq, pos).value();
-    num_slots = pages * page;
+    slots = testing::ShuffledPageSlots(c.tokens, 16, 3, rng, &num_slots);
   } else {
     const int64_t max_len = c.tokens + 3;
     std::vector<int64_t> seq(static_cast<size_t>(c.tokens), 1), off(static_cast<size_t>(c.tokens));
@@ -232,7 +214,7 @@ void RunFused(const FusedCase& c, bool check_reference) {
   const int64_t W = (c.q_heads + 2 * c.kv_heads) * c.head_dim;
   const size_t es = SizeOf(c.dtype);
   std::vector<uint8_t> in(static_cast<size_t>(c.tokens * W) * es + 8);
-  Fill(c.dtype, in.data(), static_cast<size_t>(c.tokens * W), rng);
+  testing::FillNormal(c.dtype, in.data(), static_cast<size_t>(c.tokens * W), rng);
   const auto qw = Weight(c.dtype, static_cast<size_t>(c.head_dim), rng);
   const auto kw = Weight(c.dtype, static_cast<size_t>(c.head_dim), rng);
   HeadRmsNorm qn, kn;
@@ -280,63 +262,34 @@ void RunFused(const FusedCase& c, bool check_reference) {
     all.insert(all.end(), vc.begin(), vc.end());
     return all;
   };
-  for (bool reference : {false, true}) {
-    if (reference && !check_reference) continue;
-    SCOPED_TRACE(reference ? "reference" : "fast path");
-    const auto a = run(true, reference), b = run(false, reference);
-    ASSERT_EQ(a.size(), b.size());
-    size_t diff = a.size();
-    for (size_t i = 0; i < a.size(); ++i)
-      if (a[i] != b[i]) {
-        diff = i;
-        break;
-      }
-    EXPECT_EQ(diff, a.size()) << "fused and unfused differ first at byte " << diff << " of " << a.size();
-  }
+  testing::ExpectFusedEqualsUnfused(run, check_reference);
 }
 
-std::vector<FusedCase> FusedGrid() {
-  std::vector<FusedCase> cases;
-  const KvCacheType types[] = {KvCacheType::kF32, KvCacheType::kF16, KvCacheType::kBF16, KvCacheType::kQ8_0};
-  struct Heads {
-    int64_t q, kv;
-  };
-  const Heads heads[] = {{1, 1}, {4, 2}, {32, 8}, {3, 1}};
-  const int64_t dims[] = {64, 80, 128, 96};
-  size_t i = 0;
-  for (DType dt : kDTypes)
-    for (KvCacheType ct : types)
-      for (RopePairing pr : {RopePairing::kHalf, RopePairing::kInterleaved})
-        for (int64_t D : dims) {
-          const int w = static_cast<int>(i % 3);  // full window, front half, back 32 dims
-          const int64_t rs = w == 2 ? D - 32 : 0, rd = w == 0 ? D : (w == 1 ? D / 2 : 32);
-          Heads h = heads[i % 4];
-          if (ct == KvCacheType::kQ8_0 && (h.kv * D) % 32 != 0) h = {32, 8};
-          const int64_t tokens = i % 5 == 0 ? 1 : (i % 7 == 3 ? 0 : 13);
-          FusedCase c{tokens, h.q, h.kv, D, rs, rd, pr, dt, ct, i % 2 == 1, i % 3 == 1, i % 4 == 2, kStyles[i % 3]};
-          c.q_norm = i % 11 != 4;
-          c.k_norm = i % 13 != 6;
-          cases.push_back(c);
-          ++i;
-        }
-  return cases;
+// A QK-norm case of the kernel list with the test's own variations by its index: paged or contiguous
+// slots, a query temperature, the norm's style, q_norm or k_norm alone.
+FusedCase FromKernelCase(const cases::KernelCase& k, size_t i) {
+  FusedCase c{k.tokens, k.heads, k.kv_heads, k.head_dim, k.rotary_start, k.rotary_dim, k.pairing, k.dtype,
+              k.cache_type, i % 2 == 1, k.in_place, i % 4 == 2, kStyles[i % 3]};
+  c.q_norm = i % 11 != 4;
+  c.k_norm = i % 13 != 6;
+  return c;
 }
 
+// The QK-norm cases of the kernel list: odd sizes, 0 and 1 token, Qwen3-8B's rows at 13 tokens.
 TEST(FusedQkNorm, EqualsUnfusedSequenceOnEveryTarget) {
-  const auto grid = FusedGrid();
-  bool first = true;
-  testing::ForEachSimdTarget([&](const std::string& target) {
-    SCOPED_TRACE(target);
-    for (const FusedCase& c : grid) RunFused(c, first);
-    first = false;
-  });
+  testing::ForEachKernelCase(cases::KernelFamily::kQkNormFused, 13,
+                             [&](const cases::KernelCase& k, size_t i, bool first) { RunFused(FromKernelCase(k, i), first); });
 }
 
+// Qwen3-8B's prefill rows of the list (bfloat16 into a bfloat16 cache, float32 into float32) at 300 tokens.
 TEST(FusedQkNorm, Qwen3ShapesWithThreads) {
-  for (DType dt : {DType::kBF16, DType::kF32})
-    RunFused({300, 32, 8, 128, 0, 128, RopePairing::kHalf, dt, KvCacheType::kBF16, true, false, false,
-              RmsNormStyle::kCastThenScale},
-             false);
+  for (const cases::KernelCase& k : cases::KernelCases(cases::KernelFamily::kQkNormFused))
+    if (k.op == "qknorm_prefill" && (k.cache_type == KvCacheType::kBF16 || k.dtype == DType::kF32)) {
+      FusedCase c = FromKernelCase(k.ScaledDown(300), 1);  // paged, q out of place, no temperature
+      c.style = RmsNormStyle::kCastThenScale;
+      c.q_norm = c.k_norm = true;
+      RunFused(c, false);
+    }
 }
 
 TEST(FusedQkNorm, BadNormIsRefusedAndNothingWritten) {

@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -219,47 +220,25 @@ TEST_F(PerTarget, ListsAndForcesTargets) {
   EXPECT_NE(bad.message().find(compiled.front()), std::string::npos) << bad.message();
 }
 
-// The grid of the issue: tokens 0, 1, 2, 17, 4096; heads 1, 3, 32; head_dim 64, 80, 96, 128, 256;
-// partial windows (rotary_dim < head_dim, with and without an offset); odd pair counts. Large
-// products of the grid would be slow through the reference, so each axis is crossed with small values
-// of the others.
-const Shape kShapes[] = {
-    {0, 3, 64, 64, 0},
-    {1, 1, 64, 64, 0},
-    {2, 3, 80, 80, 0},
-    {17, 3, 96, 96, 0},
-    {17, 32, 128, 128, 0},
-    {2, 1, 256, 256, 0},
-    {4096, 1, 64, 64, 0},
-    {3, 3, 128, 64, 0},
-    {3, 3, 256, 64, 192},
-    {5, 3, 80, 40, 20},
-    {4, 1, 96, 26, 2},
-    {2, 32, 64, 6, 58},
-    {17, 1, 128, 2, 0},
-    {2, 1, 64, 34, 30},
-    // Past the kernels' 256 pairs of stack scratch (on-the-fly cos/sin and expanded factors on the heap).
-    {7, 2, 640, 640, 0},
-    {4, 1, 600, 514, 86},
-};
-
+// The RoPE cases of the kernel list: the odd sizes (tokens 0, 1, 2, 17, 4096; heads 1, 3, 32; head_dim 64..640;
+// partial windows with and without an offset; odd pair counts; past the 256 pairs of stack scratch) and
+// Llama-3-8B's rows at 17 tokens, each dtype and pairing; in place or not, misalignment and direction by
+// the case's index.
 TEST_F(PerTarget, MatchesReferenceOnEveryTarget) {
-  uint64_t seed = 1;
-  testing::ForEachSimdTarget([&](const std::string& target) {
-    int64_t midpoint = 0;
-    for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16})
-      for (RopePairing pairing : {RopePairing::kHalf, RopePairing::kInterleaved})
-        for (const Shape& sh : kShapes) {
-          const bool in_place = (seed % 2) == 0;
-          const size_t misalign = seed % 3;  // 0, 1 or 2 elements off a 64-byte boundary
-          const RopeDirection dir = (seed % 5 == 4) ? RopeDirection::kBackward : RopeDirection::kForward;
-          midpoint += CheckCase(target, dtype, pairing, dir, sh, in_place, misalign, seed);
-          ++seed;
-          if (HasFailure()) return;
-        }
-    std::printf("[ target %s ] 16-bit results differing from the reference (inside the bound): %lld\n", target.c_str(),
-                static_cast<long long>(midpoint));
+  std::map<std::string, int64_t> midpoint;
+  testing::ForEachKernelCase(cases::KernelFamily::kRope, 4096, [&](const cases::KernelCase& k, size_t i, bool) {
+    const uint64_t seed = i + 1;
+    const Shape sh{k.model.empty() ? k.tokens : std::min<int64_t>(k.tokens, 17), k.heads, k.head_dim, k.rotary_dim,
+                   k.rotary_start};
+    const bool in_place = (seed % 2) == 0;
+    const size_t misalign = seed % 3;  // 0, 1 or 2 elements off a 64-byte boundary
+    const RopeDirection dir = (seed % 5 == 4) ? RopeDirection::kBackward : RopeDirection::kForward;
+    const std::string target = ChosenSimdTarget();
+    midpoint[target] += CheckCase(target, k.dtype, k.pairing, dir, sh, in_place, misalign, seed);
   });
+  for (const auto& [target, n] : midpoint)
+    std::printf("[ target %s ] 16-bit results differing from the reference (inside the bound): %lld\n", target.c_str(),
+                static_cast<long long>(n));
 }
 
 // Rounding to float16/bfloat16, bit for bit. At position 0 cos = attention_scaling and sin = 0, so

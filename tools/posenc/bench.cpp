@@ -12,7 +12,10 @@
 #include "commands.hpp"
 #include "posenc/core/message.hpp"
 #include "posenc/core/parallel.hpp"
+#include "posenc/kernels/rerotate.hpp"
+#include "posenc/kernels/rope.hpp"
 #include "posenc/kernels/simd.hpp"
+#include "posenc/math/rope_table.hpp"
 
 namespace posenc::cli {
 namespace {

@@ -15,6 +15,12 @@ namespace posenc::detail {
 Status ValidateKvWrite(const KvCacheView& cache, int64_t layer, std::span<const int64_t> slots, const HeadsView& k,
                        const HeadsView& v);
 
+// A cache view's first checks, one rule for the KV and the MLA cache (`cache` names it in messages):
+// `type` is a cache type, and `scale` (called `name`) is empty or, on float8 caches only, 1 value or
+// `per_head` values (per_head 0: 1 value only), each finite and > 0.
+Status CheckCacheTypeAndScale(const char* cache, KvCacheType type, const char* name, std::span<const float> scale,
+                              int64_t per_head);
+
 // A float8 row's divisors: none (1), one per tensor, or one per head of head_dim values.
 struct RowScale {
   const float* scales = nullptr;

@@ -39,25 +39,35 @@ int64_t KvCacheView::slot_bytes() const {
 
 int64_t KvCacheView::bytes() const { return layers * slots * slot_bytes(); }
 
-Status KvCacheView::Validate() const {
+namespace detail {
+
+Status CheckCacheTypeAndScale(const char* cache, KvCacheType type, const char* name, std::span<const float> scale,
+                              int64_t per_head) {
   if (!IsKvCacheType(type))
     return InvalidArgumentError(fmt::format(
-        "kv cache: {} is not a cache type (float32, float16, bfloat16, q8_0, float8_e4m3fn, float8_e5m2)",
+        "{}: {} is not a cache type (float32, float16, bfloat16, q8_0, float8_e4m3fn, float8_e5m2)", cache,
         ToString(type)));
-  const bool fp8 = type == DType::kF8E4M3 || type == DType::kF8E5M2;
-  for (const auto& [name, scale] : {std::pair{"k_scale", k_scale}, std::pair{"v_scale", v_scale}}) {
-    if (scale.empty()) continue;
-    if (!fp8)
-      return InvalidArgumentError(
-          fmt::format("kv cache: {} given for a {} cache (scales are for float8 caches)", name, ToString(type)));
-    if (scale.size() != 1 && static_cast<int64_t>(scale.size()) != kv_heads)
-      return InvalidArgumentError(fmt::format("kv cache: {} has {} values, not 1 (per tensor) or {} (per head)", name,
-                                              scale.size(), kv_heads));
-    for (size_t h = 0; h < scale.size(); ++h)
-      if (!std::isfinite(scale[h]) || !(scale[h] > 0.0f))
-        return InvalidArgumentError(
-            fmt::format("kv cache: {}[{}] = {} is not a finite scale > 0", name, h, scale[h]));
-  }
+  if (scale.empty()) return OkStatus();
+  if (type != DType::kF8E4M3 && type != DType::kF8E5M2)
+    return InvalidArgumentError(
+        fmt::format("{}: {} given for a {} cache (scales are for float8 caches)", cache, name, ToString(type)));
+  if (per_head == 0 && scale.size() != 1)
+    return InvalidArgumentError(
+        fmt::format("{}: {} has {} values, not 1 (one row per token)", cache, name, scale.size()));
+  if (per_head > 0 && scale.size() != 1 && static_cast<int64_t>(scale.size()) != per_head)
+    return InvalidArgumentError(fmt::format("{}: {} has {} values, not 1 (per tensor) or {} (per head)", cache, name,
+                                            scale.size(), per_head));
+  for (size_t h = 0; h < scale.size(); ++h)
+    if (!std::isfinite(scale[h]) || !(scale[h] > 0.0f))
+      return InvalidArgumentError(fmt::format("{}: {}[{}] = {} is not a finite scale > 0", cache, name, h, scale[h]));
+  return OkStatus();
+}
+
+}  // namespace detail
+
+Status KvCacheView::Validate() const {
+  for (const auto& [name, scale] : {std::pair{"k_scale", k_scale}, std::pair{"v_scale", v_scale}})
+    POSENC_RETURN_IF_ERROR(detail::CheckCacheTypeAndScale("kv cache", type, name, scale, kv_heads));
   if (layers <= 0) return InvalidArgumentError(fmt::format("kv cache: layers = {} must be > 0", layers));
   if (slots < 0) return InvalidArgumentError(fmt::format("kv cache: slots = {} is negative", slots));
   if (kv_heads <= 0) return InvalidArgumentError(fmt::format("kv cache: kv_heads = {} must be > 0", kv_heads));

@@ -14,20 +14,7 @@
 namespace posenc {
 
 Status MlaCacheView::Validate() const {
-  if (!IsKvCacheType(type))
-    return InvalidArgumentError(fmt::format(
-        "mla cache: {} is not a cache type (float32, float16, bfloat16, q8_0, float8_e4m3fn, float8_e5m2)",
-        ToString(type)));
-  const bool fp8 = type == DType::kF8E4M3 || type == DType::kF8E5M2;
-  if (!scale.empty()) {
-    if (!fp8)
-      return InvalidArgumentError(
-          fmt::format("mla cache: scale given for a {} cache (scales are for float8 caches)", ToString(type)));
-    if (scale.size() != 1)
-      return InvalidArgumentError(fmt::format("mla cache: scale has {} values, not 1 (one row per token)", scale.size()));
-    if (!std::isfinite(scale[0]) || !(scale[0] > 0.0f))
-      return InvalidArgumentError(fmt::format("mla cache: scale[0] = {} is not a finite scale > 0", scale[0]));
-  }
+  POSENC_RETURN_IF_ERROR(detail::CheckCacheTypeAndScale("mla cache", type, "scale", scale, /*per_head=*/0));
   if (layers <= 0) return InvalidArgumentError(fmt::format("mla cache: layers = {} must be > 0", layers));
   if (slots < 0) return InvalidArgumentError(fmt::format("mla cache: slots = {} is negative", slots));
   if (kv_lora_rank <= 0)
@@ -47,6 +34,7 @@ Status MlaCacheView::Validate() const {
                                             kv_lora_rank, rope_dim));
   if (slots == 0) return OkStatus();
   if (data == nullptr) return InvalidArgumentError("mla cache: null memory");
+  const bool fp8 = type == DType::kF8E4M3 || type == DType::kF8E5M2;
   const size_t align = type == KvCacheType::kF32 ? 4 : fp8 ? 1 : 2;
   if (reinterpret_cast<uintptr_t>(data) % align != 0)
     return InvalidArgumentError(
