@@ -52,6 +52,10 @@ std::shared_ptr<void> AlignedZeroed(size_t bytes) {
 std::vector<Row> GgmlRows(const CaseData&, int) { return {}; }
 std::string GgmlInfo() { return ""; }
 #endif
+#ifndef SBS_WITH_VLLM
+std::vector<Row> VllmRows(const CaseData&, int, posenc::ParallelRunner*) { return {}; }
+std::string VllmInfo() { return ""; }
+#endif
 
 namespace {
 
@@ -259,7 +263,7 @@ std::vector<std::string> Split(const std::string& s) {
 void Usage() {
   std::printf(
       "side_by_side [--shapes prefill512,prefill4096,decode64] [--caches f32,f16] [--threads 1,2]\n"
-      "             [--mode cold|warm] [--rounds N] [--peers ggml] [--evict-mib 1024]\n"
+      "             [--mode cold|warm] [--rounds N] [--peers ggml,vllm] [--evict-mib 1024]\n"
       "Rounds default to 15 (prefill4096), 31 (prefill512), 51 (decode64); --rounds N sets all.\n");
 }
 
@@ -272,7 +276,7 @@ int main(int argc, char** argv) {
   std::vector<int> thread_counts{1, 2};
   std::string mode = "cold";
   int rounds = 0;
-  std::vector<std::string> peers{"ggml"};
+  std::vector<std::string> peers{"ggml", "vllm"};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -301,6 +305,7 @@ int main(int argc, char** argv) {
   std::printf("# side_by_side: mode %s (cold pass %zu MiB); ratio = posenc median / peer median (< 1: posenc faster)\n",
               mode.c_str(), g_evict_bytes >> 20);
   if (!GgmlInfo().empty()) std::printf("# %s\n", GgmlInfo().c_str());
+  if (!VllmInfo().empty()) std::printf("# %s\n", VllmInfo().c_str());
   std::printf("%-24s %3s %-21s %9s %9s %7s %9s %9s %9s\n", "case", "thr", "row", "median_ms", "min_ms", "ratio",
               "maxdiff_q", "maxdiff_k", "maxdiff_v");
   for (const auto& shape : shapes) {
@@ -311,6 +316,8 @@ int main(int argc, char** argv) {
         std::vector<Row> rows = PosencRows(c, pool);
         if (want("ggml"))
           for (auto& r : GgmlRows(c, nt)) rows.push_back(std::move(r));
+        if (want("vllm"))
+          for (auto& r : VllmRows(c, nt, pool.get())) rows.push_back(std::move(r));
         // One run of each row from fresh inputs, compared with posenc.fused.
         std::vector<Diff> diffs(rows.size());
         for (auto& r : rows) {
@@ -346,6 +353,10 @@ int main(int argc, char** argv) {
           std::printf("%-24s %3d %-21s %9.4f %9.4f %7s %s\n", c.name.c_str(), nt, r.name.c_str(), med[r.name],
                       *std::min_element(ms[i].begin(), ms[i].end()), ratio, diff);
         }
+        if (med.count("vllm"))
+          std::printf("%-24s %3d ratios: %s/vllm %.2f\n", c.name.c_str(), nt,
+                      c.f16_cache ? "inplace_f16in" : "fused_inplace",
+                      med[c.f16_cache ? "posenc.inplace_f16in" : "posenc.fused_inplace"] / med["vllm"]);
         if (med.count("ggml"))
           std::printf("%-24s %3d ratios: fused/ggml %.2f  separate/ggml %.2f\n", c.name.c_str(), nt,
                       med["posenc.fused"] / med["ggml"], med["posenc.separate"] / med["ggml"]);
