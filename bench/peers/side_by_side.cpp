@@ -8,6 +8,10 @@
 //   posenc.fused_inplace  ApplyRopeKvCache with q rotated in place (for peers that rotate in place)
 //   ggml                  rope_ext(q), rope_ext(k), set_rows(k), set_rows(v): one graph, built once
 //   ggml.rope_only        the same graph's two rope ops alone (not compared: the rotations' share)
+//   vllm                  vLLM's rotary_embedding (q, k in place) + reshape_and_cache (peer_vllm.cpp),
+//                         compared with posenc.fused_inplace, or in the cache_f16 cases (vLLM then runs on
+//                         float16 activations) with posenc.inplace_f16in on the same float16 input
+//   vllm.rope_only        rotary_embedding alone (not compared)
 // Rows take turns within each round (the order rotates every round), so the host's state hits all of
 // them alike; each timed call is preceded by the cold pass (1 GiB read on the row's own threads)
 // or, with --mode warm, by one untimed call of the same row. Medians are printed with the ratio
