@@ -8,7 +8,7 @@
 // slot_mapping, "auto", 1.0, 1.0) writes them into vLLM's paged layout (key [blocks, 8, 128 / x, 16, x]
 // with x = 16 bytes / element, value [blocks, 8, 128, 16]; 16-row blocks). vLLM keeps activations, the
 // cos/sin table and the cache in the model's dtype, so the cache_f16 cases run it on a float16 copy of
-// the projection output, compared with posenc.inplace_f16in (the same float16 input, in place).
+// the projection output, compared with posenc.inplace_f16in (side_by_side.cpp: the same float16 input, in place).
 // cos_sin_cache is built as vLLM's RotaryEmbedding._compute_cos_sin_cache builds it (float32
 // inv_freq = 1 / base^(arange(0, 128, 2) / 128), outer with arange(8192), cos and sin concatenated),
 // cast to the model's dtype. Threads: OpenMP, the team size set as torch.set_num_threads sets it.
@@ -23,8 +23,6 @@
 #include "peers.hpp"
 #include "posenc/core/dtype.hpp"
 #include "posenc/core/parallel.hpp"
-#include "posenc/kernels/fused_rope.hpp"
-#include "posenc/math/rope_table.hpp"
 
 // vLLM's functions, as declared in its csrc/cpu/torch_bindings.cpp / ops.h.
 void rotary_embedding(torch::Tensor& positions, torch::Tensor& query, torch::Tensor& key, int64_t head_size,
@@ -51,83 +49,6 @@ OnThreads OmpThreads(int threads) {
 #pragma omp parallel num_threads(threads)
     fn(omp_get_thread_num(), omp_get_num_threads());
   };
-}
-
-OnThreads PoolThreads(posenc::ParallelRunner* pool) {
-  return [pool](const std::function<void(int, int)>& fn) {
-    const int n = pool->num_threads();
-    pool->For(n, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) fn(static_cast<int>(i), n);
-    });
-  };
-}
-
-void Fail(const char* what, const posenc::Status& s) {
-  std::fprintf(stderr, "%s: %s\n", what, s.ToString().c_str());
-  std::exit(1);
-}
-
-// posenc on vLLM's float16 input: ApplyRopeKvCache with q rotated in place (float16 projection output
-// into the float16 cache), the row the float16 vllm row is compared with.
-Row PosencF16In(const CaseData& c, posenc::ParallelRunner* pool, std::shared_ptr<void> f16_src) {
-  using namespace posenc;
-  struct State {
-    RopeTable table;
-    std::vector<int64_t> pos, slots;
-    RopeArgs args;
-    FusedRopeArgs fa;
-    std::shared_ptr<void> src, in, kc, vc;
-    std::vector<float> q;
-    KvCacheView cache;
-    QkvViews qkv;
-    int64_t T = 0, W = 0, qn = 0;
-  };
-  auto s = std::make_shared<State>();
-  const int64_t T = c.T, D = c.D;
-  s->table = RopeTable::Build(DefaultRopeFrequencies(D, c.theta).value(), c.max_positions, RopePrecision::kReference)
-                 .value();
-  s->pos = c.pos;
-  s->slots = c.slots;
-  s->args = RopeArgs{{RopePairing::kHalf, D, 0, D}, &s->table, s->pos};
-  s->args.parallel = pool;
-  s->fa = FusedRopeArgs{s->args, s->slots, 0, {}};
-  s->T = T;
-  s->W = c.W();
-  s->qn = c.Hq * D;
-  s->src = std::move(f16_src);
-  s->in = AlignedZeroed(static_cast<size_t>(T * c.W()) * 2);
-  std::memcpy(s->in.get(), s->src.get(), static_cast<size_t>(T * c.W()) * 2);
-  const size_t cache_bytes = static_cast<size_t>(c.cache_slots * c.kv_row()) * 2;
-  s->kc = AlignedZeroed(cache_bytes);
-  s->vc = AlignedZeroed(cache_bytes);
-  s->cache = KvCacheView{s->kc.get(), s->vc.get(), KvCacheType::kF16, 1, c.cache_slots, c.Hkv, D};
-  s->qkv = SplitFusedQkv(s->in.get(), DType::kF16, T, c.Hq, c.Hkv, D).value();
-  Row r;
-  r.name = "posenc.inplace_f16in";
-  r.run = [s] {
-    const Status st = ApplyRopeKvCache(s->fa, s->qkv, s->qkv.q, s->cache);
-    if (!st.ok()) Fail("ApplyRopeKvCache f16 in place", st);
-  };
-  r.on_threads = PoolThreads(pool);
-  r.reset = [s] { std::memcpy(s->in.get(), s->src.get(), static_cast<size_t>(s->T * s->W) * 2); };
-  r.q_out = [s] {
-    s->q.resize(static_cast<size_t>(s->T * s->qn));
-    const auto* h = static_cast<const f16_t*>(s->in.get());
-    for (int64_t t = 0; t < s->T; ++t)
-      for (int64_t i = 0; i < s->qn; ++i) s->q[static_cast<size_t>(t * s->qn + i)] = F16ToF32(h[t * s->W + i]);
-    return static_cast<const float*>(s->q.data());
-  };
-  auto at = [s](bool k) {
-    return [s, k](int64_t t, int64_t i) {
-      const std::byte* row = k ? s->cache.k_row(0, s->slots[static_cast<size_t>(t)])
-                               : s->cache.v_row(0, s->slots[static_cast<size_t>(t)]);
-      return F16ToF32(reinterpret_cast<const f16_t*>(row)[i]);
-    };
-  };
-  r.k_at = at(true);
-  r.v_at = at(false);
-  r.keep = s;
-  return r;
 }
 
 }  // namespace
@@ -256,8 +177,8 @@ std::vector<Row> VllmRows(const CaseData& c, int threads, posenc::ParallelRunner
   };
   rope.on_threads = r.on_threads;
 
+  (void)pool;
   std::vector<Row> rows;
-  if (c.f16_cache) rows.push_back(PosencF16In(c, pool, s->src));
   rows.push_back(std::move(r));
   rows.push_back(std::move(rope));
   return rows;

@@ -52,9 +52,10 @@ struct Row {
 // Defined by each peer's file when bench/peers/build.sh compiles it (SBS_WITH_<PEER>).
 std::vector<Row> GgmlRows(const CaseData& c, int threads);
 std::string GgmlInfo();
-// pool: posenc's pool for the case's thread count (the vLLM file adds a posenc row on float16 input).
 std::vector<Row> VllmRows(const CaseData& c, int threads, posenc::ParallelRunner* pool);
 std::string VllmInfo();
+std::vector<Row> SglangRows(const CaseData& c, int threads);  // cache_f16 cases only (float16 activations)
+std::string SglangInfo();
 
 // 64-byte aligned, zeroed (so pages are committed before anything is timed).
 std::shared_ptr<void> AlignedZeroed(size_t bytes);
