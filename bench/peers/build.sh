@@ -4,27 +4,33 @@
 #   git clone --depth 1 https://github.com/ggml-org/ggml /tmp/peers/ggml
 # (or, in this workspace, the fetch tool and `git --git-dir=<mirror> archive HEAD <paths> | tar -x -C <dir>`).
 #
-# usage: bench/peers/build.sh --posenc-build BUILD --out DIR --ggml GGML_DIR [-j N]
+# usage: bench/peers/build.sh --posenc-build BUILD --out DIR [--ggml GGML_DIR] [--vllm VLLM_DIR]
+#                              [--sglang SGLANG_DIR] [--torch TORCH_DIR] [-j N]
 #   BUILD  a posenc CMake build folder (Release); its `posenc` library target is built if missing
 #   DIR    scratch folder for the peers' builds and the harness binary (DIR/side_by_side)
+#   VLLM_DIR, SGLANG_DIR  the files vllm_snapshot.sh / sglang_snapshot.sh list; TORCH_DIR: a PyTorch install with include/ and lib/
+#          (default: Debian's python3-torch, /usr/lib/python3/dist-packages/torch)
 # Peer code and anything built from it stay in DIR: never commit them.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-posenc_build="" out="" ggml="" jobs=2
+posenc_build="" out="" ggml="" vllm="" sglang="" torch=/usr/lib/python3/dist-packages/torch jobs=2
 while [ $# -gt 0 ]; do
   case "$1" in
     --posenc-build) posenc_build=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --ggml) ggml=$2; shift 2 ;;
+    --vllm) vllm=$2; shift 2 ;;
+    --sglang) sglang=$2; shift 2 ;;
+    --torch) torch=$2; shift 2 ;;
     -j) jobs=$2; shift 2 ;;
-    -h|--help) sed -n 2,10p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,13p "$0"; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
 done
-if [ -z "$posenc_build" ] || [ -z "$out" ]; then sed -n 2,10p "$0" >&2; exit 2; fi
-if [ -z "$ggml" ]; then echo "name the ggml snapshot (--ggml; the only peer so far)" >&2; exit 2; fi
+if [ -z "$posenc_build" ] || [ -z "$out" ]; then sed -n 2,13p "$0" >&2; exit 2; fi
+if [ -z "$ggml$vllm$sglang" ]; then echo "name a peer's snapshot (--ggml, --vllm, --sglang)" >&2; exit 2; fi
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
@@ -48,6 +54,43 @@ if [ -n "$ggml" ]; then
   defs+=(-DSBS_WITH_GGML)
   objs+=("$out/peer_ggml.o")
   libs+=("$out/ggml-build/src/libggml.a" "$out/ggml-build/src/libggml-cpu.a" "$out/ggml-build/src/libggml-base.a")
+fi
+
+tinc=(-I"$torch/include" -I"$torch/include/torch/csrc/api/include")
+tlib=$torch/lib
+[ -f "$tlib/libtorch_cpu.so" ] || tlib=/usr/lib/x86_64-linux-gnu
+if [ -n "$vllm$sglang" ]; then
+  [ -f "$torch/include/ATen/ATen.h" ] || { echo "$torch: no include/ATen/ATen.h (--torch)" >&2; exit 1; }
+  libs+=(-L"$tlib" -Wl,-rpath,"$tlib" -ltorch_cpu -lc10)
+fi
+if [ -n "$vllm" ]; then
+  "$here/vllm_snapshot.sh" "$vllm"
+  # vLLM's CPU files as its CMake builds them for an AVX512 host (-march=native here; OpenMP), against
+  # PyTorch's C++ API. vllm_shim/ holds our stand-in for vLLM's cpu_types.hpp (it only includes the
+  # x86 header).
+  vflags=(-O3 -DNDEBUG -march=native -fopenmp -Wno-deprecated-declarations -I"$here/vllm_shim" -I"$vllm/csrc/cpu" "${tinc[@]}")
+  mkdir -p "$out/vllm"
+  "$cxx" -std=c++17 "${vflags[@]}" -c "$vllm/csrc/cpu/pos_encoding.cpp" -o "$out/vllm/pos_encoding.o" &
+  "$cxx" -std=c++17 "${vflags[@]}" -c "$vllm/csrc/cpu/cache.cpp" -o "$out/vllm/cache.o"
+  wait
+  "$cxx" "${common[@]}" -fopenmp -Wno-deprecated-declarations "${tinc[@]}" -c "$here/peer_vllm.cpp" -o "$out/peer_vllm.o"
+  defs+=(-DSBS_WITH_VLLM)
+  objs+=("$out/peer_vllm.o" "$out/vllm/pos_encoding.o" "$out/vllm/cache.o")
+fi
+if [ -n "$sglang" ]; then
+  "$here/sglang_snapshot.sh" "$sglang"
+  # SGLang's rope.cpp as its sgl-kernel CMake builds it (-march=native on an AVX512-BF16/AMX host,
+  # OpenMP). sglang_shim/torch113_compat.h (ours) supplies what it takes from PyTorch 2.x; ATen's
+  # AVX512 vector headers want sleef.h (Debian: libsleef-dev).
+  sinc=()
+  [ -f /usr/include/x86_64-linux-gnu/sleef.h ] && sinc=(-I/usr/include/x86_64-linux-gnu)
+  mkdir -p "$out/sglang"
+  "$cxx" -std=c++17 -O3 -DNDEBUG -march=native -fopenmp -Wno-deprecated-declarations \
+    -include "$here/sglang_shim/torch113_compat.h" -I"$sglang/sgl-kernel/csrc/cpu" "${tinc[@]}" "${sinc[@]}" \
+    -c "$sglang/sgl-kernel/csrc/cpu/rope.cpp" -o "$out/sglang/rope.o"
+  "$cxx" "${common[@]}" -fopenmp -Wno-deprecated-declarations "${tinc[@]}" -c "$here/peer_sglang.cpp" -o "$out/peer_sglang.o"
+  defs+=(-DSBS_WITH_SGLANG)
+  objs+=("$out/peer_sglang.o" "$out/sglang/rope.o")
 fi
 
 "$cxx" "${common[@]}" "${defs[@]}" -fopenmp -c "$here/side_by_side.cpp" -o "$out/side_by_side.o"

@@ -9,6 +9,10 @@
 #include <string>
 #include <vector>
 
+namespace posenc {
+class ParallelRunner;
+}
+
 namespace sbs {
 
 // One Llama-3-8B attention layer's RoPE + KV-cache write: the fused QKV projection output (float32,
@@ -48,6 +52,10 @@ struct Row {
 // Defined by each peer's file when bench/peers/build.sh compiles it (SBS_WITH_<PEER>).
 std::vector<Row> GgmlRows(const CaseData& c, int threads);
 std::string GgmlInfo();
+std::vector<Row> VllmRows(const CaseData& c, int threads, posenc::ParallelRunner* pool);
+std::string VllmInfo();
+std::vector<Row> SglangRows(const CaseData& c, int threads);  // cache_f16 cases only (float16 activations)
+std::string SglangInfo();
 
 // 64-byte aligned, zeroed (so pages are committed before anything is timed).
 std::shared_ptr<void> AlignedZeroed(size_t bytes);

@@ -8,6 +8,10 @@
 //   posenc.fused_inplace  ApplyRopeKvCache with q rotated in place (for peers that rotate in place)
 //   ggml                  rope_ext(q), rope_ext(k), set_rows(k), set_rows(v): one graph, built once
 //   ggml.rope_only        the same graph's two rope ops alone (not compared: the rotations' share)
+//   vllm                  vLLM's rotary_embedding (q, k in place) + reshape_and_cache (peer_vllm.cpp),
+//                         compared with posenc.fused_inplace, or in the cache_f16 cases (vLLM then runs on
+//                         float16 activations) with posenc.inplace_f16in on the same float16 input
+//   vllm.rope_only        rotary_embedding alone (not compared)
 // Rows take turns within each round (the order rotates every round), so the host's state hits all of
 // them alike; each timed call is preceded by the cold pass (1 GiB read on the row's own threads)
 // or, with --mode warm, by one untimed call of the same row. Medians are printed with the ratio
@@ -51,6 +55,14 @@ std::shared_ptr<void> AlignedZeroed(size_t bytes) {
 #ifndef SBS_WITH_GGML
 std::vector<Row> GgmlRows(const CaseData&, int) { return {}; }
 std::string GgmlInfo() { return ""; }
+#endif
+#ifndef SBS_WITH_VLLM
+std::vector<Row> VllmRows(const CaseData&, int, posenc::ParallelRunner*) { return {}; }
+std::string VllmInfo() { return ""; }
+#endif
+#ifndef SBS_WITH_SGLANG
+std::vector<Row> SglangRows(const CaseData&, int) { return {}; }
+std::string SglangInfo() { return ""; }
 #endif
 
 namespace {
@@ -220,6 +232,70 @@ std::vector<Row> PosencRows(const CaseData& c, std::shared_ptr<ParallelRunner> p
   return rows;
 }
 
+// posenc on the float16 input the vllm and sglang rows read in the cache_f16 cases (the float32 case's
+// projection output rounded to float16): ApplyRopeKvCache with q rotated in place into the float16 cache.
+Row PosencF16In(const CaseData& c, ParallelRunner* pool) {
+  struct State {
+    RopeTable table;
+    std::vector<int64_t> pos, slots;
+    RopeArgs args;
+    FusedRopeArgs fa;
+    std::shared_ptr<void> src, in, kc, vc;
+    std::vector<float> q;
+    KvCacheView cache;
+    QkvViews qkv;
+    int64_t T = 0, W = 0, qn = 0;
+  };
+  auto s = std::make_shared<State>();
+  const int64_t T = c.T, D = c.D;
+  s->table = RopeTable::Build(DefaultRopeFrequencies(D, c.theta).value(), c.max_positions, RopePrecision::kReference)
+                 .value();
+  s->pos = c.pos;
+  s->slots = c.slots;
+  s->args = RopeArgs{{RopePairing::kHalf, D, 0, D}, &s->table, s->pos};
+  s->args.parallel = pool;
+  s->fa = FusedRopeArgs{s->args, s->slots, 0, {}};
+  s->T = T;
+  s->W = c.W();
+  s->qn = c.Hq * D;
+  s->src = AlignedZeroed(static_cast<size_t>(T * c.W()) * 2);
+  for (int64_t i = 0; i < T * c.W(); ++i)
+    static_cast<f16_t*>(s->src.get())[i] = F32ToF16(c.qkv[static_cast<size_t>(i)]);
+  s->in = AlignedZeroed(static_cast<size_t>(T * c.W()) * 2);
+  std::memcpy(s->in.get(), s->src.get(), static_cast<size_t>(T * c.W()) * 2);
+  const size_t cache_bytes = static_cast<size_t>(c.cache_slots * c.kv_row()) * 2;
+  s->kc = AlignedZeroed(cache_bytes);
+  s->vc = AlignedZeroed(cache_bytes);
+  s->cache = KvCacheView{s->kc.get(), s->vc.get(), KvCacheType::kF16, 1, c.cache_slots, c.Hkv, D};
+  s->qkv = SplitFusedQkv(s->in.get(), DType::kF16, T, c.Hq, c.Hkv, D).value();
+  Row r;
+  r.name = "posenc.inplace_f16in";
+  r.run = [s] {
+    const Status st = ApplyRopeKvCache(s->fa, s->qkv, s->qkv.q, s->cache);
+    Check(st, "ApplyRopeKvCache f16 in place");
+  };
+  r.on_threads = PoolThreads(pool);
+  r.reset = [s] { std::memcpy(s->in.get(), s->src.get(), static_cast<size_t>(s->T * s->W) * 2); };
+  r.q_out = [s] {
+    s->q.resize(static_cast<size_t>(s->T * s->qn));
+    const auto* h = static_cast<const f16_t*>(s->in.get());
+    for (int64_t t = 0; t < s->T; ++t)
+      for (int64_t i = 0; i < s->qn; ++i) s->q[static_cast<size_t>(t * s->qn + i)] = F16ToF32(h[t * s->W + i]);
+    return static_cast<const float*>(s->q.data());
+  };
+  auto at = [s](bool k) {
+    return [s, k](int64_t t, int64_t i) {
+      const std::byte* row = k ? s->cache.k_row(0, s->slots[static_cast<size_t>(t)])
+                               : s->cache.v_row(0, s->slots[static_cast<size_t>(t)]);
+      return F16ToF32(reinterpret_cast<const f16_t*>(row)[i]);
+    };
+  };
+  r.k_at = at(true);
+  r.v_at = at(false);
+  r.keep = s;
+  return r;
+}
+
 struct Diff {
   double q = 0, k = 0, v = 0;
 };
@@ -259,7 +335,7 @@ std::vector<std::string> Split(const std::string& s) {
 void Usage() {
   std::printf(
       "side_by_side [--shapes prefill512,prefill4096,decode64] [--caches f32,f16] [--threads 1,2]\n"
-      "             [--mode cold|warm] [--rounds N] [--peers ggml] [--evict-mib 1024]\n"
+      "             [--mode cold|warm] [--rounds N] [--peers ggml,vllm,sglang] [--evict-mib 1024]\n"
       "Rounds default to 15 (prefill4096), 31 (prefill512), 51 (decode64); --rounds N sets all.\n");
 }
 
@@ -272,7 +348,7 @@ int main(int argc, char** argv) {
   std::vector<int> thread_counts{1, 2};
   std::string mode = "cold";
   int rounds = 0;
-  std::vector<std::string> peers{"ggml"};
+  std::vector<std::string> peers{"ggml", "vllm", "sglang"};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -301,6 +377,8 @@ int main(int argc, char** argv) {
   std::printf("# side_by_side: mode %s (cold pass %zu MiB); ratio = posenc median / peer median (< 1: posenc faster)\n",
               mode.c_str(), g_evict_bytes >> 20);
   if (!GgmlInfo().empty()) std::printf("# %s\n", GgmlInfo().c_str());
+  if (!VllmInfo().empty()) std::printf("# %s\n", VllmInfo().c_str());
+  if (!SglangInfo().empty()) std::printf("# %s\n", SglangInfo().c_str());
   std::printf("%-24s %3s %-21s %9s %9s %7s %9s %9s %9s\n", "case", "thr", "row", "median_ms", "min_ms", "ratio",
               "maxdiff_q", "maxdiff_k", "maxdiff_v");
   for (const auto& shape : shapes) {
@@ -311,6 +389,12 @@ int main(int argc, char** argv) {
         std::vector<Row> rows = PosencRows(c, pool);
         if (want("ggml"))
           for (auto& r : GgmlRows(c, nt)) rows.push_back(std::move(r));
+        if (c.f16_cache && (want("vllm") || want("sglang")) && !(VllmInfo().empty() && SglangInfo().empty()))
+          rows.push_back(PosencF16In(c, pool.get()));
+        if (want("vllm"))
+          for (auto& r : VllmRows(c, nt, pool.get())) rows.push_back(std::move(r));
+        if (want("sglang"))
+          for (auto& r : SglangRows(c, nt)) rows.push_back(std::move(r));
         // One run of each row from fresh inputs, compared with posenc.fused.
         std::vector<Diff> diffs(rows.size());
         for (auto& r : rows) {
@@ -346,6 +430,13 @@ int main(int argc, char** argv) {
           std::printf("%-24s %3d %-21s %9.4f %9.4f %7s %s\n", c.name.c_str(), nt, r.name.c_str(), med[r.name],
                       *std::min_element(ms[i].begin(), ms[i].end()), ratio, diff);
         }
+        if (med.count("vllm"))
+          std::printf("%-24s %3d ratios: %s/vllm %.2f\n", c.name.c_str(), nt,
+                      c.f16_cache ? "inplace_f16in" : "fused_inplace",
+                      med[c.f16_cache ? "posenc.inplace_f16in" : "posenc.fused_inplace"] / med["vllm"]);
+        if (med.count("sglang"))
+          std::printf("%-24s %3d ratios: inplace_f16in/sglang %.2f\n", c.name.c_str(), nt,
+                      med["posenc.inplace_f16in"] / med["sglang"]);
         if (med.count("ggml"))
           std::printf("%-24s %3d ratios: fused/ggml %.2f  separate/ggml %.2f\n", c.name.c_str(), nt,
                       med["posenc.fused"] / med["ggml"], med["posenc.separate"] / med["ggml"]);

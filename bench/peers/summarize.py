@@ -4,6 +4,8 @@ posenc's and the peer's medians and the ratio posenc / peer, the median over the
 range over them), plus the ratio of the minima.
 
 usage: bench/peers/summarize.py run1.txt [run2.txt ...] [--peer ggml] [--versus posenc.fused]
+--versus may list rows (a,b): each case uses the first of them it has, e.g. for vllm
+  --peer vllm --versus posenc.inplace_f16in,posenc.fused_inplace
 """
 import argparse
 import statistics
@@ -36,12 +38,16 @@ def main():
         for (case, thr, row) in r:
             if row == a.peer and (case, thr) not in keys:
                 keys.append((case, thr))
-    print(f"| case | threads | {a.versus} ms | {a.peer} ms | ratio (runs) | ratio of minima |")
-    print("|---|---:|---:|---:|---|---:|")
+    versus = a.versus.split(",")
+    multi = len(versus) > 1
+    print(f"| case | threads | {'posenc row | ' if multi else ''}{'posenc' if multi else a.versus} ms | {a.peer} ms "
+          "| ratio (runs) | ratio of minima |")
+    print(f"|---|---:|{'---|' if multi else ''}---:|---:|---|---:|")
     for case, thr in keys:
         ratios, mine, peer, rmin = [], [], [], []
+        mine_row = next((v for v in versus if any((case, thr, v) in r for r in runs)), versus[0])
         for r in runs:
-            p, g = r.get((case, thr, a.versus)), r.get((case, thr, a.peer))
+            p, g = r.get((case, thr, mine_row)), r.get((case, thr, a.peer))
             if p and g:
                 ratios.append(p[0] / g[0])
                 mine.append(p[0])
@@ -50,7 +56,7 @@ def main():
         if not ratios:
             continue
         rng = f" ({min(ratios):.2f}-{max(ratios):.2f})" if len(ratios) > 1 else ""
-        print(f"| {case} | {thr} | {statistics.median(mine):.3f} | {statistics.median(peer):.3f} | "
+        print(f"| {case} | {thr} | {mine_row + ' | ' if multi else ''}{statistics.median(mine):.3f} | {statistics.median(peer):.3f} | "
               f"{statistics.median(ratios):.2f}{rng} | {statistics.median(rmin):.2f} |")
 
 

@@ -1,0 +1,187 @@
+// vLLM's CPU kernels (csrc/cpu/pos_encoding.cpp's rotary_embedding, csrc/cpu/cache.cpp's
+// reshape_and_cache), compiled from a snapshot of those files (bench/peers/vllm_snapshot.sh) against
+// PyTorch's C++ API by bench/peers/build.sh, and called as vLLM's Python layer calls them.
+//
+// The layer is vLLM's Llama attention with the fused QKV projection output: q, k and v are views of the
+// [T, 6144] output; rotary_embedding(positions, q, k, 128, cos_sin_cache, is_neox=true) rotates q and k
+// in place (vLLM's RotaryEmbedding.forward_cpu); reshape_and_cache(k, v, key_cache, value_cache,
+// slot_mapping, "auto", 1.0, 1.0) writes them into vLLM's paged layout (key [blocks, 8, 128 / x, 16, x]
+// with x = 16 bytes / element, value [blocks, 8, 128, 16]; 16-row blocks). vLLM keeps activations, the
+// cos/sin table and the cache in the model's dtype, so the cache_f16 cases run it on a float16 copy of
+// the projection output, compared with posenc.inplace_f16in (side_by_side.cpp: the same float16 input, in place).
+// cos_sin_cache is built as vLLM's RotaryEmbedding._compute_cos_sin_cache builds it (float32
+// inv_freq = 1 / base^(arange(0, 128, 2) / 128), outer with arange(8192), cos and sin concatenated),
+// cast to the model's dtype. Threads: OpenMP, the team size set as torch.set_num_threads sets it.
+#include <omp.h>
+
+#include <torch/all.h>  // PyTorch's C++ API (build.sh passes the include paths): a third-party header
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "peers.hpp"
+#include "posenc/core/dtype.hpp"
+#include "posenc/core/parallel.hpp"
+
+// vLLM's functions, as declared in its csrc/cpu/torch_bindings.cpp / ops.h.
+void rotary_embedding(torch::Tensor& positions, torch::Tensor& query, torch::Tensor& key, int64_t head_size,
+                      torch::Tensor& cos_sin_cache, bool is_neox);
+void reshape_and_cache(torch::Tensor& key, torch::Tensor& value, torch::Tensor& key_cache,
+                       torch::Tensor& value_cache, torch::Tensor& slot_mapping, const std::string& kv_cache_dtype,
+                       double k_scale, double v_scale);
+
+namespace sbs {
+
+std::string VllmInfo() {
+  return "vllm: csrc/cpu rotary_embedding + reshape_and_cache (snapshot: bench/peers/vllm_snapshot.sh), "
+         "libtorch " TORCH_VERSION ", OpenMP";
+}
+
+namespace {
+
+OnThreads OmpThreads(int threads) {
+  return [threads](const std::function<void(int, int)>& fn) {
+    if (threads <= 1) {
+      fn(0, 1);
+      return;
+    }
+#pragma omp parallel num_threads(threads)
+    fn(omp_get_thread_num(), omp_get_num_threads());
+  };
+}
+
+}  // namespace
+
+namespace {
+
+struct VllmState {
+    int threads = 1;
+    bool f16 = false;
+    int64_t T = 0, W = 0, Hkv = 0, D = 0, x = 0, qn = 0;
+    size_t in_bytes = 0;
+    std::shared_ptr<void> src, in, kc, vc, pos, slot;
+    std::vector<int64_t> slots;
+    std::vector<float> q;
+    torch::Tensor positions, qkv, query, key, k3, v3, key_cache, value_cache, slot_mapping, cos_sin_cache;
+};
+
+// vLLM's tensors for the case: its own copy of the input (rotated in place), cache, positions, slots.
+std::shared_ptr<VllmState> MakeVllm(const CaseData& c, int threads) {
+  auto s = std::make_shared<VllmState>();
+  const int64_t T = c.T, D = c.D, W = c.W(), block = 16;
+  s->threads = threads;
+  s->f16 = c.f16_cache;
+  s->T = T;
+  s->W = W;
+  s->Hkv = c.Hkv;
+  s->D = D;
+  s->qn = c.Hq * D;
+  s->slots = c.slots;
+  const size_t es = c.f16_cache ? 2 : 4;
+  s->x = 16 / static_cast<int64_t>(es);
+  const auto dt = c.f16_cache ? torch::kHalf : torch::kFloat;
+  s->in_bytes = static_cast<size_t>(T * W) * es;
+
+  // The projection output in the model's dtype (float32, or float16 rounded from the float32 case).
+  s->src = AlignedZeroed(s->in_bytes);
+  if (c.f16_cache) {
+    auto* h = static_cast<posenc::f16_t*>(s->src.get());
+    for (int64_t i = 0; i < T * W; ++i) h[i] = posenc::F32ToF16(c.qkv[static_cast<size_t>(i)]);
+  } else {
+    std::memcpy(s->src.get(), c.qkv.get(), s->in_bytes);
+  }
+  s->in = AlignedZeroed(s->in_bytes);
+  std::memcpy(s->in.get(), s->src.get(), s->in_bytes);
+  const int64_t blocks = (c.cache_slots + block - 1) / block;
+  const size_t cache_bytes = static_cast<size_t>(blocks * block * c.kv_row()) * es;
+  s->kc = AlignedZeroed(cache_bytes);
+  s->vc = AlignedZeroed(cache_bytes);
+  s->pos = AlignedZeroed(static_cast<size_t>(T) * 8);
+  s->slot = AlignedZeroed(static_cast<size_t>(T) * 8);
+  for (int64_t t = 0; t < T; ++t) {
+    static_cast<int64_t*>(s->pos.get())[t] = c.pos[static_cast<size_t>(t)];
+    static_cast<int64_t*>(s->slot.get())[t] = c.slots[static_cast<size_t>(t)];
+  }
+
+  const auto i64 = torch::TensorOptions().dtype(torch::kLong);
+  const auto opt = torch::TensorOptions().dtype(dt);
+  s->positions = torch::from_blob(s->pos.get(), {T}, i64);
+  s->slot_mapping = torch::from_blob(s->slot.get(), {T}, i64);
+  s->qkv = torch::from_blob(s->in.get(), {T, W}, opt);
+  s->query = s->qkv.narrow(1, 0, c.Hq * D);
+  s->key = s->qkv.narrow(1, c.Hq * D, c.Hkv * D);
+  s->k3 = s->key.view({T, c.Hkv, D});
+  s->v3 = s->qkv.narrow(1, (c.Hq + c.Hkv) * D, c.Hkv * D).view({T, c.Hkv, D});
+  s->key_cache = torch::from_blob(s->kc.get(), {blocks, c.Hkv, D / s->x, block, s->x}, opt);
+  s->value_cache = torch::from_blob(s->vc.get(), {blocks, c.Hkv, D, block}, opt);
+  {
+    // vLLM's RotaryEmbedding._compute_inv_freq / _compute_cos_sin_cache, then .to(query.dtype).
+    const double base = c.theta;
+    auto inv_freq = 1.0 / torch::pow(base, torch::arange(0, D, 2, torch::kFloat) / static_cast<double>(D));
+    auto t = torch::arange(c.max_positions, torch::kFloat);
+    auto freqs = torch::einsum("i,j -> ij", {t, inv_freq});
+    s->cos_sin_cache = torch::cat({freqs.cos(), freqs.sin()}, -1).to(dt).contiguous();
+  }
+  return s;
+}
+
+}  // namespace
+
+std::vector<Row> VllmRows(const CaseData& c, int threads, posenc::ParallelRunner* pool) {
+  auto s = MakeVllm(c, threads);
+
+  Row r;
+  r.name = "vllm";
+  r.versus = c.f16_cache ? "posenc.inplace_f16in" : "posenc.fused_inplace";
+  r.run = [s] {
+    omp_set_num_threads(s->threads);
+    rotary_embedding(s->positions, s->query, s->key, s->D, s->cos_sin_cache, true);
+    reshape_and_cache(s->k3, s->v3, s->key_cache, s->value_cache, s->slot_mapping, "auto", 1.0, 1.0);
+  };
+  r.on_threads = OmpThreads(threads);
+  r.reset = [s] { std::memcpy(s->in.get(), s->src.get(), s->in_bytes); };
+  r.q_out = [s] {
+    s->q.resize(static_cast<size_t>(s->T * s->qn));
+    for (int64_t t = 0; t < s->T; ++t)
+      for (int64_t i = 0; i < s->qn; ++i) {
+        const int64_t e = t * s->W + i;
+        s->q[static_cast<size_t>(t * s->qn + i)] =
+            s->f16 ? posenc::F16ToF32(static_cast<const posenc::f16_t*>(s->in.get())[e])
+                   : static_cast<const float*>(s->in.get())[e];
+      }
+    return static_cast<const float*>(s->q.data());
+  };
+  // vLLM's layout: key [block, head, d / x, offset, d % x], value [block, head, d, offset].
+  auto at = [s](bool k) {
+    return [s, k](int64_t t, int64_t i) -> float {
+      const int64_t slot = s->slots[static_cast<size_t>(t)], b = slot / 16, off = slot % 16;
+      const int64_t h = i / s->D, d = i % s->D;
+      const int64_t e = k ? (((b * s->Hkv + h) * (s->D / s->x) + d / s->x) * 16 + off) * s->x + d % s->x
+                          : ((b * s->Hkv + h) * s->D + d) * 16 + off;
+      const void* buf = k ? s->kc.get() : s->vc.get();
+      if (s->f16) return posenc::F16ToF32(static_cast<const posenc::f16_t*>(buf)[e]);
+      return static_cast<const float*>(buf)[e];
+    };
+  };
+  r.k_at = at(true);
+  r.v_at = at(false);
+  r.keep = s;
+
+  // rotary_embedding alone (no cache write; its own buffers): not compared, it shows the rotations' share.
+  Row rope;
+  rope.name = "vllm.rope_only";
+  rope.run = [s = MakeVllm(c, threads)] {
+    omp_set_num_threads(s->threads);
+    rotary_embedding(s->positions, s->query, s->key, s->D, s->cos_sin_cache, true);
+  };
+  rope.on_threads = r.on_threads;
+
+  (void)pool;
+  std::vector<Row> rows;
+  rows.push_back(std::move(r));
+  rows.push_back(std::move(rope));
+  return rows;
+}
+
+}  // namespace sbs
