@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Proposes model-family registry rows (src/config/model_families.cpp) from registry_sync.py's JSON.
+"""Proposes model-family registry rows (src/config/model_family_rows.cpp) from registry_sync.py's JSON.
 
 Reads the `missing` families of a registry_sync run (what the static reader found in a transformers
 source tree) and prints, for each family whose code it could read completely (one RoPE pairing, no
