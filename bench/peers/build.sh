@@ -8,7 +8,7 @@
 #                              [--sglang SGLANG_DIR] [--torch TORCH_DIR] [-j N]
 #   BUILD  a posenc CMake build folder (Release); its `posenc` library target is built if missing
 #   DIR    scratch folder for the peers' builds and the harness binary (DIR/side_by_side)
-#   VLLM_DIR, SGLANG_DIR  the files vllm_snapshot.sh / sglang_snapshot.sh list; TORCH_DIR: a PyTorch install with include/ and lib/
+#   VLLM_DIR, SGLANG_DIR  the files snapshot.sh lists; TORCH_DIR: a PyTorch install with include/ and lib/
 #          (default: Debian's python3-torch, /usr/lib/python3/dist-packages/torch)
 # Peer code and anything built from it stay in DIR: never commit them.
 set -euo pipefail
@@ -64,7 +64,7 @@ if [ -n "$vllm$sglang" ]; then
   libs+=(-L"$tlib" -Wl,-rpath,"$tlib" -ltorch_cpu -lc10)
 fi
 if [ -n "$vllm" ]; then
-  "$here/vllm_snapshot.sh" "$vllm"
+  "$here/snapshot.sh" vllm "$vllm"
   # vLLM's CPU files as its CMake builds them for an AVX512 host (-march=native here; OpenMP), against
   # PyTorch's C++ API. vllm_shim/ holds our stand-in for vLLM's cpu_types.hpp (it only includes the
   # x86 header).
@@ -78,7 +78,7 @@ if [ -n "$vllm" ]; then
   objs+=("$out/peer_vllm.o" "$out/vllm/pos_encoding.o" "$out/vllm/cache.o")
 fi
 if [ -n "$sglang" ]; then
-  "$here/sglang_snapshot.sh" "$sglang"
+  "$here/snapshot.sh" sglang "$sglang"
   # SGLang's rope.cpp as its sgl-kernel CMake builds it (-march=native on an AVX512-BF16/AMX host,
   # OpenMP). sglang_shim/torch113_compat.h (ours) supplies what it takes from PyTorch 2.x; ATen's
   # AVX512 vector headers want sleef.h (Debian: libsleef-dev).

@@ -1,5 +1,5 @@
 // SGLang's CPU rope (sgl-kernel/csrc/cpu/rope.cpp's rotary_embedding_cpu), compiled from a snapshot
-// (bench/peers/sglang_snapshot.sh) against PyTorch's C++ API by bench/peers/build.sh, with SGLang's KV
+// (bench/peers/snapshot.sh sglang) against PyTorch's C++ API by bench/peers/build.sh, with SGLang's KV
 // write: MHATokenToKVPool.set_kv_buffer's `k_buffer[loc] = k; v_buffer[loc] = v` (ATen index_put_).
 //
 // SGLang's rope takes bf16/f16 only (AT_DISPATCH_REDUCED_FLOATING_TYPES), so these rows exist in the
@@ -27,7 +27,7 @@ namespace sbs {
 
 std::string SglangInfo() {
   return "sglang: sgl-kernel/csrc/cpu rotary_embedding_cpu + index_put_ KV store (snapshot: "
-         "bench/peers/sglang_snapshot.sh), libtorch " TORCH_VERSION ", OpenMP";
+         "bench/peers/snapshot.sh sglang), libtorch " TORCH_VERSION ", OpenMP";
 }
 
 namespace {

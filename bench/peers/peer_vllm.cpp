@@ -1,5 +1,5 @@
 // vLLM's CPU kernels (csrc/cpu/pos_encoding.cpp's rotary_embedding, csrc/cpu/cache.cpp's
-// reshape_and_cache), compiled from a snapshot of those files (bench/peers/vllm_snapshot.sh) against
+// reshape_and_cache), compiled from a snapshot of those files (bench/peers/snapshot.sh vllm) against
 // PyTorch's C++ API by bench/peers/build.sh, and called as vLLM's Python layer calls them.
 //
 // The layer is vLLM's Llama attention with the fused QKV projection output: q, k and v are views of the
@@ -34,7 +34,7 @@ void reshape_and_cache(torch::Tensor& key, torch::Tensor& value, torch::Tensor& 
 namespace sbs {
 
 std::string VllmInfo() {
-  return "vllm: csrc/cpu rotary_embedding + reshape_and_cache (snapshot: bench/peers/vllm_snapshot.sh), "
+  return "vllm: csrc/cpu rotary_embedding + reshape_and_cache (snapshot: bench/peers/snapshot.sh vllm), "
          "libtorch " TORCH_VERSION ", OpenMP";
 }
 

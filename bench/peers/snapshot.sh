@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The peer snapshots bench/peers/build.sh compiles (--vllm DIR, --sglang DIR): which files, from which
+# commits, and a check that DIR holds exactly them. Fetches nothing; bring the files in yourself, e.g.
+#   mkdir -p "DIR/$(dirname PATH)"; git -C <peer clone> show COMMIT:PATH > "DIR/PATH"
+# for each PATH and COMMIT listed below. The files were read one by one from GitHub (both repositories
+# are too large to mirror here); SGLang's common.h and vec.h are older than rope.cpp's commit: the
+# versions that could be read, and enough for rope.cpp. Peer code: never commit it.
+#
+# usage: bench/peers/snapshot.sh vllm|sglang DIR     exit 0 when every file is there with its sha256
+set -euo pipefail
+peer=${1:?usage: snapshot.sh vllm|sglang DIR}
+dir=${2:?usage: snapshot.sh vllm|sglang DIR}
+# repository, then per file: path, a commit holding this version of it, sha256 of the file
+case "$peer" in
+  vllm) repo=vllm-project/vllm; files=(
+    "csrc/cpu/pos_encoding.cpp 282a70382f61053d4ac1cc7936d3403867fbfd25 5925f86d44c61985b5efb175bd2496b0719675faf6c0e87aa62bee1211b3b819"
+    "csrc/cpu/cache.cpp 31e15b833dcbdc56546e6d1fd82129c685f01caa aa0852013db090140a5af424b99ad979f55a161b0cfb65187a80e4779e7c4307"
+    "csrc/cpu/cpu_types_x86.hpp d89d013688dcf4de2da58f83c739d0eaa47e2f22 00a9e99738ed56eddd3483f31f477972b6f28e8c93c817794922edb6414dbd22") ;;
+  sglang) repo=sgl-project/sglang; files=(
+    "sgl-kernel/csrc/cpu/rope.cpp 68663266d5707f417d531c9ea9d1177886235e89 bb04426aa8c38fc21ff41d8a9208ec0de231232bde17bc81e05aca6230ce9243"
+    "sgl-kernel/csrc/cpu/common.h 4797b8eb9897d913f7a7fee500174c25f069d365 93c85217671b2a898d64974fbea97a20c9d6ccd9aa74539b3dae6b06b50c9599"
+    "sgl-kernel/csrc/cpu/vec.h ec369d8c5ab20a63f2171bd2bc858c74e1ae3e1a 1f271866ba2dcef918639aa49a888d9db1f675bed3e7f3a38ddf09c3572ea045") ;;
+  *) echo "snapshot.sh: unknown peer '$peer' (vllm or sglang)" >&2; exit 2 ;;
+esac
+bad=0
+for entry in "${files[@]}"; do
+  read -r path commit sum <<< "$entry"
+  if [ ! -f "$dir/$path" ]; then
+    echo "missing: $dir/$path ($repo $commit:$path)" >&2; bad=1; continue
+  fi
+  got=$(sha256sum "$dir/$path" | cut -d' ' -f1)
+  if [ "$got" != "$sum" ]; then
+    echo "differs: $dir/$path (sha256 $got, expected $sum: $repo $commit:$path)" >&2; bad=1
+  fi
+done
+[ $bad -eq 0 ] && echo "$peer snapshot ok: $dir"
+exit $bad
