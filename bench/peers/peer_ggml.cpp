@@ -20,6 +20,7 @@
 #include <ggml-cpu.h>  // the snapshot's include/ (build.sh passes -I): a third-party header like fmt's
 #include <ggml.h>
 
+#include "omp_threads.hpp"
 #include "peers.hpp"
 
 namespace sbs {
@@ -61,18 +62,6 @@ void MustCompute(ggml_cgraph* graph, ggml_cplan* plan) {
     std::fprintf(stderr, "ggml_graph_compute failed\n");
     std::exit(1);
   }
-}
-
-// The cold pass on the threads ggml_graph_compute uses: OpenMP's team (one thread: the caller).
-OnThreads OnOmpThreads(int threads) {
-  return [threads](const std::function<void(int, int)>& fn) {
-    if (threads <= 1) {
-      fn(0, 1);
-      return;
-    }
-#pragma omp parallel num_threads(threads)
-    fn(omp_get_thread_num(), omp_get_num_threads());
-  };
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include <cstring>
 #include <string>
 
+#include "omp_threads.hpp"
 #include "peers.hpp"
 #include "posenc/core/dtype.hpp"
 #include "posenc/core/parallel.hpp"
@@ -37,21 +38,6 @@ std::string VllmInfo() {
   return "vllm: csrc/cpu rotary_embedding + reshape_and_cache (snapshot: bench/peers/snapshot.sh vllm), "
          "libtorch " TORCH_VERSION ", OpenMP";
 }
-
-namespace {
-
-OnThreads OmpThreads(int threads) {
-  return [threads](const std::function<void(int, int)>& fn) {
-    if (threads <= 1) {
-      fn(0, 1);
-      return;
-    }
-#pragma omp parallel num_threads(threads)
-    fn(omp_get_thread_num(), omp_get_num_threads());
-  };
-}
-
-}  // namespace
 
 namespace {
 
@@ -139,7 +125,7 @@ std::vector<Row> VllmRows(const CaseData& c, int threads, posenc::ParallelRunner
     rotary_embedding(s->positions, s->query, s->key, s->D, s->cos_sin_cache, true);
     reshape_and_cache(s->k3, s->v3, s->key_cache, s->value_cache, s->slot_mapping, "auto", 1.0, 1.0);
   };
-  r.on_threads = OmpThreads(threads);
+  r.on_threads = OnOmpThreads(threads);
   r.reset = [s] { std::memcpy(s->in.get(), s->src.get(), s->in_bytes); };
   r.q_out = [s] {
     s->q.resize(static_cast<size_t>(s->T * s->qn));
