@@ -16,7 +16,9 @@
 #include <string>
 #include <tuple>
 
+#include "omp_threads.hpp"
 #include "peers.hpp"
+#include "torch_layer.hpp"
 #include "posenc/core/dtype.hpp"
 
 // SGLang's function (sgl-kernel/csrc/cpu/rope.cpp).
@@ -32,58 +34,22 @@ std::string SglangInfo() {
 
 namespace {
 
-struct SglState {
-  int threads = 1;
-  int64_t T = 0, W = 0, Hkv = 0, D = 0, qn = 0;
-  size_t in_bytes = 0;
-  std::shared_ptr<void> src, in, kc, vc, pos, loc;
-  std::vector<int64_t> slots;
-  std::vector<float> q;
-  at::Tensor positions, qkv, query, key, k3, v3, k_buffer, v_buffer, loc_t, cos_sin_cache;
+// SGLang's tensors: the layer in float16 (its rope takes 16-bit types) and its KV buffers
+// [slots, kv heads, head_dim], written with index_put_ as its memory pool does.
+struct SglState : TorchLayer {
+  std::shared_ptr<void> kc, vc;
+  at::Tensor k_buffer, v_buffer;
 };
 
 std::shared_ptr<SglState> MakeSgl(const CaseData& c, int threads) {
   auto s = std::make_shared<SglState>();
-  const int64_t T = c.T, D = c.D, W = c.W();
-  s->threads = threads;
-  s->T = T;
-  s->W = W;
-  s->Hkv = c.Hkv;
-  s->D = D;
-  s->qn = c.Hq * D;
-  s->slots = c.slots;
-  s->in_bytes = static_cast<size_t>(T * W) * 2;
-  s->src = AlignedZeroed(s->in_bytes);
-  auto* h = static_cast<posenc::f16_t*>(s->src.get());
-  for (int64_t i = 0; i < T * W; ++i) h[i] = posenc::F32ToF16(c.qkv[static_cast<size_t>(i)]);
-  s->in = AlignedZeroed(s->in_bytes);
-  std::memcpy(s->in.get(), s->src.get(), s->in_bytes);
+  s->Fill(c, threads, /*half=*/true);
   const size_t cache_bytes = static_cast<size_t>(c.cache_slots * c.kv_row()) * 2;
   s->kc = AlignedZeroed(cache_bytes);
   s->vc = AlignedZeroed(cache_bytes);
-  s->pos = AlignedZeroed(static_cast<size_t>(T) * 8);
-  s->loc = AlignedZeroed(static_cast<size_t>(T) * 8);
-  for (int64_t t = 0; t < T; ++t) {
-    static_cast<int64_t*>(s->pos.get())[t] = c.pos[static_cast<size_t>(t)];
-    static_cast<int64_t*>(s->loc.get())[t] = c.slots[static_cast<size_t>(t)];
-  }
-  const auto i64 = at::TensorOptions().dtype(at::kLong);
   const auto f16 = at::TensorOptions().dtype(at::kHalf);
-  s->positions = at::from_blob(s->pos.get(), {T}, i64);
-  s->loc_t = at::from_blob(s->loc.get(), {T}, i64);
-  s->qkv = at::from_blob(s->in.get(), {T, W}, f16);
-  s->query = s->qkv.narrow(1, 0, c.Hq * D);
-  s->key = s->qkv.narrow(1, c.Hq * D, c.Hkv * D);
-  s->k3 = s->key.view({T, c.Hkv, D});
-  s->v3 = s->qkv.narrow(1, (c.Hq + c.Hkv) * D, c.Hkv * D).view({T, c.Hkv, D});
-  s->k_buffer = at::from_blob(s->kc.get(), {c.cache_slots, c.Hkv, D}, f16);
-  s->v_buffer = at::from_blob(s->vc.get(), {c.cache_slots, c.Hkv, D}, f16);
-  {
-    auto inv_freq = 1.0 / at::pow(c.theta, at::arange(0, D, 2, at::kFloat) / static_cast<double>(D));
-    auto t = at::arange(c.max_positions, at::kFloat);
-    auto freqs = at::einsum("i,j -> ij", {t, inv_freq});
-    s->cos_sin_cache = at::cat({freqs.cos(), freqs.sin()}, -1).to(at::kHalf).contiguous();
-  }
+  s->k_buffer = at::from_blob(s->kc.get(), {c.cache_slots, c.Hkv, c.D}, f16);
+  s->v_buffer = at::from_blob(s->vc.get(), {c.cache_slots, c.Hkv, c.D}, f16);
   return s;
 }
 
@@ -92,32 +58,19 @@ std::shared_ptr<SglState> MakeSgl(const CaseData& c, int threads) {
 std::vector<Row> SglangRows(const CaseData& c, int threads) {
   if (!c.f16_cache) return {};
   auto s = MakeSgl(c, threads);
-  OnThreads on = [threads](const std::function<void(int, int)>& fn) {
-    if (threads <= 1) {
-      fn(0, 1);
-      return;
-    }
-#pragma omp parallel num_threads(threads)
-    fn(omp_get_thread_num(), omp_get_num_threads());
-  };
+  const OnThreads on = OnOmpThreads(threads);
   Row r;
   r.name = "sglang";
   r.versus = "posenc.inplace_f16in";
   r.run = [s] {
     omp_set_num_threads(s->threads);
     rotary_embedding_cpu(s->positions, s->query, s->key, s->D, s->cos_sin_cache, true);
-    s->k_buffer.index_put_({s->loc_t}, s->k3);
-    s->v_buffer.index_put_({s->loc_t}, s->v3);
+    s->k_buffer.index_put_({s->slot_t}, s->k3);
+    s->v_buffer.index_put_({s->slot_t}, s->v3);
   };
   r.on_threads = on;
-  r.reset = [s] { std::memcpy(s->in.get(), s->src.get(), s->in_bytes); };
-  r.q_out = [s] {
-    s->q.resize(static_cast<size_t>(s->T * s->qn));
-    const auto* h = static_cast<const posenc::f16_t*>(s->in.get());
-    for (int64_t t = 0; t < s->T; ++t)
-      for (int64_t i = 0; i < s->qn; ++i) s->q[static_cast<size_t>(t * s->qn + i)] = posenc::F16ToF32(h[t * s->W + i]);
-    return static_cast<const float*>(s->q.data());
-  };
+  r.reset = [s] { s->Reset(); };
+  r.q_out = [s] { return s->QueryAsF32(); };
   auto at_ = [s](bool k) {
     return [s, k](int64_t t, int64_t i) -> float {
       const int64_t e = s->slots[static_cast<size_t>(t)] * s->Hkv * s->D + i;

@@ -22,6 +22,7 @@
 
 #include "omp_threads.hpp"
 #include "peers.hpp"
+#include "torch_layer.hpp"
 #include "posenc/core/dtype.hpp"
 #include "posenc/core/parallel.hpp"
 
@@ -41,74 +42,27 @@ std::string VllmInfo() {
 
 namespace {
 
-struct VllmState {
-    int threads = 1;
-    bool f16 = false;
-    int64_t T = 0, W = 0, Hkv = 0, D = 0, x = 0, qn = 0;
-    size_t in_bytes = 0;
-    std::shared_ptr<void> src, in, kc, vc, pos, slot;
-    std::vector<int64_t> slots;
-    std::vector<float> q;
-    torch::Tensor positions, qkv, query, key, k3, v3, key_cache, value_cache, slot_mapping, cos_sin_cache;
+// vLLM's tensors: the layer in the cache's dtype and its paged caches (16-row blocks; keys
+// [blocks, kv heads, D/x, block, x] with x 16 bytes of elements, values [blocks, kv heads, D, block]).
+struct VllmState : TorchLayer {
+  int64_t x = 0;
+  std::shared_ptr<void> kc, vc;
+  torch::Tensor key_cache, value_cache;
 };
 
-// vLLM's tensors for the case: its own copy of the input (rotated in place), cache, positions, slots.
 std::shared_ptr<VllmState> MakeVllm(const CaseData& c, int threads) {
   auto s = std::make_shared<VllmState>();
-  const int64_t T = c.T, D = c.D, W = c.W(), block = 16;
-  s->threads = threads;
-  s->f16 = c.f16_cache;
-  s->T = T;
-  s->W = W;
-  s->Hkv = c.Hkv;
-  s->D = D;
-  s->qn = c.Hq * D;
-  s->slots = c.slots;
+  s->Fill(c, threads, /*half=*/c.f16_cache);
+  const int64_t D = c.D, block = 16;
   const size_t es = c.f16_cache ? 2 : 4;
   s->x = 16 / static_cast<int64_t>(es);
-  const auto dt = c.f16_cache ? torch::kHalf : torch::kFloat;
-  s->in_bytes = static_cast<size_t>(T * W) * es;
-
-  // The projection output in the model's dtype (float32, or float16 rounded from the float32 case).
-  s->src = AlignedZeroed(s->in_bytes);
-  if (c.f16_cache) {
-    auto* h = static_cast<posenc::f16_t*>(s->src.get());
-    for (int64_t i = 0; i < T * W; ++i) h[i] = posenc::F32ToF16(c.qkv[static_cast<size_t>(i)]);
-  } else {
-    std::memcpy(s->src.get(), c.qkv.get(), s->in_bytes);
-  }
-  s->in = AlignedZeroed(s->in_bytes);
-  std::memcpy(s->in.get(), s->src.get(), s->in_bytes);
   const int64_t blocks = (c.cache_slots + block - 1) / block;
   const size_t cache_bytes = static_cast<size_t>(blocks * block * c.kv_row()) * es;
   s->kc = AlignedZeroed(cache_bytes);
   s->vc = AlignedZeroed(cache_bytes);
-  s->pos = AlignedZeroed(static_cast<size_t>(T) * 8);
-  s->slot = AlignedZeroed(static_cast<size_t>(T) * 8);
-  for (int64_t t = 0; t < T; ++t) {
-    static_cast<int64_t*>(s->pos.get())[t] = c.pos[static_cast<size_t>(t)];
-    static_cast<int64_t*>(s->slot.get())[t] = c.slots[static_cast<size_t>(t)];
-  }
-
-  const auto i64 = torch::TensorOptions().dtype(torch::kLong);
-  const auto opt = torch::TensorOptions().dtype(dt);
-  s->positions = torch::from_blob(s->pos.get(), {T}, i64);
-  s->slot_mapping = torch::from_blob(s->slot.get(), {T}, i64);
-  s->qkv = torch::from_blob(s->in.get(), {T, W}, opt);
-  s->query = s->qkv.narrow(1, 0, c.Hq * D);
-  s->key = s->qkv.narrow(1, c.Hq * D, c.Hkv * D);
-  s->k3 = s->key.view({T, c.Hkv, D});
-  s->v3 = s->qkv.narrow(1, (c.Hq + c.Hkv) * D, c.Hkv * D).view({T, c.Hkv, D});
+  const auto opt = torch::TensorOptions().dtype(s->dtype());
   s->key_cache = torch::from_blob(s->kc.get(), {blocks, c.Hkv, D / s->x, block, s->x}, opt);
   s->value_cache = torch::from_blob(s->vc.get(), {blocks, c.Hkv, D, block}, opt);
-  {
-    // vLLM's RotaryEmbedding._compute_inv_freq / _compute_cos_sin_cache, then .to(query.dtype).
-    const double base = c.theta;
-    auto inv_freq = 1.0 / torch::pow(base, torch::arange(0, D, 2, torch::kFloat) / static_cast<double>(D));
-    auto t = torch::arange(c.max_positions, torch::kFloat);
-    auto freqs = torch::einsum("i,j -> ij", {t, inv_freq});
-    s->cos_sin_cache = torch::cat({freqs.cos(), freqs.sin()}, -1).to(dt).contiguous();
-  }
   return s;
 }
 
@@ -123,21 +77,11 @@ std::vector<Row> VllmRows(const CaseData& c, int threads, posenc::ParallelRunner
   r.run = [s] {
     omp_set_num_threads(s->threads);
     rotary_embedding(s->positions, s->query, s->key, s->D, s->cos_sin_cache, true);
-    reshape_and_cache(s->k3, s->v3, s->key_cache, s->value_cache, s->slot_mapping, "auto", 1.0, 1.0);
+    reshape_and_cache(s->k3, s->v3, s->key_cache, s->value_cache, s->slot_t, "auto", 1.0, 1.0);
   };
   r.on_threads = OnOmpThreads(threads);
-  r.reset = [s] { std::memcpy(s->in.get(), s->src.get(), s->in_bytes); };
-  r.q_out = [s] {
-    s->q.resize(static_cast<size_t>(s->T * s->qn));
-    for (int64_t t = 0; t < s->T; ++t)
-      for (int64_t i = 0; i < s->qn; ++i) {
-        const int64_t e = t * s->W + i;
-        s->q[static_cast<size_t>(t * s->qn + i)] =
-            s->f16 ? posenc::F16ToF32(static_cast<const posenc::f16_t*>(s->in.get())[e])
-                   : static_cast<const float*>(s->in.get())[e];
-      }
-    return static_cast<const float*>(s->q.data());
-  };
+  r.reset = [s] { s->Reset(); };
+  r.q_out = [s] { return s->QueryAsF32(); };
   // vLLM's layout: key [block, head, d / x, offset, d % x], value [block, head, d, offset].
   auto at = [s](bool k) {
     return [s, k](int64_t t, int64_t i) -> float {

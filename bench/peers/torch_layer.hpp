@@ -1,0 +1,84 @@
+// The layer's tensors as the torch-based peers (vLLM, SGLang) take them: their own copy of the fused
+// QKV projection output (rotated in place; `reset` restores it from `src`), q/k/v views of it, int64
+// positions and cache slots, and the cos/sin cache as vLLM's RotaryEmbedding builds it
+// (_compute_inv_freq / _compute_cos_sin_cache, then .to(the activations' dtype)). Each peer adds its
+// own cache tensors. For the peer files only (they are built against PyTorch's headers).
+#pragma once
+
+#include <torch/all.h>
+
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "peers.hpp"
+#include "posenc/core/dtype.hpp"
+
+namespace sbs {
+
+struct TorchLayer {
+  int threads = 1;
+  bool f16 = false;  // activations (and caches) in float16, rounded from the float32 case; else float32
+  int64_t T = 0, W = 0, Hkv = 0, D = 0, qn = 0;
+  size_t in_bytes = 0;
+  std::shared_ptr<void> src, in, pos, slot;
+  std::vector<int64_t> slots;
+  std::vector<float> q;
+  torch::Tensor positions, slot_t, qkv, query, key, k3, v3, cos_sin_cache;
+
+  torch::ScalarType dtype() const { return f16 ? torch::kHalf : torch::kFloat; }
+
+  void Fill(const CaseData& c, int n_threads, bool half) {
+    threads = n_threads;
+    f16 = half;
+    T = c.T;
+    W = c.W();
+    Hkv = c.Hkv;
+    D = c.D;
+    qn = c.Hq * D;
+    slots = c.slots;
+    in_bytes = static_cast<size_t>(T * W) * (f16 ? 2 : 4);
+    src = AlignedZeroed(in_bytes);
+    if (f16) {
+      auto* h = static_cast<posenc::f16_t*>(src.get());
+      for (int64_t i = 0; i < T * W; ++i) h[i] = posenc::F32ToF16(c.qkv[static_cast<size_t>(i)]);
+    } else {
+      std::memcpy(src.get(), c.qkv.get(), in_bytes);
+    }
+    in = AlignedZeroed(in_bytes);
+    std::memcpy(in.get(), src.get(), in_bytes);
+    pos = AlignedZeroed(static_cast<size_t>(T) * 8);
+    slot = AlignedZeroed(static_cast<size_t>(T) * 8);
+    for (int64_t t = 0; t < T; ++t) {
+      static_cast<int64_t*>(pos.get())[t] = c.pos[static_cast<size_t>(t)];
+      static_cast<int64_t*>(slot.get())[t] = c.slots[static_cast<size_t>(t)];
+    }
+    const auto i64 = torch::TensorOptions().dtype(torch::kLong);
+    positions = torch::from_blob(pos.get(), {T}, i64);
+    slot_t = torch::from_blob(slot.get(), {T}, i64);
+    qkv = torch::from_blob(in.get(), {T, W}, torch::TensorOptions().dtype(dtype()));
+    query = qkv.narrow(1, 0, c.Hq * D);
+    key = qkv.narrow(1, c.Hq * D, c.Hkv * D);
+    k3 = key.view({T, c.Hkv, D});
+    v3 = qkv.narrow(1, (c.Hq + c.Hkv) * D, c.Hkv * D).view({T, c.Hkv, D});
+    auto inv_freq = 1.0 / torch::pow(c.theta, torch::arange(0, D, 2, torch::kFloat) / static_cast<double>(D));
+    auto freqs = torch::einsum("i,j -> ij", {torch::arange(c.max_positions, torch::kFloat), inv_freq});
+    cos_sin_cache = torch::cat({freqs.cos(), freqs.sin()}, -1).to(dtype()).contiguous();
+  }
+
+  void Reset() { std::memcpy(in.get(), src.get(), in_bytes); }
+
+  // The rotated queries, read back as float32 for the comparison with posenc.
+  const float* QueryAsF32() {
+    q.resize(static_cast<size_t>(T * qn));
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t i = 0; i < qn; ++i) {
+        const int64_t e = t * W + i;
+        q[static_cast<size_t>(t * qn + i)] = f16 ? posenc::F16ToF32(static_cast<const posenc::f16_t*>(in.get())[e])
+                                                 : static_cast<const float*>(in.get())[e];
+      }
+    return q.data();
+  }
+};
+
+}  // namespace sbs
