@@ -61,13 +61,16 @@ void FusedTokensT(const detail::FusedRopeJob& job, int64_t begin, int64_t end) {
   const RopeTable& table = *job.rope.table;
   const size_t slot_bytes = static_cast<size_t>(cache.slot_bytes());
   const size_t row_lines = (static_cast<size_t>(table.num_pairs()) * sizeof(float) + 63) / 64;
-  hwy::AlignedFreeUniquePtr<T[]> k_row = hwy::AllocateAligned<T>(n), v_row = hwy::AllocateAligned<T>(n);
   detail::RopeJob rj = job.rope;
   rj.num_tensors = 0;
   const int iq = q.heads > 0 ? rj.num_tensors++ : -1;
   const int ik = rj.num_tensors++;
   // A normed q is rotated in place in q_out, a normed k from its dense scratch row.
   const bool qn = job.q_norm.enabled(), kn = job.k_norm.enabled();
+  // Scratch rows only where a row must be staged (a normed or converted k, strided v heads): the
+  // common decode call into a cache of the activation dtype allocates nothing.
+  const hwy::AlignedFreeUniquePtr<T[]> k_row = kn || !job.k_direct ? hwy::AllocateAligned<T>(n) : nullptr;
+  const hwy::AlignedFreeUniquePtr<T[]> v_row = detail::TokenRowCopies(v) ? hwy::AllocateAligned<T>(n) : nullptr;
   if (iq >= 0) rj.tensors[iq] = {nullptr, nullptr, q.heads, 0, qn ? qo.head_stride : q.head_stride, 0, qo.head_stride};
   rj.tensors[ik] = {nullptr, nullptr, k.heads, 0, kn ? k.head_dim : k.head_stride, 0, k.head_dim};
   for (int64_t t = begin; t < end; ++t) {

@@ -17,7 +17,9 @@ namespace HWY_NAMESPACE {
 void StoreKvTokensTarget(const KvCacheView& cache, int64_t layer, const int64_t* slots, const HeadsView& k,
                          const HeadsView& v, int64_t begin, int64_t end) {
   const size_t n = static_cast<size_t>(cache.kv_heads * cache.head_dim);
-  hwy::AlignedFreeUniquePtr<float[]> scratch = hwy::AllocateAligned<float>(n);  // strided heads only
+  // A gather row for strided heads only: a decode call of dense rows allocates nothing.
+  const bool gather = (k.tokens > 0 && detail::TokenRowCopies(k)) || (v.tokens > 0 && detail::TokenRowCopies(v));
+  hwy::AlignedFreeUniquePtr<float[]> scratch = gather ? hwy::AllocateAligned<float>(n) : nullptr;
   for (int64_t t = begin; t < end; ++t) {
     if (k.tokens > 0)
       StoreRow(k.dtype, detail::TokenRow(k, t, scratch.get()), cache.type, cache.k_row(layer, slots[t]), n,

@@ -34,12 +34,13 @@ inline RowScale ValueScale(const KvCacheView& c) { return {c.v_scale.data(), c.v
 // The scalar conversion of one row of n values of `src_dtype` into the cache type at dst (float
 // types element by element, a copy when the types match; Q8_0: widened to float32, then
 // QuantizeRowQ8_0Reference, n a multiple of 32; float8: F32ToF8*(float32(x) / scale of x's head)).
-void StoreRowReference(DType src_dtype, const void* src, KvCacheType type, void* dst, int64_t n,
-                       RowScale scale = {});
+void StoreRowReference(DType src_dtype, const void* src, KvCacheType type, void* dst, int64_t n, RowScale scale = {});
 
 // Copies token t's heads of `x` into `row` (kv_heads * head_dim contiguous elements); returns a
-// pointer to the token's row, which is x's own memory when its heads are contiguous already.
+// pointer to the token's row, which is x's own memory when its heads are contiguous already
+// (!TokenRowCopies(x): then `row` is not touched and may be null).
 const void* TokenRow(const HeadsView& x, int64_t t, void* row);
+inline bool TokenRowCopies(const HeadsView& x) { return x.heads > 1 && x.head_stride != x.head_dim; }
 
 // Tokens [begin, end) of StoreKvCache with the best enabled SIMD target (kv_cache.cpp).
 void StoreKvTokens(const KvCacheView& cache, int64_t layer, const int64_t* slots, const HeadsView& k,

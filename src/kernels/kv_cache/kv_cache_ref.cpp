@@ -44,9 +44,9 @@ namespace detail {
 Status CheckCacheTypeAndScale(const char* cache, KvCacheType type, const char* name, std::span<const float> scale,
                               int64_t per_head) {
   if (!IsKvCacheType(type))
-    return InvalidArgumentError(fmt::format(
-        "{}: {} is not a cache type (float32, float16, bfloat16, q8_0, float8_e4m3fn, float8_e5m2)", cache,
-        ToString(type)));
+    return InvalidArgumentError(
+        fmt::format("{}: {} is not a cache type (float32, float16, bfloat16, q8_0, float8_e4m3fn, float8_e5m2)", cache,
+                    ToString(type)));
   if (scale.empty()) return OkStatus();
   if (type != DType::kF8E4M3 && type != DType::kF8E5M2)
     return InvalidArgumentError(
@@ -55,8 +55,8 @@ Status CheckCacheTypeAndScale(const char* cache, KvCacheType type, const char* n
     return InvalidArgumentError(
         fmt::format("{}: {} has {} values, not 1 (one row per token)", cache, name, scale.size()));
   if (per_head > 0 && scale.size() != 1 && static_cast<int64_t>(scale.size()) != per_head)
-    return InvalidArgumentError(fmt::format("{}: {} has {} values, not 1 (per tensor) or {} (per head)", cache, name,
-                                            scale.size(), per_head));
+    return InvalidArgumentError(
+        fmt::format("{}: {} has {} values, not 1 (per tensor) or {} (per head)", cache, name, scale.size(), per_head));
   for (size_t h = 0; h < scale.size(); ++h)
     if (!std::isfinite(scale[h]) || !(scale[h] > 0.0f))
       return InvalidArgumentError(fmt::format("{}: {}[{}] = {} is not a finite scale > 0", cache, name, h, scale[h]));
@@ -249,7 +249,7 @@ void StoreRowReference(DType src_dtype, const void* src, KvCacheType type, void*
 const void* TokenRow(const HeadsView& x, int64_t t, void* row) {
   const size_t es = SizeOf(x.dtype);
   const auto* base = static_cast<const std::byte*>(x.data) + static_cast<size_t>(t * x.token_stride) * es;
-  if (x.heads == 1 || x.head_stride == x.head_dim) return base;
+  if (!TokenRowCopies(x)) return base;
   for (int64_t h = 0; h < x.heads; ++h)
     std::memcpy(static_cast<std::byte*>(row) + static_cast<size_t>(h * x.head_dim) * es,
                 base + static_cast<size_t>(h * x.head_stride) * es, static_cast<size_t>(x.head_dim) * es);
