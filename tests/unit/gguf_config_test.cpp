@@ -278,11 +278,6 @@ TEST(GgufConfig, MissingFileIsAnError) {
   EXPECT_NE(s.status().message().find("/nonexistent/model.gguf"), std::string::npos) << s.status().message();
 }
 
-}  // namespace
-}  // namespace posenc
-
-namespace posenc {
-namespace {
 
 // GGUF M-RoPE architectures (issue 18): qwen2vl is ggml's MROPE (mode 8, chunked sections), qwen3vl and
 // qwen3vlmoe IMROPE (mode 40, interleaved), with <arch>.rope.dimension_sections. The scheme read from
