@@ -22,7 +22,6 @@
 namespace posenc {
 namespace {
 
-namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace ::posenc::testing;  // NOLINT
 

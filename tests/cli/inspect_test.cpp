@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -30,6 +32,13 @@ std::string TempDir() {
 // `posenc inspect ARGS`: its exit status, with stdout and stderr in *out.
 int RunInspect(const std::string& args, std::string* out) {
   return testing::RunCommand(testing::CliPath() + " inspect " + args, out);
+}
+
+// `posenc inspect ARGS` exits 2 with a message naming each of `named`.
+void ExpectRefused(const std::string& args, const std::vector<std::string>& named) {
+  std::string out;
+  EXPECT_EQ(RunInspect(args, &out), 2) << out;
+  for (const std::string& n : named) EXPECT_NE(out.find(n), std::string::npos) << out;
 }
 
 TEST(Inspect, EveryHfGoldenConfig) {
@@ -190,20 +199,10 @@ TEST(Inspect, BadInputExitsTwoNamingTheFault) {
   const std::string path = tmp + "/bad.json";
   std::ofstream(path)
       << R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "rope_scaling": {"rope_type": "warp", "factor": 2}})";
-  std::string out;
-  EXPECT_EQ(RunInspect(path, &out), 2) << out;
-  EXPECT_NE(out.find("warp"), std::string::npos) << out;
-  EXPECT_NE(out.find("rope_type"), std::string::npos) << out;
-  EXPECT_EQ(RunInspect(tmp + "/missing.json", &out), 2) << out;
-  EXPECT_NE(out.find("missing.json"), std::string::npos) << out;
+  ExpectRefused(path, {"warp", "rope_type"});
+  ExpectRefused(tmp + "/missing.json", {"missing.json"});
   fs::remove_all(tmp);
 }
-
-}  // namespace
-}  // namespace posenc
-
-namespace posenc {
-namespace {
 
 // inspect on model files of every type lists the tensors that carry identity and position.
 json InspectJson(const std::string& args) {
@@ -298,9 +297,7 @@ TEST(InspectModelFiles, SafetensorsWithoutConfigSaysWhatIsMissing) {
   testing::SafetensorsBuilder b;
   b.Tensor("model.embed_tokens.weight", "F32", {3, 4}, testing::FloatBytes(std::vector<float>(12, 1.0f))).Finish();
   std::ofstream(dir / "w.safetensors", std::ios::binary) << b.Build();
-  std::string out;
-  EXPECT_EQ(RunInspect((dir / "w.safetensors").string(), &out), 2) << out;
-  EXPECT_NE(out.find("no config.json"), std::string::npos) << out;
+  ExpectRefused((dir / "w.safetensors").string(), {"no config.json"});
   fs::remove_all(dir);
 }
 
@@ -311,21 +308,14 @@ TEST(Inspect, UnreadPositionalKeyIsRefusedUnlessAccepted) {
   const std::string path = tmp + "/odd.json";
   std::ofstream(path) << R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4,
     "rope_theta": 10000, "rope_magic_shift": 3})";
+  ExpectRefused(path, {"'rope_magic_shift'", "--accept-key"});
   std::string out;
-  EXPECT_EQ(RunInspect(path, &out), 2) << out;
-  EXPECT_NE(out.find("'rope_magic_shift'"), std::string::npos) << out;
-  EXPECT_NE(out.find("--accept-key"), std::string::npos) << out;
   ASSERT_EQ(RunInspect(path + " --accept-key rope_magic_shift", &out), 0) << out;
   EXPECT_NE(out.find("rope_magic_shift"), std::string::npos) << out;
   fs::remove_all(tmp);
 }
 
-}  // namespace
-}  // namespace posenc
-
 // `posenc inspect` says whether the model norms q and k before RoPE, and how (text and --json).
-namespace posenc {
-namespace {
 TEST(Inspect, PrintsQkNorm) {
   const std::filesystem::path dir = std::filesystem::path(TempDir()) / "qk_norm";
   std::filesystem::create_directories(dir);

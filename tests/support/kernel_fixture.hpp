@@ -54,18 +54,30 @@ struct AlignedBuf {
   const void* data() const { return bytes.data() + off; }
 };
 
+// `tokens` positions (t * step + first) % wrap: out of order where they wrap, and past a table shorter
+// than `wrap`.
+inline std::vector<int64_t> SpreadPositions(int64_t tokens, int64_t step, int64_t first, int64_t wrap) {
+  std::vector<int64_t> positions(static_cast<size_t>(tokens));
+  for (int64_t t = 0; t < tokens; ++t) positions[static_cast<size_t>(t)] = (t * step + first) % wrap;
+  return positions;
+}
+
+// A test's cache slots, one a token, and the rows of the cache that holds them.
+struct CacheSlots {
+  std::vector<int64_t> slots;
+  int64_t num_slots = 0;
+};
+
 // One sequence's `tokens` cache slots at positions first_pos.. in pages of `page` rows, the pages taken
-// from a shuffled pool with room for two more; *num_slots is the pool's rows.
-inline std::vector<int64_t> ShuffledPageSlots(int64_t tokens, int64_t page, int64_t first_pos, std::mt19937_64& rng,
-                                              int64_t* num_slots) {
+// from a shuffled pool with room for two more; num_slots is the pool's rows.
+inline CacheSlots ShuffledPageSlots(int64_t tokens, int64_t page, int64_t first_pos, std::mt19937_64& rng) {
   const int64_t pages = (tokens + first_pos) / page + 2;
   std::vector<int32_t> bt(static_cast<size_t>(pages));
   std::iota(bt.begin(), bt.end(), 0);
   std::shuffle(bt.begin(), bt.end(), rng);
   std::vector<int64_t> seq(static_cast<size_t>(tokens), 0), pos(static_cast<size_t>(tokens));
   for (int64_t t = 0; t < tokens; ++t) pos[static_cast<size_t>(t)] = t + first_pos;
-  *num_slots = pages * page;
-  return PagedKvSlots({page, pages, pages, bt}, seq, pos).value();
+  return {PagedKvSlots({page, pages, pages, bt}, seq, pos).value(), pages * page};
 }
 
 // The fused-versus-unfused check: run(fused, reference) returns every byte a call leaves (outputs and

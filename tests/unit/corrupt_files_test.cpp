@@ -61,6 +61,22 @@ std::function<std::string()> Truncated(std::string bytes, size_t drop) {
   return [bytes = std::move(bytes), drop] { return bytes.substr(0, bytes.size() - drop); };
 }
 
+// One tensor of a safetensors header, its dtype and its shape and data_offsets as JSON text.
+struct Entry {
+  std::string name, dtype, shape, offsets;
+};
+
+// The header JSON naming `entries`: {"name":{"dtype":..,"shape":..,"data_offsets":..},...}.
+std::string HeaderJson(const std::vector<Entry>& entries) {
+  std::string json = "{";
+  for (const Entry& e : entries) {
+    if (json.size() > 1) json += ",";
+    json += "\"" + e.name + "\":{\"dtype\":\"" + e.dtype + "\",\"shape\":" + e.shape +
+            ",\"data_offsets\":" + e.offsets + "}";
+  }
+  return json + "}";
+}
+
 // A safetensors file of the header `json` and the data bytes.
 std::function<std::string()> Safetensors(std::string json, std::string data) {
   return [json = std::move(json), data = std::move(data)] { return Header(json, data); };
@@ -187,67 +203,55 @@ std::vector<CorruptCase> Cases() {
        "is not valid JSON"},
       {"st_header_not_object", Format::kSafetensors, Safetensors("[1, 2, 3]", ""), StatusCode::kDataLoss,
        "header is a JSON array, not an object"},
-      {"st_header_bad_utf8", Format::kSafetensors,
-       Safetensors("{\"w\xff\":{\"dtype\":\"F32\",\"shape\":[],\"data_offsets\":[0,4]}}", "abcd"),
+      {"st_header_bad_utf8", Format::kSafetensors, Safetensors(HeaderJson({{"w\xff", "F32", "[]", "[0,4]"}}), "abcd"),
        StatusCode::kDataLoss, "not valid UTF-8"},
       {"st_duplicate_name", Format::kSafetensors,
-       Safetensors("{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
-                   "\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}",
-                   std::string(8, '\0')),
+       Safetensors(HeaderJson({{"w", "F32", "[1]", "[0,4]"}, {"w", "F32", "[1]", "[4,8]"}}), std::string(8, '\0')),
        StatusCode::kDataLoss, "duplicate tensor name 'w'"},
       // Hostile headers (issue 15): a shape nested 140 000 deep crashed the message's dump(); a shape of
       // 100 000 dims or a 10 000-byte dtype gave a message as long; control bytes reached the terminal.
       {"st_deeply_nested_shape", Format::kSafetensors,
-       Safetensors("{\"w\":{\"dtype\":\"F32\",\"shape\":" + std::string(140000, '[') + std::string(140000, ']') +
-                       ",\"data_offsets\":[0,4]}}",
+       Safetensors(HeaderJson({{"w", "F32", std::string(140000, '[') + std::string(140000, ']'), "[0,4]"}}),
                    std::string(4, '\0')),
        StatusCode::kDataLoss, "JSON nested deeper than 8 levels at byte"},
       {"st_too_many_dims", Format::kSafetensors,
        [] {
          std::string shape = "[1";
          for (int i = 0; i < 100000; ++i) shape += ",1";
-         return Header("{\"w\":{\"dtype\":\"F32\",\"shape\":" + shape + "],\"data_offsets\":[0,4]}}",
-                       std::string(4, '\0'));
+         return Header(HeaderJson({{"w", "F32", shape + "]", "[0,4]"}}), std::string(4, '\0'));
        },
        StatusCode::kDataLoss, "has 100001 dims (at most 64)"},
       {"st_shape_of_long_strings", Format::kSafetensors,
-       Safetensors(
-           "{\"w\":{\"dtype\":\"F32\",\"shape\":[\"" + std::string(10000, 'x') + "\",[[1]]],\"data_offsets\":[0,4]}}",
-           std::string(4, '\0')),
+       Safetensors(HeaderJson({{"w", "F32", "[\"" + std::string(10000, 'x') + "\",[[1]]]", "[0,4]"}}),
+                   std::string(4, '\0')),
        StatusCode::kDataLoss, "shape [\"xxxxxxxx"},
       {"st_dtype_with_escapes", Format::kSafetensors,
-       Safetensors("{\"w\":{\"dtype\":\"F\\u001b[2J\\n\\u0000" + std::string(10000, 'y') +
-                       "\",\"shape\":[1],\"data_offsets\":[0,4]}}",
+       Safetensors(HeaderJson({{"w", "F\\u001b[2J\\n\\u0000" + std::string(10000, 'y'), "[1]", "[0,4]"}}),
                    std::string(4, '\0')),
        StatusCode::kUnimplemented, "unknown dtype 'F\\x1b[2J\\n\\0yyyy"},
       {"st_offsets_nested", Format::kSafetensors,
-       Safetensors("{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[[[[0]]],{\"a\":1}]}}",
-                   std::string(4, '\0')),
+       Safetensors(HeaderJson({{"w", "F32", "[1]", "[[[[0]]],{\"a\":1}]"}}), std::string(4, '\0')),
        StatusCode::kDataLoss, "data_offsets [[...1],{...1}] are not"},
       {"st_lying_size", Format::kSafetensors,
-       Safetensors("{\"w\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,12]}}", std::string(12, '\0')),
-       StatusCode::kDataLoss, "tensor 'w' shape [2,2] of F32 needs 16 bytes but data_offsets [0, 12) hold 12"},
+       Safetensors(HeaderJson({{"w", "F32", "[2,2]", "[0,12]"}}), std::string(12, '\0')), StatusCode::kDataLoss,
+       "tensor 'w' shape [2,2] of F32 needs 16 bytes but data_offsets [0, 12) hold 12"},
       {"st_data_past_end", Format::kSafetensors,
-       Safetensors("{\"w\":{\"dtype\":\"F16\",\"shape\":[500],\"data_offsets\":[0,1000]}}", std::string(10, '\0')),
-       StatusCode::kDataLoss, "tensor 'w' data [0, 1000) runs past the end of the data buffer (10 bytes)"},
+       Safetensors(HeaderJson({{"w", "F16", "[500]", "[0,1000]"}}), std::string(10, '\0')), StatusCode::kDataLoss,
+       "tensor 'w' data [0, 1000) runs past the end of the data buffer (10 bytes)"},
       {"st_offsets_reversed", Format::kSafetensors,
-       Safetensors("{\"w\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[8,4]}}", std::string(10, '\0')),
-       StatusCode::kDataLoss, "begin after end"},
+       Safetensors(HeaderJson({{"w", "F32", "[0]", "[8,4]"}}), std::string(10, '\0')), StatusCode::kDataLoss,
+       "begin after end"},
       {"st_overlap", Format::kSafetensors,
-       Safetensors("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
-                   "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}",
-                   std::string(12, '\0')),
+       Safetensors(HeaderJson({{"a", "F32", "[2]", "[0,8]"}, {"b", "F32", "[2]", "[4,12]"}}), std::string(12, '\0')),
        StatusCode::kDataLoss, "tensor 'a' [0, 8) overlaps tensor 'b' [4, 12)"},
       {"st_shape_overflow", Format::kSafetensors,
-       Safetensors("{\"w\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296],\"data_offsets\":[0,4]}}", "abcd"),
-       StatusCode::kDataLoss, "the element count overflows"},
-      {"st_negative_dim", Format::kSafetensors,
-       Safetensors("{\"w\":{\"dtype\":\"F32\",\"shape\":[-1],\"data_offsets\":[0,4]}}", "abcd"), StatusCode::kDataLoss,
-       "not a non-negative integer"},
+       Safetensors(HeaderJson({{"w", "F32", "[4294967296,4294967296]", "[0,4]"}}), "abcd"), StatusCode::kDataLoss,
+       "the element count overflows"},
+      {"st_negative_dim", Format::kSafetensors, Safetensors(HeaderJson({{"w", "F32", "[-1]", "[0,4]"}}), "abcd"),
+       StatusCode::kDataLoss, "not a non-negative integer"},
       {"st_missing_offsets", Format::kSafetensors, Safetensors("{\"w\":{\"dtype\":\"F32\",\"shape\":[1]}}", "abcd"),
        StatusCode::kDataLoss, "has no 'data_offsets' pair"},
-      {"st_unknown_dtype", Format::kSafetensors,
-       Safetensors("{\"w\":{\"dtype\":\"F7\",\"shape\":[1],\"data_offsets\":[0,4]}}", "abcd"),
+      {"st_unknown_dtype", Format::kSafetensors, Safetensors(HeaderJson({{"w", "F7", "[1]", "[0,4]"}}), "abcd"),
        StatusCode::kUnimplemented, "unknown dtype 'F7'"},
       // ---------------------------------------------------------------- llama2.c
       {"l2c_too_short", Format::kLlama2c, [] { return std::string(20, '\0'); }, StatusCode::kDataLoss,
@@ -307,8 +311,7 @@ INSTANTIATE_TEST_SUITE_P(All, CorruptFile, ::testing::ValuesIn(Cases()),
 TEST(CorruptFileBaselines, ValidFilesParse) {
   const std::string g = ValidGguf().Build();
   EXPECT_TRUE(GgufFile::FromBytes(AsBytes(g), "ok.gguf").ok());
-  const std::string st =
-      Header("{\"w\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,16]}}", std::string(16, '\0'));
+  const std::string st = Header(HeaderJson({{"w", "F32", "[2,2]", "[0,16]"}}), std::string(16, '\0'));
   EXPECT_TRUE(SafetensorsFile::FromBytes(AsBytes(st), "ok.safetensors").ok());
   const std::string l = BuildLlama2c(8, 16, 1, 2, 1, 10, 4);
   EXPECT_TRUE(Llama2cFile::FromBytes(AsBytes(l), "ok.bin").ok());

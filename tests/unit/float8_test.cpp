@@ -111,78 +111,75 @@ TEST(Float8, EveryCodeRoundTrips) {
   }
 }
 
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
 struct Edge {
   float x;
   uint8_t want;
 };
 
+// Each edge's code from the conversion to e4m3fn (else e5m2) and from the nearest-even oracle, and
+// its mirror's: -x converts to the same code with the sign bit set.
+void ExpectEdges(const std::vector<Edge>& edges, bool e4m3) {
+  for (const Edge& edge : edges)
+    for (const Edge& e : {edge, Edge{-edge.x, static_cast<uint8_t>(edge.want ^ 0x80)}}) {
+      const uint8_t got = e4m3 ? F32ToF8E4M3(e.x).bits : F32ToF8E5M2(e.x).bits;
+      EXPECT_EQ(got, e.want) << (e4m3 ? "e4m3fn" : "e5m2") << ", x = " << e.x << " (bits " << std::hex << BitsOf(e.x)
+                             << ")";
+      EXPECT_EQ(NearestEven(e.x, e4m3), e.want) << "oracle, x = " << e.x;
+    }
+}
+
+// Edges by name, each standing for its mirror too.
 TEST(Float8, E4M3EdgesByName) {
-  const float inf = std::numeric_limits<float>::infinity();
-  const float nan = std::numeric_limits<float>::quiet_NaN();
-  const Edge edges[] = {
+  const std::vector<Edge> edges = {
       {0.0f, 0x00},
-      {-0.0f, 0x80},
-      {448.0f, 0x7e},                          // the largest finite value
-      {-448.0f, 0xfe},
-      {456.0f, 0x7e},                          // between 448 and the midpoint 464
-      {464.0f, 0x7e},                          // the tie above 448: even 448
-      {std::nextafter(464.0f, inf), 0x7f},     // past the tie: rounds to the missing 480, NaN
-      {-std::nextafter(464.0f, inf), 0xff},
-      {480.0f, 0x7f},                          // PyTorch's overflow threshold: NaN, not saturation
+      {448.0f, 0x7e},                        // the largest finite value
+      {456.0f, 0x7e},                        // between 448 and the midpoint 464
+      {464.0f, 0x7e},                        // the tie above 448: even 448
+      {std::nextafter(464.0f, kInf), 0x7f},  // past the tie: rounds to the missing 480, NaN
+      {480.0f, 0x7f},                        // PyTorch's overflow threshold: NaN, not saturation
       {1e30f, 0x7f},
-      {inf, 0x7f},
-      {-inf, 0xff},
-      {nan, 0x7f},
-      {-nan, 0xff},
-      {std::ldexp(1.0f, -6), 0x08},            // the smallest normal
-      {std::ldexp(7.0f, -9), 0x07},            // the largest subnormal
-      {std::ldexp(7.5f, -9), 0x08},            // its tie with 2^-6: even 0x08
-      {std::ldexp(1.0f, -9), 0x01},            // the smallest subnormal
-      {std::ldexp(1.0f, -10), 0x00},           // half of it: the tie goes to even 0
-      {-std::ldexp(1.0f, -10), 0x80},
+      {kInf, 0x7f},
+      {kNaN, 0x7f},
+      {std::ldexp(1.0f, -6), 0x08},   // the smallest normal
+      {std::ldexp(7.0f, -9), 0x07},   // the largest subnormal
+      {std::ldexp(7.5f, -9), 0x08},   // its tie with 2^-6: even 0x08
+      {std::ldexp(1.0f, -9), 0x01},   // the smallest subnormal
+      {std::ldexp(1.0f, -10), 0x00},  // half of it: the tie goes to even 0
       {std::nextafter(std::ldexp(1.0f, -10), 1.0f), 0x01},
-      {std::ldexp(3.0f, -10), 0x02},           // 1.5 x 2^-9: tie between 0x01 and 0x02, even 0x02
-      {std::ldexp(5.0f, -10), 0x02},           // 2.5 x 2^-9: tie, even 0x02
+      {std::ldexp(3.0f, -10), 0x02},  // 1.5 x 2^-9: tie between 0x01 and 0x02, even 0x02
+      {std::ldexp(5.0f, -10), 0x02},  // 2.5 x 2^-9: tie, even 0x02
       {1.0f, 0x38},
-      {1.0625f, 0x38},                         // tie between 1 and 1.125: even 1
-      {1.1875f, 0x3a},                         // tie between 1.125 and 1.25: even 1.25
+      {1.0625f, 0x38},  // tie between 1 and 1.125: even 1
+      {1.1875f, 0x3a},  // tie between 1.125 and 1.25: even 1.25
       {std::nextafter(1.0625f, 2.0f), 0x39},
-      {std::ldexp(1.0f, -30), 0x00},           // far below the subnormals
+      {std::ldexp(1.0f, -30), 0x00},  // far below the subnormals
   };
-  for (const Edge& e : edges) {
-    EXPECT_EQ(F32ToF8E4M3(e.x).bits, e.want) << "x = " << e.x << " (bits " << std::hex << BitsOf(e.x) << ")";
-    EXPECT_EQ(NearestEven(e.x, true), e.want) << "oracle, x = " << e.x;
-  }
+  ExpectEdges(edges, true);
 }
 
 TEST(Float8, E5M2EdgesByName) {
-  const float inf = std::numeric_limits<float>::infinity();
-  const float nan = std::numeric_limits<float>::quiet_NaN();
-  const Edge edges[] = {
+  const std::vector<Edge> edges = {
       {0.0f, 0x00},
-      {-0.0f, 0x80},
       {57344.0f, 0x7b},                        // the largest finite value
       {std::nextafter(61440.0f, 0.0f), 0x7b},  // below the midpoint of 57344 and 65536
       {61440.0f, 0x7c},                        // the tie: even, which is infinity
       {65536.0f, 0x7c},
       {-1e30f, 0xfc},
-      {inf, 0x7c},
-      {-inf, 0xfc},
-      {nan, 0x7f},
-      {-nan, 0xff},
-      {std::ldexp(1.0f, -14), 0x04},           // the smallest normal
-      {std::ldexp(1.0f, -16), 0x01},           // the smallest subnormal
-      {std::ldexp(1.0f, -17), 0x00},           // the tie with 0: even 0
+      {kInf, 0x7c},
+      {kNaN, 0x7f},
+      {std::ldexp(1.0f, -14), 0x04},  // the smallest normal
+      {std::ldexp(1.0f, -16), 0x01},  // the smallest subnormal
+      {std::ldexp(1.0f, -17), 0x00},  // the tie with 0: even 0
       {std::nextafter(std::ldexp(1.0f, -17), 1.0f), 0x01},
       {std::ldexp(3.0f, -17), 0x02},
       {1.0f, 0x3c},
-      {1.125f, 0x3c},                          // tie between 1 and 1.25: even 1
-      {1.375f, 0x3e},                          // tie between 1.25 and 1.5: even 1.5
+      {1.125f, 0x3c},  // tie between 1 and 1.25: even 1
+      {1.375f, 0x3e},  // tie between 1.25 and 1.5: even 1.5
   };
-  for (const Edge& e : edges) {
-    EXPECT_EQ(F32ToF8E5M2(e.x).bits, e.want) << "x = " << e.x << " (bits " << std::hex << BitsOf(e.x) << ")";
-    EXPECT_EQ(NearestEven(e.x, false), e.want) << "oracle, x = " << e.x;
-  }
+  ExpectEdges(edges, false);
 }
 
 // Every sign, exponent and top 7 mantissa bits (the upper 16 bits: both formats' kept bits, guard bit

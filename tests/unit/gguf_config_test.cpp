@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "model_builders.hpp"
+#include "parse_config.hpp"
 #include "posenc/io/gguf.hpp"
 #include "scheme_models.hpp"
 
@@ -22,6 +23,7 @@ namespace posenc {
 namespace {
 
 using ::posenc::testing::AsBytes;
+using ::posenc::testing::ExpectSchemeModel;
 using ::posenc::testing::FloatBytes;
 using ::posenc::testing::GgufBuilder;
 
@@ -41,10 +43,7 @@ TEST(GgufConfig, TinyLlamaWithLlamaCppDefaultBase) {
   POSENC_REQUIRE_DATA(path, kTiny);
   Result<PositionScheme> s = LoadGgufConfig(path);  // the default: llama.cpp's 10000, noted
   ASSERT_TRUE(s.ok()) << s.status().ToString();
-  EXPECT_EQ(s->kind, PositionKind::kRope);
-  EXPECT_EQ(s->model_type, "llama");
-  EXPECT_EQ(s->num_heads, 2);
-  EXPECT_EQ(s->hidden_size, 8);
+  ExpectSchemeModel(*s, {PositionKind::kRope, "llama", 2, 8});
   EXPECT_EQ(s->max_position_embeddings, 4096);
   const RopeConfig& rc = s->rope;
   EXPECT_EQ(rc.scaling.type, RopeScalingType::kGgml);
@@ -278,11 +277,6 @@ TEST(GgufConfig, MissingFileIsAnError) {
   EXPECT_NE(s.status().message().find("/nonexistent/model.gguf"), std::string::npos) << s.status().message();
 }
 
-}  // namespace
-}  // namespace posenc
-
-namespace posenc {
-namespace {
 
 // GGUF M-RoPE architectures (issue 18): qwen2vl is ggml's MROPE (mode 8, chunked sections), qwen3vl and
 // qwen3vlmoe IMROPE (mode 40, interleaved), with <arch>.rope.dimension_sections. The scheme read from

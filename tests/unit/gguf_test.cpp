@@ -59,15 +59,24 @@ void ExpectDump(const GgufFile& f, const Dump& d) {
   ExpectKeys(d.bools, [&](const char* key) { return f.GetBool(key); });
 }
 
+// The GGUF file at `path`, its dump checked against `d`; none, with a failure, where it does not open.
+std::optional<GgufFile> OpenWithDump(const std::string& path, const Dump& d) {
+  Result<GgufFile> f = GgufFile::Open(path);
+  if (!f.ok()) {
+    ADD_FAILURE() << f.status().ToString();
+    return std::nullopt;
+  }
+  ExpectDump(*f, d);
+  return std::move(f).value();
+}
+
 const std::vector<std::string_view> kFirstTokens = {"<unk>",  "<s>",    "</s>",   "<0x00>",
                                                     "<0x01>", "<0x02>", "<0x03>", "<0x04>"};
 
 TEST(GgufRealFile, TinyRandomLlamaMatchesReadmeDump) {
   POSENC_REQUIRE_DATA(path, "models/llama-2-tiny-random/llama-2-tiny-random.gguf");
-  auto f = GgufFile::Open(path);
-  ASSERT_TRUE(f.ok()) << f.status().ToString();
-  ExpectDump(
-      *f,
+  const std::optional<GgufFile> f = OpenWithDump(
+      path,
       {.version = 3,
        .metadata = 18,
        .tensors = 12,
@@ -87,6 +96,7 @@ TEST(GgufRealFile, TinyRandomLlamaMatchesReadmeDump) {
                 {"tokenizer.ggml.eos_token_id", 2},
                 {"tokenizer.ggml.unknown_token_id", 0}},
        .floats = {{"llama.attention.layer_norm_rms_epsilon", 9.999999747378752e-06}}});
+  ASSERT_TRUE(f.has_value());
   EXPECT_EQ(f->Find("llama.attention.layer_norm_rms_epsilon")->type, GgufValueType::kFloat32);
   EXPECT_EQ(f->Find("general.file_type")->type, GgufValueType::kUint32);
   auto tokens = f->GetStringArray("tokenizer.ggml.tokens").value();
@@ -168,37 +178,36 @@ TEST(GgufRealFile, TinyRandomLlamaMatchesReadmeDump) {
 
 TEST(GgufRealFile, VocabLlamaSpm) {
   POSENC_REQUIRE_DATA(path, "models/ggml-vocab/ggml-vocab-llama-spm.gguf");
-  auto f = GgufFile::Open(path);
-  ASSERT_TRUE(f.ok()) << f.status().ToString();
   // data_offset is past the end: the writer adds no padding without tensors.
-  ExpectDump(*f, {.version = 3,
-                  .metadata = 22,
-                  .tensors = 0,
-                  .data_offset = 723872,
-                  .file_size = 723869,
-                  .strings = {{"general.name", "llama-spm"}, {"tokenizer.ggml.pre", "default"}},
-                  .ints = {{"llama.embedding_length", 4096},
-                           {"llama.feed_forward_length", 11008},
-                           {"llama.vocab_size", 32000},
-                           {"llama.rope.dimension_count", 128}},
-                  .bools = {{"tokenizer.ggml.add_bos_token", true}, {"tokenizer.ggml.add_eos_token", false}}});
+  const std::optional<GgufFile> f =
+      OpenWithDump(path, {.version = 3,
+                          .metadata = 22,
+                          .tensors = 0,
+                          .data_offset = 723872,
+                          .file_size = 723869,
+                          .strings = {{"general.name", "llama-spm"}, {"tokenizer.ggml.pre", "default"}},
+                          .ints = {{"llama.embedding_length", 4096},
+                                   {"llama.feed_forward_length", 11008},
+                                   {"llama.vocab_size", 32000},
+                                   {"llama.rope.dimension_count", 128}},
+                          .bools = {{"tokenizer.ggml.add_bos_token", true}, {"tokenizer.ggml.add_eos_token", false}}});
+  ASSERT_TRUE(f.has_value());
   EXPECT_EQ(f->GetStringArray("tokenizer.ggml.tokens").value().size(), 32000u);
 }
 
 TEST(GgufRealFile, VocabPhi3) {
   POSENC_REQUIRE_DATA(path, "models/ggml-vocab/ggml-vocab-phi-3.gguf");
-  auto f = GgufFile::Open(path);
-  ASSERT_TRUE(f.ok()) << f.status().ToString();
-  ExpectDump(*f, {.metadata = 26,
-                  .data_offset = 726048,
-                  .strings = {{"general.architecture", "phi3"}},
-                  .ints = {{"phi3.rope.scaling.original_context_length", 4096},
-                           {"phi3.embedding_length", 3072},
-                           {"phi3.rope.dimension_count", 96},
-                           {"tokenizer.ggml.eos_token_id", 32000},
-                           {"tokenizer.ggml.padding_token_id", 32000},
-                           {"general.quantization_version", 2}},
-                  .floats = {{"phi3.rope.freq_base", 10000.0}}});
+  const std::optional<GgufFile> f = OpenWithDump(path, {.metadata = 26,
+                                                        .data_offset = 726048,
+                                                        .strings = {{"general.architecture", "phi3"}},
+                                                        .ints = {{"phi3.rope.scaling.original_context_length", 4096},
+                                                                 {"phi3.embedding_length", 3072},
+                                                                 {"phi3.rope.dimension_count", 96},
+                                                                 {"tokenizer.ggml.eos_token_id", 32000},
+                                                                 {"tokenizer.ggml.padding_token_id", 32000},
+                                                                 {"general.quantization_version", 2}},
+                                                        .floats = {{"phi3.rope.freq_base", 10000.0}}});
+  ASSERT_TRUE(f.has_value());
   auto scores = f->GetFloatArray("tokenizer.ggml.scores").value();
   ASSERT_EQ(scores.size(), 32064u);
   EXPECT_EQ(scores[0], -1000.0);

@@ -345,11 +345,6 @@ TEST(GgmlParams, ModesAndErrors) {
   EXPECT_NE(nb.status().message().find("freq_base"), std::string::npos) << nb.status().message();
 }
 
-}  // namespace
-}  // namespace posenc
-
-namespace posenc {
-namespace {
 
 const std::string kHead =
     R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "max_position_embeddings": 4096, )";
@@ -501,13 +496,8 @@ TEST(HfConfig, GemmaLayerTypesFromTheSlidingWindowPattern) {
               "rope_local_base_freq", "");
 }
 
-}  // namespace
-}  // namespace posenc
-
 // The scheme carries the family's QK-norm; a family with a switch key has it only where the config
 // turns it on (GLM-4.5: use_qk_norm, default false), and a switch that is not a boolean is refused.
-namespace posenc {
-namespace {
 TEST(HfConfig, QkNormFromTheFamilyRowAndItsSwitch) {
   const std::string glm = R"({"model_type": "glm4_moe", "hidden_size": 512, "num_attention_heads": 4, "head_dim": 128,
                               "partial_rotary_factor": 0.5, "rope_theta": 1000000.0)";

@@ -1,5 +1,6 @@
 // EscapeForMessage / QuoteForMessage: every kind of hostile byte ends up printable and on one line.
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -15,28 +16,42 @@ TEST(Message, PlainTextIsUnchanged) {
   EXPECT_EQ(EscapeForMessage("caf\xc3\xa9 \xe4\xb8\xad"), "caf\xc3\xa9 \xe4\xb8\xad");  // valid UTF-8 kept
 }
 
+// Each row's input escaped by EscapeForMessage.
+struct Escape {
+  std::string input, escaped;
+};
+
+void ExpectEscapes(const std::vector<Escape>& rows) {
+  for (const Escape& r : rows)
+    EXPECT_EQ(EscapeForMessage(r.input), r.escaped) << "input " << ::testing::PrintToString(r.input);
+}
+
 TEST(Message, ControlBytesEscapesAndNulAreShown) {
-  EXPECT_EQ(EscapeForMessage(std::string("a\nb\r\tc", 6)), "a\\nb\\r\\tc");
-  EXPECT_EQ(EscapeForMessage(std::string("a\0b", 3)), "a\\0b");
-  EXPECT_EQ(EscapeForMessage("\x1b[31mred\x1b[0m"), "\\x1b[31mred\\x1b[0m");
-  EXPECT_EQ(EscapeForMessage("\x7f\x01"), "\\x7f\\x01");
-  EXPECT_EQ(EscapeForMessage("back\\slash"), "back\\\\slash");
-  // C1 controls, line separators and bidi overrides are valid UTF-8 but move text: escaped.
-  EXPECT_EQ(EscapeForMessage("\xc2\x9b"
-                             "2J"),
-            "\\u{009b}2J");
-  EXPECT_EQ(EscapeForMessage("\xe2\x80\xae"
-                             "abc"),
-            "\\u{202e}abc");
-  EXPECT_EQ(EscapeForMessage("\xe2\x80\xa8"), "\\u{2028}");
+  ExpectEscapes({
+      {std::string("a\nb\r\tc", 6), "a\\nb\\r\\tc"},
+      {std::string("a\0b", 3), "a\\0b"},
+      {"\x1b[31mred\x1b[0m", "\\x1b[31mred\\x1b[0m"},
+      {"\x7f\x01", "\\x7f\\x01"},
+      {"back\\slash", "back\\\\slash"},
+      // C1 controls, line separators and bidi overrides are valid UTF-8 but move text: escaped.
+      {"\xc2\x9b"
+       "2J",
+       "\\u{009b}2J"},
+      {"\xe2\x80\xae"
+       "abc",
+       "\\u{202e}abc"},
+      {"\xe2\x80\xa8", "\\u{2028}"},
+  });
 }
 
 TEST(Message, InvalidUtf8IsShownAsHex) {
-  EXPECT_EQ(EscapeForMessage("bad\xc3(key"), "bad\\xc3(key");
-  EXPECT_EQ(EscapeForMessage("\xff\xfe"), "\\xff\\xfe");
-  EXPECT_EQ(EscapeForMessage("\xc0\x80"), "\\xc0\\x80");           // overlong NUL
-  EXPECT_EQ(EscapeForMessage("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // surrogate
-  EXPECT_EQ(EscapeForMessage("\xe4\xb8"), "\\xe4\\xb8");           // cut sequence
+  ExpectEscapes({
+      {"bad\xc3(key", "bad\\xc3(key"},
+      {"\xff\xfe", "\\xff\\xfe"},
+      {"\xc0\x80", "\\xc0\\x80"},           // overlong NUL
+      {"\xed\xa0\x80", "\\xed\\xa0\\x80"},  // surrogate
+      {"\xe4\xb8", "\\xe4\\xb8"},           // cut sequence
+  });
 }
 
 TEST(Message, LongValuesAreCappedWithTheFullLength) {

@@ -40,21 +40,22 @@ struct MlaCase {
   }
 };
 
+// Contiguous slots in a cache of tokens + 4 rows, decreasing: not sorted.
+testing::CacheSlots DecreasingSlots(int64_t tokens) {
+  testing::CacheSlots s{{}, tokens + 4};
+  for (int64_t t = 0; t < tokens; ++t) s.slots.push_back(s.num_slots - 1 - t);
+  return s;
+}
+
 void RunMla(const MlaCase& c, bool check_reference, ParallelRunner* runner = &SerialRunner()) {
   SCOPED_TRACE(c.Name());
   std::mt19937_64 rng(static_cast<uint64_t>(c.tokens * 7 + c.lora + c.q_heads));
   const int64_t D = c.nope + c.rope, R = c.lora + c.rope;
   const RotaryLayout L{c.pairing, D, c.nope, c.rope};
   auto table = RopeTable::Build(DefaultRopeFrequencies(c.rope, 10000.0).value(), 256, RopePrecision::kReference).value();
-  std::vector<int64_t> positions(static_cast<size_t>(c.tokens)), slots;
-  for (int64_t t = 0; t < c.tokens; ++t) positions[t] = (t * 53 + 11) % 400;  // some past the table
-  int64_t num_slots;
-  if (c.paged) {
-    slots = testing::ShuffledPageSlots(c.tokens, 64, 5, rng, &num_slots);
-  } else {
-    num_slots = c.tokens + 4;
-    for (int64_t t = 0; t < c.tokens; ++t) slots.push_back(num_slots - 1 - t);  // decreasing: not sorted
-  }
+  const std::vector<int64_t> positions = testing::SpreadPositions(c.tokens, 53, 11, 400);  // some past the table
+  const auto [slots, num_slots] =
+      c.paged ? testing::ShuffledPageSlots(c.tokens, 64, 5, rng) : DecreasingSlots(c.tokens);
   const size_t es = SizeOf(c.dtype);
   // The projection output as DeepSeek's kv_a_proj_with_mqa gives it: [kv_c | k_pe] per token.
   std::vector<uint8_t> kv_in(static_cast<size_t>(c.tokens * R) * es + 8), q_in(static_cast<size_t>(c.tokens * c.q_heads * D) * es + 8);

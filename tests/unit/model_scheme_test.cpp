@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "model_builders.hpp"
+#include "parse_config.hpp"
 #include "posenc/io/npy.hpp"
 #include "scheme_models.hpp"
 #include "test_support.hpp"
@@ -89,11 +90,8 @@ TEST(ModelScheme, Llama2cIsRunCsFixedScheme) {
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   auto s = ModelScheme(*m);
   ASSERT_TRUE(s.ok()) << s.status().ToString();
-  EXPECT_EQ(s->kind, PositionKind::kRope);
-  EXPECT_EQ(s->model_type, "llama2c");
-  EXPECT_EQ(s->num_heads, 8);
+  ExpectSchemeModel(*s, {PositionKind::kRope, "llama2c", 8, 64});
   EXPECT_EQ(s->num_kv_heads, 4);
-  EXPECT_EQ(s->hidden_size, 64);
   EXPECT_EQ(s->rope.layout.pairing, RopePairing::kInterleaved);
   EXPECT_EQ(s->rope.layout.head_dim, 8);  // dim / n_heads, as run.c defines head_size
   EXPECT_EQ(s->rope.layout.rotary_dim, 8);

@@ -191,6 +191,14 @@ struct FusedCase {
   }
 };
 
+// Sequence 1 of a contiguous cache of 2, its tokens at offsets from 3.
+testing::CacheSlots SecondSequenceSlots(int64_t tokens) {
+  const int64_t max_len = tokens + 3;
+  std::vector<int64_t> seq(static_cast<size_t>(tokens), 1), off(static_cast<size_t>(tokens));
+  for (int64_t t = 0; t < tokens; ++t) off[t] = t + 3;
+  return {ContiguousKvSlots(2, max_len, seq, off).value(), 2 * max_len};
+}
+
 void RunFused(const FusedCase& c, bool check_reference) {
   SCOPED_TRACE(c.Name());
   std::mt19937_64 rng(static_cast<uint64_t>(c.tokens * 131 + c.head_dim * 7 + c.q_heads));
@@ -198,19 +206,10 @@ void RunFused(const FusedCase& c, bool check_reference) {
   auto table = RopeTable::Build(DefaultRopeFrequencies(c.rotary_dim, 1000000.0).value(), 512,
                                 RopePrecision::kReference)
                    .value();
+  const std::vector<int64_t> positions = testing::SpreadPositions(c.tokens, 37, 3, 700);  // some past the table
   // Slots: contiguous (sequence 1 of 2, offsets from 3) or paged (16-row pages in shuffled order).
-  std::vector<int64_t> positions(static_cast<size_t>(c.tokens)), slots;
-  for (int64_t t = 0; t < c.tokens; ++t) positions[t] = (t * 37 + 3) % 700;  // some past the table
-  int64_t num_slots;
-  if (c.paged) {
-    slots = testing::ShuffledPageSlots(c.tokens, 16, 3, rng, &num_slots);
-  } else {
-    const int64_t max_len = c.tokens + 3;
-    std::vector<int64_t> seq(static_cast<size_t>(c.tokens), 1), off(static_cast<size_t>(c.tokens));
-    for (int64_t t = 0; t < c.tokens; ++t) off[t] = t + 3;
-    slots = ContiguousKvSlots(2, max_len, seq, off).value();
-    num_slots = 2 * max_len;
-  }
+  const auto [slots, num_slots] =
+      c.paged ? testing::ShuffledPageSlots(c.tokens, 16, 3, rng) : SecondSequenceSlots(c.tokens);
   const int64_t W = (c.q_heads + 2 * c.kv_heads) * c.head_dim;
   const size_t es = SizeOf(c.dtype);
   std::vector<uint8_t> in(static_cast<size_t>(c.tokens * W) * es + 8);

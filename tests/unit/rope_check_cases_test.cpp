@@ -24,7 +24,6 @@
 namespace posenc {
 namespace {
 
-namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace ::posenc::testing;  // NOLINT
 
