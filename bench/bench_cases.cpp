@@ -166,6 +166,18 @@ void MemcpyRoofline(Prepared* p, ParallelRunner* runner) {
   p->keep.push_back(dst);
 }
 
+// The fused and MLA rows' byte counts for T tokens moving token_bytes each (bytes_all adds the cos/sin
+// rows of `pairs` pairs), their memcpy roofline, and the tokens of the `core` slice (about 16 KiB, at
+// least 1), which it returns.
+int64_t FusedBytes(Prepared* p, double token_bytes, int64_t T, int64_t pairs, ParallelRunner* runner) {
+  p->bytes = static_cast<double>(T) * token_bytes;
+  p->bytes_all = p->bytes + CosSinBytes(T, pairs);
+  MemcpyRoofline(p, runner);
+  const int64_t Ts = std::clamp<int64_t>(static_cast<int64_t>(16384 / token_bytes), 1, T);
+  p->core_bytes = static_cast<double>(Ts) * token_bytes;
+  return Ts;
+}
+
 // The `core` slice's arguments: the first `tokens` positions, on one thread.
 RopeArgs CoreArgs(const RopeArgs& args, const std::vector<int64_t>& pos, int64_t tokens) {
   RopeArgs core_args = args;
@@ -233,16 +245,12 @@ std::unique_ptr<Prepared> PrepareFused(const CaseSpec& c, ParallelRunner* runner
   p->pattern = FusedPattern{&rope_table, qkv, qov, cache, pos, slot, runner};
   const double token_bytes =
       static_cast<double>(W * static_cast<int64_t>(es) + Hq * D * static_cast<int64_t>(es) + 2 * cache->slot_bytes());
-  p->bytes = static_cast<double>(T) * token_bytes;
-  p->bytes_all = p->bytes + CosSinBytes(T, D / 2);
-  MemcpyRoofline(p.get(), runner);
-  const int64_t Ts = std::clamp<int64_t>(static_cast<int64_t>(16384 / token_bytes), 1, T);
+  const int64_t Ts = FusedBytes(p.get(), token_bytes, T, D / 2, runner);
   const RopeArgs core_args = CoreArgs(args, *pos, Ts);
   const FusedRopeArgs core_fa{core_args, std::span<const int64_t>(slot->data(), static_cast<size_t>(Ts)), 0, {}, qn, kn};
   const QkvViews qs = SplitFusedQkv(in.get(), c.dtype, Ts, Hq, Hkv, D).value();
   const HeadsView qos = HeadsView::Dense(q_out.get(), c.dtype, Ts, Hq, D);
   p->core = [core_fa, qs, qos, cache] { (void)ApplyRopeKvCache(core_fa, qs, qos, *cache); };
-  p->core_bytes = static_cast<double>(Ts) * token_bytes;
   p->keep.insert(p->keep.end(), {in, q_out, k_tmp, cache, kc, vc, pos, slot, scales, qw, kw});
   return p;
 }
@@ -296,17 +304,13 @@ std::unique_ptr<Prepared> PrepareMla(const CaseSpec& c, ParallelRunner* runner) 
   // (in place: the nope dims are not touched), the cos/sin rows.
   const double token_bytes = static_cast<double>(R * static_cast<int64_t>(es) + cache->slot_bytes() +
                                                  2 * H * rope * static_cast<int64_t>(es));
-  p->bytes = static_cast<double>(T) * token_bytes;
-  p->bytes_all = p->bytes + CosSinBytes(T, rope / 2);
-  MemcpyRoofline(p.get(), runner);
-  const int64_t Ts = std::clamp<int64_t>(static_cast<int64_t>(16384 / token_bytes), 1, T);
+  const int64_t Ts = FusedBytes(p.get(), token_bytes, T, rope / 2, runner);
   const RopeArgs core_args = CoreArgs(args, *pos, Ts);
   const MlaRopeArgs core_ma{core_args, std::span<const int64_t>(slot->data(), static_cast<size_t>(Ts)), 0, norm};
   const HeadsView kcs{kv.get(), c.dtype, Ts, 1, lora, R, lora};
   const HeadsView kps{kv.get() + static_cast<size_t>(lora) * es, c.dtype, Ts, 1, rope, R, rope};
   const HeadsView qs = HeadsView::Dense(q.get(), c.dtype, Ts, H, D);
   p->core = [core_ma, kcs, kps, qs, cache] { (void)ApplyMlaRopeCache(core_ma, kcs, kps, qs, qs, *cache); };
-  p->core_bytes = static_cast<double>(Ts) * token_bytes;
   p->keep.insert(p->keep.end(), {kv, q, rows, cache, mem, v_unused, pos, slot, w});
   return p;
 }

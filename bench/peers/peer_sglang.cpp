@@ -37,16 +37,13 @@ namespace {
 // SGLang's tensors: the layer in float16 (its rope takes 16-bit types) and its KV buffers
 // [slots, kv heads, head_dim], written with index_put_ as its memory pool does.
 struct SglState : TorchLayer {
-  std::shared_ptr<void> kc, vc;
   at::Tensor k_buffer, v_buffer;
 };
 
 std::shared_ptr<SglState> MakeSgl(const CaseData& c, int threads) {
   auto s = std::make_shared<SglState>();
   s->Fill(c, threads, /*half=*/true);
-  const size_t cache_bytes = static_cast<size_t>(c.cache_slots * c.kv_row()) * 2;
-  s->kc = AlignedZeroed(cache_bytes);
-  s->vc = AlignedZeroed(cache_bytes);
+  s->AllocateCaches(static_cast<size_t>(c.cache_slots * c.kv_row()) * 2);
   const auto f16 = at::TensorOptions().dtype(at::kHalf);
   s->k_buffer = at::from_blob(s->kc.get(), {c.cache_slots, c.Hkv, c.D}, f16);
   s->v_buffer = at::from_blob(s->vc.get(), {c.cache_slots, c.Hkv, c.D}, f16);
@@ -73,8 +70,7 @@ std::vector<Row> SglangRows(const CaseData& c, int threads) {
   r.q_out = [s] { return s->QueryAsF32(); };
   auto at_ = [s](bool k) {
     return [s, k](int64_t t, int64_t i) -> float {
-      const int64_t e = s->slots[static_cast<size_t>(t)] * s->Hkv * s->D + i;
-      return posenc::F16ToF32(static_cast<const posenc::f16_t*>(k ? s->kc.get() : s->vc.get())[e]);
+      return s->CacheAt(k, s->slots[static_cast<size_t>(t)] * s->Hkv * s->D + i);
     };
   };
   r.k_at = at_(true);

@@ -46,7 +46,6 @@ namespace {
 // [blocks, kv heads, D/x, block, x] with x 16 bytes of elements, values [blocks, kv heads, D, block]).
 struct VllmState : TorchLayer {
   int64_t x = 0;
-  std::shared_ptr<void> kc, vc;
   torch::Tensor key_cache, value_cache;
 };
 
@@ -57,9 +56,7 @@ std::shared_ptr<VllmState> MakeVllm(const CaseData& c, int threads) {
   const size_t es = c.f16_cache ? 2 : 4;
   s->x = 16 / static_cast<int64_t>(es);
   const int64_t blocks = (c.cache_slots + block - 1) / block;
-  const size_t cache_bytes = static_cast<size_t>(blocks * block * c.kv_row()) * es;
-  s->kc = AlignedZeroed(cache_bytes);
-  s->vc = AlignedZeroed(cache_bytes);
+  s->AllocateCaches(static_cast<size_t>(blocks * block * c.kv_row()) * es);
   const auto opt = torch::TensorOptions().dtype(s->dtype());
   s->key_cache = torch::from_blob(s->kc.get(), {blocks, c.Hkv, D / s->x, block, s->x}, opt);
   s->value_cache = torch::from_blob(s->vc.get(), {blocks, c.Hkv, D, block}, opt);
@@ -89,9 +86,7 @@ std::vector<Row> VllmRows(const CaseData& c, int threads, posenc::ParallelRunner
       const int64_t h = i / s->D, d = i % s->D;
       const int64_t e = k ? (((b * s->Hkv + h) * (s->D / s->x) + d / s->x) * 16 + off) * s->x + d % s->x
                           : ((b * s->Hkv + h) * s->D + d) * 16 + off;
-      const void* buf = k ? s->kc.get() : s->vc.get();
-      if (s->f16) return posenc::F16ToF32(static_cast<const posenc::f16_t*>(buf)[e]);
-      return static_cast<const float*>(buf)[e];
+      return s->CacheAt(k, e);
     };
   };
   r.k_at = at(true);

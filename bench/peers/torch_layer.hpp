@@ -1,8 +1,9 @@
 // The layer's tensors as the torch-based peers (vLLM, SGLang) take them: their own copy of the fused
 // QKV projection output (rotated in place; `reset` restores it from `src`), q/k/v views of it, int64
 // positions and cache slots, and the cos/sin cache as vLLM's RotaryEmbedding builds it
-// (_compute_inv_freq / _compute_cos_sin_cache, then .to(the activations' dtype)). Each peer adds its
-// own cache tensors. For the peer files only (they are built against PyTorch's headers).
+// (_compute_inv_freq / _compute_cos_sin_cache, then .to(the activations' dtype)), and the memory of
+// the key and value caches; each peer adds its own cache tensors over it. For the peer files only
+// (they are built against PyTorch's headers).
 #pragma once
 
 #include <torch/all.h>
@@ -22,6 +23,7 @@ struct TorchLayer {
   int64_t T = 0, W = 0, Hkv = 0, D = 0, qn = 0;
   size_t in_bytes = 0;
   std::shared_ptr<void> src, in, pos, slot;
+  std::shared_ptr<void> kc, vc;  // the key and value caches' memory (AllocateCaches)
   std::vector<int64_t> slots;
   std::vector<float> q;
   torch::Tensor positions, slot_t, qkv, query, key, k3, v3, cos_sin_cache;
@@ -67,6 +69,19 @@ struct TorchLayer {
   }
 
   void Reset() { std::memcpy(in.get(), src.get(), in_bytes); }
+
+  // The key and value caches' memory, `bytes` each, zeroed.
+  void AllocateCaches(size_t bytes) {
+    kc = AlignedZeroed(bytes);
+    vc = AlignedZeroed(bytes);
+  }
+
+  // Element e of the key (k) or value cache, read back as float32.
+  float CacheAt(bool k, int64_t e) const {
+    const void* buf = k ? kc.get() : vc.get();
+    if (f16) return posenc::F16ToF32(static_cast<const posenc::f16_t*>(buf)[e]);
+    return static_cast<const float*>(buf)[e];
+  }
 
   // The rotated queries, read back as float32 for the comparison with posenc.
   const float* QueryAsF32() {

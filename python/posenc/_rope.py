@@ -133,22 +133,22 @@ class Rope:
         direction "backward" rotates by -angle (the gradient). Objects speaking DLPack are used
         without copies (and a torch/numpy view of the same memory is returned).
         """
-        call = self._call
-        if call is not None and call[0] is self.scheme:
-            r = call[1].apply(x, positions, out, order, direction, False)
-            if r is not None:
-                return r
-        return self._apply_general(x, positions, out, order, direction, False)
+        return self._apply(x, positions, out, order, direction, False)
 
     def apply_reference(self, x: Any, positions: Any, *, out: Any = None, order: Optional[str] = None,
                         direction: str = "forward") -> Any:
         """The scalar reference kernel (float64 rotation, one rounding), same contract as `apply`."""
+        return self._apply(x, positions, out, order, direction, True)
+
+    def _apply(self, x: Any, positions: Any, out: Any, order: Optional[str], direction: str,
+               reference: bool) -> Any:
+        """`apply` / `apply_reference`: RopeCall's fast path for this scheme, else `_apply_general`."""
         call = self._call
         if call is not None and call[0] is self.scheme:
-            r = call[1].apply(x, positions, out, order, direction, True)
+            r = call[1].apply(x, positions, out, order, direction, reference)
             if r is not None:
                 return r
-        return self._apply_general(x, positions, out, order, direction, True)
+        return self._apply_general(x, positions, out, order, direction, reference)
 
     def _apply_general(self, x: Any, positions: Any, out: Any, order: Optional[str], direction: str,
                        reference: bool) -> Any:

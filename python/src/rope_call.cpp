@@ -37,6 +37,18 @@ bool Apart(const HeadsView& a, const HeadsView& b) {
   return !Meet(Bytes(a), Bytes(b)) || StridedApart(StridedOf(a), StridedOf(b));
 }
 
+// Two tensors' planned views, one per element of each: where one folded its batch into one view and
+// the other did not, both are planned again unfolded. False where that plan fails.
+bool SameFolding(const StridedTensor& at, const char* a_name, const StridedTensor& bt, const char* b_name,
+                 std::string_view ord, std::vector<HeadsView>* a, std::vector<HeadsView>* b) {
+  if (a->size() == b->size()) return true;
+  Result<HeadsPlan> pa = PlanHeads(at, ord, a_name, false), pb = PlanHeads(bt, ord, b_name, false);
+  if (!pa.ok() || !pb.ok()) return false;
+  *a = std::move(pa->views);
+  *b = std::move(pb->views);
+  return true;
+}
+
 // None: the rank's default; a str: that order; anything else: not here.
 bool OrderOf(py::handle order, std::string_view* out) {
   if (order.is_none()) {
@@ -225,12 +237,7 @@ class RopeCall {
       Result<HeadsPlan> op = PlanHeads(ot.t, ord, "out");
       if (!op.ok()) return false;
       j->out = std::move(op->views);
-      if (j->out.size() != j->x.size()) {  // folded one way and not the other: one view per element
-        Result<HeadsPlan> a = PlanHeads(xt.t, ord, "x", false), b = PlanHeads(ot.t, ord, "out", false);
-        if (!a.ok() || !b.ok()) return false;
-        j->x = std::move(a->views);
-        j->out = std::move(b->views);
-      }
+      if (!SameFolding(xt.t, "x", ot.t, "out", ord, &j->x, &j->out)) return false;
       for (const HeadsView& a : j->x)
         for (const HeadsView& b : j->out)
           if (!SameView(a, b) && !Apart(a, b)) return false;
@@ -268,12 +275,7 @@ class RopeCall {
       return false;
     j->q = std::move(qp->views);
     j->k = std::move(kp->views);
-    if (j->q.size() != j->k.size()) {
-      Result<HeadsPlan> a = PlanHeads(qt.t, ord, "q", false), b = PlanHeads(kt.t, ord, "k", false);
-      if (!a.ok() || !b.ok()) return false;
-      j->q = std::move(a->views);
-      j->k = std::move(b->views);
-    }
+    if (!SameFolding(qt.t, "q", kt.t, "k", ord, &j->q, &j->k)) return false;
     for (const HeadsView& a : j->q)
       for (const HeadsView& b : j->k)
         if (!Apart(a, b)) return false;

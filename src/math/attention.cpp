@@ -147,4 +147,24 @@ Result<Array> AttentionReference(const Array& q, const Array& k, const Array& v,
   return out;
 }
 
+Result<Array> ProjectHeads(const Array& x, std::span<const float> w, int64_t heads, int64_t head_dim) {
+  if (x.dtype() != DType::kF32 || x.ndim() != 2)
+    return InvalidArgumentError(fmt::format("project: x must be float32 [tokens, d_model], got {} {}",
+                                            ToString(x.dtype()), ShapeToString(x.shape())));
+  const int64_t t_count = x.dim(0), dm = x.dim(1), cols = heads * head_dim;
+  if (heads < 1 || head_dim < 1 || static_cast<int64_t>(w.size()) != dm * cols)
+    return InvalidArgumentError(fmt::format("project: w holds {} values, not d_model {} x heads {} x head_dim {}",
+                                            w.size(), dm, heads, head_dim));
+  POSENC_ASSIGN_OR_RETURN(Array out, Array::Zeros(DType::kF32, {t_count, heads, head_dim}));
+  const float* xd = x.data<float>();
+  float* od = out.data<float>();
+  for (int64_t t = 0; t < t_count; ++t)
+    for (int64_t c = 0; c < cols; ++c) {
+      double s = 0;
+      for (int64_t i = 0; i < dm; ++i) s += double{xd[t * dm + i]} * w[static_cast<size_t>(i * cols + c)];
+      od[t * cols + c] = static_cast<float>(s);
+    }
+  return out;
+}
+
 }  // namespace posenc

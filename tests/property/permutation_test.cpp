@@ -72,16 +72,7 @@ struct Toy {
   }
 
   static Array Project(const Array& x, const std::vector<float>& w, int64_t heads, int64_t d) {
-    const int64_t t_count = x.dim(0), dm = x.dim(1), cols = heads * d;
-    Array out = Array::Zeros(DType::kF32, {t_count, heads, d}).value();
-    for (int64_t t = 0; t < t_count; ++t)
-      for (int64_t c = 0; c < cols; ++c) {
-        double s = 0;
-        for (int64_t i = 0; i < dm; ++i)
-          s += double{x.data<float>()[t * dm + i]} * w[static_cast<size_t>(i * cols + c)];
-        out.data<float>()[t * cols + c] = static_cast<float>(s);
-      }
-    return out;
+    return ProjectHeads(x, w, heads, d).value();
   }
 
   Array Forward(Array x, Scheme scheme) const {

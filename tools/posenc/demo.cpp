@@ -81,18 +81,7 @@ Result<ToyModel> MakeToy(uint64_t seed) {
 }
 
 // x [T, d_model] times w [d_model, heads * head_dim] -> [T, heads, head_dim].
-Result<Array> Project(const Array& x, const std::vector<float>& w) {
-  const int64_t t_count = x.dim(0), cols = kHeads * kHeadDim;
-  POSENC_ASSIGN_OR_RETURN(Array out, Array::Zeros(DType::kF32, {t_count, kHeads, kHeadDim}));
-  for (int64_t t = 0; t < t_count; ++t)
-    for (int64_t c = 0; c < cols; ++c) {
-      double s = 0;
-      for (int64_t i = 0; i < kDModel; ++i)
-        s += double{x.data<float>()[t * kDModel + i]} * w[static_cast<size_t>(i * cols + c)];
-      out.data<float>()[t * cols + c] = static_cast<float>(s);
-    }
-  return out;
-}
+Result<Array> Project(const Array& x, const std::vector<float>& w) { return ProjectHeads(x, w, kHeads, kHeadDim); }
 
 RotaryLayout ToyRopeLayout() { return {RopePairing::kHalf, kHeadDim, 0, kHeadDim}; }
 

@@ -235,6 +235,13 @@ def fmt_family(d) -> str:
     return " ".join(parts)
 
 
+def print_rows(groups) -> None:
+    """Prints one line a finding: groups of (tag, findings, line for one finding), in order."""
+    for tag, findings, line in groups:
+        for d in findings:
+            print(tag + line(d))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--transformers", required=True, help="transformers wheel (.whl) or source tree")
@@ -278,11 +285,10 @@ def main(argv=None) -> int:
     print(f"registry: {len(registry)} rows; families applying positions: {len(hf['covered'])} covered, "
           f"{len(hf['explained'])} left out with a reason, {len(hf['missing'])} missing, "
           f"{len(hf['disagree'])} disagreeing")
-    for d in hf["missing"]:
-        print(f"MISSING   {d['model_type']}: {fmt_family(d)}")
-    for d in hf["disagree"]:
-        print(f"DISAGREE  {d['model_type']}: {d['field']}: registry {d['registry']}, code {d['code']} "
-              f"({fmt_family(d)})")
+    print_rows((("MISSING   ", hf["missing"], lambda d: f"{d['model_type']}: {fmt_family(d)}"),
+                ("DISAGREE  ", hf["disagree"],
+                 lambda d: f"{d['model_type']}: {d['field']}: registry {d['registry']}, code {d['code']} "
+                           f"({fmt_family(d)})")))
     # wrappers: no positions of their own, the language model from text_config; posenc refuses a config
     # whose wrapper model_type it does not list (docs: "other wrappers are refused until listed")
     rows = {r["model_type"]: r for r in registry}
@@ -318,13 +324,13 @@ def main(argv=None) -> int:
         print(f"llama.cpp {llama.get('commit', '?')[:12]}: {len(llama['architectures'])} architectures; "
               f"{len(gguf['missing'])} missing from posenc's GGUF table, {len(gguf['disagree'])} disagreeing, "
               f"{len(gguf['not_in_llama_cpp'])} not in llama.cpp, {len(gguf['explained'])} left out with a reason")
-        for g in gguf["missing"]:
-            print(f"GGUF MISSING   {g['architecture']}: llama.cpp {g['llama_cpp']}")
-        for g in gguf["disagree"]:
-            print(f"GGUF DISAGREE  {g['architecture']}: llama.cpp {g['llama_cpp']}, posenc {g['posenc']}"
-                  + (f" ({g['note']})" if g.get("note") else ""))
-        for g in gguf["not_in_llama_cpp"]:
-            print(f"GGUF UNKNOWN   {g['architecture']}: in posenc's table ({g['posenc']}), not in llama.cpp")
+        print_rows((("GGUF MISSING   ", gguf["missing"],
+                     lambda g: f"{g['architecture']}: llama.cpp {g['llama_cpp']}"),
+                    ("GGUF DISAGREE  ", gguf["disagree"],
+                     lambda g: f"{g['architecture']}: llama.cpp {g['llama_cpp']}, posenc {g['posenc']}"
+                               + (f" ({g['note']})" if g.get("note") else "")),
+                    ("GGUF UNKNOWN   ", gguf["not_in_llama_cpp"],
+                     lambda g: f"{g['architecture']}: in posenc's table ({g['posenc']}), not in llama.cpp")))
         bad += len(gguf["missing"]) + len(gguf["disagree"]) + len(gguf["not_in_llama_cpp"])
     for p in unused:
         print(f"STALE     leave-out entry {p} matches nothing")

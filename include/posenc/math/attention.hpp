@@ -61,4 +61,9 @@ struct AttentionOptions {
 // whose head count or head_dim does not match. Thread-safe (no shared state).
 Result<Array> AttentionReference(const Array& q, const Array& k, const Array& v, const AttentionOptions& options = {});
 
+// x float32 [T, d_model] times w [d_model, heads * head_dim] (row-major) -> float32 [T, heads, head_dim]:
+// the toy q / k / v projection of the demo and the tests, float64 sums rounded once. Errors
+// (kInvalidArgument): x not float32 [T, d_model], heads or head_dim < 1, w not d_model * heads * head_dim.
+Result<Array> ProjectHeads(const Array& x, std::span<const float> w, int64_t heads, int64_t head_dim);
+
 }  // namespace posenc
