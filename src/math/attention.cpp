@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
@@ -15,6 +16,18 @@ Status CheckHeads(const Array& a, const char* what) {
   if (a.dtype() != DType::kF32 || a.ndim() != 3)
     return InvalidArgumentError(fmt::format("attention: {} must be float32 [tokens, heads, head_dim], got {} {}", what,
                                             ToString(a.dtype()), ShapeToString(a.shape())));
+  return OkStatus();
+}
+
+// A T5 or Shaw bias's tables: given (else `missing`), valid, and of q's size where they meet it (T5's
+// heads, Shaw's head_dim: `size`), else `mismatch` with the tables' size and q's.
+template <typename Tables>
+Status CheckBiasTables(const Tables* tables, int64_t (Tables::*size)() const, int64_t q_size, const char* missing,
+                       std::string_view mismatch) {
+  if (tables == nullptr) return InvalidArgumentError(missing);
+  POSENC_RETURN_IF_ERROR(tables->Validate());
+  if ((tables->*size)() != q_size)
+    return InvalidArgumentError(fmt::format(fmt::runtime(mismatch), (tables->*size)(), q_size));
   return OkStatus();
 }
 
@@ -46,19 +59,11 @@ Status Validate(const Array& q, const Array& k, const Array& v, const AttentionO
             fmt::format("attention: {} alibi slopes for {} query heads", b.alibi_slopes.size(), q.dim(1)));
       break;
     case AttentionBiasKind::kT5:
-      if (b.t5 == nullptr) return InvalidArgumentError("attention: t5 bias without a table");
-      POSENC_RETURN_IF_ERROR(b.t5->Validate());
-      if (b.t5->num_heads() != q.dim(1))
-        return InvalidArgumentError(
-            fmt::format("attention: t5 table has {} heads, q has {}", b.t5->num_heads(), q.dim(1)));
-      break;
+      return CheckBiasTables(b.t5, &T5RelativeBias::num_heads, q.dim(1), "attention: t5 bias without a table",
+                             "attention: t5 table has {} heads, q has {}");
     case AttentionBiasKind::kShaw:
-      if (b.shaw == nullptr) return InvalidArgumentError("attention: shaw bias without tables");
-      POSENC_RETURN_IF_ERROR(b.shaw->Validate());
-      if (b.shaw->head_dim() != q.dim(2))
-        return InvalidArgumentError(
-            fmt::format("attention: shaw tables have head_dim {}, q has {}", b.shaw->head_dim(), q.dim(2)));
-      break;
+      return CheckBiasTables(b.shaw, &ShawRelativeEmbeddings::head_dim, q.dim(2), "attention: shaw bias without tables",
+                             "attention: shaw tables have head_dim {}, q has {}");
   }
   return OkStatus();
 }

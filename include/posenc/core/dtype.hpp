@@ -25,6 +25,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <type_traits>
 
 namespace posenc {
 
@@ -188,47 +189,26 @@ inline float LoadAsF32(const f8e5m2_t* p) { return F8E5M2ToF32(*p); }
 inline void StoreFromF32(float v, f8e4m3_t* p) { *p = F32ToF8E4M3(v); }
 inline void StoreFromF32(float v, f8e5m2_t* p) { *p = F32ToF8E5M2(v); }
 
+namespace detail {
+// Where T stands among Ts (sizeof...(Ts) when it is none of them).
+template <typename T, typename... Ts>
+constexpr size_t IndexOfType() {
+  constexpr bool same[] = {std::is_same_v<T, Ts>...};
+  size_t i = 0;
+  while (i < sizeof...(Ts) && !same[i]) ++i;
+  return i;
+}
+}  // namespace detail
+
+// The element type a C++ type stores: float -> kF32, f16_t -> kF16, ..., f8e5m2_t -> kF8E5M2.
 template <typename T>
-constexpr DType DTypeOf();
-template <>
-constexpr DType DTypeOf<float>() {
-  return DType::kF32;
+constexpr DType DTypeOf() {
+  // The storage type of each element type, in DType order.
+  constexpr size_t i =
+      detail::IndexOfType<T, float, f16_t, bf16_t, double, int32_t, int64_t, uint8_t, int8_t, f8e4m3_t, f8e5m2_t>();
+  static_assert(i < static_cast<size_t>(DType::kQ8_0), "DTypeOf: not the storage type of an element type");
+  return static_cast<DType>(i);
 }
-template <>
-constexpr DType DTypeOf<f16_t>() {
-  return DType::kF16;
-}
-template <>
-constexpr DType DTypeOf<bf16_t>() {
-  return DType::kBF16;
-}
-template <>
-constexpr DType DTypeOf<double>() {
-  return DType::kF64;
-}
-template <>
-constexpr DType DTypeOf<int32_t>() {
-  return DType::kI32;
-}
-template <>
-constexpr DType DTypeOf<int64_t>() {
-  return DType::kI64;
-}
-template <>
-constexpr DType DTypeOf<uint8_t>() {
-  return DType::kU8;
-}
-template <>
-constexpr DType DTypeOf<int8_t>() {
-  return DType::kI8;
-}
-template <>
-constexpr DType DTypeOf<f8e4m3_t>() {
-  return DType::kF8E4M3;
-}
-template <>
-constexpr DType DTypeOf<f8e5m2_t>() {
-  return DType::kF8E5M2;
-}
+static_assert(DTypeOf<f8e5m2_t>() == DType::kF8E5M2, "DTypeOf's list follows DType's element types");
 
 }  // namespace posenc
