@@ -48,6 +48,25 @@ HWY_INLINE void StoreOut(D d, V v, T* p) {
 // so (not with streaming stores, which skip reading the lines).
 inline constexpr size_t kStoreAhead = 4096;
 
+// Row i of a lookup of rows [.., end): its table row, its output row (d_model values), and the table row to
+// fetch while it is copied: rows are scattered, so the next row is fetched at the same column, and the
+// hardware prefetcher (which stops at page boundaries) is not the only source of reads ahead. The last
+// row fetches itself.
+template <typename In, typename Out>
+struct GatherRow {
+  const In* src;
+  Out* dst;
+  const char* next;
+};
+
+template <typename In, typename Out>
+HWY_INLINE GatherRow<In, Out> RowAt(const EmbeddingTable& table, const int64_t* ids, int64_t i, int64_t end, Out* out) {
+  const In* base = static_cast<const In*>(table.data);
+  const In* src = base + ids[i] * table.row_stride;
+  Out* dst = out + static_cast<size_t>(i) * static_cast<size_t>(table.d_model);
+  return {src, dst, reinterpret_cast<const char*>(i + 1 < end ? base + ids[i + 1] * table.row_stride : src)};
+}
+
 template <typename In, typename Out, bool kStream>
 void GatherRowsT(const EmbeddingTable& table, const int64_t* ids, int64_t begin, int64_t end, float multiplier,
                  const float* add, bool prefetch_dst, Out* out) {
@@ -55,14 +74,9 @@ void GatherRowsT(const EmbeddingTable& table, const int64_t* ids, int64_t begin,
   const size_t N = hn::Lanes(df);
   const size_t d = static_cast<size_t>(table.d_model);
   const auto m = hn::Set(df, multiplier);
-  const In* base = static_cast<const In*>(table.data);
   for (int64_t i = begin; i < end; ++i) {
-    const In* src = base + ids[i] * table.row_stride;
-    Out* dst = out + static_cast<size_t>(i) * d;
+    const auto [src, dst, next] = RowAt<In>(table, ids, i, end, out);
     const float* p = add != nullptr ? add + static_cast<size_t>(i) * d : nullptr;
-    // Rows are scattered: fetch the next row while this one is copied, at the same column, so the
-    // hardware prefetcher (which stops at page boundaries) is not the only source of reads ahead.
-    const char* next = reinterpret_cast<const char*>(i + 1 < end ? base + ids[i + 1] * table.row_stride : src);
     size_t c = 0;
     if constexpr (kStream && std::is_same_v<Out, float>) {  // float32 output, aligned rows
       if (p == nullptr) {
@@ -108,11 +122,8 @@ void GatherRowsBF16Packed(const EmbeddingTable& table, const int64_t* ids, int64
   const size_t N = hn::Lanes(df);  // 32-bit lanes; 2N bfloat16 per vector
   const size_t d = static_cast<size_t>(table.d_model);
   const auto m = hn::Set(df, multiplier);
-  const bf16_t* base = static_cast<const bf16_t*>(table.data);
   for (int64_t i = begin; i < end; ++i) {
-    const bf16_t* src = base + ids[i] * table.row_stride;
-    bf16_t* dst = out + static_cast<size_t>(i) * d;
-    const char* next = reinterpret_cast<const char*>(i + 1 < end ? base + ids[i + 1] * table.row_stride : src);
+    const auto [src, dst, next] = RowAt<bf16_t>(table, ids, i, end, out);
     size_t c = 0;
     for (; c + 4 * N <= d; c += 4 * N) {
       hwy::Prefetch(next + 2 * c);

@@ -119,12 +119,7 @@ void FusedTokensT(const detail::FusedRopeJob& job, int64_t begin, int64_t end) {
 
 // The exported per-target entry point.
 void FusedTokensTarget(const detail::FusedRopeJob& job, int64_t begin, int64_t end) {
-  switch (job.q.dtype) {
-    case DType::kF32: FusedTokensT<float>(job, begin, end); break;
-    case DType::kF16: FusedTokensT<f16_t>(job, begin, end); break;
-    case DType::kBF16: FusedTokensT<bf16_t>(job, begin, end); break;
-    default: break;  // validated at the boundary
-  }
+  VisitFloatDType(job.q.dtype, [&](auto tag) { FusedTokensT<typename decltype(tag)::type>(job, begin, end); });
 }
 
 }  // namespace HWY_NAMESPACE

@@ -11,6 +11,7 @@
 
 #if HWY_ONCE
 #include "kernels/kv_cache/fused_rope_internal.hpp"
+#include "kernels/kv_cache/kv_cache_internal.hpp"
 #include "posenc/core/parallel.hpp"
 #include "posenc/kernels/simd.hpp"
 
@@ -38,16 +39,13 @@ Status ApplyRopeKvCache(const FusedRopeArgs& args, const QkvViews& qkv, HeadsVie
   job.q_scale = args.q_scale.empty() ? nullptr : args.q_scale.data();
   job.q_norm = args.q_norm;
   job.k_norm = args.k_norm;
-  job.k_direct = (cache.type == KvCacheType::kF32 && qkv.q.dtype == DType::kF32) ||
-                 (cache.type == KvCacheType::kF16 && qkv.q.dtype == DType::kF16) ||
-                 (cache.type == KvCacheType::kBF16 && qkv.q.dtype == DType::kBF16);
-  // Bytes touched, for the threads-or-inline choice only (in double: no overflow for any validated size).
+  job.k_direct = detail::StoresAsIs(cache.type, qkv.q.dtype);
+  // Bytes touched, for the threads-or-inline choice only.
   const double es = static_cast<double>(SizeOf(qkv.q.dtype));
   const double row = static_cast<double>(cache.kv_heads * cache.head_dim);
   const double touched = static_cast<double>(tokens) * (2.0 * static_cast<double>(qkv.q.heads * qkv.q.head_dim) * es +
                                                         2.0 * row * es + 2.0 * static_cast<double>(cache.slot_bytes()));
-  const int64_t bytes = touched > 9e18 ? INT64_MAX : static_cast<int64_t>(touched);
-  ParallelFor(args.rope.parallel, tokens, bytes, [&](int64_t b, int64_t e) {
+  ParallelFor(args.rope.parallel, tokens, detail::TouchedBytes(touched), [&](int64_t b, int64_t e) {
     HWY_DYNAMIC_DISPATCH(FusedTokensTarget)(job, b, e);
   });
   return OkStatus();

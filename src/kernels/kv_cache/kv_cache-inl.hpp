@@ -101,7 +101,6 @@ HWY_INLINE void QuantizeRowQ8Portable(const T* src, BlockQ8_0* dst, size_t n) {
   }
 }
 
-
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX2
 // Hand-scheduled Q8_0 for AVX-512 and AVX2, the same operations on each value as the reference (amax =
 // max |x|, d = amax / 127 and id = 1 / d in float32, roundf(x * id)), arranged for throughput on the
@@ -174,8 +173,7 @@ HWY_INLINE __m512i Q8Quant(__m512 x, __m512 id) {
   return _mm512_cvttps_epi32(_mm512_add_ps(v, _mm512_castsi512_ps(s)));
 }
 // Two blocks (x0, x1: 32 values each) with their ids into qs0 and qs1.
-HWY_INLINE void Q8StoreBlockPair(const float* x0, const float* x1, __m512 id0, __m512 id1, int8_t* qs0,
-                                 int8_t* qs1) {
+HWY_INLINE void Q8StoreBlockPair(const float* x0, const float* x1, __m512 id0, __m512 id1, int8_t* qs0, int8_t* qs1) {
   const __m512i a = Q8Quant(_mm512_loadu_ps(x0), id0), b = Q8Quant(_mm512_loadu_ps(x0 + 16), id0);
   const __m512i c = Q8Quant(_mm512_loadu_ps(x1), id1), d = Q8Quant(_mm512_loadu_ps(x1 + 16), id1);
   // Per 128-bit chunk k the packs give dwords [a_k b_k c_k d_k]; gather them back into value order.
@@ -211,8 +209,8 @@ HWY_INLINE void QuantsQ8(const float* x, const float* ids, BlockQ8_0* dst, size_
 #else
   size_t b = 0;
   for (; b + 2 <= m; b += 2)
-    Q8StoreBlockPair(x + b * kQ8_0Block, x + (b + 1) * kQ8_0Block, _mm512_set1_ps(ids[b]),
-                     _mm512_set1_ps(ids[b + 1]), dst[b].qs, dst[b + 1].qs);
+    Q8StoreBlockPair(x + b * kQ8_0Block, x + (b + 1) * kQ8_0Block, _mm512_set1_ps(ids[b]), _mm512_set1_ps(ids[b + 1]),
+                     dst[b].qs, dst[b + 1].qs);
   if (b < m) {  // an odd last block: quantized as both halves of a pair, one copy kept
     HWY_ALIGN int8_t spare[kQ8_0Block];
     const __m512 id = _mm512_set1_ps(ids[b]);
@@ -279,12 +277,13 @@ HWY_INLINE hn::Vec<hn::RebindToSigned<DF>> Float8Codes(hn::Vec<DF> v) {
   constexpr float kDenorm = kE4M3 ? 16384.0f : 128.0f;                  // 2^14, 2^7
   constexpr int32_t kDenormBits = kE4M3 ? 0x46800000 : 0x43000000;
   constexpr uint32_t kRebias = kE4M3 ? 0xc407ffffu : 0xc80fffffu;
-  const auto sub = hn::Sub(hn::BitCast(di, hn::Add(hn::BitCast(df, a), hn::Set(df, kDenorm))), hn::Set(di, kDenormBits));
+  const auto sub =
+      hn::Sub(hn::BitCast(di, hn::Add(hn::BitCast(df, a), hn::Set(df, kDenorm))), hn::Set(di, kDenormBits));
   const auto odd = hn::And(hn::ShiftRight<kDrop>(a), hn::Set(di, 1));
   // The rebias wraps modulo 2^32 in the scalar code: unsigned lanes here, shifted logically.
   const hn::RebindToUnsigned<DF> du;
-  const auto norm = hn::BitCast(
-      di, hn::ShiftRight<kDrop>(hn::Add(hn::BitCast(du, hn::Add(a, odd)), hn::Set(du, kRebias))));
+  const auto norm =
+      hn::BitCast(di, hn::ShiftRight<kDrop>(hn::Add(hn::BitCast(du, hn::Add(a, odd)), hn::Set(du, kRebias))));
   auto r = hn::IfThenElse(hn::Lt(a, hn::Set(di, kSmallestNormal)), sub, norm);
   hn::Vec<decltype(di)> big;
   if constexpr (kE4M3) {
@@ -331,14 +330,24 @@ HWY_INLINE void StoreRowFrom(const T* src, KvCacheType type, void* dst, size_t n
   }
 }
 
-HWY_INLINE void StoreRow(DType dtype, const void* src, KvCacheType type, void* dst, size_t n,
-                         const detail::RowScale& scale = {}) {
+// f(std::type_identity<T>()) with T the element type of a float32 / float16 / bfloat16 `dtype`;
+// nothing for other types (validated at the boundary).
+template <class F>
+HWY_INLINE void VisitFloatDType(DType dtype, F&& f) {
   switch (dtype) {
-    case DType::kF32: StoreRowFrom(static_cast<const float*>(src), type, dst, n, scale); return;
-    case DType::kF16: StoreRowFrom(static_cast<const f16_t*>(src), type, dst, n, scale); return;
-    case DType::kBF16: StoreRowFrom(static_cast<const bf16_t*>(src), type, dst, n, scale); return;
+    case DType::kF32: f(std::type_identity<float>()); return;
+    case DType::kF16: f(std::type_identity<f16_t>()); return;
+    case DType::kBF16: f(std::type_identity<bf16_t>()); return;
     default: return;  // validated at the boundary
   }
+}
+
+HWY_INLINE void StoreRow(DType dtype, const void* src, KvCacheType type, void* dst, size_t n,
+                         const detail::RowScale& scale = {}) {
+  VisitFloatDType(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    StoreRowFrom(static_cast<const T*>(src), type, dst, n, scale);
+  });
 }
 
 }  // namespace HWY_NAMESPACE

@@ -31,6 +31,17 @@ struct RowScale {
 inline RowScale KeyScale(const KvCacheView& c) { return {c.k_scale.data(), c.k_scale.size(), c.head_dim}; }
 inline RowScale ValueScale(const KvCacheView& c) { return {c.v_scale.data(), c.v_scale.size(), c.head_dim}; }
 
+// Whether a cache of `type` holds `dtype` values unchanged (float32, float16 or bfloat16 in the same type),
+// so a kernel may write its results straight into the cache row.
+inline bool StoresAsIs(KvCacheType type, DType dtype) {
+  return (type == KvCacheType::kF32 && dtype == DType::kF32) || (type == KvCacheType::kF16 && dtype == DType::kF16) ||
+         (type == KvCacheType::kBF16 && dtype == DType::kBF16);
+}
+
+// Bytes touched (computed in double: no overflow for any validated size) as ParallelFor's cost, saturated
+// at INT64_MAX; for the threads-or-inline choice only.
+inline int64_t TouchedBytes(double touched) { return touched > 9e18 ? INT64_MAX : static_cast<int64_t>(touched); }
+
 // The scalar conversion of one row of n values of `src_dtype` into the cache type at dst (float
 // types element by element, a copy when the types match; Q8_0: widened to float32, then
 // QuantizeRowQ8_0Reference, n a multiple of 32; float8: F32ToF8*(float32(x) / scale of x's head)).

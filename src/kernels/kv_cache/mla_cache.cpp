@@ -14,7 +14,6 @@
 #include "kernels/norm/rms_norm-inl.hpp"
 #include "kernels/rope/rope_internal.hpp"
 
-
 HWY_BEFORE_NAMESPACE();
 namespace posenc {
 namespace HWY_NAMESPACE {
@@ -54,12 +53,7 @@ void MlaTokensT(const detail::MlaJob& job, int64_t begin, int64_t end) {
 }
 
 void MlaTokensTarget(const detail::MlaJob& job, int64_t begin, int64_t end) {
-  switch (job.kv_c.dtype) {
-    case DType::kF32: MlaTokensT<float>(job, begin, end); break;
-    case DType::kF16: MlaTokensT<f16_t>(job, begin, end); break;
-    case DType::kBF16: MlaTokensT<bf16_t>(job, begin, end); break;
-    default: break;  // validated at the boundary
-  }
+  VisitFloatDType(job.kv_c.dtype, [&](auto tag) { MlaTokensT<typename decltype(tag)::type>(job, begin, end); });
 }
 
 }  // namespace HWY_NAMESPACE
@@ -67,6 +61,7 @@ void MlaTokensTarget(const detail::MlaJob& job, int64_t begin, int64_t end) {
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
+#include "kernels/kv_cache/kv_cache_internal.hpp"
 #include "posenc/core/parallel.hpp"
 #include "posenc/kernels/simd.hpp"
 
@@ -97,17 +92,15 @@ Status ApplyMlaRopeCache(const MlaRopeArgs& args, HeadsView kv_c, HeadsView k_pe
   job.layer = args.layer;
   job.slots = args.slots.data();
   job.kv_norm = args.kv_norm;
-  job.direct = (cache.type == KvCacheType::kF32 && kv_c.dtype == DType::kF32) ||
-               (cache.type == KvCacheType::kF16 && kv_c.dtype == DType::kF16) ||
-               (cache.type == KvCacheType::kBF16 && kv_c.dtype == DType::kBF16);
-  // Bytes touched, for the threads-or-inline choice only (double: no overflow).
+  job.direct = detail::StoresAsIs(cache.type, kv_c.dtype);
+  // Bytes touched, for the threads-or-inline choice only.
   const double es = static_cast<double>(SizeOf(kv_c.dtype));
   const double per_token = static_cast<double>(cache.row_values()) * es + static_cast<double>(cache.slot_bytes()) +
                            2.0 * static_cast<double>(q.heads * q.head_dim) * es;
   const double touched = per_token * static_cast<double>(tokens);
-  const int64_t bytes = touched > 9e18 ? INT64_MAX : static_cast<int64_t>(touched);
-  ParallelFor(args.rope.parallel, tokens, bytes,
-              [&](int64_t b, int64_t e) { HWY_DYNAMIC_DISPATCH(MlaTokensTarget)(job, b, e); });
+  ParallelFor(args.rope.parallel, tokens, detail::TouchedBytes(touched), [&](int64_t b, int64_t e) {
+    HWY_DYNAMIC_DISPATCH(MlaTokensTarget)(job, b, e);
+  });
   return OkStatus();
 }
 

@@ -16,18 +16,14 @@
 namespace posenc {
 HWY_EXPORT(RopeCosSinTokensTarget);
 
-namespace detail {
-void RopeCosSinTokens(const RopeCosSinJob& job, int64_t begin, int64_t end) {
-  HWY_DYNAMIC_DISPATCH(RopeCosSinTokensTarget)(job, begin, end);
-}
-}  // namespace detail
-
 Status ApplyRopeCosSin(const RopeCosSinArgs& args, HeadsView in, HeadsView out) {
   POSENC_RETURN_IF_ERROR(ValidateRopeCosSin(args, in, out));
   if (in.tokens == 0 || in.heads == 0) return OkStatus();
   const detail::RopeCosSinJob job{args, in, out};
   const int64_t bytes = 2 * in.tokens * in.heads * in.head_dim * static_cast<int64_t>(SizeOf(in.dtype));
-  ParallelFor(args.parallel, in.tokens, bytes, [&](int64_t b, int64_t e) { detail::RopeCosSinTokens(job, b, e); });
+  ParallelFor(args.parallel, in.tokens, bytes, [&](int64_t b, int64_t e) {
+    HWY_DYNAMIC_DISPATCH(RopeCosSinTokensTarget)(job, b, e);
+  });
   return OkStatus();
 }
 

@@ -14,9 +14,6 @@ struct RopeCosSinJob {
   HeadsView in, out;
 };
 
-// Rotates tokens [begin, end) of `job` with the best enabled SIMD target.
-void RopeCosSinTokens(const RopeCosSinJob& job, int64_t begin, int64_t end);
-
 // A float32 value rounded to T and widened back (float32: itself).
 template <typename T>
 inline float RoundTo(float v) {
