@@ -56,8 +56,7 @@ Status StoreKvCache(const KvCacheView& cache, int64_t layer, std::span<const int
   const double n = static_cast<double>(cache.kv_heads * cache.head_dim);
   const double touched = static_cast<double>(tokens) * 2.0 *
                          (n * static_cast<double>(SizeOf(dt)) + static_cast<double>(cache.slot_bytes()));
-  const int64_t bytes = touched > 9e18 ? INT64_MAX : static_cast<int64_t>(touched);  // threads-or-inline choice only
-  ParallelFor(parallel, tokens, bytes,
+  ParallelFor(parallel, tokens, detail::TouchedBytes(touched),
               [&](int64_t b, int64_t e) { detail::StoreKvTokens(cache, layer, slots.data(), k, v, b, e); });
   return OkStatus();
 }

@@ -211,10 +211,7 @@ void StoreRowReference(DType src_dtype, const void* src, KvCacheType type, void*
       default: return BF16ToF32(static_cast<const bf16_t*>(src)[i]);
     }
   };
-  const bool same = (type == KvCacheType::kF32 && src_dtype == DType::kF32) ||
-                    (type == KvCacheType::kF16 && src_dtype == DType::kF16) ||
-                    (type == KvCacheType::kBF16 && src_dtype == DType::kBF16);
-  if (same) {
+  if (StoresAsIs(type, src_dtype)) {
     std::memcpy(dst, src, un * SizeOf(src_dtype));
     return;
   }
