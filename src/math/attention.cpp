@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "posenc/core/checked_math.hpp"
 #include "posenc/math/attention.hpp"
 
 namespace posenc {
@@ -156,8 +157,11 @@ Result<Array> ProjectHeads(const Array& x, std::span<const float> w, int64_t hea
   if (x.dtype() != DType::kF32 || x.ndim() != 2)
     return InvalidArgumentError(fmt::format("project: x must be float32 [tokens, d_model], got {} {}",
                                             ToString(x.dtype()), ShapeToString(x.shape())));
-  const int64_t t_count = x.dim(0), dm = x.dim(1), cols = heads * head_dim;
-  if (heads < 1 || head_dim < 1 || static_cast<int64_t>(w.size()) != dm * cols)
+  const int64_t t_count = x.dim(0), dm = x.dim(1);
+  if (heads < 1 || head_dim < 1)
+    return InvalidArgumentError(fmt::format("project: heads {} and head_dim {} must be >= 1", heads, head_dim));
+  int64_t cols = 0, values = 0;
+  if (!CheckedMul(heads, head_dim, &cols) || !CheckedMul(dm, cols, &values) || static_cast<int64_t>(w.size()) != values)
     return InvalidArgumentError(fmt::format("project: w holds {} values, not d_model {} x heads {} x head_dim {}",
                                             w.size(), dm, heads, head_dim));
   POSENC_ASSIGN_OR_RETURN(Array out, Array::Zeros(DType::kF32, {t_count, heads, head_dim}));

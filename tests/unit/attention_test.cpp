@@ -2,6 +2,7 @@
 // over random shapes, GQA, causal masks with offsets, every bias kind and several tile sizes.
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -168,6 +169,34 @@ TEST(AttentionReference, ErrorsNameShapesAndValues) {
   const ShawRelativeEmbeddings shaw = RandomShawEmbeddings(2, 5, 1).value();
   o.bias = AttentionBias::Shaw(shaw);
   ExpectError(z({2, 4, 4}), k, v, o, "shaw tables have head_dim 5, q has 4");
+}
+
+TEST(ProjectHeads, MultipliesRowsByTheWeightMatrix) {
+  Array x = Array::Zeros(DType::kF32, {2, 3}).value();
+  for (int i = 0; i < 6; ++i) x.data<float>()[i] = static_cast<float>(i + 1);  // [[1 2 3] [4 5 6]]
+  std::vector<float> w(3 * 4);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i % 5) - 2.0f;
+  const Array out = ProjectHeads(x, w, 2, 2).value();
+  ASSERT_EQ(out.shape(), (std::vector<int64_t>{2, 2, 2}));
+  for (int64_t t = 0; t < 2; ++t)
+    for (int64_t c = 0; c < 4; ++c) {
+      double want = 0;
+      for (int64_t i = 0; i < 3; ++i) want += double{x.data<float>()[t * 3 + i]} * w[static_cast<size_t>(i * 4 + c)];
+      EXPECT_EQ(out.data<float>()[t * 4 + c], static_cast<float>(want)) << t << ", " << c;
+    }
+}
+
+TEST(ProjectHeads, BadShapesAreRefusedNamingThem) {
+  const Array x = Array::Zeros(DType::kF32, {2, 3}).value();
+  const std::vector<float> w(12);
+  auto msg = [](const Result<Array>& r) { return r.ok() ? std::string("ok") : r.status().message(); };
+  EXPECT_NE(msg(ProjectHeads(Array::Zeros(DType::kF32, {2, 3, 1}).value(), w, 2, 2)).find("float32 [tokens, d_model]"),
+            std::string::npos);
+  EXPECT_NE(msg(ProjectHeads(x, w, 0, 2)).find("heads 0 and head_dim 2 must be >= 1"), std::string::npos);
+  EXPECT_NE(msg(ProjectHeads(x, w, 3, 2)).find("w holds 12 values, not d_model 3 x heads 3 x head_dim 2"),
+            std::string::npos);
+  // heads x head_dim x d_model past int64: refused, not wrapped around to a matching size.
+  EXPECT_NE(msg(ProjectHeads(x, w, int64_t{1} << 62, 4)).find("w holds 12 values"), std::string::npos);
 }
 
 }  // namespace
