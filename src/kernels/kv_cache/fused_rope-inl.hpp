@@ -1,7 +1,8 @@
 // Per-target fused RoPE + KV-cache write, included once per SIMD target by fused_rope.cpp
 // (foreach_target.h). Per token, one pass over its bytes: q and k rotated by one call of the RoPE
 // kernels (rope-inl.hpp through detail::RopeTokens, the same code ApplyRope runs, so the rotation is
-// bit for bit ApplyRope's), k straight into its cache row when the cache has the activation dtype,
+// bit for bit ApplyRope's; with QK-norm each head is normed on the way, in the rotation's registers
+// where the head is the whole window), k straight into its cache row when the cache has the activation dtype,
 // else into an L1-resident row that is converted / quantized into the cache (kv_cache-inl.hpp), v
 // converted from the input row to its cache row, and the query temperature multiplied into the
 // just-written q row.
@@ -24,7 +25,6 @@
 #include "kernels/kv_cache/fused_rope_internal.hpp"
 #include "kernels/kv_cache/kv_cache-inl.hpp"
 #include "kernels/kv_cache/kv_cache_internal.hpp"
-#include "kernels/norm/rms_norm-inl.hpp"
 #include "kernels/rope/rope_internal.hpp"
 
 HWY_BEFORE_NAMESPACE();
@@ -65,14 +65,15 @@ void FusedTokensT(const detail::FusedRopeJob& job, int64_t begin, int64_t end) {
   rj.num_tensors = 0;
   const int iq = q.heads > 0 ? rj.num_tensors++ : -1;
   const int ik = rj.num_tensors++;
-  // A normed q is rotated in place in q_out, a normed k from its dense scratch row.
-  const bool qn = job.q_norm.enabled(), kn = job.k_norm.enabled();
-  // Scratch rows only where a row must be staged (a normed or converted k, strided v heads): the
-  // common decode call into a cache of the activation dtype allocates nothing.
-  const hwy::AlignedFreeUniquePtr<T[]> k_row = kn || !job.k_direct ? hwy::AllocateAligned<T>(n) : nullptr;
+  // QK-norm runs inside the rotation (rope-inl.hpp's RotateNormedToken), in registers where it can.
+  const HeadRmsNorm* qn = job.q_norm.enabled() ? &job.q_norm : nullptr;
+  const HeadRmsNorm* kn = job.k_norm.enabled() ? &job.k_norm : nullptr;
+  // Scratch rows only where a row must be staged (a converted k, strided v heads): the common decode
+  // call into a cache of the activation dtype allocates nothing.
+  const hwy::AlignedFreeUniquePtr<T[]> k_row = !job.k_direct ? hwy::AllocateAligned<T>(n) : nullptr;
   const hwy::AlignedFreeUniquePtr<T[]> v_row = detail::TokenRowCopies(v) ? hwy::AllocateAligned<T>(n) : nullptr;
-  if (iq >= 0) rj.tensors[iq] = {nullptr, nullptr, q.heads, 0, qn ? qo.head_stride : q.head_stride, 0, qo.head_stride};
-  rj.tensors[ik] = {nullptr, nullptr, k.heads, 0, kn ? k.head_dim : k.head_stride, 0, k.head_dim};
+  if (iq >= 0) rj.tensors[iq] = {nullptr, nullptr, q.heads, 0, q.head_stride, 0, qo.head_stride, qn};
+  rj.tensors[ik] = {nullptr, nullptr, k.heads, 0, k.head_stride, 0, k.head_dim, kn};
   for (int64_t t = begin; t < end; ++t) {
     // The next token's streams: its cos/sin rows whole, and the first lines of each other row it
     // touches (its cache rows, scattered in decode; its q and k input rows; its q output row), so the
@@ -95,17 +96,8 @@ void FusedTokensT(const detail::FusedRopeJob& job, int64_t begin, int64_t end) {
     if (iq >= 0) {
       rj.tensors[iq].in = q.at<const T>(t, 0);
       rj.tensors[iq].out = qo.at<T>(t, 0);
-      if (qn) {
-        RmsNormTokenT(job.q_norm, q.at<const T>(t, 0), q.head_stride, qo.at<T>(t, 0), qo.head_stride, q.heads,
-                      q.head_dim);
-        rj.tensors[iq].in = qo.at<const T>(t, 0);
-      }
     }
     rj.tensors[ik].in = k.at<const T>(t, 0);
-    if (kn) {
-      RmsNormTokenT(job.k_norm, k.at<const T>(t, 0), k.head_stride, k_row.get(), k.head_dim, k.heads, k.head_dim);
-      rj.tensors[ik].in = k_row.get();
-    }
     rj.tensors[ik].out = job.k_direct ? static_cast<void*>(k_dst) : static_cast<void*>(k_row.get());
     detail::RopeTokens(rj, 0, 1);
     if (job.q_scale != nullptr) {

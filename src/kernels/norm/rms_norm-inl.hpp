@@ -1,6 +1,6 @@
 // Per-target RMSNorm of attention heads (rms_norm.hpp's definition), included once per SIMD target by
-// rms_norm.cpp and by the fused kernels (kv_cache/fused_rope.cpp, kv_cache/mla_cache.cpp) through
-// foreach_target.h. The sum of squares keeps its 16 partials in 16 / N vectors of N lanes (N = 16, 8,
+// rms_norm.cpp, by the RoPE kernels (rope/rope-inl.hpp norms the fused kernels' q and k inside the
+// rotation, NormValue per vector) and by kv_cache/mla_cache.cpp through foreach_target.h. The sum of squares keeps its 16 partials in 16 / N vectors of N lanes (N = 16, 8,
 // 4 or 1 on x86), so every target adds the same values in the same order; the fold's tree runs in
 // registers (the same pairs added as the reference's scalar tree), the mean and scale are scalar
 // float32 as in the reference. A token's heads get their scales first, then are normalised, so the
@@ -85,78 +85,94 @@ HWY_INLINE float HeadSumSquares(const T* x, size_t n) {
   return detail::FoldRmsPartials(p);
 }
 
-// One head: out[i] from x[i], the scale r and the weight w (n values) in the style.
-template <typename T>
-HWY_INLINE void NormalizeHead(const T* x, T* out, size_t n, float r, const float* w, RmsNormStyle style) {
+// One normalised value of a style before its final rounding to T: v the widened input, vr the head's
+// scale, w its weight. kCastThenScale rounds x * r to T first (HF's cast to the input dtype).
+template <typename T, RmsNormStyle kStyle>
+HWY_INLINE hn::Vec<DF> NormValue(hn::Vec<DF> v, hn::Vec<DF> vr, hn::Vec<DF> w) {
+  const DF df;
+  if constexpr (kStyle == RmsNormStyle::kCastThenScale) {
+    return hn::Mul(w, RoundToStorage<T>(df, hn::Mul(v, vr)));
+  } else if constexpr (kStyle == RmsNormStyle::kScaleThenCast) {
+    return hn::Mul(w, hn::Mul(v, vr));
+  } else {
+    return hn::Mul(hn::Mul(v, vr), hn::Add(hn::Set(df, 1.0f), w));
+  }
+}
+
+// One head: out[i] from x[i], the scale r and the weight w (n values).
+template <typename T, RmsNormStyle kStyle>
+HWY_INLINE void NormalizeHeadT(const T* x, T* out, size_t n, float r, const float* w) {
   const DF df;
   const size_t N = hn::Lanes(df);
   const auto vr = hn::Set(df, r);
   size_t i = 0;
-  switch (style) {
-    case RmsNormStyle::kCastThenScale:
-      if constexpr (std::is_same_v<T, float>) {
-        for (; i + N <= n; i += N) StoreF(df, hn::Mul(hn::LoadU(df, w + i), hn::Mul(LoadF(df, x + i), vr)), out + i);
-      } else if constexpr (std::is_same_v<T, bf16_t>) {
-        // round_T(y) in the register: nearest even on the upper 16 bits (bits + 0x7fff + lsb, low word
-        // cleared), F32ToBF16's arithmetic. A NaN here is a product of a widened bfloat16 (low word zero),
-        // which the add leaves alone, as F32ToBF16 does (convert-inl.hpp explains why no other NaN occurs).
-        const DU du;
-        const auto bias = hn::Set(du, 0x7fffu), one = hn::Set(du, 1u), hi = hn::Set(du, 0xffff0000u);
-        for (; i + N <= n; i += N) {
-          const auto b = hn::BitCast(du, hn::Mul(LoadF(df, x + i), vr));
-          const auto r16 = hn::And(hn::Add(hn::Add(b, bias), hn::And(hn::ShiftRight<16>(b), one)), hi);
-          StoreF(df, hn::Mul(hn::LoadU(df, w + i), hn::BitCast(df, r16)), out + i);
-        }
-      } else {
-        for (; i + N <= n; i += N) {
-          StoreF(df, hn::Mul(LoadF(df, x + i), vr), out + i);  // round_T(y), read back widened
-          StoreF(df, hn::Mul(hn::LoadU(df, w + i), LoadF(df, out + i)), out + i);
-        }
-      }
-      for (; i < n; ++i) {
-        StoreFromF32(LoadAsF32(x + i) * r, out + i);
-        StoreFromF32(w[i] * LoadAsF32(out + i), out + i);
-      }
-      return;
-    case RmsNormStyle::kScaleThenCast:
-      for (; i + N <= n; i += N) StoreF(df, hn::Mul(hn::LoadU(df, w + i), hn::Mul(LoadF(df, x + i), vr)), out + i);
-      for (; i < n; ++i) StoreFromF32(w[i] * (LoadAsF32(x + i) * r), out + i);
-      return;
-    case RmsNormStyle::kOnePlusWeight: {
-      const auto one = hn::Set(df, 1.0f);
-      for (; i + N <= n; i += N)
-        StoreF(df, hn::Mul(hn::Mul(LoadF(df, x + i), vr), hn::Add(one, hn::LoadU(df, w + i))), out + i);
-      for (; i < n; ++i) StoreFromF32((LoadAsF32(x + i) * r) * (1.0f + w[i]), out + i);
-      return;
+  for (; i + N <= n; i += N) StoreF(df, NormValue<T, kStyle>(LoadF(df, x + i), vr, hn::LoadU(df, w + i)), out + i);
+  for (; i < n; ++i) {
+    const float y = LoadAsF32(x + i) * r;
+    if constexpr (kStyle == RmsNormStyle::kCastThenScale) {
+      StoreFromF32(y, out + i);
+      StoreFromF32(w[i] * LoadAsF32(out + i), out + i);
+    } else if constexpr (kStyle == RmsNormStyle::kScaleThenCast) {
+      StoreFromF32(w[i] * y, out + i);
+    } else {
+      StoreFromF32(y * (1.0f + w[i]), out + i);
     }
   }
 }
 
-// One token's heads (see detail::RmsNormToken).
+// Calls f with the style as a compile-time constant.
+template <class F>
+HWY_INLINE void WithNormStyle(RmsNormStyle style, const F& f) {
+  switch (style) {
+    case RmsNormStyle::kCastThenScale: f(std::integral_constant<RmsNormStyle, RmsNormStyle::kCastThenScale>()); return;
+    case RmsNormStyle::kScaleThenCast: f(std::integral_constant<RmsNormStyle, RmsNormStyle::kScaleThenCast>()); return;
+    case RmsNormStyle::kOnePlusWeight: f(std::integral_constant<RmsNormStyle, RmsNormStyle::kOnePlusWeight>()); return;
+  }
+}
+
 template <typename T>
-HWY_INLINE void RmsNormTokenT(const HeadRmsNorm& norm, const T* in, int64_t in_head_stride, T* out,
-                              int64_t out_head_stride, int64_t heads, int64_t head_dim) {
+HWY_INLINE void NormalizeHead(const T* x, T* out, size_t n, float r, const float* w, RmsNormStyle style) {
+  WithNormStyle(style, [&](auto st) { NormalizeHeadT<T, decltype(st)::value>(x, out, n, r, w); });
+}
+
+// The heads a token's scales are computed for at once (their sums are independent chains the core
+// overlaps: one head's sum is a chain of n / 16 dependent adds, then the fold, sqrt and divide).
+constexpr int64_t kNormChunk = 64;
+
+// The scales of heads [h0, h0 + m) of one token into r[0, m), m <= kNormChunk: each head's own
+// (kPerHead), or the one scale of the whole row (kWholeRow, its heads' sums added in order).
+template <typename T>
+HWY_INLINE void HeadScales(const HeadRmsNorm& norm, const T* in, int64_t in_head_stride, int64_t heads,
+                           int64_t head_dim, int64_t h0, int64_t m, float* r) {
   const size_t n = static_cast<size_t>(head_dim);
-  const float* w = norm.weight.data();
   if (norm.scope == RmsNormScope::kPerHead) {
-    // Every head's scale first, then the heads normalised: the heads' sums are independent chains the
-    // core overlaps (one head's sum is a chain of n / 16 dependent adds, then the fold, sqrt and divide).
-    constexpr int64_t kChunk = 64;
-    float r[kChunk];
-    for (int64_t h0 = 0; h0 < heads; h0 += kChunk) {
-      const int64_t m = std::min(kChunk, heads - h0);
-      for (int64_t h = 0; h < m; ++h) r[h] = HeadSumSquares(in + (h0 + h) * in_head_stride, n);
-      for (int64_t h = 0; h < m; ++h) r[h] = detail::RmsScale(r[h], head_dim, norm.eps);
-      for (int64_t h = 0; h < m; ++h)
-        NormalizeHead(in + (h0 + h) * in_head_stride, out + (h0 + h) * out_head_stride, n, r[h], w, norm.style);
-    }
+    for (int64_t h = 0; h < m; ++h) r[h] = HeadSumSquares(in + (h0 + h) * in_head_stride, n);
+    for (int64_t h = 0; h < m; ++h) r[h] = detail::RmsScale(r[h], head_dim, norm.eps);
     return;
   }
   float sum = 0.0f;
   for (int64_t h = 0; h < heads; ++h) sum += HeadSumSquares(in + h * in_head_stride, n);
-  const float r = detail::RmsScale(sum, heads * head_dim, norm.eps);
-  for (int64_t h = 0; h < heads; ++h)
-    NormalizeHead(in + h * in_head_stride, out + h * out_head_stride, n, r, w + h * head_dim, norm.style);
+  const float s = detail::RmsScale(sum, heads * head_dim, norm.eps);
+  for (int64_t h = 0; h < m; ++h) r[h] = s;
+}
+
+// Head h's weight: the per-head weight, or head h's slice of the whole row's.
+inline const float* HeadWeight(const HeadRmsNorm& norm, int64_t h, int64_t head_dim) {
+  return norm.weight.data() + (norm.scope == RmsNormScope::kPerHead ? 0 : h * head_dim);
+}
+
+// One token's heads (see detail::RmsNormToken): every head's scale of a chunk first, then its heads.
+template <typename T>
+HWY_INLINE void RmsNormTokenT(const HeadRmsNorm& norm, const T* in, int64_t in_head_stride, T* out,
+                              int64_t out_head_stride, int64_t heads, int64_t head_dim) {
+  float r[kNormChunk];
+  for (int64_t h0 = 0; h0 < heads; h0 += kNormChunk) {
+    const int64_t m = std::min(kNormChunk, heads - h0);
+    if (h0 == 0 || norm.scope == RmsNormScope::kPerHead) HeadScales(norm, in, in_head_stride, heads, head_dim, h0, m, r);
+    for (int64_t h = 0; h < m; ++h)
+      NormalizeHead(in + (h0 + h) * in_head_stride, out + (h0 + h) * out_head_stride, static_cast<size_t>(head_dim),
+                    r[h], HeadWeight(norm, h0 + h, head_dim), norm.style);
+  }
 }
 
 }  // namespace HWY_NAMESPACE

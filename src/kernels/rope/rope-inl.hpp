@@ -20,6 +20,7 @@
 #include <hwy/highway.h>
 
 #include "kernels/simd/convert-inl.hpp"
+#include "kernels/norm/rms_norm-inl.hpp"
 #include "kernels/rope/rope_internal.hpp"
 
 HWY_BEFORE_NAMESPACE();
@@ -237,12 +238,33 @@ HWY_INLINE void ExpandInterleaved(const float* c, const float* s, size_t n, floa
 //   Load(c, s)     once per token, for all its heads: takes the token's cos/sin rows (the table's or
 //                  computed on the fly) and prepares the factor arrays its rows read;
 //   Rotate(in, out)  one head's rotary window (`in` may equal `out`) through the row loop;
-//   reg_c(), reg_s(), RotateRegs<kVecs>(in, out, vc, vs)  the same rotation with the token's factors
-//                  in registers, loaded once per token from reg_c/reg_s (kVecs full vectors per array,
-//                  kFactorsPerPair factors per pair, a multiple of kVecMultiple vectors), where the row
-//                  loop loads them again for every head because a row's stores may alias the table.
+//   reg_c(), reg_s(), RotateRegs<kVecs>(in, out, vc, vs, pre)  the same rotation with the token's
+//                  factors in registers, loaded once per token from reg_c/reg_s (kVecs full vectors per
+//                  array, kFactorsPerPair factors per pair, a multiple of kVecMultiple vectors), where the
+//                  row loop loads them again for every head because a row's stores may alias the table.
+//                  Every input vector passes through pre(v, offset) as it is loaded, before any shuffle:
+//                  NoPre, or the QK-norm (NormPre). `offset` is its first value's index in the window;
+//                  with kPackedLanes its lanes hold that 2N-value block's even values (offset) or odd
+//                  ones (offset + N), as LaneOrderWeights lays out the norm's weights.
 // Each RotateRegs performs the same operations on each value as its Rotate, so the same bits. A new
 // form is a new policy here and one line in FormFor.
+
+// The identity: a plain rotation.
+struct NoPre {
+  HWY_INLINE hn::Vec<DF> operator()(hn::Vec<DF> v, size_t /*offset*/) const { return v; }
+};
+
+// The QK-norm of an input vector in registers: the norm's value of each lane rounded to T, the bits the
+// rotation would load back from the norm's output (vr the head's scale, w its weights in lane order).
+template <typename T, RmsNormStyle kStyle>
+struct NormPre {
+  hn::Vec<DF> vr;
+  const float* w;
+  HWY_INLINE hn::Vec<DF> operator()(hn::Vec<DF> v, size_t offset) const {
+    const DF df;
+    return RoundToStorage<T>(df, NormValue<T, kStyle>(v, vr, hn::LoadU(df, w + offset)));
+  }
+};
 
 // Per-call scratch the forms share: expanded interleaved factors (cc/ss, 2n each) and reordered ones
 // (dc/ds, n each).
@@ -255,6 +277,7 @@ struct FormScratch {
 
 // What every form holds: the pair count, the scratch, and the token's cos/sin rows where it reads them.
 struct FormState {
+  static constexpr bool kPackedLanes = false;  // see RotateRegs above
   size_t n;
   FormScratch f;
   const float* c = nullptr;
@@ -269,14 +292,16 @@ struct HalfForm : FormState {
   HWY_INLINE void Rotate(const T* in, T* out) const { RotateHalfRow<kBackward>(in, out, c, s, n); }
   const float* reg_c() const { return c; }
   const float* reg_s() const { return s; }
-  template <size_t kVecs>
-  static HWY_INLINE void RotateRegs(const T* in, T* out, const hn::Vec<DF>* vc, const hn::Vec<DF>* vs) {
+  template <size_t kVecs, class Pre = NoPre>
+  static HWY_INLINE void RotateRegs(const T* in, T* out, const hn::Vec<DF>* vc, const hn::Vec<DF>* vs,
+                                    const Pre& pre = Pre()) {
     const DF df;
     constexpr size_t N = hn::MaxLanes(DF());
     constexpr size_t n = kVecs * N;
     for (size_t j = 0; j < kVecs; ++j) {
       hn::Vec<DF> ra, rb;
-      RotatePair<kBackward>(LoadF(df, in + j * N), LoadF(df, in + n + j * N), vc[j], vs[j], ra, rb);
+      RotatePair<kBackward>(pre(LoadF(df, in + j * N), j * N), pre(LoadF(df, in + n + j * N), n + j * N), vc[j], vs[j],
+                            ra, rb);
       StoreF(df, ra, out + j * N);
       StoreF(df, rb, out + n + j * N);
     }
@@ -294,12 +319,13 @@ struct InterleavedForm : FormState {
   HWY_INLINE void Rotate(const T* in, T* out) const { RotateInterleavedRow(in, out, f.cc, f.ss, 2 * n); }
   const float* reg_c() const { return f.cc; }
   const float* reg_s() const { return f.ss; }
-  template <size_t kVecs>  // kVecs vectors of values
-  static HWY_INLINE void RotateRegs(const T* in, T* out, const hn::Vec<DF>* vc, const hn::Vec<DF>* vs) {
+  template <size_t kVecs, class Pre = NoPre>  // kVecs vectors of values
+  static HWY_INLINE void RotateRegs(const T* in, T* out, const hn::Vec<DF>* vc, const hn::Vec<DF>* vs,
+                                    const Pre& pre = Pre()) {
     const DF df;
     constexpr size_t N = hn::MaxLanes(DF());
     for (size_t j = 0; j < kVecs; ++j) {
-      const auto x = LoadF(df, in + j * N);
+      const auto x = pre(LoadF(df, in + j * N), j * N);
       StoreF(df, hn::MulAdd(x, vc[j], hn::Mul(hn::Reverse2(df, x), vs[j])), out + j * N);
     }
   }
@@ -320,13 +346,15 @@ struct InterleavedBlocksForm : FormState {
   }
   const float* reg_c() const { return f.dc; }
   const float* reg_s() const { return f.ds; }
-  template <size_t kVecs>
-  static HWY_INLINE void RotateRegs(const float* in, float* out, const hn::Vec<DF>* vc, const hn::Vec<DF>* vs) {
+  template <size_t kVecs, class Pre = NoPre>
+  static HWY_INLINE void RotateRegs(const float* in, float* out, const hn::Vec<DF>* vc, const hn::Vec<DF>* vs,
+                                    const Pre& pre = Pre()) {
     const DF df;
     constexpr size_t N = hn::MaxLanes(DF());
     for (size_t j = 0; j < kVecs; ++j) {
       hn::Vec<DF> a, b, ra, rb;
-      DeinterleaveInBlocks(LoadF(df, in + 2 * j * N), LoadF(df, in + 2 * j * N + N), a, b);
+      DeinterleaveInBlocks(pre(LoadF(df, in + 2 * j * N), 2 * j * N), pre(LoadF(df, in + 2 * j * N + N), 2 * j * N + N),
+                           a, b);
       RotatePair<kBackward>(a, b, vc[j], vs[j], ra, rb);
       StoreF(df, hn::InterleaveLower(df, ra, rb), out + 2 * j * N);
       StoreF(df, hn::InterleaveUpper(df, ra, rb), out + 2 * j * N + N);
@@ -341,6 +369,7 @@ struct InterleavedBlocksForm : FormState {
 template <bool kBackward>
 struct HalfBF16Form : FormState {
   static constexpr size_t kFactorsPerPair = 1, kVecMultiple = 2;
+  static constexpr bool kPackedLanes = true;
   HWY_INLINE void Load(const float* c_row, const float* s_row) {
     c = c_row, s = s_row;
     const DF df;
@@ -360,9 +389,9 @@ struct HalfBF16Form : FormState {
   }
   const float* reg_c() const { return f.dc; }
   const float* reg_s() const { return f.ds; }
-  template <size_t kVecs>
-  static HWY_INLINE void RotateRegs(const bf16_t* in, bf16_t* out, const hn::Vec<DF>* vc, const hn::Vec<DF>* vs) {
-    const DF df;
+  template <size_t kVecs, class Pre = NoPre>
+  static HWY_INLINE void RotateRegs(const bf16_t* in, bf16_t* out, const hn::Vec<DF>* vc, const hn::Vec<DF>* vs,
+                                    const Pre& pre = Pre()) {
     const DU du;
     constexpr size_t N = hn::MaxLanes(DF());
     constexpr size_t n = kVecs * N;
@@ -370,8 +399,9 @@ struct HalfBF16Form : FormState {
       const auto A = hn::LoadU(du, reinterpret_cast<const uint32_t*>(in + j * N));
       const auto B = hn::LoadU(du, reinterpret_cast<const uint32_t*>(in + n + j * N));
       hn::Vec<DF> ra_e, rb_e, ra_o, rb_o;
-      RotatePair<kBackward>(LowBF16(A), LowBF16(B), vc[j], vs[j], ra_e, rb_e);
-      RotatePair<kBackward>(HighBF16(A), HighBF16(B), vc[j + 1], vs[j + 1], ra_o, rb_o);
+      RotatePair<kBackward>(pre(LowBF16(A), j * N), pre(LowBF16(B), n + j * N), vc[j], vs[j], ra_e, rb_e);
+      RotatePair<kBackward>(pre(HighBF16(A), j * N + N), pre(HighBF16(B), n + j * N + N), vc[j + 1], vs[j + 1], ra_o,
+                            rb_o);
       hn::StoreU(PackBF16Computed(ra_e, ra_o), du, reinterpret_cast<uint32_t*>(out + j * N));
       hn::StoreU(PackBF16Computed(rb_e, rb_o), du, reinterpret_cast<uint32_t*>(out + n + j * N));
     }
@@ -383,6 +413,7 @@ struct HalfBF16Form : FormState {
 template <bool kBackward>
 struct InterleavedBF16Form : FormState {
   static constexpr size_t kFactorsPerPair = 1, kVecMultiple = 1;
+  static constexpr bool kPackedLanes = true;
   HWY_INLINE void Load(const float* c_row, const float* s_row) {
     c = c_row, s = s_row;
     if (n % hn::Lanes(DF()) != 0) ExpandInterleaved<kBackward>(c, s, n, f.cc, f.ss);
@@ -392,15 +423,15 @@ struct InterleavedBF16Form : FormState {
   }
   const float* reg_c() const { return c; }
   const float* reg_s() const { return s; }
-  template <size_t kVecs>
-  static HWY_INLINE void RotateRegs(const bf16_t* in, bf16_t* out, const hn::Vec<DF>* vc, const hn::Vec<DF>* vs) {
-    const DF df;
+  template <size_t kVecs, class Pre = NoPre>
+  static HWY_INLINE void RotateRegs(const bf16_t* in, bf16_t* out, const hn::Vec<DF>* vc, const hn::Vec<DF>* vs,
+                                    const Pre& pre = Pre()) {
     const DU du;
     constexpr size_t N = hn::MaxLanes(DF());
     for (size_t j = 0; j < kVecs; ++j) {
       const auto x = hn::LoadU(du, reinterpret_cast<const uint32_t*>(in + 2 * j * N));
       hn::Vec<DF> ra, rb;
-      RotatePair<kBackward>(LowBF16(x), HighBF16(x), vc[j], vs[j], ra, rb);
+      RotatePair<kBackward>(pre(LowBF16(x), 2 * j * N), pre(HighBF16(x), 2 * j * N + N), vc[j], vs[j], ra, rb);
       hn::StoreU(PackBF16Computed(ra, rb), du, reinterpret_cast<uint32_t*>(out + 2 * j * N));
     }
   }
@@ -459,6 +490,55 @@ HWY_INLINE void PrefetchWindow(const void* p, size_t bytes) {
   for (size_t l = 0; l < bytes; l += 64) hwy::Prefetch(c + l);
 }
 
+// A head's norm weights (n values) in the lanes' order of Form's RotateRegs: as they are, or per block
+// of 2N values its even values then its odd ones (kPackedLanes).
+template <class Form>
+HWY_INLINE void LaneOrderWeights(const float* w, size_t n, float* out) {
+  const size_t N = hn::Lanes(DF());
+  if (!Form::kPackedLanes) {
+    std::memcpy(out, w, n * sizeof(float));
+    return;
+  }
+  for (size_t b = 0; b < n; b += 2 * N)
+    for (size_t l = 0; l < N; ++l) {
+      out[b + l] = w[b + 2 * l];
+      out[b + N + l] = w[b + 2 * l + 1];
+    }
+}
+
+// One token of a tensor with a QK-norm (RopeTensor::norm): the scales of a chunk of heads, then each
+// head normed and rotated. `wl` (the weights in lane order) when the head is normed in the rotation's
+// registers (RotateRegs through NormPre: the whole head is the window and has the per-head weight);
+// otherwise (nullptr) the head is normed into `out` and rotated there, the norm kernel's own steps.
+// `in` / `out` point at head 0's first value; either way the bits of the norm, then the rotation.
+template <class Form, class Regs, RmsNormStyle kStyle, typename T>
+HWY_INLINE void RotateNormedToken(const Form& form, const detail::RopeTensor& x, const T* in, T* out, size_t start,
+                                  size_t head_dim, const hn::Vec<DF>* vc, const hn::Vec<DF>* vs, const float* wl) {
+  const HeadRmsNorm& norm = *x.norm;
+  const int64_t D = static_cast<int64_t>(head_dim);
+  float r[kNormChunk];
+  for (int64_t h0 = 0; h0 < x.heads; h0 += kNormChunk) {
+    const int64_t m = std::min(kNormChunk, x.heads - h0);
+    if (h0 == 0 || norm.scope == RmsNormScope::kPerHead) HeadScales(norm, in, x.in_head_stride, x.heads, D, h0, m, r);
+    for (int64_t h = 0; h < m; ++h) {
+      const T* hi = in + (h0 + h) * x.in_head_stride;
+      T* ho = out + (h0 + h) * x.out_head_stride;
+      if constexpr (Regs::kOn) {
+        if (wl != nullptr) {
+          Form::template RotateRegs<Regs::kVecs>(hi, ho, vc, vs, NormPre<T, kStyle>{hn::Set(DF(), r[h]), wl});
+          continue;
+        }
+      }
+      NormalizeHeadT<T, kStyle>(hi, ho, head_dim, r[h], HeadWeight(norm, h0 + h, D));
+      if constexpr (Regs::kOn) {
+        Form::template RotateRegs<Regs::kVecs>(ho + start, ho + start, vc, vs);
+      } else {
+        form.Rotate(ho + start, ho + start);
+      }
+    }
+  }
+}
+
 // The driver: tokens [begin, end) of the job, every tensor and head, through one form.
 template <typename T, bool kInterleaved, bool kBackward, size_t kPairs>
 void RopeTokensT(const detail::RopeJob& job, int64_t begin, int64_t end) {
@@ -485,6 +565,18 @@ void RopeTokensT(const detail::RopeJob& job, int64_t begin, int64_t end) {
   Form form{{n, FormScratch{fly_s + n, fly_s + 3 * n, fly_s + 5 * n, fly_s + 6 * n}}};
   const size_t row_lines = (n * sizeof(float) + 63) / 64;
   hn::Vec<DF> vc[Regs::kOn ? Regs::kVecs : 1], vs[Regs::kOn ? Regs::kVecs : 1];
+  // QK-norm weights in lane order, for a tensor whose heads are normed in the rotation's registers.
+  HWY_ALIGN float wl[2][Regs::kOn ? 2 * kPairs : 1];
+  const float* norm_wl[2] = {nullptr, nullptr};
+  if constexpr (Regs::kOn) {
+    for (int k = 0; k < job.num_tensors && k < 2; ++k) {
+      const HeadRmsNorm* nm = job.tensors[k].norm;
+      if (nm != nullptr && nm->scope == RmsNormScope::kPerHead && start == 0 && after == head_dim) {
+        LaneOrderWeights<Form>(nm->weight.data(), 2 * kPairs, wl[k]);  // = head_dim
+        norm_wl[k] = wl[k];
+      }
+    }
+  }
   for (int64_t t = begin; t < end; ++t) {
     const int64_t pos = job.positions[t];
     if (t + 1 < end) detail::PrefetchCosSinRows(table, job.positions[t + 1], row_lines);
@@ -508,6 +600,14 @@ void RopeTokensT(const detail::RopeJob& job, int64_t begin, int64_t end) {
     }
     for (int k = 0; k < job.num_tensors; ++k) {
       const detail::RopeTensor& x = job.tensors[k];
+      if (x.norm != nullptr) {
+        WithNormStyle(x.norm->style, [&](auto st) {
+          RotateNormedToken<Form, Regs, decltype(st)::value>(form, x, static_cast<const T*>(x.in) + t * x.in_token_stride,
+                                                            static_cast<T*>(x.out) + t * x.out_token_stride, start,
+                                                            head_dim, vc, vs, norm_wl[k]);
+        });
+        continue;
+      }
       // Pointers at the rotary window of head 0; the dims outside it are copied only out of place.
       const T* in = static_cast<const T*>(x.in) + t * x.in_token_stride + start;
       T* out = static_cast<T*>(x.out) + t * x.out_token_stride + start;

@@ -8,17 +8,21 @@
 
 #include <hwy/cache_control.h>
 
+#include "posenc/kernels/rms_norm.hpp"
 #include "posenc/kernels/rope.hpp"
 
 namespace posenc::detail {
 
-// One tensor of a RoPE call (queries or keys), strides in elements.
+// One tensor of a RoPE call (queries or keys), strides in elements. With `norm` (the fused kernels'
+// QK-norm, validated against these heads) each head is RMS-normalised before it is rotated, the whole
+// head written: out = RoPE(RMSNorm(in)), the bits of the norm's output rotated.
 struct RopeTensor {
   const void* in = nullptr;
   void* out = nullptr;
   int64_t heads = 0;
   int64_t in_token_stride = 0, in_head_stride = 0;
   int64_t out_token_stride = 0, out_head_stride = 0;
+  const HeadRmsNorm* norm = nullptr;
 };
 
 // Everything a kernel needs, validated: up to two tensors sharing dtype, layout and positions, so the

@@ -8,6 +8,8 @@
 #define POSENC_KERNELS_CONVERT_INL_H_
 #endif
 
+#include <type_traits>
+
 #include <hwy/highway.h>
 
 #include "posenc/core/dtype.hpp"
@@ -103,6 +105,34 @@ HWY_INLINE void StoreF(DF df, hn::Vec<DF> v, f16_t* p) {
   bits = hn::Or(bits, sign);
   hn::StoreU(hn::DemoteTo(du16, hn::BitCast(di32, bits)), du16, reinterpret_cast<uint16_t*>(p));
 #endif
+}
+
+// v rounded to T and widened back, in registers: the bits StoreF then LoadF give, for values whose
+// NaNs have a zero lower word (the kernels' only NaNs, PackBF16Computed's note below): a norm's
+// intermediate rounding without a trip through memory.
+template <typename T, class DF>
+HWY_INLINE hn::Vec<DF> RoundToStorage(DF df, hn::Vec<DF> v) {
+  if constexpr (std::is_same_v<T, float>) {
+    return v;
+  } else {
+#if HWY_TARGET != HWY_SCALAR
+    if constexpr (std::is_same_v<T, bf16_t>) {  // nearest even on the upper 16 bits, F32ToBF16's add
+      const hn::RebindToUnsigned<DF> du;
+      const auto b = hn::BitCast(du, v);
+      const auto lsb = hn::And(hn::ShiftRight<16>(b), hn::Set(du, 1u));
+      return hn::BitCast(df, hn::And(hn::Add(b, hn::Add(hn::Set(du, 0x7fffu), lsb)), hn::Set(du, 0xffff0000u)));
+    }
+#endif
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+    if constexpr (std::is_same_v<T, f16_t>) {  // F16C both ways, as StoreF and LoadF on these targets
+      const hn::Rebind<hwy::float16_t, DF> df16;
+      return hn::PromoteTo(df, hn::DemoteTo(df16, v));
+    }
+#endif
+    HWY_ALIGN T buf[hn::MaxLanes(DF())];
+    StoreF(df, v, buf);
+    return LoadF(df, buf);
+  }
 }
 
 using DF = hn::ScalableTag<float>;
