@@ -184,7 +184,8 @@ class Rope:
         return q, k
 
     def apply_kv_cache(self, q: Any, k: Any, v: Any, positions: Any, slots: Any, k_cache: Any, v_cache: Any, *,
-                       q_out: Any = None, layer: int = 0, reference: bool = False) -> Any:
+                       q_out: Any = None, layer: int = 0, reference: bool = False, cache_type: Optional[str] = None,
+                       k_scale: Any = None, v_scale: Any = None) -> Any:
         """RoPE fused with the KV-cache write, one pass per token (posenc's ApplyRopeKvCache), as an
         engine runs it after its QKV projection: q_out[t] = RoPE(q[t]); k_cache[layer, slots[t]] =
         RoPE(k[t]) and v_cache[layer, slots[t]] = v[t], converted to the cache's type (nearest even;
@@ -195,11 +196,15 @@ class Rope:
         contiguous, paged or scattered alike); positions are 1-D, which for an M-RoPE model is its text
         tokens' rotation (t = h = w); image tokens' (t, h, w) rows go through `apply_multi_axis`. Caches: [layers, slots, kv_heads, head_dim] (or without
         layers) in float32 / float16 / bfloat16, or uint8 [layers, slots, kv_heads * head_dim / 32 * 34]
-        for Q8_0; both of one kind. q_out: a [T, heads, head_dim] tensor of q's dtype (q itself for in
+        for Q8_0; both of one kind. float8 caches (vLLM's fp8 KV cache: code = fp8(x / scale), PyTorch's
+        float8_e4m3fn / float8_e5m2 conversion) are torch float8 tensors, or uint8 tensors of the float
+        caches' shape with cache_type="float8_e4m3fn" / "float8_e5m2"; k_scale / v_scale: one float (per
+        tensor) or kv_heads floats (per head), 1 when None. q_out: a [T, heads, head_dim] tensor of q's dtype (q itself for in
         place), allocated like q when None. Returns q_out. A slot outside the cache or written twice, a
         shape, dtype or overlap that does not fit: ValueError naming it, nothing written."""
         call = self._call
-        if call is not None and call[0] is self.scheme:
+        plain = cache_type is None and k_scale is None and v_scale is None
+        if call is not None and call[0] is self.scheme and plain:
             r = call[1].apply_kv_cache(q, k, v, positions, slots, k_cache, v_cache, q_out, layer, reference)
             if r is not None:
                 return r
@@ -218,8 +223,9 @@ class Rope:
         kv_heads, head_dim = int(k.shape[1]), int(k.shape[2])
         pos = _tensors.int64_row(positions, "positions", int(q.shape[0]))
         sl = _tensors.int64_row(slots, "slots", int(q.shape[0]))
-        kp, kn, kt, kl, ks = _tensors.cache_memory(k_cache, "k_cache", kv_heads, head_dim)
-        vp, vn, vt, vl, vs_ = _tensors.cache_memory(v_cache, "v_cache", kv_heads, head_dim)
+        kp, kn, kt, kl, ks = _tensors.cache_memory(k_cache, "k_cache", kv_heads, head_dim, cache_type)
+        vp, vn, vt, vl, vs_ = _tensors.cache_memory(v_cache, "v_cache", kv_heads, head_dim, cache_type)
+        scales = [_tensors.cache_scale(s, n) for s, n in ((k_scale, "k_scale"), (v_scale, "v_scale"))]
         if (vt, vl, vs_) != (kt, kl, ks):
             raise ValueError(f"v_cache: a {vt} cache of {vl} x {vs_} slots, k_cache a {kt} cache of {kl} x {ks}")
         layer = _tensors.int_arg(layer, "layer")
@@ -233,7 +239,7 @@ class Rope:
         for name, span in (("k_cache", (kp, kp + kn)), ("v_cache", (vp, vp + vn))):
             _tensors.check_spans_apart([span], spans, name, "q, k, v or q_out")
         _posenc.apply_rope_kv_cache(self._table_for([pos]), *self._layout(), *views, pos, sl, kp, kn, vp, vn, kt, kl, ks,
-                                    int(layer), bool(reference))
+                                    int(layer), bool(reference), k_scale=scales[0], v_scale=scales[1])
         return q_out
 
     def apply_multi_axis(self, x: Any, positions: Any, *, order: Optional[str] = None) -> Any:

@@ -319,11 +319,21 @@ def check_no_partial_overlap(a: Sequence[View], b: Sequence[View], name: str, ot
             check_views_apart([va], [vb], name, f"{other} without being it")
 
 
-def cache_memory(x: Any, name: str, kv_heads: int, head_dim: int) -> Tuple[int, int, str, int, int]:
+CACHE_TYPES = ("float32", "float16", "bfloat16", "q8_0", "float8_e4m3fn", "float8_e5m2")
+_BYTE_CACHE_TYPES = ("q8_0", "float8_e4m3fn", "float8_e5m2")
+
+
+def cache_memory(x: Any, name: str, kv_heads: int, head_dim: int,
+                 cache_type: Optional[str] = None) -> Tuple[int, int, str, int, int]:
     """(data pointer, bytes, cache type, layers, slots) of a KV-cache tensor: [layers, slots, kv_heads,
-    head_dim] or [slots, kv_heads, head_dim] in float32 / float16 / bfloat16, or a uint8 tensor
-    [layers, slots, row_bytes] or [slots, row_bytes] of Q8_0 blocks (row_bytes = kv_heads * head_dim / 32
-    * 34). Contiguous and writable; anything else is a ValueError naming it (nothing is copied)."""
+    head_dim] or [slots, kv_heads, head_dim] in float32 / float16 / bfloat16 (or torch's float8_e4m3fn /
+    float8_e5m2), or a uint8 tensor holding the codes of a byte cache: Q8_0 blocks [layers, slots,
+    row_bytes] or [slots, row_bytes] (row_bytes = kv_heads * head_dim / 32 * 34; a uint8 tensor's
+    default), or float8 codes shaped as the float caches (cache_type "float8_e4m3fn" / "float8_e5m2").
+    `cache_type`, when given, must agree with the tensor's dtype. Contiguous and writable; anything else
+    is a ValueError naming it (nothing is copied)."""
+    if cache_type is not None and cache_type not in CACHE_TYPES:
+        raise ValueError(f"cache_type: {cache_type!r} is not one of {', '.join(CACHE_TYPES)}")
     if not isinstance(x, np.ndarray) and not is_torch(x) and hasattr(x, "__dlpack__"):
         x = as_tensor(x, name)
     if not isinstance(x, np.ndarray) and not is_torch(x):
@@ -340,6 +350,8 @@ def cache_memory(x: Any, name: str, kv_heads: int, head_dim: int) -> Tuple[int, 
             raise ValueError(f"{name}: tensor is not contiguous (strides {list(x.stride())})")
         q8 = x.dtype in (torch.uint8, torch.int8)
         dt = "q8_0" if q8 else _torch_dtype_name(torch, x.dtype)
+        if dt is None and x.dtype in (getattr(torch, "float8_e4m3fn", None), getattr(torch, "float8_e5m2", None)):
+            dt = str(x.dtype).replace("torch.", "")
         ptr, nbytes = x.data_ptr(), x.numel() * x.element_size()
     elif isinstance(x, np.ndarray):
         if not x.flags.c_contiguous:
@@ -352,7 +364,13 @@ def cache_memory(x: Any, name: str, kv_heads: int, head_dim: int) -> Tuple[int, 
     else:
         raise ValueError(f"{name}: {type(x).__name__} is not a numpy array or a torch tensor")
     if dt is None:
-        raise ValueError(f"{name}: dtype {x.dtype} is not float32, float16, bfloat16 or uint8 (q8_0 blocks)")
+        raise ValueError(f"{name}: dtype {x.dtype} is not float32, float16, bfloat16 or uint8 (q8_0 blocks or "
+                         "float8 codes)")
+    if cache_type is not None and cache_type != dt:
+        if not (q8 and cache_type in _BYTE_CACHE_TYPES):
+            raise ValueError(f"{name}: a {x.dtype} tensor cannot hold a {cache_type} cache"
+                             + (" (uint8 holds q8_0 or float8 codes)" if q8 or cache_type in _BYTE_CACHE_TYPES else ""))
+        dt = cache_type
     if dt == "q8_0":
         row = kv_heads * head_dim // 32 * 34 if (kv_heads * head_dim) % 32 == 0 else -1
         if row < 0:
@@ -367,6 +385,19 @@ def cache_memory(x: Any, name: str, kv_heads: int, head_dim: int) -> Tuple[int, 
                              f"or [slots, {kv_heads}, {head_dim}]")
         layers, slots = (shape[0], shape[1]) if len(shape) == 4 else (1, shape[0])
     return ptr, nbytes, dt, layers, slots
+
+
+def cache_scale(x: Any, name: str) -> list:
+    """A float8 cache's scale as the library takes it: [] for None (1), one float, or a 1-D sequence
+    (per head); the values' checks (count, finite, > 0) are the library's and name `name`."""
+    if x is None:
+        return []
+    a = _numbers(x, name, False)
+    if a.dtype.kind not in "fiu":
+        raise ValueError(f"{name}: {a.dtype} is not a number or numbers")
+    if a.ndim > 1:
+        raise ValueError(f"{name}: shape {list(a.shape)} is not a number or [kv_heads]")
+    return [float(v) for v in a.reshape(-1)]
 
 
 INT64_MAX = (1 << 63) - 1

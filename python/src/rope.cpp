@@ -83,19 +83,22 @@ void ApplyRopeKvCacheBinding(const RopeTable& table, const RotaryLayout& layout,
                              const py::tuple& k_t, const py::tuple& v_t, const py::tuple& q_out_t,
                              const Positions& positions, const Positions& slots, uintptr_t k_cache, int64_t k_nbytes,
                              uintptr_t v_cache, int64_t v_nbytes, const std::string& cache_type, int64_t layers,
-                             int64_t cache_slots, int64_t layer, bool reference, int reps = 0,
-                             std::vector<double>* times = nullptr) {
+                             int64_t cache_slots, int64_t layer, bool reference, const std::vector<float>& k_scale,
+                             const std::vector<float>& v_scale, int reps = 0, std::vector<double>* times = nullptr) {
   QkvViews x{View(q_t, "q"), View(k_t, "k"), View(v_t, "v")};
   const HeadsView q_out = View(q_out_t, "q_out");
   KvCacheView cache;
   if (!ParseKvCacheType(cache_type, &cache.type))
-    throw py::value_error("cache_type: '" + cache_type + "' (expected float32, float16, bfloat16 or q8_0)");
+    throw py::value_error("cache_type: '" + cache_type +
+                          "' (expected float32, float16, bfloat16, q8_0, float8_e4m3fn or float8_e5m2)");
   cache.k = reinterpret_cast<void*>(k_cache);
   cache.v = reinterpret_cast<void*>(v_cache);
   cache.layers = layers;
   cache.slots = cache_slots;
   cache.kv_heads = x.k.heads;
   cache.head_dim = x.k.head_dim;
+  cache.k_scale = k_scale;  // float8: per tensor (1 value) or per head; the view's Validate names a bad one
+  cache.v_scale = v_scale;
   Check(cache.Validate());
   if (k_nbytes != cache.bytes() || v_nbytes != cache.bytes())
     throw py::value_error("k_cache / v_cache: " + std::to_string(k_nbytes) + " / " + std::to_string(v_nbytes) +
@@ -196,17 +199,19 @@ void RegisterRope(py::module_& m) {
       [](const RopeTable& table, const std::string& pairing, int64_t head_dim, int64_t rotary_start, int64_t rotary_dim,
          const py::tuple& q, const py::tuple& k, const py::tuple& v, const py::tuple& q_out, const Positions& positions,
          const Positions& slots, uintptr_t k_cache, int64_t k_nbytes, uintptr_t v_cache, int64_t v_nbytes,
-         const std::string& cache_type, int64_t layers, int64_t cache_slots, int64_t layer, bool reference, int reps) {
+         const std::string& cache_type, int64_t layers, int64_t cache_slots, int64_t layer, bool reference, int reps,
+         const std::vector<float>& k_scale, const std::vector<float>& v_scale) {
         std::vector<double> times;
         ApplyRopeKvCacheBinding(table, RotaryLayout{Pairing(pairing), head_dim, rotary_start, rotary_dim}, q, k, v,
                                 q_out, positions, slots, k_cache, k_nbytes, v_cache, v_nbytes, cache_type, layers,
-                                cache_slots, layer, reference, reps, &times);
+                                cache_slots, layer, reference, k_scale, v_scale, reps, &times);
         return times;
       },
       py::arg("table"), py::arg("pairing"), py::arg("head_dim"), py::arg("rotary_start"), py::arg("rotary_dim"),
       py::arg("q"), py::arg("k"), py::arg("v"), py::arg("q_out"), py::arg("positions"), py::arg("slots"),
       py::arg("k_cache"), py::arg("k_nbytes"), py::arg("v_cache"), py::arg("v_nbytes"), py::arg("cache_type"),
-      py::arg("layers"), py::arg("cache_slots"), py::arg("layer"), py::arg("reference"), py::arg("reps") = 0);
+      py::arg("layers"), py::arg("cache_slots"), py::arg("layer"), py::arg("reference"), py::arg("reps") = 0,
+      py::arg("k_scale") = std::vector<float>{}, py::arg("v_scale") = std::vector<float>{});
   m.def("apply_query_temperature", &ApplyTemperatureBatch, py::arg("q_views"), py::arg("scales"));
 }
 

@@ -115,3 +115,82 @@ def test_errors_name_what_is_wrong_and_write_nothing():
     with pytest.raises(ValueError, match="qkv: shape"):
         posenc.split_qkv(qkv, H, KV, 64)
     assert big.abs().sum() == 0
+
+
+def float8_reference(x: np.ndarray, fmt: str) -> np.ndarray:
+    """PyTorch's float32 -> float8_e4m3fn / float8_e5m2 conversion of finite x, written here from the
+    formats' definitions: the nearest code, ties to the even code; e4m3fn past 464 is NaN (0x7f), e5m2
+    past 61440 is infinity (0x7c)."""
+    exp_bits, man_bits = (4, 3) if fmt == "float8_e4m3fn" else (5, 2)
+    bias = (1 << (exp_bits - 1)) - 1
+    codes = np.arange(128)
+    e, m = codes >> man_bits, codes & ((1 << man_bits) - 1)
+    vals = np.where(e == 0, m * 2.0 ** (1 - bias - man_bits), (1 + m / (1 << man_bits)) * 2.0 ** (e - bias))
+    last = 0x7e if fmt == "float8_e4m3fn" else 0x7b  # the largest finite code
+    vals = vals[:last + 1]
+    a = np.abs(x.astype(np.float64)).ravel()
+    hi = np.clip(np.searchsorted(vals, a), 1, last)
+    lo = hi - 1
+    d_lo, d_hi = a - vals[lo], vals[hi] - a
+    code = np.where((d_hi < d_lo) | ((d_hi == d_lo) & (hi % 2 == 0)), hi, lo)
+    code = np.where(a > vals[last], last, code)  # (448, 464] / (57344, 61440) round down to the largest
+    over = a > 464.0 if fmt == "float8_e4m3fn" else a >= 61440.0
+    code = np.where(over, 0x7f if fmt == "float8_e4m3fn" else 0x7c, code)
+    sign = np.signbit(x.ravel()).astype(np.int64) << 7
+    return (code | sign).astype(np.uint8).reshape(x.shape)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("fmt", ["float8_e4m3fn", "float8_e5m2"])
+def test_float8_cache_with_per_tensor_and_per_head_scales(dtype, fmt):
+    rope = posenc.Rope(CFG)
+    qkv, pos, slots = make_inputs(dtype, seed=3)
+    q, k, v = posenc.split_qkv(qkv, H, KV, D)
+    kc = torch.zeros(2, 40, KV, D, dtype=torch.uint8)  # float8 codes in uint8 storage
+    vc = torch.zeros_like(kc)
+    # per tensor; per head, the second head's scale putting many codes among the subnormals
+    k_scale, v_scale = 0.5, [2.0, 64.0 if fmt == "float8_e4m3fn" else 4096.0]
+    q_out = rope.apply_kv_cache(q, k, v, pos, slots, kc, vc, layer=1, cache_type=fmt, k_scale=k_scale,
+                                v_scale=np.array(v_scale, np.float32))
+    q_ref, k_ref = q.clone(), k.clone()
+    rope.apply_qk(q_ref, k_ref, pos, order="thd")
+    assert torch.equal(q_out, q_ref)
+    want_k = float8_reference(k_ref.float().numpy() / np.float32(k_scale), fmt)
+    want_v = float8_reference(v.float().numpy() / np.array(v_scale, np.float32)[None, :, None], fmt)
+    assert np.array_equal(kc[1, slots].numpy(), want_k)
+    assert np.array_equal(vc[1, slots].numpy(), want_v)
+    assert kc[0].sum() == 0 and vc[0].sum() == 0
+    subnormal = (want_v & 0x7f) < (1 << (3 if fmt == "float8_e4m3fn" else 2))
+    assert subnormal.sum() > 100
+    # The scalar reference kernel writes the same codes (q to within its own rounding).
+    kc2, vc2 = torch.zeros_like(kc), torch.zeros_like(vc)
+    rope.apply_kv_cache(q, k, v, pos, slots, kc2, vc2, layer=1, cache_type=fmt, k_scale=k_scale, v_scale=v_scale,
+                        reference=True)
+    assert torch.equal(kc2, kc) and torch.equal(vc2, vc)
+
+
+def test_float8_cache_errors_name_what_is_wrong_and_write_nothing():
+    rope = posenc.Rope(CFG)
+    qkv, pos, slots = make_inputs(torch.float32)
+    q, k, v = posenc.split_qkv(qkv, H, KV, D)
+    kc = torch.zeros(1, 40, KV, D, dtype=torch.uint8)
+    vc = torch.zeros_like(kc)
+    q_before = q.clone()
+    cases = [
+        (dict(cache_type="float8_e4m3"), "cache_type: 'float8_e4m3' is not one of"),
+        (dict(cache_type="float8_e4m3fn", k_scale=[1.0, 2.0, 3.0]), r"k_scale has 3 values, not 1 \(per tensor\) or 2"),
+        (dict(cache_type="float8_e5m2", v_scale=0.0), r"v_scale\[0\] = 0 is not a finite scale > 0"),
+        (dict(cache_type="float8_e5m2", v_scale=float("nan")), r"v_scale\[0\] = nan"),
+        (dict(cache_type="float8_e5m2", k_scale=[[1.0]]), r"k_scale: shape \[1, 1\] is not a number or \[kv_heads\]"),
+        (dict(cache_type="float8_e5m2", k_scale="big"), "k_scale: <U3 is not a number"),
+        (dict(cache_type="float16"), "k_cache: a torch.uint8 tensor cannot hold a float16 cache"),
+        (dict(k_scale=1.0), r"k_cache: shape \[1, 40, 2, 128\] is not \[layers, slots, 272\]"),  # uint8: q8_0
+    ]
+    for kwargs, message in cases:
+        with pytest.raises(ValueError, match=message):
+            rope.apply_kv_cache(q, k, v, pos, slots, kc, vc, **kwargs)
+    for f in (torch.zeros(1, 40, KV, D), torch.zeros(1, 40, KV * D // 32 * 34, dtype=torch.uint8)):
+        with pytest.raises(ValueError, match=f"k_scale given for a {'float32' if f.is_floating_point() else 'q8_0'} cache"):
+            rope.apply_kv_cache(q, k, v, pos, slots, f, torch.zeros_like(f), k_scale=1.0)
+        assert f.sum() == 0
+    assert kc.sum() == 0 and vc.sum() == 0 and torch.equal(q, q_before)
