@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
 #include "kernels/norm/rms_norm_internal.hpp"
@@ -138,15 +139,32 @@ HWY_INLINE void NormalizeHead(const T* x, T* out, size_t n, float r, const float
 // The heads a token's scales are computed for at once (their sums are independent chains the core
 // overlaps: one head's sum is a chain of n / 16 dependent adds, then the fold, sqrt and divide).
 constexpr int64_t kNormChunk = 64;
+constexpr size_t kNormPrefetchAhead = 8192;
+
+// Prefetches the lines of `bytes` bytes at p (prefetches never fault, past a buffer too).
+HWY_INLINE void PrefetchBytes(const void* p, size_t bytes) {
+  const char* c = static_cast<const char*>(p);
+  for (size_t l = 0; l < bytes; l += 64) hwy::Prefetch(c + l);
+}
+
+// The per-head sums are the first touch of a cold row: each head's sum is preceded by a prefetch of
+// the lines kNormPrefetchAhead bytes on, and by touch(h) (the fused kernels' output lines).
+struct NoTouch {
+  void operator()(int64_t /*h*/) const {}
+};
 
 // The scales of heads [h0, h0 + m) of one token into r[0, m), m <= kNormChunk: each head's own
 // (kPerHead), or the one scale of the whole row (kWholeRow, its heads' sums added in order).
-template <typename T>
+template <typename T, class Touch = NoTouch>
 HWY_INLINE void HeadScales(const HeadRmsNorm& norm, const T* in, int64_t in_head_stride, int64_t heads,
-                           int64_t head_dim, int64_t h0, int64_t m, float* r) {
+                           int64_t head_dim, int64_t h0, int64_t m, float* r, const Touch& touch = Touch()) {
   const size_t n = static_cast<size_t>(head_dim);
   if (norm.scope == RmsNormScope::kPerHead) {
-    for (int64_t h = 0; h < m; ++h) r[h] = HeadSumSquares(in + (h0 + h) * in_head_stride, n);
+    for (int64_t h = 0; h < m; ++h) {
+      PrefetchBytes(reinterpret_cast<const char*>(in + (h0 + h) * in_head_stride) + kNormPrefetchAhead, n * sizeof(T));
+      touch(h0 + h);
+      r[h] = HeadSumSquares(in + (h0 + h) * in_head_stride, n);
+    }
     for (int64_t h = 0; h < m; ++h) r[h] = detail::RmsScale(r[h], head_dim, norm.eps);
     return;
   }
