@@ -483,6 +483,16 @@ struct FormRegs {
 // (posenc bench --cache cold; 1024 and 8192 measured no better).
 constexpr size_t kPrefetchAhead = 4096;
 
+// The prefetch distance in elements for heads `stride` elements apart: a whole number of heads, at
+// least kPrefetchAhead bytes, so a strided window (MLA's q_pe, a partial rotary window) prefetches the
+// window of a head ahead rather than whatever lies kPrefetchAhead bytes on. Dense heads of 256 or 512
+// bytes get exactly kPrefetchAhead.
+inline int64_t PrefetchDistance(int64_t stride, size_t elem_size) {
+  const int64_t bytes = (stride < 0 ? -stride : stride) * static_cast<int64_t>(elem_size);
+  if (bytes == 0) return static_cast<int64_t>(kPrefetchAhead / elem_size);
+  return (static_cast<int64_t>(kPrefetchAhead) + bytes - 1) / bytes * stride;
+}
+
 // Prefetches the cache lines of `bytes` bytes from `p` (prefetches never fault, past the buffer too).
 HWY_INLINE void PrefetchWindow(const void* p, size_t bytes) {
   const char* c = static_cast<const char*>(p);
@@ -623,11 +633,13 @@ void RopeTokensT(const detail::RopeJob& job, int64_t begin, int64_t end) {
       const bool out_of_place = x.in != x.out;
       const bool prefetch_out = out_of_place && job.prefetch_out;
       const bool copy_outside = out_of_place && (start > 0 || after < head_dim);
+      const int64_t in_ahead = PrefetchDistance(x.in_head_stride, sizeof(T));
+      const int64_t out_ahead = PrefetchDistance(x.out_head_stride, sizeof(T));
       for (int64_t h = 0; h < x.heads; ++h, in += x.in_head_stride, out += x.out_head_stride) {
-        if (kPrefetchAhead > 0) {  // the window's lines, kPrefetchAhead bytes ahead (a fixed count for kPairs)
-          PrefetchWindow(reinterpret_cast<const char*>(in) + kPrefetchAhead, 2 * n * sizeof(T));
+        if (kPrefetchAhead > 0) {  // the window's lines, whole heads ahead (a fixed count for kPairs)
+          PrefetchWindow(in + in_ahead, 2 * n * sizeof(T));
           // Out of place, the destination's lines too, where that pays (StorePrefetchPolicy).
-          if (prefetch_out) PrefetchWindow(reinterpret_cast<const char*>(out) + kPrefetchAhead, 2 * n * sizeof(T));
+          if (prefetch_out) PrefetchWindow(out + out_ahead, 2 * n * sizeof(T));
         }
         if (copy_outside) {
           if (start > 0) std::memcpy(out - start, in - start, start * sizeof(T));
