@@ -136,6 +136,67 @@ TEST(KvFloat8, StoreEqualsDefinitionAndReferenceOnEveryTarget) {
   });
 }
 
+// The SIMD writers' codes equal fp8(x / scale) with the float32 division for every bfloat16 pattern,
+// 2^16 random float32 patterns and values whose quotient lies within a few ulp of a rounding midpoint
+// between two codes (where a quotient one ulp off changes the code: a reciprocal multiply without its
+// correction step failed here), over scales with significands of all ones, 1 + 1 ulp, 1/3, powers of
+// two and log-uniform over 2^-20..2^20, on every target.
+TEST(KvFloat8, DivisionByScaleIsTheFloat32DivisionOnEveryTarget) {
+  std::mt19937_64 rng(5);
+  std::vector<float> xs(1 << 17);
+  for (uint32_t i = 0; i < (1u << 16); ++i) xs[i] = BF16ToF32(bf16_t{static_cast<uint16_t>(i)});
+  for (size_t i = 1 << 16; i < xs.size(); ++i) {
+    const uint32_t u = static_cast<uint32_t>(rng());
+    std::memcpy(&xs[i], &u, 4);
+  }
+  std::vector<float> scales = {1.0f, 1.0f / 3.0f, 0.125f, 1024.0f, std::nextafter(1.0f, 2.0f), std::nextafter(2.0f, 0.0f)};
+  std::uniform_real_distribution<float> lg(-20.0f, 20.0f);
+  while (scales.size() < 40) {
+    float s = std::exp2(lg(rng));
+    uint32_t u;
+    std::memcpy(&u, &s, 4);
+    if (scales.size() % 3 == 0) u |= 0x7fffffu;                         // all-ones significand
+    if (scales.size() % 5 == 0) u = (u & 0xff800000u) | 1u;              // 1 + 1 ulp
+    std::memcpy(&s, &u, 4);
+    scales.push_back(s);
+  }
+  const int64_t D = 128, slots = static_cast<int64_t>(xs.size()) / D;
+  std::vector<int64_t> slot_ids(static_cast<size_t>(slots));
+  for (int64_t t = 0; t < slots; ++t) slot_ids[static_cast<size_t>(t)] = t;
+  HeadsView x = HeadsView::Dense(xs.data(), DType::kF32, slots, 1, D);
+  for (DType ct : {DType::kF8E4M3, DType::kF8E5M2})
+    for (float scale : scales) {
+      // The last slots: x within a few ulp of (a midpoint between two codes) * scale, where the code
+      // turns on the quotient's last bits (a quotient one ulp off changes these codes).
+      const int max_code = ct == DType::kF8E4M3 ? 0x7e : 0x7b;
+      size_t at = xs.size() - 4096;
+      for (int c = 0; c < max_code && at + 14 <= xs.size(); ++c) {
+        const float lo = ct == DType::kF8E4M3 ? F8E4M3ToF32(f8e4m3_t{static_cast<uint8_t>(c)})
+                                              : F8E5M2ToF32(f8e5m2_t{static_cast<uint8_t>(c)});
+        const float hi = ct == DType::kF8E4M3 ? F8E4M3ToF32(f8e4m3_t{static_cast<uint8_t>(c + 1)})
+                                              : F8E5M2ToF32(f8e5m2_t{static_cast<uint8_t>(c + 1)});
+        float x = (lo + hi) / 2 * scale;
+        for (int j = 0; j < 3; ++j) x = std::nextafter(x, 0.0f);
+        for (int j = 0; j < 7; ++j, x = std::nextafter(x, INFINITY)) {
+          xs[at++] = x;
+          xs[at++] = -x;
+        }
+      }
+      std::vector<uint8_t> want(xs.size());
+      for (size_t i = 0; i < xs.size(); ++i) want[i] = Code(ct, xs[i] / scale);
+      testing::ForEachSimdTarget([&](const std::string& target) {
+        std::vector<uint8_t> k(xs.size(), 0xaa), v(xs.size(), 0xaa);
+        KvCacheView cache{k.data(), v.data(), ct, 1, slots, 1, D};
+        cache.k_scale = {&scale, 1};
+        const Status st = StoreKvCache(cache, 0, slot_ids, x, HeadsView{});
+        ASSERT_TRUE(st.ok()) << st.ToString();
+        for (size_t i = 0; i < xs.size(); ++i)
+          ASSERT_EQ(k[i], want[i]) << target << " " << ToString(ct) << " scale " << std::hexfloat << scale << " x "
+                                   << xs[i];
+      });
+    }
+}
+
 // The fused RoPE + KV write into a float8 cache equals the unfused sequence (ApplyRope, then
 // StoreKvCache) on every target, and its reference the reference sequence; contiguous and paged slots.
 TEST(KvFloat8, FusedEqualsUnfusedOnEveryTarget) {
