@@ -46,7 +46,7 @@ struct State {
   ggml_cgraph* rope_graph = nullptr;  // the two rope ops alone (where ggml's time goes)
   ggml_threadpool* tp = nullptr;
   ggml_cplan plan{}, rope_plan{};
-  std::shared_ptr<void> in, q_out, k_rot, kc, vc, pos, idx, work;
+  std::shared_ptr<void> in, q_out, k_rot, kc, vc, pos, idx, work, wq, wk, qn, kn, qm, km;
   bool f16 = false;
   int64_t row = 0;
   std::vector<int64_t> slots;
@@ -106,6 +106,26 @@ std::vector<Row> GgmlRows(const CaseData& c, int threads) {
   const size_t f = sizeof(float);
   ggml_tensor* q = ggml_view_3d(ctx, qkv, D, Hq, T, D * f, qkv->nb[1], 0);
   ggml_tensor* k = ggml_view_3d(ctx, qkv, D, Hkv, T, D * f, qkv->nb[1], static_cast<size_t>(Hq * D) * f);
+  if (c.qk_norm) {
+    // llama.cpp's Qwen3 layer: build_norm(Qcur, attn_q_norm, LLM_NORM_RMS) = ggml_rms_norm, then
+    // ggml_mul by the [D] weight (broadcast over heads and tokens), each into a new tensor.
+    auto norm = [&](ggml_tensor* x, int64_t H, const std::vector<float>& w, std::shared_ptr<void>* wbuf,
+                    std::shared_ptr<void>* nbuf, std::shared_ptr<void>* mbuf) {
+      *wbuf = AlignedZeroed(static_cast<size_t>(D) * f);
+      std::memcpy(wbuf->get(), w.data(), static_cast<size_t>(D) * f);
+      ggml_tensor* wt = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, D);
+      wt->data = wbuf->get();
+      ggml_tensor* n = ggml_rms_norm(ctx, x, c.eps);
+      *nbuf = AlignedZeroed(static_cast<size_t>(T * H * D) * f);
+      n->data = nbuf->get();
+      ggml_tensor* m = ggml_mul(ctx, n, wt);
+      *mbuf = AlignedZeroed(static_cast<size_t>(T * H * D) * f);
+      m->data = mbuf->get();
+      return m;
+    };
+    q = norm(q, Hq, c.q_norm_w, &s->wq, &s->qn, &s->qm);
+    k = norm(k, Hkv, c.k_norm_w, &s->wk, &s->kn, &s->km);
+  }
   ggml_tensor* v = ggml_view_2d(ctx, qkv, s->row, T, qkv->nb[1], static_cast<size_t>((Hq + Hkv) * D) * f);
   const int n_ctx_orig = 8192;
   ggml_tensor* qr = ggml_rope_ext(ctx, q, pos, nullptr, static_cast<int>(D), GGML_ROPE_TYPE_NEOX, n_ctx_orig,
@@ -153,10 +173,10 @@ std::vector<Row> GgmlRows(const CaseData& c, int threads) {
   r.v_at = at(&s->vc);
   r.keep = s;
 
-  // ggml's two rope ops alone (q and k out of place, no cache write): not a comparison row, it says
-  // how much of ggml's time the rotations take.
+  // ggml's two rope ops alone (q and k out of place, no cache write; with QK-norm the norms too):
+  // not a comparison row, it says how much of ggml's time the rotations take.
   Row rope;
-  rope.name = "ggml.rope_only";
+  rope.name = c.qk_norm ? "ggml.norm_rope_only" : "ggml.rope_only";
   rope.run = [s] { MustCompute(s->rope_graph, &s->rope_plan); };
   rope.on_threads = r.on_threads;
   rope.keep = s;

@@ -18,10 +18,15 @@ namespace sbs {
 // One Llama-3-8B attention layer's RoPE + KV-cache write: the fused QKV projection output (float32,
 // row t = 32 q heads, 8 k heads, 8 v heads of 128) for T tokens at positions pos, written into cache
 // rows slots of a cache of cache_slots rows (float32 or float16), NeoX (half) pairing, theta 500000.
+// With qk_norm, Qwen3-8B's layer (the same head counts, theta 1e6): each q and k head RMS-normalised
+// with its weight (D values) and eps before the rotation, as Qwen3Attention's q_norm / k_norm.
 struct CaseData {
   std::string name;
   int64_t T = 0, Hq = 32, Hkv = 8, D = 128;
   double theta = 500000.0;
+  bool qk_norm = false;
+  float eps = 1e-6f;
+  std::vector<float> q_norm_w, k_norm_w;
   int64_t max_positions = 8192;
   bool f16_cache = false;
   int64_t cache_slots = 0;

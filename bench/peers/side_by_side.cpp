@@ -5,6 +5,8 @@
 // k (NeoX pairing, theta 500000) and write k and v into the cache rows named by the slots:
 //   posenc.fused          ApplyRopeKvCache, q out of place (the row ggml is compared with)
 //   posenc.separate       ApplyRope(q -> q_out), ApplyRope(k -> k_tmp), StoreKvCache(k_tmp, v)
+//                         (--model qwen3: Qwen3-8B, theta 1e6, q and k RMS-normed per head first: the
+//                         fused rows with q_norm / k_norm, the separate row ApplyHeadRmsNorm first)
 //   posenc.fused_inplace  ApplyRopeKvCache with q rotated in place (for peers that rotate in place)
 //   ggml                  rope_ext(q), rope_ext(k), set_rows(k), set_rows(v): one graph, built once
 //   ggml.rope_only        the same graph's two rope ops alone (not compared: the rotations' share)
@@ -36,6 +38,7 @@
 #include "posenc/core/parallel.hpp"
 #include "posenc/kernels/fused_rope.hpp"
 #include "posenc/kernels/kv_cache.hpp"
+#include "posenc/kernels/rms_norm.hpp"
 #include "posenc/kernels/rope.hpp"
 #include "posenc/math/rope_table.hpp"
 
@@ -69,16 +72,30 @@ namespace {
 
 using namespace posenc;
 
-const RopeTable& LlamaTable() {
-  static const RopeTable table =
-      RopeTable::Build(DefaultRopeFrequencies(128, 500000.0).value(), 8192, RopePrecision::kReference).value();
-  return table;
+// The cos/sin table of head_dim 128 at theta (Llama 3's 500000, Qwen3's 1e6), built once.
+const RopeTable& Table(double theta) {
+  static std::map<double, RopeTable> tables;
+  auto it = tables.find(theta);
+  if (it == tables.end())
+    it = tables.emplace(theta, RopeTable::Build(DefaultRopeFrequencies(128, theta).value(), 8192,
+                                                RopePrecision::kReference)
+                                   .value())
+             .first;
+  return it->second;
 }
 
-CaseData MakeCase(const std::string& shape, bool f16) {
+CaseData MakeCase(const std::string& shape, bool f16, bool qwen3) {
   CaseData c;
-  c.name = shape + (f16 ? "/cache_f16" : "/cache_f32");
+  c.name = std::string(qwen3 ? "qwen3/" : "") + shape + (f16 ? "/cache_f16" : "/cache_f32");
   c.f16_cache = f16;
+  if (qwen3) {  // Qwen3-8B: QK-norm (weights around 1, as trained ones are) and theta 1e6
+    c.qk_norm = true;
+    c.theta = 1000000.0;
+    std::mt19937 wr(7);
+    std::uniform_real_distribution<float> w(0.5f, 1.5f);
+    for (auto* v : {&c.q_norm_w, &c.k_norm_w})
+      for (int64_t i = 0; i < c.D; ++i) v->push_back(w(wr));
+  }
   const bool decode = shape == "decode64";
   c.T = decode ? 64 : shape == "prefill512" ? 512 : 4096;
   c.cache_slots = decode ? 16384 : 8192;
@@ -163,6 +180,8 @@ std::vector<Row> PosencRows(const CaseData& c, std::shared_ptr<ParallelRunner> p
   struct State {
     std::shared_ptr<ParallelRunner> pool;
     std::vector<int64_t> pos, slots;
+    std::vector<float> qw, kw;
+    HeadRmsNorm qn, kn;  // empty unless c.qk_norm
     RopeArgs args;
     FusedRopeArgs fa;
     std::shared_ptr<void> q_out[2], k_tmp, kc[3], vc[3], in_ip;
@@ -174,9 +193,15 @@ std::vector<Row> PosencRows(const CaseData& c, std::shared_ptr<ParallelRunner> p
   s->pool = pool;
   s->pos = c.pos;
   s->slots = c.slots;
-  s->args = RopeArgs{{RopePairing::kHalf, D, 0, D}, &LlamaTable(), s->pos};
+  s->args = RopeArgs{{RopePairing::kHalf, D, 0, D}, &Table(c.theta), s->pos};
   s->args.parallel = pool.get();
-  s->fa = FusedRopeArgs{s->args, s->slots, 0, {}};
+  s->qw = c.q_norm_w;
+  s->kw = c.k_norm_w;
+  if (c.qk_norm) {
+    s->qn = HeadRmsNorm{s->qw, c.eps};
+    s->kn = HeadRmsNorm{s->kw, c.eps};
+  }
+  s->fa = FusedRopeArgs{s->args, s->slots, 0, {}, s->qn, s->kn};
   for (int i = 0; i < 2; ++i) {
     s->q_out[i] = AlignedZeroed(static_cast<size_t>(T * Hq * D) * 4);
     s->qov[i] = HeadsView::Dense(s->q_out[i].get(), DType::kF32, T, Hq, D);
@@ -210,8 +235,15 @@ std::vector<Row> PosencRows(const CaseData& c, std::shared_ptr<ParallelRunner> p
 
   rows[1].name = "posenc.separate";
   rows[1].run = [s] {
-    Check(ApplyRope(s->args, s->qkv.q, s->qov[1]), "ApplyRope q");
-    Check(ApplyRope(s->args, s->qkv.k, s->ktv), "ApplyRope k");
+    if (s->qn.enabled()) {  // the norms, then the rotations in place
+      Check(ApplyHeadRmsNorm(s->qn, s->qkv.q, s->qov[1], s->pool.get()), "ApplyHeadRmsNorm q");
+      Check(ApplyHeadRmsNorm(s->kn, s->qkv.k, s->ktv, s->pool.get()), "ApplyHeadRmsNorm k");
+      Check(ApplyRope(s->args, s->qov[1]), "ApplyRope q");
+      Check(ApplyRope(s->args, s->ktv), "ApplyRope k");
+    } else {
+      Check(ApplyRope(s->args, s->qkv.q, s->qov[1]), "ApplyRope q");
+      Check(ApplyRope(s->args, s->qkv.k, s->ktv), "ApplyRope k");
+    }
     Check(StoreKvCache(s->cache[1], 0, s->slots, s->ktv, s->qkv.v, s->pool.get()), "StoreKvCache");
   };
   rows[1].q_out = [s] { return static_cast<const float*>(s->q_out[1].get()); };
@@ -336,6 +368,7 @@ void Usage() {
   std::printf(
       "side_by_side [--shapes prefill512,prefill4096,decode64] [--caches f32,f16] [--threads 1,2]\n"
       "             [--mode cold|warm] [--rounds N] [--peers ggml,vllm,sglang] [--evict-mib 1024]\n"
+      "             [--model llama3|qwen3]   (qwen3: QK-norm before RoPE; the ggml peer only)\n"
       "Rounds default to 15 (prefill4096), 31 (prefill512), 51 (decode64); --rounds N sets all.\n");
 }
 
@@ -349,6 +382,7 @@ int main(int argc, char** argv) {
   std::string mode = "cold";
   int rounds = 0;
   std::vector<std::string> peers{"ggml", "vllm", "sglang"};
+  std::string model = "llama3";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -366,12 +400,20 @@ int main(int argc, char** argv) {
     } else if (a == "--mode") mode = next();
     else if (a == "--rounds") rounds = std::atoi(next().c_str());
     else if (a == "--peers") peers = Split(next());
+    else if (a == "--model") model = next();
     else if (a == "--evict-mib") g_evict_bytes = static_cast<size_t>(std::atoll(next().c_str())) << 20;
     else {
       Usage();
       return a == "--help" || a == "-h" ? 0 : 2;
     }
   }
+  if (model != "llama3" && model != "qwen3") {
+    Usage();
+    return 2;
+  }
+  const bool qwen3 = model == "qwen3";
+  if (qwen3) peers.erase(std::remove_if(peers.begin(), peers.end(), [](const std::string& p) { return p != "ggml"; }),
+                         peers.end());  // vLLM's and SGLang's kernels here have no QK-norm
   if (mode == "cold") Evict(0, 1);  // fills the cold pass's buffer before anything is timed
   auto want = [&](const char* p) { return std::find(peers.begin(), peers.end(), p) != peers.end(); };
   std::printf("# side_by_side: mode %s (cold pass %zu MiB); ratio = posenc median / peer median (< 1: posenc faster)\n",
@@ -383,7 +425,7 @@ int main(int argc, char** argv) {
               "maxdiff_q", "maxdiff_k", "maxdiff_v");
   for (const auto& shape : shapes) {
     for (const auto& cache : caches) {
-      const CaseData c = MakeCase(shape, cache == "f16");
+      const CaseData c = MakeCase(shape, cache == "f16", qwen3);
       for (int nt : thread_counts) {
         std::shared_ptr<posenc::ParallelRunner> pool(posenc::ThreadPool::Create(nt).value().release());
         std::vector<Row> rows = PosencRows(c, pool);
