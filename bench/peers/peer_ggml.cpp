@@ -183,4 +183,96 @@ std::vector<Row> GgmlRows(const CaseData& c, int threads) {
   return {r, rope};
 }
 
+// llama.cpp's DeepSeek-V3 (deepseek2, MLA) graph for the same work as posenc's MLA rows: q_pe = a
+// view of each q head's last 64 values and k_pe = the latent output's last 64, each ggml_rope_ext
+// (GGML_ROPE_TYPE_NORMAL: interleaved pairs, theta 10000) into a new tensor; kv_cmpr = ggml_rms_norm of
+// the first 512, ggml_mul by the weight; ggml_concat(kv_cmpr, k_pe) and ggml_set_rows of that [576]
+// row into the cache at int64 row indices.
+std::vector<Row> GgmlMlaRows(const CaseData& c, int threads) {
+  auto s = std::make_shared<State>();
+  const int64_t T = c.T, H = c.Hq, rope = c.D, lora = c.kv_lora, R = c.row_values, Dq = c.nope + c.D;
+  s->f16 = c.f16_cache;
+  s->row = R;
+  s->slots = c.slots;
+  const ggml_type ct = c.f16_cache ? GGML_TYPE_F16 : GGML_TYPE_F32;
+  const size_t es = c.f16_cache ? 2 : 4, f = sizeof(float);
+  ggml_init_params ip{size_t{16} << 20, nullptr, /*no_alloc=*/true};
+  s->ctx = ggml_init(ip);
+  ggml_context* ctx = s->ctx;
+  auto buffer = [](std::shared_ptr<void>* b, size_t bytes, const void* from) {
+    *b = AlignedZeroed(bytes);
+    if (from != nullptr) std::memcpy(b->get(), from, bytes);
+    return b->get();
+  };
+  ggml_tensor* kv = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, R, T);
+  kv->data = buffer(&s->in, static_cast<size_t>(T * R) * f, c.qkv.get());
+  ggml_tensor* q = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, Dq, H, T);
+  q->data = buffer(&s->qn, static_cast<size_t>(T * H * Dq) * f, c.q_mla.get());
+  ggml_tensor* w = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, lora);
+  w->data = buffer(&s->wq, static_cast<size_t>(lora) * f, c.kv_norm_w.data());
+  ggml_tensor* pos = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, T);
+  pos->data = buffer(&s->pos, static_cast<size_t>(T) * 4, nullptr);
+  ggml_tensor* idx = ggml_new_tensor_1d(ctx, GGML_TYPE_I64, T);
+  idx->data = buffer(&s->idx, static_cast<size_t>(T) * 8, nullptr);
+  for (int64_t t = 0; t < T; ++t) {
+    static_cast<int32_t*>(s->pos.get())[t] = static_cast<int32_t>(c.pos[static_cast<size_t>(t)]);
+    static_cast<int64_t*>(s->idx.get())[t] = c.slots[static_cast<size_t>(t)];
+  }
+  ggml_tensor* kc = ggml_new_tensor_2d(ctx, ct, R, c.cache_slots);
+  kc->data = buffer(&s->kc, static_cast<size_t>(c.cache_slots * R) * es, nullptr);
+
+  ggml_tensor* q_pe = ggml_view_3d(ctx, q, rope, H, T, q->nb[1], q->nb[2], static_cast<size_t>(c.nope) * f);
+  ggml_tensor* kv_cmpr = ggml_view_2d(ctx, kv, lora, T, kv->nb[1], 0);
+  ggml_tensor* k_pe = ggml_view_3d(ctx, kv, rope, 1, T, kv->nb[1], kv->nb[1], static_cast<size_t>(lora) * f);
+  ggml_tensor* qr = ggml_rope_ext(ctx, q_pe, pos, nullptr, static_cast<int>(rope), GGML_ROPE_TYPE_NORMAL, 8192,
+                                  static_cast<float>(c.theta), 1.0f, 0.0f, 1.0f, 0.0f, 0.0f);
+  qr->data = buffer(&s->q_out, static_cast<size_t>(T * H * rope) * f, nullptr);
+  ggml_tensor* kr = ggml_rope_ext(ctx, k_pe, pos, nullptr, static_cast<int>(rope), GGML_ROPE_TYPE_NORMAL, 8192,
+                                  static_cast<float>(c.theta), 1.0f, 0.0f, 1.0f, 0.0f, 0.0f);
+  kr->data = buffer(&s->k_rot, static_cast<size_t>(T * rope) * f, nullptr);
+  ggml_tensor* n = ggml_rms_norm(ctx, kv_cmpr, c.eps);
+  n->data = buffer(&s->kn, static_cast<size_t>(T * lora) * f, nullptr);
+  ggml_tensor* m = ggml_mul(ctx, n, w);
+  m->data = buffer(&s->qm, static_cast<size_t>(T * lora) * f, nullptr);
+  ggml_tensor* row = ggml_concat(ctx, m, ggml_reshape_2d(ctx, kr, rope, T), 0);
+  row->data = buffer(&s->km, static_cast<size_t>(T * R) * f, nullptr);
+  ggml_tensor* set = ggml_set_rows(ctx, kc, row, idx);
+
+  s->graph = ggml_new_graph(ctx);
+  ggml_build_forward_expand(s->graph, qr);
+  ggml_build_forward_expand(s->graph, set);
+  s->rope_graph = ggml_new_graph(ctx);
+  ggml_build_forward_expand(s->rope_graph, qr);
+  ggml_build_forward_expand(s->rope_graph, kr);
+  ggml_threadpool_params tpp = ggml_threadpool_params_default(threads);
+  s->tp = ggml_threadpool_new(&tpp);
+  s->plan = ggml_graph_plan(s->graph, threads, s->tp);
+  s->rope_plan = ggml_graph_plan(s->rope_graph, threads, s->tp);
+  const size_t work = std::max(s->plan.work_size, s->rope_plan.work_size);
+  if (work > 0) {
+    s->work = AlignedZeroed(work);
+    s->plan.work_data = s->rope_plan.work_data = static_cast<uint8_t*>(s->work.get());
+  }
+
+  Row r;
+  r.name = "ggml";
+  r.versus = "posenc.fused";
+  r.run = [s] { MustCompute(s->graph, &s->plan); };
+  r.on_threads = OnOmpThreads(threads);
+  r.q_out = [s] { return static_cast<const float*>(s->q_out.get()); };  // [T, H, 64], as posenc's rows report
+  r.k_at = [s](int64_t t, int64_t i) -> float {
+    const int64_t e = s->slots[static_cast<size_t>(t)] * s->row + i;
+    if (s->f16) return ggml_fp16_to_fp32(static_cast<const ggml_fp16_t*>(s->kc.get())[e]);
+    return static_cast<const float*>(s->kc.get())[e];
+  };
+  r.v_at = r.k_at;
+  r.keep = s;
+  Row rope_only;
+  rope_only.name = "ggml.rope_only";
+  rope_only.run = [s] { MustCompute(s->rope_graph, &s->rope_plan); };
+  rope_only.on_threads = r.on_threads;
+  rope_only.keep = s;
+  return {r, rope_only};
+}
+
 }  // namespace sbs

@@ -27,13 +27,21 @@ struct CaseData {
   bool qk_norm = false;
   float eps = 1e-6f;
   std::vector<float> q_norm_w, k_norm_w;
+  // DeepSeek-V3's MLA layer (mla): qkv holds the latent projection output [T, kv_lora + D] (kv_c, then
+  // k_pe), q_mla the queries [T, Hq, nope + D]; every row writes the cache row [RMSNorm(kv_c) * w |
+  // RoPE(k_pe)] and rotates the q heads' last D values (interleaved pairs, theta 10000). Rows report
+  // the rotated q windows as [T, Hq, D] and the cache rows' row_values values.
+  bool mla = false;
+  int64_t kv_lora = 512, nope = 128, row_values = 0;
+  std::vector<float> kv_norm_w;
+  std::shared_ptr<float[]> q_mla;
   int64_t max_positions = 8192;
   bool f16_cache = false;
   int64_t cache_slots = 0;
   std::vector<int64_t> pos, slots;
   std::shared_ptr<float[]> qkv;  // [T, W] float32, read only: rows that rotate in place copy it
   int64_t W() const { return (Hq + 2 * Hkv) * D; }
-  int64_t kv_row() const { return Hkv * D; }
+  int64_t kv_row() const { return row_values > 0 ? row_values : Hkv * D; }
 };
 
 // Runs fn(ith, nth) once on each of the row's own threads (ith in [0, nth)): the cold-cache pass runs
@@ -56,6 +64,7 @@ struct Row {
 
 // Defined by each peer's file when bench/peers/build.sh compiles it (SBS_WITH_<PEER>).
 std::vector<Row> GgmlRows(const CaseData& c, int threads);
+std::vector<Row> GgmlMlaRows(const CaseData& c, int threads);  // mla cases
 std::string GgmlInfo();
 std::vector<Row> VllmRows(const CaseData& c, int threads, posenc::ParallelRunner* pool);
 std::string VllmInfo();

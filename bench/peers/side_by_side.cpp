@@ -31,6 +31,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "peers.hpp"
@@ -38,6 +39,7 @@
 #include "posenc/core/parallel.hpp"
 #include "posenc/kernels/fused_rope.hpp"
 #include "posenc/kernels/kv_cache.hpp"
+#include "posenc/kernels/mla_cache.hpp"
 #include "posenc/kernels/rms_norm.hpp"
 #include "posenc/kernels/rope.hpp"
 #include "posenc/math/rope_table.hpp"
@@ -57,6 +59,7 @@ std::shared_ptr<void> AlignedZeroed(size_t bytes) {
 
 #ifndef SBS_WITH_GGML
 std::vector<Row> GgmlRows(const CaseData&, int) { return {}; }
+std::vector<Row> GgmlMlaRows(const CaseData&, int) { return {}; }
 std::string GgmlInfo() { return ""; }
 #endif
 #ifndef SBS_WITH_VLLM
@@ -72,27 +75,33 @@ namespace {
 
 using namespace posenc;
 
-// The cos/sin table of head_dim 128 at theta (Llama 3's 500000, Qwen3's 1e6), built once.
-const RopeTable& Table(double theta) {
-  static std::map<double, RopeTable> tables;
-  auto it = tables.find(theta);
+// The cos/sin table of `dims` rotary dims at theta (Llama 3's 500000, Qwen3's 1e6, DeepSeek's 10000).
+const RopeTable& Table(double theta, int64_t dims = 128) {
+  static std::map<std::pair<double, int64_t>, RopeTable> tables;
+  auto it = tables.find({theta, dims});
   if (it == tables.end())
-    it = tables.emplace(theta, RopeTable::Build(DefaultRopeFrequencies(128, theta).value(), 8192,
-                                                RopePrecision::kReference)
-                                   .value())
+    it = tables.emplace(std::pair{theta, dims}, RopeTable::Build(DefaultRopeFrequencies(dims, theta).value(), 8192,
+                                                                 RopePrecision::kReference)
+                                                    .value())
              .first;
   return it->second;
 }
 
-CaseData MakeCase(const std::string& shape, bool f16, bool qwen3) {
+CaseData MakeCase(const std::string& shape, bool f16, const std::string& model) {
   CaseData c;
-  c.name = std::string(qwen3 ? "qwen3/" : "") + shape + (f16 ? "/cache_f16" : "/cache_f32");
+  c.name = (model == "llama3" ? "" : model + "/") + shape + (f16 ? "/cache_f16" : "/cache_f32");
   c.f16_cache = f16;
-  if (qwen3) {  // Qwen3-8B: QK-norm (weights around 1, as trained ones are) and theta 1e6
+  std::mt19937 wr(7);
+  std::uniform_real_distribution<float> w(0.5f, 1.5f);
+  if (model == "deepseek3") {  // DeepSeek-V3: 128 q heads of 128 + 64, kv_lora_rank 512, 64 rope dims
+    c.mla = true;
+    c.Hq = 128, c.Hkv = 1, c.D = 64, c.theta = 10000.0;
+    c.row_values = c.kv_lora + c.D;
+    for (int64_t i = 0; i < c.kv_lora; ++i) c.kv_norm_w.push_back(w(wr));
+  }
+  if (model == "qwen3") {  // Qwen3-8B: QK-norm (weights around 1, as trained ones are) and theta 1e6
     c.qk_norm = true;
     c.theta = 1000000.0;
-    std::mt19937 wr(7);
-    std::uniform_real_distribution<float> w(0.5f, 1.5f);
     for (auto* v : {&c.q_norm_w, &c.k_norm_w})
       for (int64_t i = 0; i < c.D; ++i) v->push_back(w(wr));
   }
@@ -121,10 +130,15 @@ CaseData MakeCase(const std::string& shape, bool f16, bool qwen3) {
     c.slots.resize(static_cast<size_t>(c.T));
     for (int64_t t = 0; t < c.T; ++t) c.pos[static_cast<size_t>(t)] = c.slots[static_cast<size_t>(t)] = t;
   }
-  const size_t n = static_cast<size_t>(c.T * c.W());
+  const size_t n = static_cast<size_t>(c.T * (c.mla ? c.row_values : c.W()));
   c.qkv = std::shared_ptr<float[]>(new float[n]);
   std::uniform_real_distribution<float> u(-2.0f, 2.0f);
   for (size_t i = 0; i < n; ++i) c.qkv[i] = u(rng);
+  if (c.mla) {
+    const size_t nq = static_cast<size_t>(c.T * c.Hq * (c.nope + c.D));
+    c.q_mla = std::shared_ptr<float[]>(new float[nq]);
+    for (size_t i = 0; i < nq; ++i) c.q_mla[i] = u(rng);
+  }
   return c;
 }
 
@@ -264,6 +278,81 @@ std::vector<Row> PosencRows(const CaseData& c, std::shared_ptr<ParallelRunner> p
   return rows;
 }
 
+// posenc's MLA rows (c.mla): `posenc.fused` = ApplyMlaRopeCache with the q windows rotated in place
+// (as ggml rotates only q_pe); `posenc.separate` = the norm into a row, RoPE of k_pe into it, RoPE of
+// q in place, StoreKvCache of the row. Each row has its own q copy and cache.
+std::vector<Row> PosencMlaRows(const CaseData& c, std::shared_ptr<ParallelRunner> pool) {
+  const int64_t T = c.T, H = c.Hq, rope = c.D, lora = c.kv_lora, R = c.row_values, Dq = c.nope + c.D;
+  struct State {
+    std::shared_ptr<ParallelRunner> pool;
+    std::vector<int64_t> pos, slots;
+    std::vector<float> w, qg;
+    RopeArgs args, ka;
+    MlaRopeArgs ma;
+    std::shared_ptr<void> q[2], row, mem[2], v_unused;
+    MlaCacheView cache[2];
+    HeadsView kv_c, k_pe, qv[2], latent, pe, row_view;
+  };
+  auto s = std::make_shared<State>();
+  s->pool = pool;
+  s->pos = c.pos;
+  s->slots = c.slots;
+  s->w = c.kv_norm_w;
+  s->args = RopeArgs{{RopePairing::kInterleaved, Dq, c.nope, rope}, &Table(c.theta, rope), s->pos};
+  s->args.parallel = pool.get();
+  s->ka = s->args;
+  s->ka.layout = {RopePairing::kInterleaved, rope, 0, rope};
+  s->ma = MlaRopeArgs{s->args, s->slots, 0, HeadRmsNorm{s->w, c.eps}};
+  float* kv = c.qkv.get();
+  s->kv_c = HeadsView{kv, DType::kF32, T, 1, lora, R, lora};
+  s->k_pe = HeadsView{kv + lora, DType::kF32, T, 1, rope, R, rope};
+  s->row = AlignedZeroed(static_cast<size_t>(T * R) * 4);
+  s->latent = HeadsView{s->row.get(), DType::kF32, T, 1, lora, R, lora};
+  s->pe = HeadsView{static_cast<float*>(s->row.get()) + lora, DType::kF32, T, 1, rope, R, rope};
+  s->row_view = HeadsView::Dense(s->row.get(), DType::kF32, T, 1, R);
+  const auto ct = c.f16_cache ? KvCacheType::kF16 : KvCacheType::kF32;
+  for (int i = 0; i < 2; ++i) {
+    s->q[i] = AlignedZeroed(static_cast<size_t>(T * H * Dq) * 4);
+    s->qv[i] = HeadsView::Dense(s->q[i].get(), DType::kF32, T, H, Dq);
+    s->cache[i] = MlaCacheView{nullptr, ct, 1, c.cache_slots, lora, rope};
+    s->mem[i] = AlignedZeroed(static_cast<size_t>(s->cache[i].bytes()));
+    s->cache[i].data = s->mem[i].get();
+  }
+  s->v_unused = AlignedZeroed(static_cast<size_t>(s->cache[0].bytes()));
+  const float* src = c.q_mla.get();
+  const size_t q_bytes = static_cast<size_t>(T * H * Dq) * 4;
+  std::vector<Row> rows(2);
+  rows[0].name = "posenc.fused";
+  rows[0].run = [s] { Check(ApplyMlaRopeCache(s->ma, s->kv_c, s->k_pe, s->qv[0], s->qv[0], s->cache[0]), "MLA"); };
+  rows[1].name = "posenc.separate";
+  rows[1].run = [s] {
+    Check(ApplyHeadRmsNorm(s->ma.kv_norm, s->kv_c, s->latent, s->pool.get()), "ApplyHeadRmsNorm");
+    Check(ApplyRope(s->ka, s->k_pe, s->pe), "ApplyRope k_pe");
+    Check(ApplyRope(s->args, s->qv[1]), "ApplyRope q");
+    const HeadsView no_v{nullptr, DType::kF32, 0, 1, s->row_view.head_dim, s->row_view.head_dim, s->row_view.head_dim};
+    Check(StoreKvCache(s->cache[1].AsKvCache(s->v_unused.get()), 0, s->slots, s->row_view, no_v, s->pool.get()),
+          "StoreKvCache");
+  };
+  for (int i = 0; i < 2; ++i) {
+    Row& r = rows[static_cast<size_t>(i)];
+    r.reset = [s, i, src, q_bytes] { std::memcpy(s->q[i].get(), src, q_bytes); };
+    r.q_out = [s, i, T, H, rope, Dq, nope = c.nope] {  // the rotated windows, [T, H, rope]
+      s->qg.resize(static_cast<size_t>(T * H * rope));
+      const float* q = static_cast<const float*>(s->q[i].get());
+      for (int64_t th = 0; th < T * H; ++th)
+        std::memcpy(&s->qg[static_cast<size_t>(th * rope)], q + th * Dq + nope, static_cast<size_t>(rope) * 4);
+      return static_cast<const float*>(s->qg.data());
+    };
+    r.k_at = [s, i](int64_t t, int64_t j) {
+      return CacheValue(s->cache[i].AsKvCache(s->v_unused.get()), true, s->slots[static_cast<size_t>(t)], j);
+    };
+    r.v_at = r.k_at;
+    r.on_threads = PoolThreads(pool.get());
+    r.keep = s;
+  }
+  return rows;
+}
+
 // posenc on the float16 input the vllm and sglang rows read in the cache_f16 cases (the float32 case's
 // projection output rounded to float16): ApplyRopeKvCache with q rotated in place into the float16 cache.
 Row PosencF16In(const CaseData& c, ParallelRunner* pool) {
@@ -368,7 +457,8 @@ void Usage() {
   std::printf(
       "side_by_side [--shapes prefill512,prefill4096,decode64] [--caches f32,f16] [--threads 1,2]\n"
       "             [--mode cold|warm] [--rounds N] [--peers ggml,vllm,sglang] [--evict-mib 1024]\n"
-      "             [--model llama3|qwen3]   (qwen3: QK-norm before RoPE; the ggml peer only)\n"
+      "             [--model llama3|qwen3|deepseek3]   (qwen3: QK-norm before RoPE; deepseek3: the MLA\n"
+      "             cache row; both against the ggml peer only)\n"
       "Rounds default to 15 (prefill4096), 31 (prefill512), 51 (decode64); --rounds N sets all.\n");
 }
 
@@ -407,13 +497,12 @@ int main(int argc, char** argv) {
       return a == "--help" || a == "-h" ? 0 : 2;
     }
   }
-  if (model != "llama3" && model != "qwen3") {
+  if (model != "llama3" && model != "qwen3" && model != "deepseek3") {
     Usage();
     return 2;
   }
-  const bool qwen3 = model == "qwen3";
-  if (qwen3) peers.erase(std::remove_if(peers.begin(), peers.end(), [](const std::string& p) { return p != "ggml"; }),
-                         peers.end());  // vLLM's and SGLang's kernels here have no QK-norm
+  if (model != "llama3") peers.erase(std::remove_if(peers.begin(), peers.end(), [](const std::string& p) { return p != "ggml"; }),
+                         peers.end());  // vLLM's and SGLang's kernels here have neither QK-norm nor MLA
   if (mode == "cold") Evict(0, 1);  // fills the cold pass's buffer before anything is timed
   auto want = [&](const char* p) { return std::find(peers.begin(), peers.end(), p) != peers.end(); };
   std::printf("# side_by_side: mode %s (cold pass %zu MiB); ratio = posenc median / peer median (< 1: posenc faster)\n",
@@ -425,12 +514,12 @@ int main(int argc, char** argv) {
               "maxdiff_q", "maxdiff_k", "maxdiff_v");
   for (const auto& shape : shapes) {
     for (const auto& cache : caches) {
-      const CaseData c = MakeCase(shape, cache == "f16", qwen3);
+      const CaseData c = MakeCase(shape, cache == "f16", model);
       for (int nt : thread_counts) {
         std::shared_ptr<posenc::ParallelRunner> pool(posenc::ThreadPool::Create(nt).value().release());
-        std::vector<Row> rows = PosencRows(c, pool);
+        std::vector<Row> rows = c.mla ? PosencMlaRows(c, pool) : PosencRows(c, pool);
         if (want("ggml"))
-          for (auto& r : GgmlRows(c, nt)) rows.push_back(std::move(r));
+          for (auto& r : c.mla ? GgmlMlaRows(c, nt) : GgmlRows(c, nt)) rows.push_back(std::move(r));
         if (c.f16_cache && (want("vllm") || want("sglang")) && !(VllmInfo().empty() && SglangInfo().empty()))
           rows.push_back(PosencF16In(c, pool.get()));
         if (want("vllm"))
