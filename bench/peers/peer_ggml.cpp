@@ -47,7 +47,7 @@ struct State {
   ggml_threadpool* tp = nullptr;
   ggml_cplan plan{}, rope_plan{};
   std::shared_ptr<void> in, q_out, k_rot, kc, vc, pos, idx, work, wq, wk, qn, kn, qm, km;
-  bool f16 = false;
+  ggml_type cache_type = GGML_TYPE_F32;
   int64_t row = 0;
   std::vector<int64_t> slots;
   ~State() {
@@ -55,6 +55,18 @@ struct State {
     if (ctx) ggml_free(ctx);
   }
 };
+
+ggml_type CacheType(const CaseData& c) {
+  return c.f16_cache ? GGML_TYPE_F16 : c.bf16_cache ? GGML_TYPE_BF16 : GGML_TYPE_F32;
+}
+
+// Value i of token t's cache row in `cache` (the case's cache type), as float.
+float CacheAt(const State& s, const void* cache, int64_t t, int64_t i) {
+  const int64_t e = s.slots[static_cast<size_t>(t)] * s.row + i;
+  if (s.cache_type == GGML_TYPE_F16) return ggml_fp16_to_fp32(static_cast<const ggml_fp16_t*>(cache)[e]);
+  if (s.cache_type == GGML_TYPE_BF16) return ggml_bf16_to_fp32(static_cast<const ggml_bf16_t*>(cache)[e]);
+  return static_cast<const float*>(cache)[e];
+}
 
 // A timed pass: one ggml_graph_compute; a failure ends the program (nothing would be timed).
 void MustCompute(ggml_cgraph* graph, ggml_cplan* plan) {
@@ -69,11 +81,10 @@ void MustCompute(ggml_cgraph* graph, ggml_cplan* plan) {
 std::vector<Row> GgmlRows(const CaseData& c, int threads) {
   auto s = std::make_shared<State>();
   const int64_t T = c.T, Hq = c.Hq, Hkv = c.Hkv, D = c.D, W = c.W();
-  s->f16 = c.f16_cache;
   s->row = c.kv_row();
   s->slots = c.slots;
-  const ggml_type ct = c.f16_cache ? GGML_TYPE_F16 : GGML_TYPE_F32;
-  const size_t es = c.f16_cache ? 2 : 4;
+  const ggml_type ct = s->cache_type = CacheType(c);
+  const size_t es = ggml_type_size(ct);
 
   ggml_init_params ip{size_t{16} << 20, nullptr, /*no_alloc=*/true};
   s->ctx = ggml_init(ip);
@@ -163,11 +174,7 @@ std::vector<Row> GgmlRows(const CaseData& c, int threads) {
   r.on_threads = OnOmpThreads(threads);
   r.q_out = [s] { return static_cast<const float*>(s->q_out.get()); };
   auto at = [s](const std::shared_ptr<void>* buf) {
-    return [s, buf](int64_t t, int64_t i) -> float {
-      const int64_t e = s->slots[static_cast<size_t>(t)] * s->row + i;
-      if (s->f16) return ggml_fp16_to_fp32(static_cast<const ggml_fp16_t*>(buf->get())[e]);
-      return static_cast<const float*>(buf->get())[e];
-    };
+    return [s, buf](int64_t t, int64_t i) { return CacheAt(*s, buf->get(), t, i); };
   };
   r.k_at = at(&s->kc);
   r.v_at = at(&s->vc);
@@ -191,11 +198,10 @@ std::vector<Row> GgmlRows(const CaseData& c, int threads) {
 std::vector<Row> GgmlMlaRows(const CaseData& c, int threads) {
   auto s = std::make_shared<State>();
   const int64_t T = c.T, H = c.Hq, rope = c.D, lora = c.kv_lora, R = c.row_values, Dq = c.nope + c.D;
-  s->f16 = c.f16_cache;
   s->row = R;
   s->slots = c.slots;
-  const ggml_type ct = c.f16_cache ? GGML_TYPE_F16 : GGML_TYPE_F32;
-  const size_t es = c.f16_cache ? 2 : 4, f = sizeof(float);
+  const ggml_type ct = s->cache_type = CacheType(c);
+  const size_t es = ggml_type_size(ct), f = sizeof(float);
   ggml_init_params ip{size_t{16} << 20, nullptr, /*no_alloc=*/true};
   s->ctx = ggml_init(ip);
   ggml_context* ctx = s->ctx;
@@ -260,11 +266,7 @@ std::vector<Row> GgmlMlaRows(const CaseData& c, int threads) {
   r.run = [s] { MustCompute(s->graph, &s->plan); };
   r.on_threads = OnOmpThreads(threads);
   r.q_out = [s] { return static_cast<const float*>(s->q_out.get()); };  // [T, H, 64], as posenc's rows report
-  r.k_at = [s](int64_t t, int64_t i) -> float {
-    const int64_t e = s->slots[static_cast<size_t>(t)] * s->row + i;
-    if (s->f16) return ggml_fp16_to_fp32(static_cast<const ggml_fp16_t*>(s->kc.get())[e]);
-    return static_cast<const float*>(s->kc.get())[e];
-  };
+  r.k_at = [s](int64_t t, int64_t i) { return CacheAt(*s, s->kc.get(), t, i); };
   r.v_at = r.k_at;
   r.keep = s;
   Row rope_only;

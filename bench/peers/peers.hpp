@@ -36,7 +36,7 @@ struct CaseData {
   std::vector<float> kv_norm_w;
   std::shared_ptr<float[]> q_mla;
   int64_t max_positions = 8192;
-  bool f16_cache = false;
+  bool f16_cache = false, bf16_cache = false;  // the cache type: float16, bfloat16, else float32
   int64_t cache_slots = 0;
   std::vector<int64_t> pos, slots;
   std::shared_ptr<float[]> qkv;  // [T, W] float32, read only: rows that rotate in place copy it

@@ -87,10 +87,11 @@ const RopeTable& Table(double theta, int64_t dims = 128) {
   return it->second;
 }
 
-CaseData MakeCase(const std::string& shape, bool f16, const std::string& model) {
+CaseData MakeCase(const std::string& shape, const std::string& cache, const std::string& model) {
   CaseData c;
-  c.name = (model == "llama3" ? "" : model + "/") + shape + (f16 ? "/cache_f16" : "/cache_f32");
-  c.f16_cache = f16;
+  c.name = (model == "llama3" ? "" : model + "/") + shape + "/cache_" + cache;
+  c.f16_cache = cache == "f16";
+  c.bf16_cache = cache == "bf16";
   std::mt19937 wr(7);
   std::uniform_real_distribution<float> w(0.5f, 1.5f);
   if (model == "deepseek3") {  // DeepSeek-V3: 128 q heads of 128 + 64, kv_lora_rank 512, 64 rope dims
@@ -170,9 +171,14 @@ OnThreads PoolThreads(ParallelRunner* pool) {
   };
 }
 
+KvCacheType CacheType(const CaseData& c) {
+  return c.f16_cache ? KvCacheType::kF16 : c.bf16_cache ? KvCacheType::kBF16 : KvCacheType::kF32;
+}
+
 float CacheValue(const KvCacheView& cache, bool k, int64_t slot, int64_t i) {
   const std::byte* row = k ? cache.k_row(0, slot) : cache.v_row(0, slot);
   if (cache.type == KvCacheType::kF16) return F16ToF32(reinterpret_cast<const f16_t*>(row)[i]);
+  if (cache.type == KvCacheType::kBF16) return BF16ToF32(reinterpret_cast<const bf16_t*>(row)[i]);
   return reinterpret_cast<const float*>(row)[i];
 }
 
@@ -187,8 +193,8 @@ void Check(Status s, const char* what) {
 // the input, which it rotates in place).
 std::vector<Row> PosencRows(const CaseData& c, std::shared_ptr<ParallelRunner> pool) {
   const int64_t T = c.T, Hq = c.Hq, Hkv = c.Hkv, D = c.D;
-  const auto ct = c.f16_cache ? KvCacheType::kF16 : KvCacheType::kF32;
-  const size_t es = c.f16_cache ? 2 : 4;
+  const KvCacheType ct = CacheType(c);
+  const size_t es = c.f16_cache || c.bf16_cache ? 2 : 4;
   const size_t cache_bytes = static_cast<size_t>(c.cache_slots * Hkv * D) * es;
   const size_t in_bytes = static_cast<size_t>(T * c.W()) * 4;
   struct State {
@@ -310,7 +316,7 @@ std::vector<Row> PosencMlaRows(const CaseData& c, std::shared_ptr<ParallelRunner
   s->latent = HeadsView{s->row.get(), DType::kF32, T, 1, lora, R, lora};
   s->pe = HeadsView{static_cast<float*>(s->row.get()) + lora, DType::kF32, T, 1, rope, R, rope};
   s->row_view = HeadsView::Dense(s->row.get(), DType::kF32, T, 1, R);
-  const auto ct = c.f16_cache ? KvCacheType::kF16 : KvCacheType::kF32;
+  const KvCacheType ct = CacheType(c);
   for (int i = 0; i < 2; ++i) {
     s->q[i] = AlignedZeroed(static_cast<size_t>(T * H * Dq) * 4);
     s->qv[i] = HeadsView::Dense(s->q[i].get(), DType::kF32, T, H, Dq);
@@ -455,7 +461,7 @@ std::vector<std::string> Split(const std::string& s) {
 
 void Usage() {
   std::printf(
-      "side_by_side [--shapes prefill512,prefill4096,decode64] [--caches f32,f16] [--threads 1,2]\n"
+      "side_by_side [--shapes prefill512,prefill4096,decode64] [--caches f32,f16,bf16] [--threads 1,2]\n"
       "             [--mode cold|warm] [--rounds N] [--peers ggml,vllm,sglang] [--evict-mib 1024]\n"
       "             [--model llama3|qwen3|deepseek3]   (qwen3: QK-norm before RoPE; deepseek3: the MLA\n"
       "             cache row; both against the ggml peer only)\n"
@@ -514,18 +520,24 @@ int main(int argc, char** argv) {
               "maxdiff_q", "maxdiff_k", "maxdiff_v");
   for (const auto& shape : shapes) {
     for (const auto& cache : caches) {
-      const CaseData c = MakeCase(shape, cache == "f16", model);
+      if (cache != "f32" && cache != "f16" && cache != "bf16") {
+        Usage();
+        return 2;
+      }
+      const CaseData c = MakeCase(shape, cache, model);
       for (int nt : thread_counts) {
         std::shared_ptr<posenc::ParallelRunner> pool(posenc::ThreadPool::Create(nt).value().release());
         std::vector<Row> rows = c.mla ? PosencMlaRows(c, pool) : PosencRows(c, pool);
         if (want("ggml"))
           for (auto& r : c.mla ? GgmlMlaRows(c, nt) : GgmlRows(c, nt)) rows.push_back(std::move(r));
-        if (c.f16_cache && (want("vllm") || want("sglang")) && !(VllmInfo().empty() && SglangInfo().empty()))
-          rows.push_back(PosencF16In(c, pool.get()));
-        if (want("vllm"))
-          for (auto& r : VllmRows(c, nt, pool.get())) rows.push_back(std::move(r));
-        if (want("sglang"))
-          for (auto& r : SglangRows(c, nt)) rows.push_back(std::move(r));
+        if (!c.bf16_cache) {  // (the vLLM and SGLang harness rows here are float32 / float16)
+          if (c.f16_cache && (want("vllm") || want("sglang")) && !(VllmInfo().empty() && SglangInfo().empty()))
+            rows.push_back(PosencF16In(c, pool.get()));
+          if (want("vllm"))
+            for (auto& r : VllmRows(c, nt, pool.get())) rows.push_back(std::move(r));
+          if (want("sglang"))
+            for (auto& r : SglangRows(c, nt)) rows.push_back(std::move(r));
+        }
         // One run of each row from fresh inputs, compared with posenc.fused.
         std::vector<Diff> diffs(rows.size());
         for (auto& r : rows) {
