@@ -183,11 +183,13 @@ struct FusedCase {
   bool paged, in_place, q_scale;
   RmsNormStyle style;
   bool q_norm = true, k_norm = true;
+  bool backward = false;  // the inverse rotation (the fused kernel norms first then: its other path)
   std::string Name() const {
     return fmt::format("T{} Hq{} Hkv{} D{} window[{}, +{}) {} {} cache {} {}{}{} {} q_norm {} k_norm {}", tokens,
                        q_heads, kv_heads, head_dim, rotary_start, rotary_dim, ToString(pairing), ToString(dtype),
                        ToString(cache_type), paged ? "paged" : "contiguous", in_place ? " in-place" : "",
-                       q_scale ? " q_scale" : "", ToString(style), q_norm, k_norm);
+                       q_scale ? " q_scale" : "", ToString(style), q_norm, k_norm) +
+           (backward ? " backward" : "");
   }
 };
 
@@ -234,6 +236,9 @@ void RunFused(const FusedCase& c, bool check_reference) {
     cache.v = vc.data();
     RopeArgs ra{L, &table, positions};
     ra.parallel = &SerialRunner();
+    if (c.backward) ra.direction = RopeDirection::kBackward;
+    RopeArgs rr{L, &table, positions};
+    rr.direction = ra.direction;
     if (fused) {
       FusedRopeArgs fa{ra, slots, 1, scales, qn, kn};
       const Status s =
@@ -243,10 +248,10 @@ void RunFused(const FusedCase& c, bool check_reference) {
       std::vector<uint8_t> k_tmp(static_cast<size_t>(c.tokens * c.kv_heads * c.head_dim) * es + 8);
       HeadsView kt = HeadsView::Dense(k_tmp.data(), c.dtype, c.tokens, c.kv_heads, c.head_dim);
       auto norm = [&](const HeadRmsNorm& nm, HeadsView a, HeadsView b) {
-        if (!nm.enabled()) return reference ? ApplyRopeReference({L, &table, positions}, a, b) : ApplyRope(ra, a, b);
+        if (!nm.enabled()) return reference ? ApplyRopeReference(rr, a, b) : ApplyRope(ra, a, b);
         const Status s = reference ? ApplyHeadRmsNormReference(nm, a, b) : ApplyHeadRmsNorm(nm, a, b);
         if (!s.ok()) return s;
-        return reference ? ApplyRopeReference({L, &table, positions}, b, b) : ApplyRope(ra, b);
+        return reference ? ApplyRopeReference(rr, b, b) : ApplyRope(ra, b);
       };
       EXPECT_TRUE(norm(qn, x.q, q_out).ok());
       EXPECT_TRUE(norm(kn, x.k, kt).ok());
@@ -271,6 +276,7 @@ FusedCase FromKernelCase(const cases::KernelCase& k, size_t i) {
               k.cache_type, i % 2 == 1, k.in_place, i % 4 == 2, kStyles[i % 3]};
   c.q_norm = i % 11 != 4;
   c.k_norm = i % 13 != 6;
+  c.backward = i % 7 == 3;
   return c;
 }
 

@@ -25,6 +25,7 @@
 #include "kernels/kv_cache/fused_rope_internal.hpp"
 #include "kernels/kv_cache/kv_cache-inl.hpp"
 #include "kernels/kv_cache/kv_cache_internal.hpp"
+#include "kernels/norm/rms_norm-inl.hpp"
 #include "kernels/rope/rope_internal.hpp"
 
 HWY_BEFORE_NAMESPACE();
@@ -65,15 +66,21 @@ void FusedTokensT(const detail::FusedRopeJob& job, int64_t begin, int64_t end) {
   rj.num_tensors = 0;
   const int iq = q.heads > 0 ? rj.num_tensors++ : -1;
   const int ik = rj.num_tensors++;
-  // QK-norm runs inside the rotation (rope-inl.hpp's RotateNormedToken), in registers where it can.
+  // QK-norm runs inside the rotation (rope-inl.hpp's RotateNormedToken), in registers where it can;
+  // going backward (no model does; kept exact) each row is normed first, q into q_out and rotated
+  // there, k into its dense scratch row.
   const HeadRmsNorm* qn = job.q_norm.enabled() ? &job.q_norm : nullptr;
   const HeadRmsNorm* kn = job.k_norm.enabled() ? &job.k_norm : nullptr;
-  // Scratch rows only where a row must be staged (a converted k, strided v heads): the common decode
-  // call into a cache of the activation dtype allocates nothing.
-  const hwy::AlignedFreeUniquePtr<T[]> k_row = !job.k_direct ? hwy::AllocateAligned<T>(n) : nullptr;
+  const bool pre_q = qn != nullptr && job.rope.backward, pre_k = kn != nullptr && job.rope.backward;
+  // Scratch rows only where a row must be staged (a converted or pre-normed k, strided v heads): the
+  // common decode call into a cache of the activation dtype allocates nothing.
+  const hwy::AlignedFreeUniquePtr<T[]> k_row = !job.k_direct || pre_k ? hwy::AllocateAligned<T>(n) : nullptr;
   const hwy::AlignedFreeUniquePtr<T[]> v_row = detail::TokenRowCopies(v) ? hwy::AllocateAligned<T>(n) : nullptr;
-  if (iq >= 0) rj.tensors[iq] = {nullptr, nullptr, q.heads, 0, q.head_stride, 0, qo.head_stride, qn};
-  rj.tensors[ik] = {nullptr, nullptr, k.heads, 0, k.head_stride, 0, k.head_dim, kn};
+  if (iq >= 0)
+    rj.tensors[iq] = {nullptr, nullptr, q.heads, 0, pre_q ? qo.head_stride : q.head_stride, 0, qo.head_stride,
+                      pre_q ? nullptr : qn};
+  rj.tensors[ik] = {nullptr, nullptr, k.heads, 0, pre_k ? k.head_dim : k.head_stride, 0, k.head_dim,
+                    pre_k ? nullptr : kn};
   for (int64_t t = begin; t < end; ++t) {
     // The next token's streams: its cos/sin rows whole, and the first lines of each other row it
     // touches (its cache rows, scattered in decode; its q and k input rows; its q output row), so the
@@ -96,8 +103,16 @@ void FusedTokensT(const detail::FusedRopeJob& job, int64_t begin, int64_t end) {
     if (iq >= 0) {
       rj.tensors[iq].in = q.at<const T>(t, 0);
       rj.tensors[iq].out = qo.at<T>(t, 0);
+      if (pre_q) {
+        RmsNormTokenT(*qn, q.at<const T>(t, 0), q.head_stride, qo.at<T>(t, 0), qo.head_stride, q.heads, q.head_dim);
+        rj.tensors[iq].in = qo.at<const T>(t, 0);
+      }
     }
     rj.tensors[ik].in = k.at<const T>(t, 0);
+    if (pre_k) {
+      RmsNormTokenT(*kn, k.at<const T>(t, 0), k.head_stride, k_row.get(), k.head_dim, k.heads, k.head_dim);
+      rj.tensors[ik].in = k_row.get();
+    }
     rj.tensors[ik].out = job.k_direct ? static_cast<void*>(k_dst) : static_cast<void*>(k_row.get());
     detail::RopeTokens(rj, 0, 1);
     if (job.q_scale != nullptr) {

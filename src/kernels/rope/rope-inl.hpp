@@ -587,7 +587,7 @@ void RopeTokensT(const detail::RopeJob& job, int64_t begin, int64_t end) {
   // in registers vs 14.5 through the row).
   HWY_ALIGN float wl[2][Regs::kOn ? 2 * kPairs : 1];
   const float* norm_wl[2] = {nullptr, nullptr};
-  if constexpr (Regs::kOn && !std::is_same_v<T, float>) {
+  if constexpr (Regs::kOn && !std::is_same_v<T, float> && !kBackward) {
     for (int k = 0; k < job.num_tensors && k < 2; ++k) {
       const HeadRmsNorm* nm = job.tensors[k].norm;
       if (nm != nullptr && nm->scope == RmsNormScope::kPerHead && start == 0 && after == head_dim) {
@@ -619,13 +619,15 @@ void RopeTokensT(const detail::RopeJob& job, int64_t begin, int64_t end) {
     }
     for (int k = 0; k < job.num_tensors; ++k) {
       const detail::RopeTensor& x = job.tensors[k];
-      if (x.norm != nullptr) {
-        WithNormStyle(x.norm->style, [&](auto st) {
-          RotateNormedToken<Form, Regs, decltype(st)::value>(form, x, static_cast<const T*>(x.in) + t * x.in_token_stride,
-                                                            static_cast<T*>(x.out) + t * x.out_token_stride, start,
-                                                            head_dim, vc, vs, norm_wl[k]);
-        });
-        continue;
+      if constexpr (!kBackward) {  // (the fused kernels norm first going backward: fewer instantiations)
+        if (x.norm != nullptr) {
+          WithNormStyle(x.norm->style, [&](auto st) {
+            RotateNormedToken<Form, Regs, decltype(st)::value>(
+                form, x, static_cast<const T*>(x.in) + t * x.in_token_stride,
+                static_cast<T*>(x.out) + t * x.out_token_stride, start, head_dim, vc, vs, norm_wl[k]);
+          });
+          continue;
+        }
       }
       // Pointers at the rotary window of head 0; the dims outside it are copied only out of place.
       const T* in = static_cast<const T*>(x.in) + t * x.in_token_stride + start;

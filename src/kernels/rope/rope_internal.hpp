@@ -14,8 +14,8 @@
 namespace posenc::detail {
 
 // One tensor of a RoPE call (queries or keys), strides in elements. With `norm` (the fused kernels'
-// QK-norm, validated against these heads) each head is RMS-normalised before it is rotated, the whole
-// head written: out = RoPE(RMSNorm(in)), the bits of the norm's output rotated.
+// QK-norm, validated against these heads; forward calls only) each head is RMS-normalised before it is
+// rotated, the whole head written: out = RoPE(RMSNorm(in)), the bits of the norm's output rotated.
 struct RopeTensor {
   const void* in = nullptr;
   void* out = nullptr;
