@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <vector>
 
@@ -74,6 +75,41 @@ void MustCompute(ggml_cgraph* graph, ggml_cplan* plan) {
     std::fprintf(stderr, "ggml_graph_compute failed\n");
     std::exit(1);
   }
+}
+
+// The timed graph (`outs`) and the rope-only one (`rope_outs`), their threadpool, plans and work buffer.
+void MakePlans(State* s, int threads, std::initializer_list<ggml_tensor*> outs,
+               std::initializer_list<ggml_tensor*> rope_outs) {
+  s->graph = ggml_new_graph(s->ctx);
+  for (ggml_tensor* t : outs) ggml_build_forward_expand(s->graph, t);
+  s->rope_graph = ggml_new_graph(s->ctx);
+  for (ggml_tensor* t : rope_outs) ggml_build_forward_expand(s->rope_graph, t);
+  ggml_threadpool_params tpp = ggml_threadpool_params_default(threads);
+  s->tp = ggml_threadpool_new(&tpp);
+  s->plan = ggml_graph_plan(s->graph, threads, s->tp);
+  s->rope_plan = ggml_graph_plan(s->rope_graph, threads, s->tp);
+  const size_t work = std::max(s->plan.work_size, s->rope_plan.work_size);
+  if (work > 0) {
+    s->work = AlignedZeroed(work);
+    s->plan.work_data = s->rope_plan.work_data = static_cast<uint8_t*>(s->work.get());
+  }
+}
+
+// The compared row `ggml` (q from s->q_out; the caller sets k_at / v_at) and the rope-only row.
+std::vector<Row> GraphRows(const std::shared_ptr<State>& s, int threads, const char* rope_name) {
+  Row r;
+  r.name = "ggml";
+  r.versus = "posenc.fused";
+  r.run = [s] { MustCompute(s->graph, &s->plan); };
+  r.on_threads = OnOmpThreads(threads);
+  r.q_out = [s] { return static_cast<const float*>(s->q_out.get()); };
+  r.keep = s;
+  Row rope;
+  rope.name = rope_name;
+  rope.run = [s] { MustCompute(s->rope_graph, &s->rope_plan); };
+  rope.on_threads = r.on_threads;
+  rope.keep = s;
+  return {r, rope};
 }
 
 }  // namespace
@@ -148,46 +184,13 @@ std::vector<Row> GgmlRows(const CaseData& c, int threads) {
   ggml_tensor* kset = ggml_set_rows(ctx, kc, ggml_reshape_2d(ctx, kr, s->row, T), idx);
   ggml_tensor* vset = ggml_set_rows(ctx, vc, v, idx);
 
-  s->graph = ggml_new_graph(ctx);
-  ggml_build_forward_expand(s->graph, qr);
-  ggml_build_forward_expand(s->graph, kset);
-  ggml_build_forward_expand(s->graph, vset);
-
-  s->rope_graph = ggml_new_graph(ctx);
-  ggml_build_forward_expand(s->rope_graph, qr);
-  ggml_build_forward_expand(s->rope_graph, kr);
-
-  ggml_threadpool_params tpp = ggml_threadpool_params_default(threads);
-  s->tp = ggml_threadpool_new(&tpp);
-  s->plan = ggml_graph_plan(s->graph, threads, s->tp);
-  s->rope_plan = ggml_graph_plan(s->rope_graph, threads, s->tp);
-  const size_t work = std::max(s->plan.work_size, s->rope_plan.work_size);
-  if (work > 0) {
-    s->work = AlignedZeroed(work);
-    s->plan.work_data = s->rope_plan.work_data = static_cast<uint8_t*>(s->work.get());
-  }
-
-  Row r;
-  r.name = "ggml";
-  r.versus = "posenc.fused";
-  r.run = [s] { MustCompute(s->graph, &s->plan); };
-  r.on_threads = OnOmpThreads(threads);
-  r.q_out = [s] { return static_cast<const float*>(s->q_out.get()); };
-  auto at = [s](const std::shared_ptr<void>* buf) {
-    return [s, buf](int64_t t, int64_t i) { return CacheAt(*s, buf->get(), t, i); };
-  };
-  r.k_at = at(&s->kc);
-  r.v_at = at(&s->vc);
-  r.keep = s;
-
-  // ggml's two rope ops alone (q and k out of place, no cache write; with QK-norm the norms too):
-  // not a comparison row, it says how much of ggml's time the rotations take.
-  Row rope;
-  rope.name = c.qk_norm ? "ggml.norm_rope_only" : "ggml.rope_only";
-  rope.run = [s] { MustCompute(s->rope_graph, &s->rope_plan); };
-  rope.on_threads = r.on_threads;
-  rope.keep = s;
-  return {r, rope};
+  MakePlans(s.get(), threads, {qr, kset, vset}, {qr, kr});
+  // The rope-only row: ggml's two rope ops alone (q and k out of place, no cache write; with QK-norm
+  // the norms too), not a comparison, it says how much of ggml's time the rotations take.
+  std::vector<Row> rows = GraphRows(s, threads, c.qk_norm ? "ggml.norm_rope_only" : "ggml.rope_only");
+  rows[0].k_at = [s](int64_t t, int64_t i) { return CacheAt(*s, s->kc.get(), t, i); };
+  rows[0].v_at = [s](int64_t t, int64_t i) { return CacheAt(*s, s->vc.get(), t, i); };
+  return rows;
 }
 
 // llama.cpp's DeepSeek-V3 (deepseek2, MLA) graph for the same work as posenc's MLA rows: q_pe = a
@@ -244,37 +247,11 @@ std::vector<Row> GgmlMlaRows(const CaseData& c, int threads) {
   row->data = buffer(&s->km, static_cast<size_t>(T * R) * f, nullptr);
   ggml_tensor* set = ggml_set_rows(ctx, kc, row, idx);
 
-  s->graph = ggml_new_graph(ctx);
-  ggml_build_forward_expand(s->graph, qr);
-  ggml_build_forward_expand(s->graph, set);
-  s->rope_graph = ggml_new_graph(ctx);
-  ggml_build_forward_expand(s->rope_graph, qr);
-  ggml_build_forward_expand(s->rope_graph, kr);
-  ggml_threadpool_params tpp = ggml_threadpool_params_default(threads);
-  s->tp = ggml_threadpool_new(&tpp);
-  s->plan = ggml_graph_plan(s->graph, threads, s->tp);
-  s->rope_plan = ggml_graph_plan(s->rope_graph, threads, s->tp);
-  const size_t work = std::max(s->plan.work_size, s->rope_plan.work_size);
-  if (work > 0) {
-    s->work = AlignedZeroed(work);
-    s->plan.work_data = s->rope_plan.work_data = static_cast<uint8_t*>(s->work.get());
-  }
-
-  Row r;
-  r.name = "ggml";
-  r.versus = "posenc.fused";
-  r.run = [s] { MustCompute(s->graph, &s->plan); };
-  r.on_threads = OnOmpThreads(threads);
-  r.q_out = [s] { return static_cast<const float*>(s->q_out.get()); };  // [T, H, 64], as posenc's rows report
-  r.k_at = [s](int64_t t, int64_t i) { return CacheAt(*s, s->kc.get(), t, i); };
-  r.v_at = r.k_at;
-  r.keep = s;
-  Row rope_only;
-  rope_only.name = "ggml.rope_only";
-  rope_only.run = [s] { MustCompute(s->rope_graph, &s->rope_plan); };
-  rope_only.on_threads = r.on_threads;
-  rope_only.keep = s;
-  return {r, rope_only};
+  MakePlans(s.get(), threads, {qr, set}, {qr, kr});
+  std::vector<Row> rows = GraphRows(s, threads, "ggml.rope_only");  // q_out: [T, H, 64], as posenc's
+  rows[0].k_at = [s](int64_t t, int64_t i) { return CacheAt(*s, s->kc.get(), t, i); };
+  rows[0].v_at = rows[0].k_at;
+  return rows;
 }
 
 }  // namespace sbs
