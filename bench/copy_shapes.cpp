@@ -1,10 +1,14 @@
 // Cold copies of the same bytes in different shapes, to check that the fused rows' roofline (one
 // memcpy of bytes_all / 2) is not weak for being one stream: one memcpy; memcpy in pieces; the fused
 // kernel's token rows split into three output streams (a 16 KiB q row, two 4 KiB cache rows); a plain
-// SSE2 load/store loop; and the same loop with non-temporal stores. Before every timed copy an untimed
-// pass reads `evict` MiB. GB/s count bytes read + written. Medians of 11 alternating rounds.
+// SSE2 load/store loop; and the same loop with non-temporal stores. Then the same bytes read and written
+// back in place (as RoPE rotates q in place): dense, and as 128-byte windows at the back of 384-byte
+// heads (MLA's q_pe: the last 64 of each 192-value bfloat16 q head), each window prefetched whole heads
+// (>= 4 KiB) ahead as the RoPE kernel does. Before every timed pass an untimed pass reads `evict` MiB.
+// GB/s count bytes read + written (the windows' bytes only). Medians of 11 alternating rounds.
 //   build/bench/copy_shapes [BYTES (default 1600000)] [EVICT_MIB (default 512)]
 #include <emmintrin.h>
+#include <xmmintrin.h>
 
 #include <algorithm>
 #include <chrono>
@@ -36,6 +40,19 @@ void LoopCopy(char* d, const char* s, size_t n, bool stream) {
     }
   }
   if (stream) _mm_sfence();
+}
+
+// Reads and writes back (sign bits flipped) `count` windows of `window` bytes, `stride` bytes apart from p,
+// prefetching each window's lines `ahead` bytes on.
+void FlipInPlace(char* p, size_t count, size_t stride, size_t window, size_t ahead) {
+  const __m128i flip = _mm_set1_epi16(static_cast<int16_t>(0x8000));
+  for (size_t w = 0; w < count; ++w, p += stride) {
+    for (size_t l = 0; l < window; l += 64) _mm_prefetch(p + ahead + l, _MM_HINT_T0);
+    for (size_t i = 0; i < window; i += 16) {
+      auto* x = reinterpret_cast<__m128i*>(p + i);
+      _mm_storeu_si128(x, _mm_xor_si128(_mm_loadu_si128(x), flip));
+    }
+  }
 }
 
 }  // namespace
@@ -76,6 +93,12 @@ int main(int argc, char** argv) {
                     }});
   shapes.push_back({"SSE2 load/store loop", [&] { LoopCopy(d, s, n, false); }});
   shapes.push_back({"SSE2 loop, non-temporal stores", [&] { LoopCopy(d, s, n, true); }});
+  constexpr size_t kHead = 384, kWindow = 128, kAhead = (4096 + kHead - 1) / kHead * kHead;
+  std::vector<char> heads(n / kWindow * kHead, 4);
+  shapes.push_back({"in place, dense", [&] { FlipInPlace(d, n / 64, 64, 64, 4096); }});
+  shapes.push_back({"in place, 128 B of every 384 B", [&] {
+                      FlipInPlace(heads.data() + kHead - kWindow, n / kWindow, kHead, kWindow, kAhead);
+                    }});
   std::vector<std::vector<double>> times(shapes.size());
   for (int r = 0; r < 11; ++r)
     for (size_t i = 0; i < shapes.size(); ++i) {
