@@ -185,7 +185,8 @@ class Rope:
 
     def apply_kv_cache(self, q: Any, k: Any, v: Any, positions: Any, slots: Any, k_cache: Any, v_cache: Any, *,
                        q_out: Any = None, layer: int = 0, reference: bool = False, cache_type: Optional[str] = None,
-                       k_scale: Any = None, v_scale: Any = None) -> Any:
+                       k_scale: Any = None, v_scale: Any = None, q_norm: Any = None, k_norm: Any = None,
+                       norm_eps: Any = None, norm: Optional[str] = None) -> Any:
         """RoPE fused with the KV-cache write, one pass per token (posenc's ApplyRopeKvCache), as an
         engine runs it after its QKV projection: q_out[t] = RoPE(q[t]); k_cache[layer, slots[t]] =
         RoPE(k[t]) and v_cache[layer, slots[t]] = v[t], converted to the cache's type (nearest even;
@@ -200,10 +201,18 @@ class Rope:
         float8_e4m3fn / float8_e5m2 conversion) are torch float8 tensors, or uint8 tensors of the float
         caches' shape with cache_type="float8_e4m3fn" / "float8_e5m2"; k_scale / v_scale: one float (per
         tensor) or kv_heads floats (per head), 1 when None. q_out: a [T, heads, head_dim] tensor of q's dtype (q itself for in
-        place), allocated like q when None. Returns q_out. A slot outside the cache or written twice, a
-        shape, dtype or overlap that does not fit: ValueError naming it, nothing written."""
+        place), allocated like q when None. QK-norm (Qwen3, Gemma 3, OLMo 2, ...): q_norm / k_norm, the
+        attention's q_norm / k_norm weights (head_dim values; num_heads * head_dim for whole-projection
+        norms; rounded to float32), RMS-normalise q and k before RoPE in the same pass, bit for bit
+        posenc's norm then `apply`; `norm` is the convention (default: the scheme's `qk_norm`, from the
+        model's family: per_head, per_head_float32, per_head_one_plus_weight (Gemma's 1 + w),
+        whole_projection, whole_projection_cast) and `norm_eps` the config's rms_norm_eps (required with a
+        weight). Returns q_out. A slot outside the cache or written twice, a shape, dtype, weight or overlap
+        that does not fit: ValueError naming it, nothing written."""
+        (qw, kw), eps, convention = _norm_args(self.scheme.qk_norm, ((q_norm, "q_norm"), (k_norm, "k_norm")),
+                                               norm_eps, norm)
         call = self._call
-        plain = cache_type is None and k_scale is None and v_scale is None
+        plain = cache_type is None and k_scale is None and v_scale is None and convention == "none"
         if call is not None and call[0] is self.scheme and plain:
             r = call[1].apply_kv_cache(q, k, v, positions, slots, k_cache, v_cache, q_out, layer, reference)
             if r is not None:
@@ -239,7 +248,70 @@ class Rope:
         for name, span in (("k_cache", (kp, kp + kn)), ("v_cache", (vp, vp + vn))):
             _tensors.check_spans_apart([span], spans, name, "q, k, v or q_out")
         _posenc.apply_rope_kv_cache(self._table_for([pos]), *self._layout(), *views, pos, sl, kp, kn, vp, vn, kt, kl, ks,
-                                    int(layer), bool(reference), k_scale=scales[0], v_scale=scales[1])
+                                    int(layer), bool(reference), k_scale=scales[0], v_scale=scales[1], q_norm=qw,
+                                    k_norm=kw, norm_eps=eps, norm=convention)
+        return q_out
+
+    def apply_mla_cache(self, kv_c: Any, k_pe: Any, positions: Any, slots: Any, cache: Any, *, q: Any = None,
+                        q_out: Any = None, layer: int = 0, kv_norm: Any = None, norm_eps: Any = None,
+                        norm: str = "per_head", reference: bool = False, cache_type: Optional[str] = None,
+                        scale: Any = None) -> Any:
+        """The MLA cache row (DeepSeek-V2/V3, Kimi K2: posenc's ApplyMlaRopeCache), one pass per token:
+        cache[layer, slots[t]] = [RMSNorm(kv_c[t]) | RoPE(k_pe[t])] and, with q, each query head's rope
+        window (the scheme's: its last rotary_dim values, interleaved pairs for DeepSeek) rotated into q_out.
+
+        kv_c: [T, kv_lora_rank], k_pe: [T, rope_dim] (or [T, 1, ...]; views of the kv_a projection output
+        as they are), q: [T, heads, head_dim] (qk_nope_head_dim + qk_rope_head_dim), one dtype (float32,
+        float16, bfloat16). kv_norm: kv_a_layernorm's weight (kv_lora_rank values), `norm` its convention
+        (DeepSeek's RMSNorm: per_head, over the whole latent), `norm_eps` the config's rms_norm_eps
+        (required with the weight); without it the latent is copied. cache: [layers, slots, kv_lora_rank +
+        rope_dim] or [slots, ...] in float32 / float16 / bfloat16 (or torch float8), uint8 Q8_0 rows or
+        float8 codes with cache_type, scale: float8's one divisor (1 when None). q_out: q's shape and
+        dtype (q itself for in place), allocated like q when None. Returns q_out (None without q). Anything
+        that does not fit: ValueError naming it, nothing written."""
+        (kvw,), eps, convention = _norm_args("none", ((kv_norm, "kv_norm"),), norm_eps,
+                                             norm if kv_norm is not None else None)
+        kv_c, k_pe = (_tensors.as_tensor(t, n) for t, n in ((kv_c, "kv_c"), (k_pe, "k_pe")))
+        views = []
+        for t, n in ((kv_c, "kv_c"), (k_pe, "k_pe")):
+            if not isinstance(t, np.ndarray) and not _tensors.is_torch(t):
+                raise ValueError(f"{n}: {type(t).__name__} is not a numpy array or a torch tensor")
+            if len(t.shape) == 2:
+                t = t[:, None, :] if isinstance(t, np.ndarray) else t.unsqueeze(1)
+            if len(t.shape) != 3 or int(t.shape[1]) != 1:
+                raise ValueError(f"{n}: shape {list(t.shape)} is not [tokens, values] or [tokens, 1, values]")
+            vs, _, _ = _tensors.heads_views(t, n, "thd", writable=False)
+            views.append(vs[0])
+        q_views: List[Any] = [(), ()]
+        if q is not None:
+            q = _tensors.as_tensor(q, "q")
+            if q_out is None:
+                q_out = q.new_empty(q.shape) if _tensors.is_torch(q) else np.empty_like(q)
+            q_out = _tensors.as_tensor(q_out, "q_out")
+            for i, (t, n) in enumerate(((q, "q"), (q_out, "q_out"))):
+                if not isinstance(t, np.ndarray) and not _tensors.is_torch(t):
+                    raise ValueError(f"{n}: {type(t).__name__} is not a numpy array or a torch tensor")
+                if len(t.shape) != 3:
+                    raise ValueError(f"{n}: shape {list(t.shape)} is not [tokens, heads, head_dim]")
+                vs, _, _ = _tensors.heads_views(t, n, "thd", writable=(n == "q_out"))
+                q_views[i] = vs[0]
+            if q_views[1] != q_views[0]:
+                _tensors.check_views_apart([q_views[0]], [q_views[1]], "q_out", "q without being it")
+            _tensors.check_views_apart(views, [q_views[1]], "q_out", "kv_c or k_pe")
+        elif q_out is not None:
+            raise ValueError("q_out: given without q")
+        rank, rope_dim = int(kv_c.shape[-1]), int(k_pe.shape[-1])
+        tokens = int(kv_c.shape[0])
+        pos = _tensors.int64_row(positions, "positions", tokens)
+        sl = _tensors.int64_row(slots, "slots", tokens)
+        ptr, nbytes, ct, layers, nslots = _tensors.cache_memory(cache, "cache", 1, rank + rope_dim, cache_type,
+                                                                heads_axis=False)
+        spans = [_tensors.view_span(vw) for vw in views + [v for v in q_views if v]]
+        _tensors.check_spans_apart([(ptr, ptr + nbytes)], spans, "cache", "kv_c, k_pe, q or q_out")
+        _posenc.apply_mla_rope_cache(self._table_for([pos]), *self._layout(), views[0], views[1], tuple(q_views[0]),
+                                     tuple(q_views[1]), pos, sl, ptr, nbytes, ct, layers, nslots,
+                                     _tensors.int_arg(layer, "layer"), bool(reference), kvw, eps, convention,
+                                     _tensors.cache_scale(scale, "scale"))
         return q_out
 
     def apply_multi_axis(self, x: Any, positions: Any, *, order: Optional[str] = None) -> Any:
@@ -307,6 +379,35 @@ class Rope:
         s = self.scheme
         return (f"Rope({s.scaling['type']}, {s.pairing}, R={s.rotary_dim}/{s.head_dim}, base={s.base:g}, "
                 f"precision={self.precision})")
+
+
+def _norm_args(scheme_norm: str, weights: Sequence[Tuple[Any, str]], eps: Any,
+               norm: Optional[str]) -> Tuple[List[list], float, str]:
+    """The kernel's norm arguments: each weight as float values ([] for None), eps and the convention
+    ("none" without a weight). A convention or eps without a weight, a weight with no convention (the
+    scheme's none and no `norm`) or no eps, an empty weight: ValueError naming it."""
+    given = [(w, n) for w, n in weights if w is not None]
+    if not given:
+        if norm is not None or eps is not None:
+            raise ValueError(f"{'norm' if norm is not None else 'norm_eps'}: given without a norm weight "
+                             f"({' or '.join(n for _, n in weights)})")
+        return [[] for _ in weights], 1e-6, "none"
+    convention = norm if norm is not None else scheme_norm
+    name = given[0][1]
+    if not isinstance(convention, str):
+        raise ValueError(f"norm: {_tensors.quote(convention)} is not a string")
+    if convention == "none":
+        raise ValueError(f"{name}: the scheme has no QK-norm (qk_norm none); name its convention with norm= "
+                         "(one of Scheme.qk_norm's names)")
+    if eps is None:
+        raise ValueError(f"norm_eps: required with {name} (the config's rms_norm_eps)")
+    rows = []
+    for w, n in weights:
+        row = [] if w is None else _tensors.float_row(w, n)
+        if w is not None and len(row) == 0:
+            raise ValueError(f"{n}: no values")
+        rows.append([] if w is None else row.tolist())
+    return rows, _tensors.real_arg(eps, "norm_eps"), convention
 
 
 def split_qkv(qkv: Any, num_heads: int, num_kv_heads: int, head_dim: int) -> Tuple[Any, Any, Any]:

@@ -116,6 +116,9 @@ class Scheme:
     site = property(lambda self: self._s.site, doc="the RoPE site described: attention, mla, indexer, ...")
     sites = property(lambda self: list(self._s.sites), doc="the RoPE sites of the model's attention layers")
     rotation_sign = property(lambda self: self._s.rotation_sign, doc="-1 where the site rotates backwards")
+    qk_norm = property(lambda self: self._s.qk_norm,
+                       doc="the norm of q and k before RoPE: none, per_head, per_head_float32, "
+                           "per_head_one_plus_weight, whole_projection, whole_projection_cast, per_head_layernorm")
     rope_keys = property(lambda self: list(self._s.rope_keys), doc="keyed parameter sets (main / compress, ...)")
     rope_key = property(lambda self: self._s.rope_key, doc="the parameter set described")
     num_heads = property(lambda self: self._s.num_heads)

@@ -323,15 +323,16 @@ CACHE_TYPES = ("float32", "float16", "bfloat16", "q8_0", "float8_e4m3fn", "float
 _BYTE_CACHE_TYPES = ("q8_0", "float8_e4m3fn", "float8_e5m2")
 
 
-def cache_memory(x: Any, name: str, kv_heads: int, head_dim: int,
-                 cache_type: Optional[str] = None) -> Tuple[int, int, str, int, int]:
+def cache_memory(x: Any, name: str, kv_heads: int, head_dim: int, cache_type: Optional[str] = None,
+                 heads_axis: bool = True) -> Tuple[int, int, str, int, int]:
     """(data pointer, bytes, cache type, layers, slots) of a KV-cache tensor: [layers, slots, kv_heads,
     head_dim] or [slots, kv_heads, head_dim] in float32 / float16 / bfloat16 (or torch's float8_e4m3fn /
     float8_e5m2), or a uint8 tensor holding the codes of a byte cache: Q8_0 blocks [layers, slots,
     row_bytes] or [slots, row_bytes] (row_bytes = kv_heads * head_dim / 32 * 34; a uint8 tensor's
     default), or float8 codes shaped as the float caches (cache_type "float8_e4m3fn" / "float8_e5m2").
-    `cache_type`, when given, must agree with the tensor's dtype. Contiguous and writable; anything else
-    is a ValueError naming it (nothing is copied)."""
+    `cache_type`, when given, must agree with the tensor's dtype. Without `heads_axis` (an MLA cache: one
+    row per slot) the float shapes are [layers, slots, head_dim] or [slots, head_dim]. Contiguous and
+    writable; anything else is a ValueError naming it (nothing is copied)."""
     if cache_type is not None and cache_type not in CACHE_TYPES:
         raise ValueError(f"cache_type: {cache_type!r} is not one of {', '.join(CACHE_TYPES)}")
     if not isinstance(x, np.ndarray) and not is_torch(x) and hasattr(x, "__dlpack__"):
@@ -378,6 +379,10 @@ def cache_memory(x: Any, name: str, kv_heads: int, head_dim: int,
         if len(shape) not in (2, 3) or shape[-1] != row:
             raise ValueError(f"{name}: shape {list(shape)} is not [layers, slots, {row}] or [slots, {row}] "
                              f"(q8_0 rows of {kv_heads} x {head_dim})")
+        layers, slots = (shape[0], shape[1]) if len(shape) == 3 else (1, shape[0])
+    elif not heads_axis:
+        if len(shape) not in (2, 3) or shape[-1] != head_dim:
+            raise ValueError(f"{name}: shape {list(shape)} is not [layers, slots, {head_dim}] or [slots, {head_dim}]")
         layers, slots = (shape[0], shape[1]) if len(shape) == 3 else (1, shape[0])
     else:
         if len(shape) not in (3, 4) or shape[-2:] != (kv_heads, head_dim):

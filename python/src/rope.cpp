@@ -77,6 +77,30 @@ void ApplyRopeQKBatch(const RopeTable& table, const RotaryLayout& layout, const 
   Check(s);
 }
 
+// The RMSNorm of a QK-norm convention (QkNorm's names: per_head, per_head_float32, ...) over `weight`
+// with `eps`; none for an empty weight. The weight's length and values and eps are the kernel's checks.
+HeadRmsNorm NormOf(const std::vector<float>& weight, double eps, const std::string& convention, const char* what) {
+  if (weight.empty()) return {};
+  QkNorm q = QkNorm::kNone;
+  if (!ParseQkNorm(convention, &q))
+    throw py::value_error(std::string(what) + ": norm '" + convention +
+                          "' (expected per_head, per_head_float32, per_head_one_plus_weight, whole_projection or "
+                          "whole_projection_cast)");
+  HeadRmsNorm n;
+  if (!QkNormAsRmsNorm(q, &n.style, &n.scope))
+    throw py::value_error(std::string(what) + ": norm '" + convention + "' is not an RMSNorm posenc runs");
+  n.weight = weight;
+  n.eps = static_cast<float>(eps);
+  return n;
+}
+
+// The byte size a cache tensor must have, or a ValueError naming both sizes.
+void CheckCacheBytes(const char* what, int64_t nbytes, int64_t want, const std::string& shape) {
+  if (nbytes != want)
+    throw py::value_error(std::string(what) + ": " + std::to_string(nbytes) + " bytes, a " + shape + " is " +
+                          std::to_string(want));
+}
+
 // RoPE fused with the KV-cache write (ApplyRopeKvCache): the caches are caller memory whose byte
 // sizes the Python side read from the tensors; they must be the cache's exact size.
 void ApplyRopeKvCacheBinding(const RopeTable& table, const RotaryLayout& layout, const py::tuple& q_t,
@@ -84,7 +108,8 @@ void ApplyRopeKvCacheBinding(const RopeTable& table, const RotaryLayout& layout,
                              const Positions& positions, const Positions& slots, uintptr_t k_cache, int64_t k_nbytes,
                              uintptr_t v_cache, int64_t v_nbytes, const std::string& cache_type, int64_t layers,
                              int64_t cache_slots, int64_t layer, bool reference, const std::vector<float>& k_scale,
-                             const std::vector<float>& v_scale, int reps = 0, std::vector<double>* times = nullptr) {
+                             const std::vector<float>& v_scale, const HeadRmsNorm& q_norm, const HeadRmsNorm& k_norm,
+                             int reps = 0, std::vector<double>* times = nullptr) {
   QkvViews x{View(q_t, "q"), View(k_t, "k"), View(v_t, "v")};
   const HeadsView q_out = View(q_out_t, "q_out");
   KvCacheView cache;
@@ -106,7 +131,7 @@ void ApplyRopeKvCacheBinding(const RopeTable& table, const RotaryLayout& layout,
                           std::to_string(cache_slots) + " x " + std::to_string(cache.kv_heads) + " x " +
                           std::to_string(cache.head_dim) + " is " + std::to_string(cache.bytes()));
   auto pool = CurrentPool();
-  FusedRopeArgs args{Args(table, layout, "forward", pool.get()), Span(slots), layer, {}};
+  FusedRopeArgs args{Args(table, layout, "forward", pool.get()), Span(slots), layer, {}, q_norm, k_norm};
   args.rope.positions = Span(positions);
   Status st;
   {
@@ -117,6 +142,42 @@ void ApplyRopeKvCacheBinding(const RopeTable& table, const RotaryLayout& layout,
       if (r > 0 && times)
         times->push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
+  }
+  Check(st);
+}
+
+// The MLA cache row (ApplyMlaRopeCache): [kv_norm(kv_c) | RoPE(k_pe)] into the cache at each slot, the q
+// heads' rope windows rotated into q_out (no q: q_t empty, the cache rows only).
+void ApplyMlaCacheBinding(const RopeTable& table, const RotaryLayout& layout, const py::tuple& kv_c_t,
+                          const py::tuple& k_pe_t, const py::tuple& q_t, const py::tuple& q_out_t,
+                          const Positions& positions, const Positions& slots, uintptr_t data, int64_t nbytes,
+                          const std::string& cache_type, int64_t layers, int64_t cache_slots, int64_t layer,
+                          bool reference, const HeadRmsNorm& kv_norm, const std::vector<float>& scale) {
+  const HeadsView kv_c = View(kv_c_t, "kv_c"), k_pe = View(k_pe_t, "k_pe");
+  const HeadsView none{nullptr, kv_c.dtype, kv_c.tokens, 0, layout.head_dim, 0, layout.head_dim};
+  const HeadsView q = q_t.empty() ? none : View(q_t, "q"), q_out = q_out_t.empty() ? none : View(q_out_t, "q_out");
+  MlaCacheView cache;
+  if (!ParseKvCacheType(cache_type, &cache.type))
+    throw py::value_error("cache_type: '" + cache_type +
+                          "' (expected float32, float16, bfloat16, q8_0, float8_e4m3fn or float8_e5m2)");
+  cache.data = reinterpret_cast<void*>(data);
+  cache.layers = layers;
+  cache.slots = cache_slots;
+  cache.kv_lora_rank = kv_c.head_dim;
+  cache.rope_dim = k_pe.head_dim;
+  cache.scale = scale;
+  Check(cache.Validate());
+  CheckCacheBytes("cache", nbytes, cache.bytes(),
+                  cache_type + " cache of " + std::to_string(layers) + " x " + std::to_string(cache_slots) + " x " +
+                      std::to_string(cache.row_values()));
+  auto pool = CurrentPool();
+  MlaRopeArgs args{Args(table, layout, "forward", pool.get()), Span(slots), layer, kv_norm};
+  args.rope.positions = Span(positions);
+  Status st;
+  {
+    py::gil_scoped_release release;
+    st = reference ? ApplyMlaRopeCacheReference(args, kv_c, k_pe, q, q_out, cache)
+                   : ApplyMlaRopeCache(args, kv_c, k_pe, q, q_out, cache);
   }
   Check(st);
 }
@@ -200,18 +261,38 @@ void RegisterRope(py::module_& m) {
          const py::tuple& q, const py::tuple& k, const py::tuple& v, const py::tuple& q_out, const Positions& positions,
          const Positions& slots, uintptr_t k_cache, int64_t k_nbytes, uintptr_t v_cache, int64_t v_nbytes,
          const std::string& cache_type, int64_t layers, int64_t cache_slots, int64_t layer, bool reference, int reps,
-         const std::vector<float>& k_scale, const std::vector<float>& v_scale) {
+         const std::vector<float>& k_scale, const std::vector<float>& v_scale, const std::vector<float>& q_norm,
+         const std::vector<float>& k_norm, double norm_eps, const std::string& norm) {
         std::vector<double> times;
         ApplyRopeKvCacheBinding(table, RotaryLayout{Pairing(pairing), head_dim, rotary_start, rotary_dim}, q, k, v,
                                 q_out, positions, slots, k_cache, k_nbytes, v_cache, v_nbytes, cache_type, layers,
-                                cache_slots, layer, reference, k_scale, v_scale, reps, &times);
+                                cache_slots, layer, reference, k_scale, v_scale, NormOf(q_norm, norm_eps, norm, "q_norm"),
+                                NormOf(k_norm, norm_eps, norm, "k_norm"), reps, &times);
         return times;
       },
       py::arg("table"), py::arg("pairing"), py::arg("head_dim"), py::arg("rotary_start"), py::arg("rotary_dim"),
       py::arg("q"), py::arg("k"), py::arg("v"), py::arg("q_out"), py::arg("positions"), py::arg("slots"),
       py::arg("k_cache"), py::arg("k_nbytes"), py::arg("v_cache"), py::arg("v_nbytes"), py::arg("cache_type"),
       py::arg("layers"), py::arg("cache_slots"), py::arg("layer"), py::arg("reference"), py::arg("reps") = 0,
-      py::arg("k_scale") = std::vector<float>{}, py::arg("v_scale") = std::vector<float>{});
+      py::arg("k_scale") = std::vector<float>{}, py::arg("v_scale") = std::vector<float>{},
+      py::arg("q_norm") = std::vector<float>{}, py::arg("k_norm") = std::vector<float>{}, py::arg("norm_eps") = 1e-6,
+      py::arg("norm") = "none");
+  m.def(
+      "apply_mla_rope_cache",
+      [](const RopeTable& table, const std::string& pairing, int64_t head_dim, int64_t rotary_start, int64_t rotary_dim,
+         const py::tuple& kv_c, const py::tuple& k_pe, const py::tuple& q, const py::tuple& q_out,
+         const Positions& positions, const Positions& slots, uintptr_t cache, int64_t nbytes,
+         const std::string& cache_type, int64_t layers, int64_t cache_slots, int64_t layer, bool reference,
+         const std::vector<float>& kv_norm, double norm_eps, const std::string& norm, const std::vector<float>& scale) {
+        ApplyMlaCacheBinding(table, RotaryLayout{Pairing(pairing), head_dim, rotary_start, rotary_dim}, kv_c, k_pe, q,
+                             q_out, positions, slots, cache, nbytes, cache_type, layers, cache_slots, layer, reference,
+                             NormOf(kv_norm, norm_eps, norm, "kv_norm"), scale);
+      },
+      py::arg("table"), py::arg("pairing"), py::arg("head_dim"), py::arg("rotary_start"), py::arg("rotary_dim"),
+      py::arg("kv_c"), py::arg("k_pe"), py::arg("q"), py::arg("q_out"), py::arg("positions"), py::arg("slots"),
+      py::arg("cache"), py::arg("nbytes"), py::arg("cache_type"), py::arg("layers"), py::arg("cache_slots"),
+      py::arg("layer"), py::arg("reference"), py::arg("kv_norm"), py::arg("norm_eps"), py::arg("norm"),
+      py::arg("scale"));
   m.def("apply_query_temperature", &ApplyTemperatureBatch, py::arg("q_views"), py::arg("scales"));
 }
 

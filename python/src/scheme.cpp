@@ -173,6 +173,7 @@ void RegisterSchemeFields(SchemeClass& cls) {
                                return out;
                              })
       .def_readonly("rotation_sign", &PositionScheme::rotation_sign)
+      .def_property_readonly("qk_norm", [](const PositionScheme& s) { return std::string(ToString(s.qk_norm)); })
       .def_readonly("rope_keys", &PositionScheme::rope_keys)
       .def_readonly("rope_key", &PositionScheme::rope_key)
       .def_readonly("num_heads", &PositionScheme::num_heads)

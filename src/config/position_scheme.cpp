@@ -28,6 +28,20 @@ constexpr detail::EnumName<QkNorm> kQkNormNames[] = {{QkNorm::kNone, "none"},
                                                      {QkNorm::kPerHeadLayerNorm, "per_head_layernorm"}};
 
 std::string_view ToString(QkNorm q) { return detail::NameOf(q, kQkNormNames); }
+bool ParseQkNorm(std::string_view name, QkNorm* out) { return detail::ValueOf(name, kQkNormNames, out); }
+
+bool QkNormAsRmsNorm(QkNorm q, RmsNormStyle* style, RmsNormScope* scope) {
+  switch (q) {
+    case QkNorm::kPerHead: *style = RmsNormStyle::kCastThenScale, *scope = RmsNormScope::kPerHead; return true;
+    case QkNorm::kPerHeadFloat32: *style = RmsNormStyle::kScaleThenCast, *scope = RmsNormScope::kPerHead; return true;
+    case QkNorm::kPerHeadOnePlus: *style = RmsNormStyle::kOnePlusWeight, *scope = RmsNormScope::kPerHead; return true;
+    case QkNorm::kWholeProjection: *style = RmsNormStyle::kScaleThenCast, *scope = RmsNormScope::kWholeRow; return true;
+    case QkNorm::kWholeProjectionCast:
+      *style = RmsNormStyle::kCastThenScale, *scope = RmsNormScope::kWholeRow;
+      return true;
+    default: return false;  // kNone; kPerHeadLayerNorm (a LayerNorm, not an RMSNorm)
+  }
+}
 std::string_view ToString(PositionKind k) { return detail::NameOf(k, kKindNames); }
 std::string_view ToString(RotarySite s) { return detail::NameOf(s, kSiteNames); }
 bool ParseRotarySite(std::string_view name, RotarySite* out) { return detail::ValueOf(name, kSiteNames, out); }

@@ -512,5 +512,38 @@ TEST(HfConfig, QkNormFromTheFamilyRowAndItsSwitch) {
   const std::string llama = R"({"model_type": "llama", "hidden_size": 512, "num_attention_heads": 4})";
   EXPECT_EQ(ParseHfConfig(llama, "t.json").value().qk_norm, QkNorm::kNone);
 }
+
+// Each QK-norm convention names the RMSNorm the fused kernel runs (the Python face's `norm=` and the
+// scheme's default), and its name parses back; none and the LayerNorm have no RMSNorm.
+TEST(HfConfig, QkNormConventionsAsRmsNorm) {
+  struct Row {
+    QkNorm q;
+    RmsNormStyle style;
+    RmsNormScope scope;
+  };
+  for (const Row& r : {Row{QkNorm::kPerHead, RmsNormStyle::kCastThenScale, RmsNormScope::kPerHead},
+                       Row{QkNorm::kPerHeadFloat32, RmsNormStyle::kScaleThenCast, RmsNormScope::kPerHead},
+                       Row{QkNorm::kPerHeadOnePlus, RmsNormStyle::kOnePlusWeight, RmsNormScope::kPerHead},
+                       Row{QkNorm::kWholeProjection, RmsNormStyle::kScaleThenCast, RmsNormScope::kWholeRow},
+                       Row{QkNorm::kWholeProjectionCast, RmsNormStyle::kCastThenScale, RmsNormScope::kWholeRow}}) {
+    RmsNormStyle style{};
+    RmsNormScope scope{};
+    ASSERT_TRUE(QkNormAsRmsNorm(r.q, &style, &scope)) << ToString(r.q);
+    EXPECT_EQ(style, r.style) << ToString(r.q);
+    EXPECT_EQ(scope, r.scope) << ToString(r.q);
+  }
+  RmsNormStyle style{};
+  RmsNormScope scope{};
+  EXPECT_FALSE(QkNormAsRmsNorm(QkNorm::kNone, &style, &scope));
+  EXPECT_FALSE(QkNormAsRmsNorm(QkNorm::kPerHeadLayerNorm, &style, &scope));
+  for (QkNorm q : {QkNorm::kNone, QkNorm::kPerHead, QkNorm::kPerHeadFloat32, QkNorm::kPerHeadOnePlus,
+                   QkNorm::kWholeProjection, QkNorm::kWholeProjectionCast, QkNorm::kPerHeadLayerNorm}) {
+    QkNorm back = QkNorm::kNone;
+    ASSERT_TRUE(ParseQkNorm(ToString(q), &back)) << ToString(q);
+    EXPECT_EQ(back, q);
+  }
+  QkNorm out = QkNorm::kPerHead;
+  EXPECT_FALSE(ParseQkNorm("rms", &out));
+}
 }  // namespace
 }  // namespace posenc

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "posenc/kernels/attn_temperature.hpp"
+#include "posenc/kernels/rms_norm.hpp"
 #include "posenc/math/rope_config.hpp"
 
 namespace posenc {
@@ -47,6 +48,11 @@ enum class QkNorm {
 // "whole_projection_cast", "per_head_layernorm". A family row's kNone means no q/k norm was found in
 // its modeling code, or that the row was not audited (docs/MODEL_FAMILIES.md, "QK-norm").
 std::string_view ToString(QkNorm q);
+bool ParseQkNorm(std::string_view name, QkNorm* out);
+// The RMSNorm that runs a QK-norm convention (kernels/rms_norm.hpp: style and scope, for the fused
+// ApplyRopeKvCache's q_norm / k_norm); false where there is none to run (kNone, and
+// kPerHeadLayerNorm, which subtracts the mean).
+bool QkNormAsRmsNorm(QkNorm q, RmsNormStyle* style, RmsNormScope* scope);
 
 // How a fused query_key_value projection (one [rows, hidden] weight for q, k and v) orders its rows,
 // as the model's Hugging Face modeling code splits it. Head counts are the config's.
