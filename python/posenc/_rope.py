@@ -300,7 +300,7 @@ class Rope:
             _tensors.check_views_apart(views, [q_views[1]], "q_out", "kv_c or k_pe")
         elif q_out is not None:
             raise ValueError("q_out: given without q")
-        rank, rope_dim = int(kv_c.shape[-1]), int(k_pe.shape[-1])
+        rank, rope_dim = int(kv_c.shape[-1]), self._layout()[3]  # the cache row: the latent, the scheme's rope dims
         tokens = int(kv_c.shape[0])
         pos = _tensors.int64_row(positions, "positions", tokens)
         sl = _tensors.int64_row(slots, "slots", tokens)

@@ -164,7 +164,7 @@ void ApplyMlaCacheBinding(const RopeTable& table, const RotaryLayout& layout, co
   cache.layers = layers;
   cache.slots = cache_slots;
   cache.kv_lora_rank = kv_c.head_dim;
-  cache.rope_dim = k_pe.head_dim;
+  cache.rope_dim = layout.rotary_dim;  // the scheme's; a k_pe of another width is refused naming it
   cache.scale = scale;
   Check(cache.Validate());
   CheckCacheBytes("cache", nbytes, cache.bytes(),

@@ -286,6 +286,78 @@ for _name, _over, _exc, _pat in [
     case(f"apply_kv_cache {_name}", _exc, _pat)(_f)
 
 
+# Rope.apply_kv_cache with QK-norm (a Qwen3 scheme; the fixture's Llama has none)
+_QWEN3 = {**CFG, "model_type": "qwen3", "head_dim": D}
+for _name, _over, _exc, _pat in [
+        ("weight short", dict(q_norm=np.ones(D - 1, np.float32), norm_eps=1e-6), ValueError, r"^rms norm of queries: weight has 63 values"),
+        ("weight nan", dict(k_norm=np.array([np.nan] + [1.0] * (D - 1)), norm_eps=1e-6), ValueError, r"^k_norm: value nan at index 0"),
+        ("weight 2-d", dict(q_norm=np.ones((2, D)), norm_eps=1e-6), ValueError, r"^q_norm: shape \[2, 64\] is not 1-d"),
+        ("weight empty", dict(q_norm=np.ones(0), norm_eps=1e-6), ValueError, r"^q_norm: no values"),
+        ("eps 0", dict(q_norm=np.ones(D), norm_eps=0.0), ValueError, r"^rms norm of queries: eps = 0 must be finite and > 0"),
+        ("eps str", dict(q_norm=np.ones(D), norm_eps="1e-6"), TypeError, r"^norm_eps: '1e-6' \(str\) is not a number"),
+        ("eps missing", dict(q_norm=np.ones(D)), ValueError, r"^norm_eps: required with q_norm"),
+        ("eps alone", dict(norm_eps=1e-6), ValueError, r"^norm_eps: given without a norm weight"),
+        ("convention unknown", dict(k_norm=np.ones(D), norm_eps=1e-6, norm="rms"), ValueError, r"^k_norm: norm 'rms'"),
+        ("convention layernorm", dict(k_norm=np.ones(D), norm_eps=1e-6, norm="per_head_layernorm"), ValueError, r"not an RMSNorm posenc runs"),
+        ("convention int", dict(k_norm=np.ones(D), norm_eps=1e-6, norm=3), ValueError, r"^norm: 3 is not a string")]:
+    def _f(rope, _over=_over):
+        return _kv(posenc.Rope(_QWEN3), **dict(_over))
+    case(f"apply_kv_cache qk_norm {_name}", _exc, _pat)(_f)
+
+
+def _no_qk_norm(rope):
+    return _kv(rope, q_norm=np.ones(D), norm_eps=1e-6)
+
+
+case("apply_kv_cache qk_norm on a scheme without", ValueError, r"^q_norm: the scheme has no QK-norm")(_no_qk_norm)
+
+# Rope.apply_mla_cache (a small DeepSeek-V3 scheme: latent 64, rope 32, q heads of 32 + 32)
+_DEEPSEEK = {"model_type": "deepseek_v3", "hidden_size": 256, "num_attention_heads": 2, "kv_lora_rank": 64,
+             "q_lora_rank": 64, "qk_nope_head_dim": 32, "qk_rope_head_dim": 32, "v_head_dim": 32,
+             "rope_theta": 10000.0, "max_position_embeddings": 2048}
+_mla_in, _mla_q = rnd(T, 96), rnd(T, 2, 64)
+
+
+def _mla(**over):
+    r = posenc.Rope(_DEEPSEEK)
+    kv = over.pop("kv", rnd(T, 96))
+    a = dict(kv_c=kv[:, :64], k_pe=kv[:, 64:], positions=np.arange(T), slots=np.arange(T),
+             cache=np.zeros((2, 8, 96), np.float32))
+    a.update(over)
+    bufs = [b for b in (kv, a["cache"], a.get("q"), a.get("q_out")) if isinstance(b, np.ndarray) and b.size]
+    return (lambda: r.apply_mla_cache(**a)), None, None, bufs
+
+
+for _name, _over, _exc, _pat in [
+        ("slot out of range", dict(slots=np.array([0, 1, 2, 8])), ValueError, r"token 3 writes slot 8 outside"),
+        ("slot duplicated", dict(slots=np.array([0, 1, 1, 3])), ValueError, r"tokens 1 and 2 both write slot 1"),
+        ("positions short", dict(positions=np.arange(3)), ValueError, r"^positions: shape \[3\] is not \[4\]"),
+        ("position negative", dict(positions=np.array([0, 1, 2, -3])), ValueError, r"position -3 at index 3"),
+        ("layer 2", dict(layer=2), ValueError, r"layer 2 outside \[0, 2\)"),
+        ("layer str", dict(layer="1"), TypeError, r"^layer: '1' \(str\)"),
+        ("cache row width", dict(cache=np.zeros((2, 8, 95), np.float32)), ValueError, r"^cache: shape \[2, 8, 95\] is not \[layers, slots, 96\]"),
+        ("cache heads axis", dict(cache=np.zeros((2, 8, 1, 96), np.float32)), ValueError, r"^cache: shape \[2, 8, 1, 96\]"),
+        ("cache read-only", dict(cache=ro(np.zeros((2, 8, 96), np.float32))), ValueError, r"^cache: array is read-only"),
+        ("cache float64", dict(cache=np.zeros((2, 8, 96))), ValueError, r"^cache: dtype float64"),
+        ("cache over kv_c", dict(kv=_mla_in, cache=_mla_in.reshape(1, T, 96)), ValueError, r"^cache: overlaps kv_c, k_pe, q or q_out"),
+        ("q8_0 row", dict(cache=np.zeros((2, 8, 96), np.uint8)), ValueError, r"^cache: shape \[2, 8, 96\] is not \[layers, slots, 102\]"),
+        ("float8 scale 0", dict(cache=np.zeros((2, 8, 96), np.uint8), cache_type="float8_e4m3fn", scale=0.0), ValueError, r"scale"),
+        ("scale on float32", dict(scale=2.0), ValueError, r"scale"),
+        ("kv_c 1-d", dict(kv_c=rnd(64)), ValueError, r"^kv_c: shape \[64\] is not \[tokens, values\]"),
+        ("kv_c float64", dict(kv_c=rnd(T, 64, dtype=np.float64)), ValueError, r"^kv_c: dtype float64"),
+        ("k_pe width", dict(k_pe=rnd(T, 16)), ValueError, r"k_pe is \[4, 1, 16\], the cache needs \[4, 1, 32\]"),
+        ("k_pe tokens", dict(k_pe=rnd(T + 1, 32)), ValueError, r"k_pe is \[5, 1, 32\], the cache needs \[4, 1, 32\]"),
+        ("kv_norm short", dict(kv_norm=np.ones(63), norm_eps=1e-6), ValueError, r"^rms norm of kv_c: weight has 63 values"),
+        ("kv_norm no eps", dict(kv_norm=np.ones(64)), ValueError, r"^norm_eps: required with kv_norm"),
+        ("q head_dim", dict(q=rnd(T, 2, 32)), ValueError, r"32"),
+        ("q_out without q", dict(q_out=rnd(T, 2, 64)), ValueError, r"^q_out: given without q"),
+        ("q_out read-only", dict(q=rnd(T, 2, 64), q_out=ro(rnd(T, 2, 64))), ValueError, r"^q_out: array is read-only"),
+        ("q_out over kv_c", dict(kv=_mla_q.reshape(-1)[:T * 96].reshape(T, 96), q=rnd(T, 2, 64), q_out=_mla_q), ValueError, r"^q_out: overlaps kv_c or k_pe")]:
+    def _f(rope, _over=_over):
+        return _mla(**dict(_over))
+    case(f"apply_mla_cache {_name}", _exc, _pat)(_f)
+
+
 # posenc.split_qkv
 for _name, _args, _exc, _pat in [
         ("width", (rnd(T, 100), H, KV, D), ValueError, r"^qkv: shape \[4, 100\] is not \[tokens, \(8 \+ 2 x 2\) x 64\]"),
@@ -535,7 +607,8 @@ def test_case_table_covers_the_api():
     """Every public entry point that takes tensors, arrays or integers has cases here."""
     names = " ".join(p.id for p in CASES)
     for entry in ("apply positions", "apply out", "apply_qk", "cos_sin", "frequencies", "Rope config", "Rope max_positions",
-                  "apply_layer", "apply_multi_axis", "attn_temperature_scales", "apply_kv_cache", "split_qkv", "hf out",
+                  "apply_layer", "apply_multi_axis", "attn_temperature_scales", "apply_kv_cache", "apply_kv_cache qk_norm",
+                  "apply_mla_cache", "split_qkv", "hf out",
                   "hf position_ids", "hf recovered", "sinusoidal", "alibi_slopes", "alibi_bias", "t5_buckets", "t5_bias",
                   "shaw", "text_vision", "vision_patch", "cp ", "from_ggml", "apply_multi_axis negative"):
         assert entry in names, entry
