@@ -18,7 +18,9 @@ Cases (Llama-3-8B: 32 heads of 128, 8 KV heads, base 500000, float32 activations
                    torch q [64, 32, 1, 128] (HF's [B, H, S, D], decode) with positions [64, 1]
   Rope.apply_qk    q [1, 32, 128], k [1, 8, 128]
   apply_kv_cache   q/k/v split_qkv views of [T, 48 x 128], T = 1 and 64 at scattered slots of a
-                   float16 cache [16384, 8, 128], into q_out
+                   float16 cache [16384, 8, 128], into q_out; and Qwen3-8B's (base 1e6) with QK-norm
+                   (q_norm / k_norm weights [128] as bfloat16 torch tensors, as a model holds them),
+                   bfloat16 activations and cache, T = 1
 
 Usage: PYTHONPATH=build/python /usr/bin/python3 python/bench/bench_decode.py [--rounds 7] [--calls 2000]
 """
@@ -96,6 +98,19 @@ def main():
                 lambda n: call.time_kv_cache(q, k, v, pos, slots, kc, vc, q_out, n), a.rounds, a.calls)
     if not a.no_torch:
         import torch  # noqa: PLC0415
+        qwen3 = posenc.Rope({**CONFIG, "model_type": "qwen3", "head_dim": 128, "rope_theta": 1e6})
+        qcall = qwen3._call[1]
+        q, k, v = posenc.split_qkv(torch.randn(1, 48 * 128).to(torch.bfloat16), 32, 8, 128)
+        q_out = torch.empty(1, 32, 128, dtype=torch.bfloat16)
+        kc = torch.zeros(16384, 8, 128, dtype=torch.bfloat16)
+        vc = torch.zeros_like(kc)
+        wq, wk = (torch.rand(128) + 0.5).to(torch.bfloat16), (torch.rand(128) + 0.5).to(torch.bfloat16)
+        pos, slots = torch.tensor([int(rng.integers(0, 8192))]), torch.tensor([int(rng.integers(0, 16384))])
+        compare(qwen3, "apply_kv_cache T=1 QK-norm (bf16, Qwen3-8B)",
+                lambda: qwen3.apply_kv_cache(q, k, v, pos, slots, kc, vc, q_out=q_out, q_norm=wq, k_norm=wk,
+                                             norm_eps=1e-6),
+                lambda n: qcall.time_kv_cache(q, k, v, pos, slots, kc, vc, q_out, n, wq, wk, 1e-6, "per_head"),
+                a.rounds, a.calls)
         qt = torch.randn(64, 32, 1, 128)
         pt = torch.randint(0, 8192, (64, 1))
         rope.apply(qt, pt)  # (the first torch call registers torch's types)

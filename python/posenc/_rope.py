@@ -209,14 +209,16 @@ class Rope:
         whole_projection, whole_projection_cast) and `norm_eps` the config's rms_norm_eps (required with a
         weight). Returns q_out. A slot outside the cache or written twice, a shape, dtype, weight or overlap
         that does not fit: ValueError naming it, nothing written."""
-        (qw, kw), eps, convention = _norm_args(self.scheme.qk_norm, ((q_norm, "q_norm"), (k_norm, "k_norm")),
-                                               norm_eps, norm)
         call = self._call
-        plain = cache_type is None and k_scale is None and v_scale is None and convention == "none"
-        if call is not None and call[0] is self.scheme and plain:
-            r = call[1].apply_kv_cache(q, k, v, positions, slots, k_cache, v_cache, q_out, layer, reference)
+        if call is not None and call[0] is self.scheme and cache_type is None and k_scale is None and v_scale is None:
+            normed = q_norm is not None or k_norm is not None
+            r = call[1].apply_kv_cache(q, k, v, positions, slots, k_cache, v_cache, q_out, layer, reference, q_norm,
+                                       k_norm, norm_eps, (self.scheme.qk_norm if norm is None else norm) if normed
+                                       else norm)
             if r is not None:
                 return r
+        (qw, kw), eps, convention = _norm_args(self.scheme.qk_norm, ((q_norm, "q_norm"), (k_norm, "k_norm")),
+                                               norm_eps, norm)
         q, k, v = (_tensors.as_tensor(t, n) for t, n in ((q, "q"), (k, "k"), (v, "v")))
         if q_out is None:
             q_out = q.new_empty(q.shape) if _tensors.is_torch(q) else np.empty_like(q)

@@ -11,7 +11,9 @@
 // baseline for what the Python call adds.
 #include "binding.hpp"
 
+#include <bit>
 #include <chrono>
+#include <cstring>
 #include <string_view>
 
 namespace posenc::python {
@@ -149,19 +151,26 @@ class RopeCall {
   }
 
   // Rope.apply_kv_cache: returns q_out (allocated like q when None), or None.
+  // With QK-norm: q_norm / k_norm weights (None, or 1-D contiguous float tensors), norm_eps (a float or
+  // int) and norm (the convention's name, resolved by the caller).
   py::object ApplyKvCache(py::handle q, py::handle k, py::handle v, py::handle positions, py::handle slots,
                           py::handle k_cache, py::handle v_cache, py::handle q_out, py::handle layer,
-                          py::handle reference) {
+                          py::handle reference, py::handle q_norm, py::handle k_norm, py::handle norm_eps,
+                          py::handle norm) {
     KvJob j;
-    if (!PrepareKv(q, k, v, positions, slots, k_cache, v_cache, q_out, layer, reference, &j)) return py::none();
+    if (!PrepareKv(q, k, v, positions, slots, k_cache, v_cache, q_out, layer, reference, &j) ||
+        !PrepareNorms(q_norm, k_norm, norm_eps, norm, &j))
+      return py::none();
     Status s = RunWithoutGil([&] { return RunKv(j); });
     if (!s.ok()) return py::none();  // (validated first, nothing written: the general path words it)
     return j.q_out;
   }
   std::vector<double> TimeKvCache(py::handle q, py::handle k, py::handle v, py::handle positions, py::handle slots,
-                                  py::handle k_cache, py::handle v_cache, py::handle q_out, int reps) {
+                                  py::handle k_cache, py::handle v_cache, py::handle q_out, int reps,
+                                  py::handle q_norm, py::handle k_norm, py::handle norm_eps, py::handle norm) {
     KvJob j;
-    if (!PrepareKv(q, k, v, positions, slots, k_cache, v_cache, q_out, py::int_(0), py::bool_(false), &j))
+    if (!PrepareKv(q, k, v, positions, slots, k_cache, v_cache, q_out, py::int_(0), py::bool_(false), &j) ||
+        !PrepareNorms(q_norm, k_norm, norm_eps, norm, &j))
       throw py::value_error("time_kv_cache: not a fast call");
     return Time(reps, [&] { return RunKv(j); });
   }
@@ -180,6 +189,7 @@ class RopeCall {
     std::shared_ptr<ThreadPool> pool;
   };
   struct KvJob {
+    std::vector<float> q_w, k_w;  // QK-norm weights as float32 (empty: none)
     QkvViews x;
     HeadsView q_out_view_;
     py::object q_out;  // the object returned
@@ -371,6 +381,44 @@ class RopeCall {
     j->reference = reference.ptr() == Py_True;
     return true;
   }
+  // One norm weight: None (none), or a 1-D contiguous float32 / float16 / bfloat16 tensor, widened.
+  static bool NormWeight(py::handle w, std::vector<float>* out) {
+    if (w.is_none()) return true;
+    ForeignTensor t;
+    if (!ReadTensor(w, false, &t) || t.t.shape.size() != 1 || t.t.shape[0] <= 0 || t.t.stride[0] != 1) return false;
+    out->resize(static_cast<size_t>(t.t.shape[0]));
+    for (size_t i = 0; i < out->size(); ++i) {
+      const std::byte* p = t.t.data + i * SizeOf(t.t.dtype);
+      switch (t.t.dtype) {
+        case DType::kF32: std::memcpy(&(*out)[i], p, 4); break;
+        case DType::kF16: (*out)[i] = F16ToF32(std::bit_cast<f16_t>(*reinterpret_cast<const uint16_t*>(p))); break;
+        case DType::kBF16: (*out)[i] = BF16ToF32(std::bit_cast<bf16_t>(*reinterpret_cast<const uint16_t*>(p))); break;
+        default: return false;
+      }
+    }
+    return true;
+  }
+  // The QK-norm arguments as the general path takes them; false for anything it would word (no eps, a
+  // convention that is not an RMSNorm, weights it converts or refuses).
+  static bool PrepareNorms(py::handle q_norm, py::handle k_norm, py::handle norm_eps, py::handle norm, KvJob* j) {
+    if (q_norm.is_none() && k_norm.is_none()) return norm_eps.is_none() && norm.is_none();
+    if (!(PyFloat_CheckExact(norm_eps.ptr()) || PyLong_CheckExact(norm_eps.ptr())) || !py::isinstance<py::str>(norm))
+      return false;
+    QkNorm convention = QkNorm::kNone;
+    HeadRmsNorm n;
+    if (!ParseQkNorm(norm.cast<std::string>(), &convention) || !QkNormAsRmsNorm(convention, &n.style, &n.scope))
+      return false;
+    const double eps = PyFloat_AsDouble(norm_eps.ptr());
+    if (PyErr_Occurred()) {
+      PyErr_Clear();
+      return false;
+    }
+    n.eps = static_cast<float>(eps);
+    if (!NormWeight(q_norm, &j->q_w) || !NormWeight(k_norm, &j->k_w)) return false;
+    j->args.q_norm = j->q_w.empty() ? HeadRmsNorm{} : HeadRmsNorm{j->q_w, n.eps, n.style, n.scope};
+    j->args.k_norm = j->k_w.empty() ? HeadRmsNorm{} : HeadRmsNorm{j->k_w, n.eps, n.style, n.scope};
+    return true;
+  }
   Status RunKv(KvJob& j) const {
     return j.reference ? ApplyRopeKvCacheReference(j.args, j.x, j.q_out_view_, j.cache)
                        : ApplyRopeKvCache(j.args, j.x, j.q_out_view_, j.cache);
@@ -391,10 +439,16 @@ void RegisterRopeCall(py::module_& m) {
       // (positional handles: pybind11's keyword parsing would cost more than the kernel at decode)
       .def("apply", &RopeCall::Apply)
       .def("apply_qk", &RopeCall::ApplyQK)
-      .def("apply_kv_cache", &RopeCall::ApplyKvCache)
+      .def("apply_kv_cache", &RopeCall::ApplyKvCache, py::arg("q"), py::arg("k"), py::arg("v"), py::arg("positions"),
+           py::arg("slots"), py::arg("k_cache"), py::arg("v_cache"), py::arg("q_out"), py::arg("layer"),
+           py::arg("reference"), py::arg("q_norm") = py::none(), py::arg("k_norm") = py::none(),
+           py::arg("norm_eps") = py::none(), py::arg("norm") = py::none())
       .def("time_apply", &RopeCall::TimeApply)
       .def("time_qk", &RopeCall::TimeQK)
-      .def("time_kv_cache", &RopeCall::TimeKvCache);
+      .def("time_kv_cache", &RopeCall::TimeKvCache, py::arg("q"), py::arg("k"), py::arg("v"), py::arg("positions"),
+           py::arg("slots"), py::arg("k_cache"), py::arg("v_cache"), py::arg("q_out"), py::arg("reps"),
+           py::arg("q_norm") = py::none(), py::arg("k_norm") = py::none(), py::arg("norm_eps") = py::none(),
+           py::arg("norm") = py::none());
 }
 
 }  // namespace posenc::python

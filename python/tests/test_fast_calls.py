@@ -111,6 +111,35 @@ def test_kv_cache_fast_equals_general(cache, tokens):
     assert rope._call[1].apply_kv_cache(q, k, v, pos, slots, caches[0], caches[1], None, 1, False) is not None
 
 
+@pytest.mark.parametrize("wdtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("norm", [None, "per_head_one_plus_weight"])
+def test_kv_cache_with_qk_norm_fast_equals_general(wdtype, norm):
+    """QK-norm decode calls take the one-call entry (the weights widened there) and give the general
+    path's bytes; the general path is forced by naming the cache type."""
+    rope = posenc.Rope({**CFG, "model_type": "qwen3", "head_dim": D})
+    qkv = torch.randn(3, (H + 2 * KV) * D).to(torch.bfloat16)
+    q, k, v = posenc.split_qkv(qkv, H, KV, D)
+    wq, wk = (torch.rand(D) + 0.5).to(wdtype), (torch.rand(D) - 0.5).to(wdtype)
+    pos, slots = torch.tensor([5, 900, 3000]), torch.tensor([7, 1, 60])
+    caches = [torch.zeros(64, KV, D, dtype=torch.bfloat16) for _ in range(4)]
+    kw = dict(q_norm=wq, k_norm=wk, norm_eps=1e-6, norm=norm)
+    qa = rope.apply_kv_cache(q, k, v, pos, slots, caches[0], caches[1], **kw)
+    qb = rope.apply_kv_cache(q, k, v, pos, slots, caches[2], caches[3], cache_type="bfloat16", **kw)
+    same_bits(qa, qb)
+    same_bits(caches[0], caches[2])
+    same_bits(caches[1], caches[3])
+    conv = rope.scheme.qk_norm if norm is None else norm
+    assert rope._call[1].apply_kv_cache(q, k, v, pos, slots, caches[0], caches[1], None, 0, False, wq, wk, 1e-6,
+                                        conv) is not None
+    # declined (None, nothing written) where the general path words an error or converts
+    c = torch.zeros_like(caches[0])
+    for bad in [(wq, wk, None, conv), (wq, wk, 1e-6, "none"), (wq, wk, 1e-6, "per_head_layernorm"),
+                (wq, wk, True, conv), ([1.0] * D, None, 1e-6, conv), (wq[::2], None, 1e-6, conv),
+                (None, None, 1e-6, None), (wq.reshape(2, -1), None, 1e-6, conv)]:
+        assert rope._call[1].apply_kv_cache(q, k, v, pos, slots, c, c.clone(), None, 0, False, *bad) is None
+    assert c.abs().sum() == 0
+
+
 def test_declined_calls_raise_the_general_paths_errors():
     rope = posenc.Rope(CFG)
     call = rope._call[1]
