@@ -21,6 +21,8 @@ Cases (Llama-3-8B: 32 heads of 128, 8 KV heads, base 500000, float32 activations
                    float16 cache [16384, 8, 128], into q_out; and Qwen3-8B's (base 1e6) with QK-norm
                    (q_norm / k_norm weights [128] as bfloat16 torch tensors, as a model holds them),
                    bfloat16 activations and cache, T = 1
+  apply_mla_cache  DeepSeek-V3's MLA row, T = 1, bfloat16: the latent [1, 512 + 64] normed (bfloat16
+                   weight) and rotated into a [16384, 576] cache, q [1, 128, 192]'s rope windows in place
 
 Usage: PYTHONPATH=build/python /usr/bin/python3 python/bench/bench_decode.py [--rounds 7] [--calls 2000]
 """
@@ -113,6 +115,19 @@ def main():
                 a.rounds, a.calls)
         qt = torch.randn(64, 32, 1, 128)
         pt = torch.randint(0, 8192, (64, 1))
+        ds = posenc.Rope({"model_type": "deepseek_v3", "hidden_size": 7168, "num_attention_heads": 128,
+                          "kv_lora_rank": 512, "q_lora_rank": 1536, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
+                          "v_head_dim": 128, "rope_theta": 10000.0, "max_position_embeddings": 8192})
+        dcall = ds._call[1]
+        kv = torch.randn(1, 576).to(torch.bfloat16)
+        qd = torch.randn(1, 128, 192).to(torch.bfloat16)
+        mc = torch.zeros(16384, 576, dtype=torch.bfloat16)
+        wl = (torch.rand(512) + 0.5).to(torch.bfloat16)
+        compare(ds, "apply_mla_cache T=1 (bf16, DeepSeek-V3)",
+                lambda: ds.apply_mla_cache(kv[:, :512], kv[:, 512:], pos, slots, mc, q=qd, q_out=qd, kv_norm=wl,
+                                           norm_eps=1e-6),
+                lambda n: dcall.time_mla_cache(kv[:, :512], kv[:, 512:], pos, slots, mc, qd, qd, wl, 1e-6, "per_head",
+                                               n), a.rounds, a.calls)
         rope.apply(qt, pt)  # (the first torch call registers torch's types)
         compare(rope, "Rope.apply q [64, 32, 1, 128] torch", lambda: rope.apply(qt, pt),
                 lambda n: call.time_apply(qt, pt, None, None, "forward", n), a.rounds, a.calls)

@@ -175,7 +175,115 @@ class RopeCall {
     return Time(reps, [&] { return RunKv(j); });
   }
 
+  // Rope.apply_mla_cache: (q_out,) — q_out None without q — or None where the general path takes over
+  // (float8 caches, unusual objects, anything it words as an error: nothing was written then).
+  py::object ApplyMla(py::handle kv_c, py::handle k_pe, py::handle positions, py::handle slots, py::handle cache,
+                      py::handle q, py::handle q_out, py::handle layer, py::handle reference, py::handle kv_norm,
+                      py::handle norm_eps, py::handle norm) {
+    MlaJob j;
+    if (!PrepareMla(kv_c, k_pe, positions, slots, cache, q, q_out, layer, reference, &j) ||
+        !PrepareMlaNorm(kv_norm, norm_eps, norm, &j))
+      return py::none();
+    if (!RunWithoutGil([&] { return RunMla(j); }).ok()) return py::none();
+    return py::make_tuple(j.q_out);
+  }
+  std::vector<double> TimeMla(py::handle kv_c, py::handle k_pe, py::handle positions, py::handle slots,
+                              py::handle cache, py::handle q, py::handle q_out, py::handle kv_norm, py::handle norm_eps,
+                              py::handle norm, int reps) {
+    MlaJob j;
+    if (!PrepareMla(kv_c, k_pe, positions, slots, cache, q, q_out, py::int_(0), py::bool_(false), &j) ||
+        !PrepareMlaNorm(kv_norm, norm_eps, norm, &j))
+      throw py::value_error("time_mla_cache: not a fast call");
+    return Time(reps, [&] { return RunMla(j); });
+  }
+
  private:
+  struct MlaJob {
+    std::vector<float> w;
+    HeadsView kv_c, k_pe, q, q_out_view;
+    py::object q_out = py::none();
+    IntRows pos, slots;
+    MlaCacheView cache;
+    MlaRopeArgs args;
+    bool reference = false;
+    std::shared_ptr<ThreadPool> pool;
+  };
+  // kv_a_layernorm's weight and settings, read as a QK-norm's.
+  static bool PrepareMlaNorm(py::handle kv_norm, py::handle norm_eps, py::handle norm, MlaJob* j) {
+    KvJob nj;
+    if (!PrepareNorms(kv_norm, py::none(), norm_eps, norm, &nj)) return false;
+    j->w = std::move(nj.q_w);
+    const HeadRmsNorm& n = nj.args.q_norm;
+    if (!j->w.empty()) j->args.kv_norm = HeadRmsNorm{j->w, n.eps, n.style, n.scope};
+    return true;
+  }
+  static Status RunMla(const MlaJob& j) {
+    return j.reference ? ApplyMlaRopeCacheReference(j.args, j.kv_c, j.k_pe, j.q, j.q_out_view, j.cache)
+                       : ApplyMlaRopeCache(j.args, j.kv_c, j.k_pe, j.q, j.q_out_view, j.cache);
+  }
+  // [T, n] or [T, 1, n] with unit stride along n: one head of n values per token.
+  static bool RowView(const ForeignTensor& t, HeadsView* v) {
+    const auto& sh = t.t.shape;
+    const auto& st = t.t.stride;
+    if (sh.size() == 3 ? (sh[1] != 1 || st[2] != 1) : (sh.size() != 2 || st[1] != 1)) return false;
+    const int64_t n = sh.back();
+    *v = HeadsView{t.t.data, t.t.dtype, sh[0], 1, n, st[0], n};
+    return v->Validate("row").ok();
+  }
+  bool PrepareMla(py::handle kv_c, py::handle k_pe, py::handle positions, py::handle slots, py::handle cache,
+                  py::handle q, py::handle q_out, py::handle layer, py::handle reference, MlaJob* j) const {
+    ForeignTensor ct, pt;
+    if (!ReadTensor(kv_c, false, &ct) || !ReadTensor(k_pe, false, &pt) || !RowView(ct, &j->kv_c) ||
+        !RowView(pt, &j->k_pe))
+      return false;
+    if (!PyLong_CheckExact(layer.ptr()) || !PyBool_Check(reference.ptr())) return false;
+    const int64_t tokens = j->kv_c.tokens;
+    j->q = j->q_out_view = HeadsView{nullptr, j->kv_c.dtype, tokens, 0, layout_.head_dim, 0, layout_.head_dim};
+    if (!q.is_none()) {
+      ForeignTensor qt, ot;
+      if (!ReadTensor(q, false, &qt) || !View3(qt, "q", &j->q)) return false;
+      j->q_out = q_out.is_none() ? EmptyLike(q, qt) : py::reinterpret_borrow<py::object>(q_out);
+      if (!ReadTensor(j->q_out, true, &ot) || !View3(ot, "q_out", &j->q_out_view)) return false;
+      const HeadsView& qo = j->q_out_view;
+      if (!Apart(j->kv_c, qo) || !Apart(j->k_pe, qo) || (!SameView(qo, j->q) && !Apart(j->q, qo))) return false;
+    } else if (!q_out.is_none()) {
+      return false;
+    }
+    const auto row_of = [&](py::handle x, IntRows* r) {
+      if (!ReadInts(x, r)) return false;
+      int64_t n = 1;
+      for (int64_t d : r->shape) n *= d;
+      return n == tokens;
+    };
+    if (!row_of(positions, &j->pos) || !row_of(slots, &j->slots)) return false;
+    CacheMemory cm;
+    if (!ReadCache(cache, &cm)) return false;
+    MlaCacheView& c = j->cache;
+    if (!ParseKvCacheType(cm.type, &c.type)) return false;
+    c.kv_lora_rank = j->kv_c.head_dim;
+    c.rope_dim = layout_.rotary_dim;
+    const int64_t row = cm.type == "q8_0" ? c.row_values() / 32 * 34 : c.row_values();  // (Validate: R % 32)
+    if ((cm.shape.size() != 2 && cm.shape.size() != 3) || cm.shape.back() != row) return false;
+    c.layers = cm.shape.size() == 3 ? cm.shape[0] : 1;
+    c.slots = cm.shape.size() == 3 ? cm.shape[1] : cm.shape[0];
+    c.data = cm.data;
+    if (!c.Validate().ok() || cm.nbytes != c.bytes()) return false;
+    const auto p = reinterpret_cast<uintptr_t>(cm.data);
+    for (const HeadsView& w : {j->kv_c, j->k_pe, j->q, j->q_out_view})
+      if (w.heads > 0 && Meet({p, p + static_cast<uintptr_t>(cm.nbytes)}, Bytes(w))) return false;
+    j->pool = CurrentPool();
+    j->args = MlaRopeArgs{Args(RopeDirection::kForward, j->pool.get()),
+                          std::span<const int64_t>(j->slots.data, static_cast<size_t>(tokens)),
+                          PyLong_AsLongLong(layer.ptr()),
+                          {}};
+    if (PyErr_Occurred()) {
+      PyErr_Clear();
+      return false;
+    }
+    j->args.rope.positions = std::span<const int64_t>(j->pos.data, static_cast<size_t>(tokens));
+    j->reference = reference.ptr() == Py_True;
+    return true;
+  }
   struct ApplyJob {
     std::vector<HeadsView> x, out;
     Rows rows;
@@ -443,6 +551,8 @@ void RegisterRopeCall(py::module_& m) {
            py::arg("slots"), py::arg("k_cache"), py::arg("v_cache"), py::arg("q_out"), py::arg("layer"),
            py::arg("reference"), py::arg("q_norm") = py::none(), py::arg("k_norm") = py::none(),
            py::arg("norm_eps") = py::none(), py::arg("norm") = py::none())
+      .def("apply_mla_cache", &RopeCall::ApplyMla)
+      .def("time_mla_cache", &RopeCall::TimeMla)
       .def("time_apply", &RopeCall::TimeApply)
       .def("time_qk", &RopeCall::TimeQK)
       .def("time_kv_cache", &RopeCall::TimeKvCache, py::arg("q"), py::arg("k"), py::arg("v"), py::arg("positions"),

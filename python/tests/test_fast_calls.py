@@ -140,6 +140,39 @@ def test_kv_cache_with_qk_norm_fast_equals_general(wdtype, norm):
     assert c.abs().sum() == 0
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("cache", ["same", "q8_0"])
+def test_mla_cache_fast_equals_general(dtype, cache):
+    """Rope.apply_mla_cache takes the one-call entry and gives the general path's bytes, q in place and
+    without q; a uint8 cache of the float row's width (float8 codes, which need cache_type) is declined."""
+    cfg = {"model_type": "deepseek_v3", "hidden_size": 1024, "num_attention_heads": H, "kv_lora_rank": 512,
+           "q_lora_rank": 256, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128,
+           "rope_theta": 10000.0, "max_position_embeddings": 4096}
+    rope, g = posenc.Rope(cfg), posenc.Rope(cfg)
+    g._call = None
+    kv = torch.randn(3, 576).to(dtype)
+    q = torch.randn(3, H, 192).to(dtype)
+    w = (torch.rand(512) + 0.5).to(torch.bfloat16)
+    pos, slots = torch.tensor([5, 900, 3000]), torch.tensor([7, 1, 30])
+    shape, cdt = ((2, 32, 576 // 32 * 34), torch.uint8) if cache == "q8_0" else ((2, 32, 576), dtype)
+    caches = [torch.zeros(shape, dtype=cdt) for _ in range(4)]
+    qa, qb = q.clone(), q.clone()
+    kw = dict(layer=1, kv_norm=w, norm_eps=1e-6)
+    assert rope.apply_mla_cache(kv[:, :512], kv[:, 512:], pos, slots, caches[0], q=qa, q_out=qa, **kw) is qa
+    g.apply_mla_cache(kv[:, :512], kv[:, 512:], pos, slots, caches[1], q=qb, q_out=qb, **kw)
+    same_bits(qa, qb)
+    same_bits(caches[0], caches[1])
+    assert rope.apply_mla_cache(kv[:, :512], kv[:, 512:], pos, slots, caches[2], **kw) is None
+    same_bits(caches[2], caches[0])
+    call = rope._call[1]
+    assert call.apply_mla_cache(kv[:, :512], kv[:, 512:], pos, slots, caches[3], q, None, 1, False, w, 1e-6,
+                                "per_head") is not None
+    c8 = torch.zeros(2, 32, 576, dtype=torch.uint8)
+    assert call.apply_mla_cache(kv[:, :512], kv[:, 512:], pos, slots, c8, None, None, 1, False, None, None,
+                                None) is None
+    assert c8.abs().sum() == 0
+
+
 def test_declined_calls_raise_the_general_paths_errors():
     rope = posenc.Rope(CFG)
     call = rope._call[1]
