@@ -14,6 +14,10 @@
 //                         compared with posenc.fused_inplace, or in the cache_f16 cases (vLLM then runs on
 //                         float16 activations) with posenc.inplace_f16in on the same float16 input
 //   vllm.rope_only        rotary_embedding alone (not compared)
+//                         qwen3: vllm = rms_norm of the q and k heads, rotary_embedding, reshape_and_cache
+//                         (vllm.norm_rope: without the cache write); deepseek3 (f16/bf16): rms_norm(kv_c),
+//                         rotary_embedding (GPT-J pairs) of the gathered q_pe and k_pe, concat_and_cache_mla_cpu;
+//                         the 16-bit cases are compared with posenc.inplace_f16in / inplace_bf16in
 // Rows take turns within each round (the order rotates every round), so the host's state hits all of
 // them alike; each timed call is preceded by the cold pass (1 GiB read on the row's own threads)
 // or, with --mode warm, by one untimed call of the same row. Medians are printed with the ratio
