@@ -70,12 +70,18 @@ if [ -n "$vllm" ]; then
   # x86 header).
   vflags=(-O3 -DNDEBUG -march=native -fopenmp -Wno-deprecated-declarations -I"$here/vllm_shim" -I"$vllm/csrc/cpu" "${tinc[@]}")
   mkdir -p "$out/vllm"
-  "$cxx" -std=c++17 "${vflags[@]}" -c "$vllm/csrc/cpu/pos_encoding.cpp" -o "$out/vllm/pos_encoding.o" &
-  "$cxx" -std=c++17 "${vflags[@]}" -c "$vllm/csrc/cpu/cache.cpp" -o "$out/vllm/cache.o"
-  wait
+  for f in pos_encoding cache layernorm; do
+    "$cxx" -std=c++17 "${vflags[@]}" -c "$vllm/csrc/cpu/$f.cpp" -o "$out/vllm/$f.o"
+  done
+  # sgl-kernels/mla_cache.cpp (vLLM's CPU MLA cache writer) against our vllm_shim/sgl common.h / vec.h
+  # (its own folder's are not in the snapshot); sleef.h for ATen's AVX512 headers on AMX hosts.
+  sinc=()
+  [ -f /usr/include/x86_64-linux-gnu/sleef.h ] && sinc=(-I/usr/include/x86_64-linux-gnu)
+  "$cxx" -std=c++17 -O3 -DNDEBUG -march=native -fopenmp -Wno-deprecated-declarations -I"$here/vllm_shim/sgl" \
+    "${tinc[@]}" "${sinc[@]}" -c "$vllm/csrc/cpu/sgl-kernels/mla_cache.cpp" -o "$out/vllm/mla_cache.o"
   "$cxx" "${common[@]}" -fopenmp -Wno-deprecated-declarations "${tinc[@]}" -c "$here/peer_vllm.cpp" -o "$out/peer_vllm.o"
   defs+=(-DSBS_WITH_VLLM)
-  objs+=("$out/peer_vllm.o" "$out/vllm/pos_encoding.o" "$out/vllm/cache.o")
+  objs+=("$out/peer_vllm.o" "$out/vllm/pos_encoding.o" "$out/vllm/cache.o" "$out/vllm/layernorm.o" "$out/vllm/mla_cache.o")
 fi
 if [ -n "$sglang" ]; then
   "$here/snapshot.sh" sglang "$sglang"

@@ -42,7 +42,7 @@ struct SglState : TorchLayer {
 
 std::shared_ptr<SglState> MakeSgl(const CaseData& c, int threads) {
   auto s = std::make_shared<SglState>();
-  s->Fill(c, threads, /*half=*/true);
+  s->Fill(c, threads, torch::kHalf);
   s->AllocateCaches(static_cast<size_t>(c.cache_slots * c.kv_row()) * 2);
   const auto f16 = at::TensorOptions().dtype(at::kHalf);
   s->k_buffer = at::from_blob(s->kc.get(), {c.cache_slots, c.Hkv, c.D}, f16);

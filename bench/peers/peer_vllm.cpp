@@ -12,6 +12,23 @@
 // cos_sin_cache is built as vLLM's RotaryEmbedding._compute_cos_sin_cache builds it (float32
 // inv_freq = 1 / base^(arange(0, 128, 2) / 128), outer with arange(8192), cos and sin concatenated),
 // cast to the model's dtype. Threads: OpenMP, the team size set as torch.set_num_threads sets it.
+// bf16 caches: the same on a bfloat16 copy (compared with posenc.inplace_bf16in).
+//
+// Qwen3 (c.qk_norm): vLLM's Qwen3Attention normalises the q and k heads with RMSNorm (csrc/cpu/layernorm.cpp's
+// rms_norm, [128] weights in the model dtype) before rotary_embedding. That kernel indexes its rows as
+// contiguous, so the q and k views of the projection output are first copied into contiguous tensors
+// (ATen copy_, as .contiguous() would), normalised into new q / k tensors (as RMSNorm's empty_like out),
+// rotated in place, and k (with the v view) written by reshape_and_cache. Compared with posenc.fused
+// (float32, q out of place) or posenc.inplace_f16in / inplace_bf16in on the same 16-bit input.
+//
+// DeepSeek-V3 MLA (c.mla, f16 / bf16 only: the cache writer dispatches the reduced types only): the
+// latent projection output [T, 576] and the queries [T, 128, 192] in the model dtype; rms_norm of kv_c
+// (copied contiguous first, as above) with the [512] weight; the q heads' last 64 values gathered into a
+// contiguous [T, 128 x 64] tensor (rotary_embedding indexes its tokens by query.stride(-2) and heads by
+// head_size), rotary_embedding(positions, q_pe, k_pe, 64, cos_sin_cache, is_neox=false) with k_pe the
+// [T, 64] view of the latent output (rotated in place), q_pe copied back into the queries, then
+// concat_and_cache_mla_cpu(kv_c_normed, k_pe, kv_cache [blocks, 16, 576], slot_mapping)
+// (csrc/cpu/sgl-kernels/mla_cache.cpp, built against our vllm_shim/sgl common.h / vec.h).
 #include <omp.h>
 
 #include <torch/all.h>  // PyTorch's C++ API (build.sh passes the include paths): a third-party header
@@ -32,11 +49,15 @@ void rotary_embedding(torch::Tensor& positions, torch::Tensor& query, torch::Ten
 void reshape_and_cache(torch::Tensor& key, torch::Tensor& value, torch::Tensor& key_cache,
                        torch::Tensor& value_cache, torch::Tensor& slot_mapping, const std::string& kv_cache_dtype,
                        double k_scale, double v_scale);
+void rms_norm(torch::Tensor& out, torch::Tensor& input, torch::Tensor& weight, double epsilon);
+void concat_and_cache_mla_cpu(const at::Tensor& kv_c_normed, const at::Tensor& k_pe, at::Tensor& kv_cache,
+                              const at::Tensor& slot_mapping);
 
 namespace sbs {
 
 std::string VllmInfo() {
-  return "vllm: csrc/cpu rotary_embedding + reshape_and_cache (snapshot: bench/peers/snapshot.sh vllm), "
+  return "vllm: csrc/cpu rotary_embedding + reshape_and_cache (qwen3: rms_norm first; deepseek3: rms_norm, "
+         "rotary_embedding, concat_and_cache_mla_cpu) (snapshot: bench/peers/snapshot.sh vllm), "
          "libtorch " TORCH_VERSION ", OpenMP";
 }
 
@@ -47,38 +68,167 @@ namespace {
 struct VllmState : TorchLayer {
   int64_t x = 0;
   torch::Tensor key_cache, value_cache;
+  // qwen3: the norms' weights, the contiguous copies of the q / k views, the normalised q / k
+  double eps = 1e-6;
+  torch::Tensor q_norm_w, k_norm_w, q_in, k_in, q_n, k_n;
+
+  void Qwen3() {
+    q_in.view({T, -1}).copy_(query);
+    k_in.view({T, -1}).copy_(key);
+    rms_norm(q_n, q_in, q_norm_w, eps);
+    rms_norm(k_n, k_in, k_norm_w, eps);
+    auto q2 = q_n.view({T, -1}), k2 = k_n.view({T, -1});
+    rotary_embedding(positions, q2, k2, D, cos_sin_cache, true);
+  }
 };
+
+// The team size, as torch.set_num_threads sets it (at::set_num_threads: ATen's count, which its
+// at::parallel_for in copy_ and concat_and_cache_mla_cpu reads, and OpenMP's). With omp_set_num_threads
+// alone, ATen's lazily initialised count and ours disagree and every ATen parallel region at 2 threads
+// took ~40 ms here (OpenMP teams resized back and forth).
+void SetThreads(int n) {
+  if (at::get_num_threads() != n) at::set_num_threads(n);
+  omp_set_num_threads(n);
+}
+
+torch::Tensor Weight(const std::vector<float>& w, torch::ScalarType st) {
+  return torch::tensor(w, torch::kFloat).to(st).contiguous();
+}
 
 std::shared_ptr<VllmState> MakeVllm(const CaseData& c, int threads) {
   auto s = std::make_shared<VllmState>();
-  s->Fill(c, threads, /*half=*/c.f16_cache);
+  s->Fill(c, threads, TorchLayer::CaseDtype(c));
   const int64_t D = c.D, block = 16;
-  const size_t es = c.f16_cache ? 2 : 4;
+  const size_t es = s->elem();
   s->x = 16 / static_cast<int64_t>(es);
   const int64_t blocks = (c.cache_slots + block - 1) / block;
   s->AllocateCaches(static_cast<size_t>(blocks * block * c.kv_row()) * es);
   const auto opt = torch::TensorOptions().dtype(s->dtype());
   s->key_cache = torch::from_blob(s->kc.get(), {blocks, c.Hkv, D / s->x, block, s->x}, opt);
   s->value_cache = torch::from_blob(s->vc.get(), {blocks, c.Hkv, D, block}, opt);
+  if (c.qk_norm) {
+    s->eps = c.eps;
+    s->q_norm_w = Weight(c.q_norm_w, s->dtype());
+    s->k_norm_w = Weight(c.k_norm_w, s->dtype());
+    s->q_in = torch::empty({c.T, c.Hq, D}, opt);
+    s->k_in = torch::empty({c.T, c.Hkv, D}, opt);
+    s->q_n = torch::empty({c.T, c.Hq, D}, opt);
+    s->k_n = torch::empty({c.T, c.Hkv, D}, opt);
+    s->q_in.zero_(), s->k_in.zero_(), s->q_n.zero_(), s->k_n.zero_();
+  }
   return s;
+}
+
+// The MLA layer in the model dtype: latent output and queries (own copies, restored by Reset), the
+// norm's weight, the contiguous kv_c copy and its normalised output, the gathered q_pe, the cache.
+struct VllmMla : TorchLayer {
+  int64_t lora = 0, R = 0, H = 0, Dq = 0, nope = 0;
+  double eps = 1e-6;
+  size_t kv_bytes = 0, q_bytes = 0;
+  std::shared_ptr<void> kv_src, kv_in, q_src, q_in, cache_mem;
+  torch::Tensor kv, kv_c, k_pe, qt, q_pe_view, w, kvc_in, kvc_n, q_pe, cache;
+
+  void Run() {
+    kvc_in.copy_(kv_c);
+    rms_norm(kvc_n, kvc_in, w, eps);
+    q_pe.view({T, H, D}).copy_(q_pe_view);
+    rotary_embedding(positions, q_pe, k_pe, D, cos_sin_cache, false);
+    q_pe_view.copy_(q_pe.view({T, H, D}));
+    concat_and_cache_mla_cpu(kvc_n, k_pe, cache, slot_t);
+  }
+  void ResetMla() {
+    std::memcpy(kv_in.get(), kv_src.get(), kv_bytes);
+    std::memcpy(q_in.get(), q_src.get(), q_bytes);
+  }
+};
+
+std::shared_ptr<VllmMla> MakeVllmMla(const CaseData& c, int threads) {
+  auto s = std::make_shared<VllmMla>();
+  s->Fill(c, threads, TorchLayer::CaseDtype(c));
+  s->lora = c.kv_lora, s->R = c.row_values, s->H = c.Hq, s->nope = c.nope, s->Dq = c.nope + c.D, s->eps = c.eps;
+  const int64_t T = c.T;
+  s->kv_bytes = static_cast<size_t>(T * s->R) * s->elem();
+  s->q_bytes = static_cast<size_t>(T * s->H * s->Dq) * s->elem();
+  s->kv_src = AlignedZeroed(s->kv_bytes);
+  s->kv_in = AlignedZeroed(s->kv_bytes);
+  s->q_src = AlignedZeroed(s->q_bytes);
+  s->q_in = AlignedZeroed(s->q_bytes);
+  s->Round(c.qkv.get(), T * s->R, s->kv_src.get());
+  s->Round(c.q_mla.get(), T * s->H * s->Dq, s->q_src.get());
+  s->ResetMla();
+  const auto opt = torch::TensorOptions().dtype(s->dtype());
+  s->kv = torch::from_blob(s->kv_in.get(), {T, s->R}, opt);
+  s->kv_c = s->kv.narrow(1, 0, s->lora);
+  s->k_pe = s->kv.narrow(1, s->lora, c.D);
+  s->qt = torch::from_blob(s->q_in.get(), {T, s->H, s->Dq}, opt);
+  s->q_pe_view = s->qt.narrow(2, s->nope, c.D);
+  s->w = Weight(c.kv_norm_w, s->dtype());
+  s->kvc_in = torch::zeros({T, s->lora}, opt);
+  s->kvc_n = torch::zeros({T, s->lora}, opt);
+  s->q_pe = torch::zeros({T, s->H * c.D}, opt);
+  const int64_t block = 16, blocks = (c.cache_slots + block - 1) / block;
+  s->cache_mem = AlignedZeroed(static_cast<size_t>(blocks * block * s->R) * s->elem());
+  s->cache = torch::from_blob(s->cache_mem.get(), {blocks, block, s->R}, opt);
+  return s;
+}
+
+std::vector<Row> VllmMlaRows(const CaseData& c, int threads) {
+  if (!c.f16_cache && !c.bf16_cache) return {};  // concat_and_cache_mla_cpu: reduced types only
+  auto s = MakeVllmMla(c, threads);
+  Row r;
+  r.name = "vllm";
+  r.versus = c.f16_cache ? "posenc.inplace_f16in" : "posenc.inplace_bf16in";
+  r.run = [s] {
+    SetThreads(s->threads);
+    s->Run();
+  };
+  r.on_threads = OnOmpThreads(threads);
+  r.reset = [s] { s->ResetMla(); };
+  r.q_out = [s] {  // the rotated windows, [T, H, 64]
+    s->q.resize(static_cast<size_t>(s->T * s->H * s->D));
+    for (int64_t th = 0; th < s->T * s->H; ++th)
+      for (int64_t i = 0; i < s->D; ++i)
+        s->q[static_cast<size_t>(th * s->D + i)] = s->At(s->q_in.get(), th * s->Dq + s->nope + i);
+    return static_cast<const float*>(s->q.data());
+  };
+  r.k_at = [s](int64_t t, int64_t i) { return s->At(s->cache_mem.get(), s->slots[static_cast<size_t>(t)] * s->R + i); };
+  r.v_at = r.k_at;
+  r.keep = s;
+  std::vector<Row> rows;
+  rows.push_back(std::move(r));
+  return rows;
 }
 
 }  // namespace
 
 std::vector<Row> VllmRows(const CaseData& c, int threads, posenc::ParallelRunner* pool) {
+  (void)pool;
+  if (c.mla) return VllmMlaRows(c, threads);
   auto s = MakeVllm(c, threads);
 
   Row r;
   r.name = "vllm";
-  r.versus = c.f16_cache ? "posenc.inplace_f16in" : "posenc.fused_inplace";
-  r.run = [s] {
-    omp_set_num_threads(s->threads);
-    rotary_embedding(s->positions, s->query, s->key, s->D, s->cos_sin_cache, true);
-    reshape_and_cache(s->k3, s->v3, s->key_cache, s->value_cache, s->slot_t, "auto", 1.0, 1.0);
-  };
+  r.versus = c.f16_cache ? "posenc.inplace_f16in"
+             : c.bf16_cache ? "posenc.inplace_bf16in"
+             : c.qk_norm    ? "posenc.fused"
+                            : "posenc.fused_inplace";
+  if (c.qk_norm) {
+    r.run = [s] {
+      SetThreads(s->threads);
+      s->Qwen3();
+      reshape_and_cache(s->k_n, s->v3, s->key_cache, s->value_cache, s->slot_t, "auto", 1.0, 1.0);
+    };
+    r.q_out = [s] { return s->QueryAsF32(s->q_n.data_ptr(), s->qn); };
+  } else {
+    r.run = [s] {
+      SetThreads(s->threads);
+      rotary_embedding(s->positions, s->query, s->key, s->D, s->cos_sin_cache, true);
+      reshape_and_cache(s->k3, s->v3, s->key_cache, s->value_cache, s->slot_t, "auto", 1.0, 1.0);
+    };
+    r.q_out = [s] { return s->QueryAsF32(); };
+  }
   r.on_threads = OnOmpThreads(threads);
   r.reset = [s] { s->Reset(); };
-  r.q_out = [s] { return s->QueryAsF32(); };
   // vLLM's layout: key [block, head, d / x, offset, d % x], value [block, head, d, offset].
   auto at = [s](bool k) {
     return [s, k](int64_t t, int64_t i) -> float {
@@ -93,16 +243,17 @@ std::vector<Row> VllmRows(const CaseData& c, int threads, posenc::ParallelRunner
   r.v_at = at(false);
   r.keep = s;
 
-  // rotary_embedding alone (no cache write; its own buffers): not compared, it shows the rotations' share.
+  // rotary_embedding alone (no cache write; its own buffers; qwen3: with the norms): not compared, it
+  // shows the rotations' share.
   Row rope;
-  rope.name = "vllm.rope_only";
+  rope.name = c.qk_norm ? "vllm.norm_rope" : "vllm.rope_only";
   rope.run = [s = MakeVllm(c, threads)] {
-    omp_set_num_threads(s->threads);
-    rotary_embedding(s->positions, s->query, s->key, s->D, s->cos_sin_cache, true);
+    SetThreads(s->threads);
+    if (s->q_n.defined()) s->Qwen3();
+    else rotary_embedding(s->positions, s->query, s->key, s->D, s->cos_sin_cache, true);
   };
   rope.on_threads = r.on_threads;
 
-  (void)pool;
   std::vector<Row> rows;
   rows.push_back(std::move(r));
   rows.push_back(std::move(rope));

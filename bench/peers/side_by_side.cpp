@@ -14,6 +14,10 @@
 //                         compared with posenc.fused_inplace, or in the cache_f16 cases (vLLM then runs on
 //                         float16 activations) with posenc.inplace_f16in on the same float16 input
 //   vllm.rope_only        rotary_embedding alone (not compared)
+//                         qwen3: vllm = rms_norm of the q and k heads, rotary_embedding, reshape_and_cache
+//                         (vllm.norm_rope: without the cache write); deepseek3 (f16/bf16): rms_norm(kv_c),
+//                         rotary_embedding (GPT-J pairs) of the gathered q_pe and k_pe, concat_and_cache_mla_cpu;
+//                         the 16-bit cases are compared with posenc.inplace_f16in / inplace_bf16in
 // Rows take turns within each round (the order rotates every round), so the host's state hits all of
 // them alike; each timed call is preceded by the cold pass (1 GiB read on the row's own threads)
 // or, with --mode warm, by one untimed call of the same row. Medians are printed with the ratio
@@ -359,66 +363,142 @@ std::vector<Row> PosencMlaRows(const CaseData& c, std::shared_ptr<ParallelRunner
   return rows;
 }
 
-// posenc on the float16 input the vllm and sglang rows read in the cache_f16 cases (the float32 case's
-// projection output rounded to float16): ApplyRopeKvCache with q rotated in place into the float16 cache.
-Row PosencF16In(const CaseData& c, ParallelRunner* pool) {
+// posenc on the 16-bit input the vllm and sglang rows read in the cache_f16 / cache_bf16 cases (the
+// float32 case's projection output rounded to float16 / bfloat16): ApplyRopeKvCache (qwen3: with
+// q_norm / k_norm) with q rotated in place into the cache of that type; "posenc.inplace_f16in" /
+// "posenc.inplace_bf16in".
+void RoundTo(DType dt, const float* src, int64_t n, void* dst) {
+  for (int64_t i = 0; i < n; ++i) {
+    if (dt == DType::kF16) static_cast<f16_t*>(dst)[i] = F32ToF16(src[i]);
+    else static_cast<bf16_t*>(dst)[i] = F32ToBF16(src[i]);
+  }
+}
+
+float HalfAt(DType dt, const void* p, int64_t i) {
+  return dt == DType::kF16 ? F16ToF32(static_cast<const f16_t*>(p)[i]) : BF16ToF32(static_cast<const bf16_t*>(p)[i]);
+}
+
+Row PosencHalfIn(const CaseData& c, ParallelRunner* pool) {
   struct State {
     RopeTable table;
     std::vector<int64_t> pos, slots;
+    std::vector<float> qw, kw;
     RopeArgs args;
     FusedRopeArgs fa;
     std::shared_ptr<void> src, in, kc, vc;
     std::vector<float> q;
     KvCacheView cache;
     QkvViews qkv;
+    DType dt = DType::kF16;
     int64_t T = 0, W = 0, qn = 0;
   };
   auto s = std::make_shared<State>();
   const int64_t T = c.T, D = c.D;
+  s->dt = c.f16_cache ? DType::kF16 : DType::kBF16;
   s->table = RopeTable::Build(DefaultRopeFrequencies(D, c.theta).value(), c.max_positions, RopePrecision::kReference)
                  .value();
   s->pos = c.pos;
   s->slots = c.slots;
+  s->qw = c.q_norm_w;
+  s->kw = c.k_norm_w;
   s->args = RopeArgs{{RopePairing::kHalf, D, 0, D}, &s->table, s->pos};
   s->args.parallel = pool;
   s->fa = FusedRopeArgs{s->args, s->slots, 0, {}};
+  if (c.qk_norm) {
+    s->fa.q_norm = HeadRmsNorm{s->qw, c.eps};
+    s->fa.k_norm = HeadRmsNorm{s->kw, c.eps};
+  }
   s->T = T;
   s->W = c.W();
   s->qn = c.Hq * D;
   s->src = AlignedZeroed(static_cast<size_t>(T * c.W()) * 2);
-  for (int64_t i = 0; i < T * c.W(); ++i)
-    static_cast<f16_t*>(s->src.get())[i] = F32ToF16(c.qkv[static_cast<size_t>(i)]);
+  RoundTo(s->dt, c.qkv.get(), T * c.W(), s->src.get());
   s->in = AlignedZeroed(static_cast<size_t>(T * c.W()) * 2);
   std::memcpy(s->in.get(), s->src.get(), static_cast<size_t>(T * c.W()) * 2);
   const size_t cache_bytes = static_cast<size_t>(c.cache_slots * c.kv_row()) * 2;
   s->kc = AlignedZeroed(cache_bytes);
   s->vc = AlignedZeroed(cache_bytes);
-  s->cache = KvCacheView{s->kc.get(), s->vc.get(), KvCacheType::kF16, 1, c.cache_slots, c.Hkv, D};
-  s->qkv = SplitFusedQkv(s->in.get(), DType::kF16, T, c.Hq, c.Hkv, D).value();
+  s->cache = KvCacheView{s->kc.get(), s->vc.get(), CacheType(c), 1, c.cache_slots, c.Hkv, D};
+  s->qkv = SplitFusedQkv(s->in.get(), s->dt, T, c.Hq, c.Hkv, D).value();
   Row r;
-  r.name = "posenc.inplace_f16in";
+  r.name = c.f16_cache ? "posenc.inplace_f16in" : "posenc.inplace_bf16in";
   r.run = [s] {
     const Status st = ApplyRopeKvCache(s->fa, s->qkv, s->qkv.q, s->cache);
-    Check(st, "ApplyRopeKvCache f16 in place");
+    Check(st, "ApplyRopeKvCache 16-bit in place");
   };
   r.on_threads = PoolThreads(pool);
   r.reset = [s] { std::memcpy(s->in.get(), s->src.get(), static_cast<size_t>(s->T * s->W) * 2); };
   r.q_out = [s] {
     s->q.resize(static_cast<size_t>(s->T * s->qn));
-    const auto* h = static_cast<const f16_t*>(s->in.get());
     for (int64_t t = 0; t < s->T; ++t)
-      for (int64_t i = 0; i < s->qn; ++i) s->q[static_cast<size_t>(t * s->qn + i)] = F16ToF32(h[t * s->W + i]);
+      for (int64_t i = 0; i < s->qn; ++i) s->q[static_cast<size_t>(t * s->qn + i)] = HalfAt(s->dt, s->in.get(), t * s->W + i);
     return static_cast<const float*>(s->q.data());
   };
   auto at = [s](bool k) {
     return [s, k](int64_t t, int64_t i) {
       const std::byte* row = k ? s->cache.k_row(0, s->slots[static_cast<size_t>(t)])
                                : s->cache.v_row(0, s->slots[static_cast<size_t>(t)]);
-      return F16ToF32(reinterpret_cast<const f16_t*>(row)[i]);
+      return HalfAt(s->dt, row, i);
     };
   };
   r.k_at = at(true);
   r.v_at = at(false);
+  r.keep = s;
+  return r;
+}
+
+// The MLA analogue (c.mla): ApplyMlaRopeCache on the latent output and queries rounded to float16 /
+// bfloat16 (what the vllm row reads), the q windows rotated in place, into the cache of that type.
+Row PosencMlaHalfIn(const CaseData& c, ParallelRunner* pool) {
+  const int64_t T = c.T, H = c.Hq, rope = c.D, lora = c.kv_lora, R = c.row_values, Dq = c.nope + c.D;
+  struct State {
+    std::vector<int64_t> pos, slots;
+    std::vector<float> w, qg;
+    MlaRopeArgs ma;
+    std::shared_ptr<void> kv, q_src, q, mem, v_unused;
+    MlaCacheView cache;
+    HeadsView kv_c, k_pe, qv;
+    DType dt = DType::kF16;
+    size_t q_bytes = 0;
+  };
+  auto s = std::make_shared<State>();
+  s->dt = c.f16_cache ? DType::kF16 : DType::kBF16;
+  s->pos = c.pos;
+  s->slots = c.slots;
+  s->w = c.kv_norm_w;
+  RopeArgs args{{RopePairing::kInterleaved, Dq, c.nope, rope}, &Table(c.theta, rope), s->pos};
+  args.parallel = pool;
+  s->ma = MlaRopeArgs{args, s->slots, 0, HeadRmsNorm{s->w, c.eps}};
+  s->kv = AlignedZeroed(static_cast<size_t>(T * R) * 2);
+  RoundTo(s->dt, c.qkv.get(), T * R, s->kv.get());
+  auto* kv = static_cast<std::byte*>(s->kv.get());
+  s->kv_c = HeadsView{kv, s->dt, T, 1, lora, R, lora};
+  s->k_pe = HeadsView{kv + lora * 2, s->dt, T, 1, rope, R, rope};
+  s->q_bytes = static_cast<size_t>(T * H * Dq) * 2;
+  s->q_src = AlignedZeroed(s->q_bytes);
+  RoundTo(s->dt, c.q_mla.get(), T * H * Dq, s->q_src.get());
+  s->q = AlignedZeroed(s->q_bytes);
+  s->qv = HeadsView::Dense(s->q.get(), s->dt, T, H, Dq);
+  s->cache = MlaCacheView{nullptr, CacheType(c), 1, c.cache_slots, lora, rope};
+  s->mem = AlignedZeroed(static_cast<size_t>(s->cache.bytes()));
+  s->cache.data = s->mem.get();
+  s->v_unused = AlignedZeroed(static_cast<size_t>(s->cache.bytes()));
+  Row r;
+  r.name = c.f16_cache ? "posenc.inplace_f16in" : "posenc.inplace_bf16in";
+  r.run = [s] { Check(ApplyMlaRopeCache(s->ma, s->kv_c, s->k_pe, s->qv, s->qv, s->cache), "MLA 16-bit"); };
+  r.reset = [s] { std::memcpy(s->q.get(), s->q_src.get(), s->q_bytes); };
+  r.q_out = [s, T, H, rope, Dq, nope = c.nope] {
+    s->qg.resize(static_cast<size_t>(T * H * rope));
+    for (int64_t th = 0; th < T * H; ++th)
+      for (int64_t i = 0; i < rope; ++i)
+        s->qg[static_cast<size_t>(th * rope + i)] = HalfAt(s->dt, s->q.get(), th * Dq + nope + i);
+    return static_cast<const float*>(s->qg.data());
+  };
+  r.k_at = [s](int64_t t, int64_t j) {
+    return CacheValue(s->cache.AsKvCache(s->v_unused.get()), true, s->slots[static_cast<size_t>(t)], j);
+  };
+  r.v_at = r.k_at;
+  r.on_threads = PoolThreads(pool);
   r.keep = s;
   return r;
 }
@@ -464,7 +544,7 @@ void Usage() {
       "side_by_side [--shapes prefill512,prefill4096,decode64] [--caches f32,f16,bf16] [--threads 1,2]\n"
       "             [--mode cold|warm] [--rounds N] [--peers ggml,vllm,sglang] [--evict-mib 1024]\n"
       "             [--model llama3|qwen3|deepseek3]   (qwen3: QK-norm before RoPE; deepseek3: the MLA\n"
-      "             cache row; both against the ggml peer only)\n"
+      "             cache row; both against ggml and vLLM (deepseek3 vLLM: f16/bf16 caches))\n"
       "Rounds default to 15 (prefill4096), 31 (prefill512), 51 (decode64); --rounds N sets all.\n");
 }
 
@@ -507,8 +587,9 @@ int main(int argc, char** argv) {
     Usage();
     return 2;
   }
-  if (model != "llama3") peers.erase(std::remove_if(peers.begin(), peers.end(), [](const std::string& p) { return p != "ggml"; }),
-                         peers.end());  // vLLM's and SGLang's kernels here have neither QK-norm nor MLA
+  if (model != "llama3")  // SGLang's rope here has neither QK-norm nor MLA (vLLM's rows: its rms_norm, MLA cache writer)
+    peers.erase(std::remove_if(peers.begin(), peers.end(), [](const std::string& p) { return p == "sglang"; }),
+                peers.end());
   if (mode == "cold") Evict(0, 1);  // fills the cold pass's buffer before anything is timed
   auto want = [&](const char* p) { return std::find(peers.begin(), peers.end(), p) != peers.end(); };
   std::printf("# side_by_side: mode %s (cold pass %zu MiB); ratio = posenc median / peer median (< 1: posenc faster)\n",
@@ -530,14 +611,15 @@ int main(int argc, char** argv) {
         std::vector<Row> rows = c.mla ? PosencMlaRows(c, pool) : PosencRows(c, pool);
         if (want("ggml"))
           for (auto& r : c.mla ? GgmlMlaRows(c, nt) : GgmlRows(c, nt)) rows.push_back(std::move(r));
-        if (!c.bf16_cache) {  // (the vLLM and SGLang harness rows here are float32 / float16)
-          if (c.f16_cache && (want("vllm") || want("sglang")) && !(VllmInfo().empty() && SglangInfo().empty()))
-            rows.push_back(PosencF16In(c, pool.get()));
-          if (want("vllm"))
-            for (auto& r : VllmRows(c, nt, pool.get())) rows.push_back(std::move(r));
-          if (want("sglang"))
-            for (auto& r : SglangRows(c, nt)) rows.push_back(std::move(r));
-        }
+        // The 16-bit-input posenc row the vLLM / SGLang rows are compared with (SGLang: llama3 f16 only).
+        const bool torch_peer = (want("vllm") && !VllmInfo().empty()) ||
+                                (want("sglang") && !SglangInfo().empty() && c.f16_cache);
+        if ((c.f16_cache || c.bf16_cache) && torch_peer)
+          rows.push_back(c.mla ? PosencMlaHalfIn(c, pool.get()) : PosencHalfIn(c, pool.get()));
+        if (want("vllm"))
+          for (auto& r : VllmRows(c, nt, pool.get())) rows.push_back(std::move(r));
+        if (want("sglang") && c.f16_cache)
+          for (auto& r : SglangRows(c, nt)) rows.push_back(std::move(r));
         // One run of each row from fresh inputs, compared with posenc.fused.
         std::vector<Diff> diffs(rows.size());
         for (auto& r : rows) {
@@ -573,10 +655,10 @@ int main(int argc, char** argv) {
           std::printf("%-24s %3d %-21s %9.4f %9.4f %7s %s\n", c.name.c_str(), nt, r.name.c_str(), med[r.name],
                       *std::min_element(ms[i].begin(), ms[i].end()), ratio, diff);
         }
-        if (med.count("vllm"))
-          std::printf("%-24s %3d ratios: %s/vllm %.2f\n", c.name.c_str(), nt,
-                      c.f16_cache ? "inplace_f16in" : "fused_inplace",
-                      med[c.f16_cache ? "posenc.inplace_f16in" : "posenc.fused_inplace"] / med["vllm"]);
+        for (const Row& r : rows)
+          if (r.name == "vllm")
+            std::printf("%-24s %3d ratios: %s/vllm %.2f\n", c.name.c_str(), nt, r.versus.substr(7).c_str(),
+                        med[r.versus] / med["vllm"]);
         if (med.count("sglang"))
           std::printf("%-24s %3d ratios: inplace_f16in/sglang %.2f\n", c.name.c_str(), nt,
                       med["posenc.inplace_f16in"] / med["sglang"]);

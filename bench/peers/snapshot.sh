@@ -15,7 +15,9 @@ case "$peer" in
   vllm) repo=vllm-project/vllm; files=(
     "csrc/cpu/pos_encoding.cpp 282a70382f61053d4ac1cc7936d3403867fbfd25 5925f86d44c61985b5efb175bd2496b0719675faf6c0e87aa62bee1211b3b819"
     "csrc/cpu/cache.cpp 31e15b833dcbdc56546e6d1fd82129c685f01caa aa0852013db090140a5af424b99ad979f55a161b0cfb65187a80e4779e7c4307"
-    "csrc/cpu/cpu_types_x86.hpp d89d013688dcf4de2da58f83c739d0eaa47e2f22 00a9e99738ed56eddd3483f31f477972b6f28e8c93c817794922edb6414dbd22") ;;
+    "csrc/cpu/cpu_types_x86.hpp d89d013688dcf4de2da58f83c739d0eaa47e2f22 00a9e99738ed56eddd3483f31f477972b6f28e8c93c817794922edb6414dbd22"
+    "csrc/cpu/layernorm.cpp 6d336571b7c6f8fc13b6214cecba99fff6ba29ed 49ab97f6478d9f3db0af333d860473f46a375cb2fb54b14fe4b09b4461e9e508"
+    "csrc/cpu/sgl-kernels/mla_cache.cpp fe50f6bb3cf7ba00a8cce84f53434c027909d9bd 2baa49e061b225c43013cd89ba99bcf6e72afb525b8aa91157e95325cebc91b4") ;;
   sglang) repo=sgl-project/sglang; files=(
     "sgl-kernel/csrc/cpu/rope.cpp 68663266d5707f417d531c9ea9d1177886235e89 bb04426aa8c38fc21ff41d8a9208ec0de231232bde17bc81e05aca6230ce9243"
     "sgl-kernel/csrc/cpu/common.h 4797b8eb9897d913f7a7fee500174c25f069d365 93c85217671b2a898d64974fbea97a20c9d6ccd9aa74539b3dae6b06b50c9599"
