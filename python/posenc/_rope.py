@@ -210,11 +210,11 @@ class Rope:
         weight). Returns q_out. A slot outside the cache or written twice, a shape, dtype, weight or overlap
         that does not fit: ValueError naming it, nothing written."""
         call = self._call
-        if call is not None and call[0] is self.scheme and cache_type is None and k_scale is None and v_scale is None:
+        if call is not None and call[0] is self.scheme:
             normed = q_norm is not None or k_norm is not None
             r = call[1].apply_kv_cache(q, k, v, positions, slots, k_cache, v_cache, q_out, layer, reference, q_norm,
                                        k_norm, norm_eps, (self.scheme.qk_norm if norm is None else norm) if normed
-                                       else norm)
+                                       else norm, cache_type, k_scale, v_scale)
             if r is not None:
                 return r
         (qw, kw), eps, convention = _norm_args(self.scheme.qk_norm, ((q_norm, "q_norm"), (k_norm, "k_norm")),

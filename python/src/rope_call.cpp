@@ -152,13 +152,15 @@ class RopeCall {
 
   // Rope.apply_kv_cache: returns q_out (allocated like q when None), or None.
   // With QK-norm: q_norm / k_norm weights (None, or 1-D contiguous float tensors), norm_eps (a float or
-  // int) and norm (the convention's name, resolved by the caller).
+  // int) and norm (the convention's name, resolved by the caller). float8 caches: uint8 caches with
+  // cache_type "float8_e4m3fn" / "float8_e5m2", k_scale / v_scale None, a number or a 1-D float32 tensor.
   py::object ApplyKvCache(py::handle q, py::handle k, py::handle v, py::handle positions, py::handle slots,
                           py::handle k_cache, py::handle v_cache, py::handle q_out, py::handle layer,
                           py::handle reference, py::handle q_norm, py::handle k_norm, py::handle norm_eps,
-                          py::handle norm) {
+                          py::handle norm, py::handle cache_type, py::handle k_scale, py::handle v_scale) {
     KvJob j;
-    if (!PrepareKv(q, k, v, positions, slots, k_cache, v_cache, q_out, layer, reference, &j) ||
+    if (!PrepareScales(cache_type, k_scale, v_scale, &j) ||
+        !PrepareKv(q, k, v, positions, slots, k_cache, v_cache, q_out, layer, reference, &j) ||
         !PrepareNorms(q_norm, k_norm, norm_eps, norm, &j))
       return py::none();
     Status s = RunWithoutGil([&] { return RunKv(j); });
@@ -298,6 +300,8 @@ class RopeCall {
   };
   struct KvJob {
     std::vector<float> q_w, k_w;  // QK-norm weights as float32 (empty: none)
+    std::string float8;           // a float8 cache type held in uint8 caches ("" otherwise)
+    std::vector<float> k_s, v_s;  // float8 scales (empty: 1)
     QkvViews x;
     HeadsView q_out_view_;
     py::object q_out;  // the object returned
@@ -456,7 +460,12 @@ class RopeCall {
     if (!row_of(positions, &j->pos) || !row_of(slots, &j->slots)) return false;
     CacheMemory kc, vc;
     int64_t kl = 0, ks = 0, vl = 0, vs = 0;
-    if (!ReadCache(k_cache, &kc) || !ReadCache(v_cache, &vc) || !CacheGeometry(kc, kv_heads, head_dim, &kl, &ks) ||
+    if (!ReadCache(k_cache, &kc) || !ReadCache(v_cache, &vc)) return false;
+    if (!j->float8.empty()) {  // uint8 caches (read as q8_0) holding float8 codes
+      if (kc.type != "q8_0" || vc.type != "q8_0") return false;
+      kc.type = vc.type = j->float8;
+    }
+    if (!CacheGeometry(kc, kv_heads, head_dim, &kl, &ks) ||
         !CacheGeometry(vc, kv_heads, head_dim, &vl, &vs) || vc.type != kc.type || vl != kl || vs != ks)
       return false;
     int overflow = 0;
@@ -479,6 +488,8 @@ class RopeCall {
     cache.slots = ks;
     cache.kv_heads = kv_heads;
     cache.head_dim = head_dim;
+    cache.k_scale = j->k_s;
+    cache.v_scale = j->v_s;
     if (!cache.Validate().ok() || kc.nbytes != cache.bytes() || vc.nbytes != cache.bytes()) return false;
     j->pool = CurrentPool();
     j->args = FusedRopeArgs{Args(RopeDirection::kForward, j->pool.get()),
@@ -488,6 +499,34 @@ class RopeCall {
     j->args.rope.positions = std::span<const int64_t>(j->pos.data, static_cast<size_t>(tokens));
     j->reference = reference.ptr() == Py_True;
     return true;
+  }
+  // A float8 cache type and its scales as the general path takes them; false for anything else it words.
+  static bool PrepareScales(py::handle cache_type, py::handle k_scale, py::handle v_scale, KvJob* j) {
+    if (!cache_type.is_none()) {
+      if (!py::isinstance<py::str>(cache_type)) return false;
+      j->float8 = cache_type.cast<std::string>();
+      if (j->float8 != "float8_e4m3fn" && j->float8 != "float8_e5m2") return false;
+    }
+    const auto scale = [](py::handle x, std::vector<float>* out) {
+      if (x.is_none()) return true;
+      if (PyFloat_CheckExact(x.ptr()) || PyLong_CheckExact(x.ptr())) {
+        const double d = PyFloat_AsDouble(x.ptr());
+        if (PyErr_Occurred()) {
+          PyErr_Clear();
+          return false;
+        }
+        out->assign(1, static_cast<float>(d));
+        return true;
+      }
+      ForeignTensor t;
+      if (!ReadTensor(x, false, &t) || t.t.dtype != DType::kF32 || t.t.shape.size() != 1 || t.t.shape[0] <= 0 ||
+          t.t.stride[0] != 1)
+        return false;
+      const auto* f = reinterpret_cast<const float*>(t.t.data);
+      out->assign(f, f + t.t.shape[0]);
+      return true;
+    };
+    return scale(k_scale, &j->k_s) && scale(v_scale, &j->v_s);
   }
   // One norm weight: None (none), or a 1-D contiguous float32 / float16 / bfloat16 tensor, widened.
   static bool NormWeight(py::handle w, std::vector<float>* out) {
@@ -550,7 +589,8 @@ void RegisterRopeCall(py::module_& m) {
       .def("apply_kv_cache", &RopeCall::ApplyKvCache, py::arg("q"), py::arg("k"), py::arg("v"), py::arg("positions"),
            py::arg("slots"), py::arg("k_cache"), py::arg("v_cache"), py::arg("q_out"), py::arg("layer"),
            py::arg("reference"), py::arg("q_norm") = py::none(), py::arg("k_norm") = py::none(),
-           py::arg("norm_eps") = py::none(), py::arg("norm") = py::none())
+           py::arg("norm_eps") = py::none(), py::arg("norm") = py::none(), py::arg("cache_type") = py::none(),
+           py::arg("k_scale") = py::none(), py::arg("v_scale") = py::none())
       .def("apply_mla_cache", &RopeCall::ApplyMla)
       .def("time_mla_cache", &RopeCall::TimeMla)
       .def("time_apply", &RopeCall::TimeApply)

@@ -140,6 +140,35 @@ def test_kv_cache_with_qk_norm_fast_equals_general(wdtype, norm):
     assert c.abs().sum() == 0
 
 
+@pytest.mark.parametrize("fmt", ["float8_e4m3fn", "float8_e5m2"])
+@pytest.mark.parametrize("scales", [(None, None), (0.5, 0.125), "per_head"])
+def test_float8_kv_cache_fast_equals_general(fmt, scales):
+    """float8 caches (uint8 codes with cache_type, scales as numbers or per-head float32 arrays) take the
+    one-call entry and give the general path's bytes; what the general path words is declined."""
+    rope, g = posenc.Rope(CFG), general(posenc.Rope(CFG))
+    qkv = torch.randn(3, (H + 2 * KV) * D).to(torch.bfloat16)
+    q, k, v = posenc.split_qkv(qkv, H, KV, D)
+    ks, vs = (np.array([0.5, 2.0], np.float32), np.array([0.25, 1.0], np.float32)) if scales == "per_head" else scales
+    pos, slots = torch.tensor([5, 900, 3000]), torch.tensor([7, 1, 60])
+    caches = [torch.zeros(64, KV, D, dtype=torch.uint8) for _ in range(4)]
+    kw = dict(cache_type=fmt, k_scale=ks, v_scale=vs)
+    qa = rope.apply_kv_cache(q, k, v, pos, slots, caches[0], caches[1], **kw)
+    qb = g.apply_kv_cache(q, k, v, pos, slots, caches[2], caches[3], **kw)
+    same_bits(qa, qb)
+    same_bits(caches[0], caches[2])
+    same_bits(caches[1], caches[3])
+    assert caches[0].any()
+    call = rope._call[1]
+    args = (q, k, v, pos, slots, caches[0], caches[1], None, 0, False, None, None, None, None)
+    assert call.apply_kv_cache(*args, fmt, ks, vs) is not None
+    c = torch.zeros_like(caches[0])
+    bad_args = (q, k, v, pos, slots, c, c.clone(), None, 0, False, None, None, None, None)
+    for bad in [("float8", ks, vs), (fmt, 0.0, vs), (fmt, float("nan"), vs), (fmt, np.ones(3, np.float32), vs),
+                (fmt, np.ones(2, np.float64), vs), (fmt, "1", vs), (None, 0.5, None), ("q8_0", None, None)]:
+        assert call.apply_kv_cache(*bad_args, *bad) is None, bad
+    assert c.abs().sum() == 0
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("cache", ["same", "q8_0"])
 def test_mla_cache_fast_equals_general(dtype, cache):
