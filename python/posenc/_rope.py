@@ -272,9 +272,9 @@ class Rope:
         dtype (q itself for in place), allocated like q when None. Returns q_out (None without q). Anything
         that does not fit: ValueError naming it, nothing written."""
         call = self._call
-        if call is not None and call[0] is self.scheme and cache_type is None and scale is None:
+        if call is not None and call[0] is self.scheme:
             r = call[1].apply_mla_cache(kv_c, k_pe, positions, slots, cache, q, q_out, layer, reference, kv_norm,
-                                        norm_eps, norm if kv_norm is not None else None)
+                                        norm_eps, norm if kv_norm is not None else None, cache_type, scale)
             if r is not None:
                 return r[0]
         (kvw,), eps, convention = _norm_args("none", ((kv_norm, "kv_norm"),), norm_eps,

@@ -181,8 +181,12 @@ class RopeCall {
   // (float8 caches, unusual objects, anything it words as an error: nothing was written then).
   py::object ApplyMla(py::handle kv_c, py::handle k_pe, py::handle positions, py::handle slots, py::handle cache,
                       py::handle q, py::handle q_out, py::handle layer, py::handle reference, py::handle kv_norm,
-                      py::handle norm_eps, py::handle norm) {
+                      py::handle norm_eps, py::handle norm, py::handle cache_type, py::handle scale) {
     MlaJob j;
+    KvJob sj;  // (a float8 cache type and scale, read as the KV cache's)
+    if (!PrepareScales(cache_type, scale, py::none(), &sj)) return py::none();
+    j.float8 = sj.float8;
+    j.scale = std::move(sj.k_s);
     if (!PrepareMla(kv_c, k_pe, positions, slots, cache, q, q_out, layer, reference, &j) ||
         !PrepareMlaNorm(kv_norm, norm_eps, norm, &j))
       return py::none();
@@ -201,7 +205,8 @@ class RopeCall {
 
  private:
   struct MlaJob {
-    std::vector<float> w;
+    std::vector<float> w, scale;  // kv_norm's weight; a float8 cache's scale (empty: 1)
+    std::string float8;           // a float8 cache type held in a uint8 cache ("" otherwise)
     HeadsView kv_c, k_pe, q, q_out_view;
     py::object q_out = py::none();
     IntRows pos, slots;
@@ -260,7 +265,12 @@ class RopeCall {
     if (!row_of(positions, &j->pos) || !row_of(slots, &j->slots)) return false;
     CacheMemory cm;
     if (!ReadCache(cache, &cm)) return false;
+    if (!j->float8.empty()) {  // a uint8 cache (read as q8_0) holding float8 codes
+      if (cm.type != "q8_0") return false;
+      cm.type = j->float8;
+    }
     MlaCacheView& c = j->cache;
+    c.scale = j->scale;
     if (!ParseKvCacheType(cm.type, &c.type)) return false;
     c.kv_lora_rank = j->kv_c.head_dim;
     c.rope_dim = layout_.rotary_dim;
@@ -591,7 +601,10 @@ void RegisterRopeCall(py::module_& m) {
            py::arg("reference"), py::arg("q_norm") = py::none(), py::arg("k_norm") = py::none(),
            py::arg("norm_eps") = py::none(), py::arg("norm") = py::none(), py::arg("cache_type") = py::none(),
            py::arg("k_scale") = py::none(), py::arg("v_scale") = py::none())
-      .def("apply_mla_cache", &RopeCall::ApplyMla)
+      .def("apply_mla_cache", &RopeCall::ApplyMla, py::arg("kv_c"), py::arg("k_pe"), py::arg("positions"),
+           py::arg("slots"), py::arg("cache"), py::arg("q"), py::arg("q_out"), py::arg("layer"), py::arg("reference"),
+           py::arg("kv_norm"), py::arg("norm_eps"), py::arg("norm"), py::arg("cache_type") = py::none(),
+           py::arg("scale") = py::none())
       .def("time_mla_cache", &RopeCall::TimeMla)
       .def("time_apply", &RopeCall::TimeApply)
       .def("time_qk", &RopeCall::TimeQK)

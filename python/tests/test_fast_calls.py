@@ -170,7 +170,7 @@ def test_float8_kv_cache_fast_equals_general(fmt, scales):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("cache", ["same", "q8_0"])
+@pytest.mark.parametrize("cache", ["same", "q8_0", "float8_e5m2"])
 def test_mla_cache_fast_equals_general(dtype, cache):
     """Rope.apply_mla_cache takes the one-call entry and gives the general path's bytes, q in place and
     without q; a uint8 cache of the float row's width (float8 codes, which need cache_type) is declined."""
@@ -183,10 +183,13 @@ def test_mla_cache_fast_equals_general(dtype, cache):
     q = torch.randn(3, H, 192).to(dtype)
     w = (torch.rand(512) + 0.5).to(torch.bfloat16)
     pos, slots = torch.tensor([5, 900, 3000]), torch.tensor([7, 1, 30])
-    shape, cdt = ((2, 32, 576 // 32 * 34), torch.uint8) if cache == "q8_0" else ((2, 32, 576), dtype)
+    shape, cdt = {"same": ((2, 32, 576), dtype), "q8_0": ((2, 32, 576 // 32 * 34), torch.uint8),
+                  "float8_e5m2": ((2, 32, 576), torch.uint8)}[cache]
     caches = [torch.zeros(shape, dtype=cdt) for _ in range(4)]
     qa, qb = q.clone(), q.clone()
     kw = dict(layer=1, kv_norm=w, norm_eps=1e-6)
+    if cache == "float8_e5m2":
+        kw.update(cache_type=cache, scale=0.5)
     assert rope.apply_mla_cache(kv[:, :512], kv[:, 512:], pos, slots, caches[0], q=qa, q_out=qa, **kw) is qa
     g.apply_mla_cache(kv[:, :512], kv[:, 512:], pos, slots, caches[1], q=qb, q_out=qb, **kw)
     same_bits(qa, qb)
@@ -195,7 +198,7 @@ def test_mla_cache_fast_equals_general(dtype, cache):
     same_bits(caches[2], caches[0])
     call = rope._call[1]
     assert call.apply_mla_cache(kv[:, :512], kv[:, 512:], pos, slots, caches[3], q, None, 1, False, w, 1e-6,
-                                "per_head") is not None
+                                "per_head", kw.get("cache_type"), kw.get("scale")) is not None
     c8 = torch.zeros(2, 32, 576, dtype=torch.uint8)
     assert call.apply_mla_cache(kv[:, :512], kv[:, 512:], pos, slots, c8, None, None, 1, False, None, None,
                                 None) is None
