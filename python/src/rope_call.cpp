@@ -11,7 +11,6 @@
 // baseline for what the Python call adds.
 #include "binding.hpp"
 
-#include <bit>
 #include <chrono>
 #include <cstring>
 #include <string_view>
@@ -178,7 +177,7 @@ class RopeCall {
   }
 
   // Rope.apply_mla_cache: (q_out,) — q_out None without q — or None where the general path takes over
-  // (float8 caches, unusual objects, anything it words as an error: nothing was written then).
+  // (unusual objects, anything it words as an error: nothing was written then).
   py::object ApplyMla(py::handle kv_c, py::handle k_pe, py::handle positions, py::handle slots, py::handle cache,
                       py::handle q, py::handle q_out, py::handle layer, py::handle reference, py::handle kv_norm,
                       py::handle norm_eps, py::handle norm, py::handle cache_type, py::handle scale) {
@@ -532,8 +531,8 @@ class RopeCall {
       if (!ReadTensor(x, false, &t) || t.t.dtype != DType::kF32 || t.t.shape.size() != 1 || t.t.shape[0] <= 0 ||
           t.t.stride[0] != 1)
         return false;
-      const auto* f = reinterpret_cast<const float*>(t.t.data);
-      out->assign(f, f + t.t.shape[0]);
+      out->resize(static_cast<size_t>(t.t.shape[0]));  // (memcpy: the array need not be aligned)
+      std::memcpy(out->data(), t.t.data, out->size() * sizeof(float));
       return true;
     };
     return scale(k_scale, &j->k_s) && scale(v_scale, &j->v_s);
@@ -544,12 +543,13 @@ class RopeCall {
     ForeignTensor t;
     if (!ReadTensor(w, false, &t) || t.t.shape.size() != 1 || t.t.shape[0] <= 0 || t.t.stride[0] != 1) return false;
     out->resize(static_cast<size_t>(t.t.shape[0]));
-    for (size_t i = 0; i < out->size(); ++i) {
+    for (size_t i = 0; i < out->size(); ++i) {  // (each element through a local: no alignment needed)
       const std::byte* p = t.t.data + i * SizeOf(t.t.dtype);
+      uint16_t h = 0;
       switch (t.t.dtype) {
         case DType::kF32: std::memcpy(&(*out)[i], p, 4); break;
-        case DType::kF16: (*out)[i] = F16ToF32(std::bit_cast<f16_t>(*reinterpret_cast<const uint16_t*>(p))); break;
-        case DType::kBF16: (*out)[i] = BF16ToF32(std::bit_cast<bf16_t>(*reinterpret_cast<const uint16_t*>(p))); break;
+        case DType::kF16: std::memcpy(&h, p, 2), (*out)[i] = F16ToF32(f16_t{h}); break;
+        case DType::kBF16: std::memcpy(&h, p, 2), (*out)[i] = BF16ToF32(bf16_t{h}); break;
         default: return false;
       }
     }

@@ -131,6 +131,16 @@ def test_kv_cache_with_qk_norm_fast_equals_general(wdtype, norm):
     conv = rope.scheme.qk_norm if norm is None else norm
     assert rope._call[1].apply_kv_cache(q, k, v, pos, slots, caches[0], caches[1], None, 0, False, wq, wk, 1e-6,
                                         conv) is not None
+    # weights at an odd address (a float16 view into a byte buffer) give the same bytes
+    buf = np.zeros(2 * D + 1, np.uint8)
+    odd = np.frombuffer(buf, np.float16, count=D, offset=1)
+    odd.setflags(write=True)
+    odd[:] = wq.float().numpy().astype(np.float16)
+    cu, cg = torch.zeros_like(caches[0]), torch.zeros_like(caches[0])
+    qu = rope.apply_kv_cache(q, k, v, pos, slots, cu, torch.zeros_like(cu), q_norm=odd, norm_eps=1e-6, norm=norm)
+    qg = rope.apply_kv_cache(q, k, v, pos, slots, cg, torch.zeros_like(cg), q_norm=odd, norm_eps=1e-6, norm=norm,
+                             cache_type="bfloat16")
+    same_bits(qu, qg)
     # declined (None, nothing written) where the general path words an error or converts
     c = torch.zeros_like(caches[0])
     for bad in [(wq, wk, None, conv), (wq, wk, 1e-6, "none"), (wq, wk, 1e-6, "per_head_layernorm"),
