@@ -220,17 +220,8 @@ class Rope:
         (qw, kw), eps, convention = _norm_args(self.scheme.qk_norm, ((q_norm, "q_norm"), (k_norm, "k_norm")),
                                                norm_eps, norm)
         q, k, v = (_tensors.as_tensor(t, n) for t, n in ((q, "q"), (k, "k"), (v, "v")))
-        if q_out is None:
-            q_out = q.new_empty(q.shape) if _tensors.is_torch(q) else np.empty_like(q)
-        q_out = _tensors.as_tensor(q_out, "q_out")
-        views = []
-        for t, n in ((q, "q"), (k, "k"), (v, "v"), (q_out, "q_out")):
-            if not isinstance(t, np.ndarray) and not _tensors.is_torch(t):
-                raise ValueError(f"{n}: {type(t).__name__} is not a numpy array or a torch tensor")
-            if len(t.shape) != 3:
-                raise ValueError(f"{n}: shape {list(t.shape)} is not [tokens, heads, head_dim]")
-            vs, _, _ = _tensors.heads_views(t, n, "thd", writable=(n == "q_out"))
-            views.append(vs[0])
+        q_out = _q_out_like(q, q_out)
+        views = [_thd_view(t, n) for t, n in ((q, "q"), (k, "k"), (v, "v"), (q_out, "q_out"))]
         kv_heads, head_dim = int(k.shape[1]), int(k.shape[2])
         pos = _tensors.int64_row(positions, "positions", int(q.shape[0]))
         sl = _tensors.int64_row(slots, "slots", int(q.shape[0]))
@@ -293,16 +284,8 @@ class Rope:
         q_views: List[Any] = [(), ()]
         if q is not None:
             q = _tensors.as_tensor(q, "q")
-            if q_out is None:
-                q_out = q.new_empty(q.shape) if _tensors.is_torch(q) else np.empty_like(q)
-            q_out = _tensors.as_tensor(q_out, "q_out")
-            for i, (t, n) in enumerate(((q, "q"), (q_out, "q_out"))):
-                if not isinstance(t, np.ndarray) and not _tensors.is_torch(t):
-                    raise ValueError(f"{n}: {type(t).__name__} is not a numpy array or a torch tensor")
-                if len(t.shape) != 3:
-                    raise ValueError(f"{n}: shape {list(t.shape)} is not [tokens, heads, head_dim]")
-                vs, _, _ = _tensors.heads_views(t, n, "thd", writable=(n == "q_out"))
-                q_views[i] = vs[0]
+            q_out = _q_out_like(q, q_out)
+            q_views = [_thd_view(q, "q"), _thd_view(q_out, "q_out")]
             if q_views[1] != q_views[0]:
                 _tensors.check_views_apart([q_views[0]], [q_views[1]], "q_out", "q without being it")
             _tensors.check_views_apart(views, [q_views[1]], "q_out", "kv_c or k_pe")
@@ -387,6 +370,23 @@ class Rope:
         s = self.scheme
         return (f"Rope({s.scaling['type']}, {s.pairing}, R={s.rotary_dim}/{s.head_dim}, base={s.base:g}, "
                 f"precision={self.precision})")
+
+
+def _q_out_like(q: Any, q_out: Any) -> Any:
+    """q_out as given (as a tensor), or a new uninitialised one like q."""
+    if q_out is None:
+        q_out = q.new_empty(q.shape) if _tensors.is_torch(q) else np.empty_like(q)
+    return _tensors.as_tensor(q_out, "q_out")
+
+
+def _thd_view(t: Any, name: str) -> Any:
+    """The one [tokens, heads, head_dim] view of a 3-d numpy array or torch tensor (writable for q_out)."""
+    if not isinstance(t, np.ndarray) and not _tensors.is_torch(t):
+        raise ValueError(f"{name}: {type(t).__name__} is not a numpy array or a torch tensor")
+    if len(t.shape) != 3:
+        raise ValueError(f"{name}: shape {list(t.shape)} is not [tokens, heads, head_dim]")
+    vs, _, _ = _tensors.heads_views(t, name, "thd", writable=(name == "q_out"))
+    return vs[0]
 
 
 def _norm_args(scheme_norm: str, weights: Sequence[Tuple[Any, str]], eps: Any,

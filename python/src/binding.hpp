@@ -93,6 +93,29 @@ bool ReadCache(py::handle x, CacheMemory* out);
 // A new uninitialized tensor like x (numpy.empty_like, tensor.new_empty).
 py::object EmptyLike(py::handle x, const ForeignTensor& like);
 
+// ---- a one-call entry's arguments read from Python objects (call_args.cpp); false for anything the
+// general path (python/posenc) converts or words as an error
+bool TokenInts(py::handle x, int64_t tokens, IntRows* r);  // one integer per token, in any shape
+bool LayerOf(py::handle layer, int64_t* out);               // a Python int that fits int64
+bool RowView(const ForeignTensor& t, HeadsView* v);         // [T, n] or [T, 1, n], unit stride along n
+// Two norm weights (None, or 1-D contiguous float tensors, widened), eps (a float or int) and the
+// convention's name (QkNorm's names, an RMSNorm); all None: no norm.
+struct CallNorms {
+  std::vector<float> first, second;
+  HeadRmsNorm settings;  // eps, style, scope (no weight)
+  HeadRmsNorm Of(const std::vector<float>& weight) const;  // none for an empty weight
+};
+bool ReadNorms(py::handle first, py::handle second, py::handle eps, py::handle norm, CallNorms* out);
+// A float8 cache type held in uint8 caches ("" for none: cache_type None) and two scales (None, a
+// number, or a 1-D contiguous float32 tensor).
+struct CallScales {
+  std::string float8;
+  std::vector<float> first, second;
+};
+bool ReadScales(py::handle cache_type, py::handle first, py::handle second, CallScales* out);
+// With a float8 type asked for, the cache must be uint8 (read as q8_0); it then holds that type.
+bool HoldsFloat8(const std::string& float8, CacheMemory* c);
+
 // ---- one registration per area
 void RegisterRuntime(py::module_& m);   // binding.cpp: version, limits, threads, SIMD target
 void RegisterScheme(py::module_& m);    // scheme.cpp: Scheme (config.json, GGUF, model folders)

@@ -12,7 +12,6 @@
 #include "binding.hpp"
 
 #include <chrono>
-#include <cstring>
 #include <string_view>
 
 namespace posenc::python {
@@ -158,9 +157,8 @@ class RopeCall {
                           py::handle reference, py::handle q_norm, py::handle k_norm, py::handle norm_eps,
                           py::handle norm, py::handle cache_type, py::handle k_scale, py::handle v_scale) {
     KvJob j;
-    if (!PrepareScales(cache_type, k_scale, v_scale, &j) ||
-        !PrepareKv(q, k, v, positions, slots, k_cache, v_cache, q_out, layer, reference, &j) ||
-        !PrepareNorms(q_norm, k_norm, norm_eps, norm, &j))
+    if (!ReadScales(cache_type, k_scale, v_scale, &j.scales) || !ReadNorms(q_norm, k_norm, norm_eps, norm, &j.norms) ||
+        !PrepareKv(q, k, v, positions, slots, k_cache, v_cache, q_out, layer, reference, &j))
       return py::none();
     Status s = RunWithoutGil([&] { return RunKv(j); });
     if (!s.ok()) return py::none();  // (validated first, nothing written: the general path words it)
@@ -170,8 +168,8 @@ class RopeCall {
                                   py::handle k_cache, py::handle v_cache, py::handle q_out, int reps,
                                   py::handle q_norm, py::handle k_norm, py::handle norm_eps, py::handle norm) {
     KvJob j;
-    if (!PrepareKv(q, k, v, positions, slots, k_cache, v_cache, q_out, py::int_(0), py::bool_(false), &j) ||
-        !PrepareNorms(q_norm, k_norm, norm_eps, norm, &j))
+    if (!ReadNorms(q_norm, k_norm, norm_eps, norm, &j.norms) ||
+        !PrepareKv(q, k, v, positions, slots, k_cache, v_cache, q_out, py::int_(0), py::bool_(false), &j))
       throw py::value_error("time_kv_cache: not a fast call");
     return Time(reps, [&] { return RunKv(j); });
   }
@@ -182,12 +180,9 @@ class RopeCall {
                       py::handle q, py::handle q_out, py::handle layer, py::handle reference, py::handle kv_norm,
                       py::handle norm_eps, py::handle norm, py::handle cache_type, py::handle scale) {
     MlaJob j;
-    KvJob sj;  // (a float8 cache type and scale, read as the KV cache's)
-    if (!PrepareScales(cache_type, scale, py::none(), &sj)) return py::none();
-    j.float8 = sj.float8;
-    j.scale = std::move(sj.k_s);
-    if (!PrepareMla(kv_c, k_pe, positions, slots, cache, q, q_out, layer, reference, &j) ||
-        !PrepareMlaNorm(kv_norm, norm_eps, norm, &j))
+    if (!ReadScales(cache_type, scale, py::none(), &j.scales) ||
+        !ReadNorms(kv_norm, py::none(), norm_eps, norm, &j.norms) ||
+        !PrepareMla(kv_c, k_pe, positions, slots, cache, q, q_out, layer, reference, &j))
       return py::none();
     if (!RunWithoutGil([&] { return RunMla(j); }).ok()) return py::none();
     return py::make_tuple(j.q_out);
@@ -196,16 +191,16 @@ class RopeCall {
                               py::handle cache, py::handle q, py::handle q_out, py::handle kv_norm, py::handle norm_eps,
                               py::handle norm, int reps) {
     MlaJob j;
-    if (!PrepareMla(kv_c, k_pe, positions, slots, cache, q, q_out, py::int_(0), py::bool_(false), &j) ||
-        !PrepareMlaNorm(kv_norm, norm_eps, norm, &j))
+    if (!ReadNorms(kv_norm, py::none(), norm_eps, norm, &j.norms) ||
+        !PrepareMla(kv_c, k_pe, positions, slots, cache, q, q_out, py::int_(0), py::bool_(false), &j))
       throw py::value_error("time_mla_cache: not a fast call");
     return Time(reps, [&] { return RunMla(j); });
   }
 
  private:
   struct MlaJob {
-    std::vector<float> w, scale;  // kv_norm's weight; a float8 cache's scale (empty: 1)
-    std::string float8;           // a float8 cache type held in a uint8 cache ("" otherwise)
+    CallNorms norms;    // kv_norm's weight (first)
+    CallScales scales;  // a float8 cache's type and scale (first)
     HeadsView kv_c, k_pe, q, q_out_view;
     py::object q_out = py::none();
     IntRows pos, slots;
@@ -214,27 +209,9 @@ class RopeCall {
     bool reference = false;
     std::shared_ptr<ThreadPool> pool;
   };
-  // kv_a_layernorm's weight and settings, read as a QK-norm's.
-  static bool PrepareMlaNorm(py::handle kv_norm, py::handle norm_eps, py::handle norm, MlaJob* j) {
-    KvJob nj;
-    if (!PrepareNorms(kv_norm, py::none(), norm_eps, norm, &nj)) return false;
-    j->w = std::move(nj.q_w);
-    const HeadRmsNorm& n = nj.args.q_norm;
-    if (!j->w.empty()) j->args.kv_norm = HeadRmsNorm{j->w, n.eps, n.style, n.scope};
-    return true;
-  }
   static Status RunMla(const MlaJob& j) {
     return j.reference ? ApplyMlaRopeCacheReference(j.args, j.kv_c, j.k_pe, j.q, j.q_out_view, j.cache)
                        : ApplyMlaRopeCache(j.args, j.kv_c, j.k_pe, j.q, j.q_out_view, j.cache);
-  }
-  // [T, n] or [T, 1, n] with unit stride along n: one head of n values per token.
-  static bool RowView(const ForeignTensor& t, HeadsView* v) {
-    const auto& sh = t.t.shape;
-    const auto& st = t.t.stride;
-    if (sh.size() == 3 ? (sh[1] != 1 || st[2] != 1) : (sh.size() != 2 || st[1] != 1)) return false;
-    const int64_t n = sh.back();
-    *v = HeadsView{t.t.data, t.t.dtype, sh[0], 1, n, st[0], n};
-    return v->Validate("row").ok();
   }
   bool PrepareMla(py::handle kv_c, py::handle k_pe, py::handle positions, py::handle slots, py::handle cache,
                   py::handle q, py::handle q_out, py::handle layer, py::handle reference, MlaJob* j) const {
@@ -242,7 +219,7 @@ class RopeCall {
     if (!ReadTensor(kv_c, false, &ct) || !ReadTensor(k_pe, false, &pt) || !RowView(ct, &j->kv_c) ||
         !RowView(pt, &j->k_pe))
       return false;
-    if (!PyLong_CheckExact(layer.ptr()) || !PyBool_Check(reference.ptr())) return false;
+    if (!PyBool_Check(reference.ptr())) return false;  // (layer: LayerOf)
     const int64_t tokens = j->kv_c.tokens;
     j->q = j->q_out_view = HeadsView{nullptr, j->kv_c.dtype, tokens, 0, layout_.head_dim, 0, layout_.head_dim};
     if (!q.is_none()) {
@@ -255,21 +232,11 @@ class RopeCall {
     } else if (!q_out.is_none()) {
       return false;
     }
-    const auto row_of = [&](py::handle x, IntRows* r) {
-      if (!ReadInts(x, r)) return false;
-      int64_t n = 1;
-      for (int64_t d : r->shape) n *= d;
-      return n == tokens;
-    };
-    if (!row_of(positions, &j->pos) || !row_of(slots, &j->slots)) return false;
+    if (!TokenInts(positions, tokens, &j->pos) || !TokenInts(slots, tokens, &j->slots)) return false;
     CacheMemory cm;
-    if (!ReadCache(cache, &cm)) return false;
-    if (!j->float8.empty()) {  // a uint8 cache (read as q8_0) holding float8 codes
-      if (cm.type != "q8_0") return false;
-      cm.type = j->float8;
-    }
+    if (!ReadCache(cache, &cm) || !HoldsFloat8(j->scales.float8, &cm)) return false;
     MlaCacheView& c = j->cache;
-    c.scale = j->scale;
+    c.scale = j->scales.first;
     if (!ParseKvCacheType(cm.type, &c.type)) return false;
     c.kv_lora_rank = j->kv_c.head_dim;
     c.rope_dim = layout_.rotary_dim;
@@ -282,15 +249,12 @@ class RopeCall {
     const auto p = reinterpret_cast<uintptr_t>(cm.data);
     for (const HeadsView& w : {j->kv_c, j->k_pe, j->q, j->q_out_view})
       if (w.heads > 0 && Meet({p, p + static_cast<uintptr_t>(cm.nbytes)}, Bytes(w))) return false;
+    int64_t layer_index = 0;
+    if (!LayerOf(layer, &layer_index)) return false;
     j->pool = CurrentPool();
     j->args = MlaRopeArgs{Args(RopeDirection::kForward, j->pool.get()),
-                          std::span<const int64_t>(j->slots.data, static_cast<size_t>(tokens)),
-                          PyLong_AsLongLong(layer.ptr()),
-                          {}};
-    if (PyErr_Occurred()) {
-      PyErr_Clear();
-      return false;
-    }
+                          std::span<const int64_t>(j->slots.data, static_cast<size_t>(tokens)), layer_index,
+                          j->norms.Of(j->norms.first)};
     j->args.rope.positions = std::span<const int64_t>(j->pos.data, static_cast<size_t>(tokens));
     j->reference = reference.ptr() == Py_True;
     return true;
@@ -308,9 +272,8 @@ class RopeCall {
     std::shared_ptr<ThreadPool> pool;
   };
   struct KvJob {
-    std::vector<float> q_w, k_w;  // QK-norm weights as float32 (empty: none)
-    std::string float8;           // a float8 cache type held in uint8 caches ("" otherwise)
-    std::vector<float> k_s, v_s;  // float8 scales (empty: 1)
+    CallNorms norms;    // q_norm, k_norm (first, second)
+    CallScales scales;  // float8 caches: type, k_scale, v_scale (first, second)
     QkvViews x;
     HeadsView q_out_view_;
     py::object q_out;  // the object returned
@@ -455,31 +418,22 @@ class RopeCall {
                  py::handle v_cache, py::handle q_out, py::handle layer, py::handle reference, KvJob* j) const {
     ForeignTensor qt, kt, vt, ot;
     if (!ReadTensor(q, false, &qt) || !ReadTensor(k, false, &kt) || !ReadTensor(v, false, &vt)) return false;
-    if (!PyLong_CheckExact(layer.ptr()) || !PyBool_Check(reference.ptr())) return false;
+    if (!PyBool_Check(reference.ptr())) return false;  // (layer: LayerOf)
     if (!View3(qt, "q", &j->x.q) || !View3(kt, "k", &j->x.k) || !View3(vt, "v", &j->x.v)) return false;
     j->q_out = q_out.is_none() ? EmptyLike(q, qt) : py::reinterpret_borrow<py::object>(q_out);
     if (!ReadTensor(j->q_out, true, &ot) || !View3(ot, "q_out", &j->q_out_view_)) return false;
     const int64_t tokens = qt.t.shape[0], kv_heads = kt.t.shape[1], head_dim = kt.t.shape[2];
-    const auto row_of = [&](py::handle x, IntRows* r) {
-      if (!ReadInts(x, r)) return false;
-      int64_t n = 1;
-      for (int64_t d : r->shape) n *= d;
-      return n == tokens;
-    };
-    if (!row_of(positions, &j->pos) || !row_of(slots, &j->slots)) return false;
+    if (!TokenInts(positions, tokens, &j->pos) || !TokenInts(slots, tokens, &j->slots)) return false;
     CacheMemory kc, vc;
     int64_t kl = 0, ks = 0, vl = 0, vs = 0;
-    if (!ReadCache(k_cache, &kc) || !ReadCache(v_cache, &vc)) return false;
-    if (!j->float8.empty()) {  // uint8 caches (read as q8_0) holding float8 codes
-      if (kc.type != "q8_0" || vc.type != "q8_0") return false;
-      kc.type = vc.type = j->float8;
-    }
+    if (!ReadCache(k_cache, &kc) || !ReadCache(v_cache, &vc) || !HoldsFloat8(j->scales.float8, &kc) ||
+        !HoldsFloat8(j->scales.float8, &vc))
+      return false;
     if (!CacheGeometry(kc, kv_heads, head_dim, &kl, &ks) ||
         !CacheGeometry(vc, kv_heads, head_dim, &vl, &vs) || vc.type != kc.type || vl != kl || vs != ks)
       return false;
-    int overflow = 0;
-    const long long layer_index = PyLong_AsLongLongAndOverflow(layer.ptr(), &overflow);
-    if (overflow != 0) return false;
+    int64_t layer_index = 0;
+    if (!LayerOf(layer, &layer_index)) return false;
     // What is written (q_out, the caches) shares no memory with what is read (q, k, v) or with each
     // other; q_out may be q itself.
     const HeadsView& qo = j->q_out_view_;
@@ -497,83 +451,18 @@ class RopeCall {
     cache.slots = ks;
     cache.kv_heads = kv_heads;
     cache.head_dim = head_dim;
-    cache.k_scale = j->k_s;
-    cache.v_scale = j->v_s;
+    cache.k_scale = j->scales.first;
+    cache.v_scale = j->scales.second;
     if (!cache.Validate().ok() || kc.nbytes != cache.bytes() || vc.nbytes != cache.bytes()) return false;
     j->pool = CurrentPool();
     j->args = FusedRopeArgs{Args(RopeDirection::kForward, j->pool.get()),
                             std::span<const int64_t>(j->slots.data, static_cast<size_t>(tokens)),
                             layer_index,
-                            {}};
+                            {},
+                            j->norms.Of(j->norms.first),
+                            j->norms.Of(j->norms.second)};
     j->args.rope.positions = std::span<const int64_t>(j->pos.data, static_cast<size_t>(tokens));
     j->reference = reference.ptr() == Py_True;
-    return true;
-  }
-  // A float8 cache type and its scales as the general path takes them; false for anything else it words.
-  static bool PrepareScales(py::handle cache_type, py::handle k_scale, py::handle v_scale, KvJob* j) {
-    if (!cache_type.is_none()) {
-      if (!py::isinstance<py::str>(cache_type)) return false;
-      j->float8 = cache_type.cast<std::string>();
-      if (j->float8 != "float8_e4m3fn" && j->float8 != "float8_e5m2") return false;
-    }
-    const auto scale = [](py::handle x, std::vector<float>* out) {
-      if (x.is_none()) return true;
-      if (PyFloat_CheckExact(x.ptr()) || PyLong_CheckExact(x.ptr())) {
-        const double d = PyFloat_AsDouble(x.ptr());
-        if (PyErr_Occurred()) {
-          PyErr_Clear();
-          return false;
-        }
-        out->assign(1, static_cast<float>(d));
-        return true;
-      }
-      ForeignTensor t;
-      if (!ReadTensor(x, false, &t) || t.t.dtype != DType::kF32 || t.t.shape.size() != 1 || t.t.shape[0] <= 0 ||
-          t.t.stride[0] != 1)
-        return false;
-      out->resize(static_cast<size_t>(t.t.shape[0]));  // (memcpy: the array need not be aligned)
-      std::memcpy(out->data(), t.t.data, out->size() * sizeof(float));
-      return true;
-    };
-    return scale(k_scale, &j->k_s) && scale(v_scale, &j->v_s);
-  }
-  // One norm weight: None (none), or a 1-D contiguous float32 / float16 / bfloat16 tensor, widened.
-  static bool NormWeight(py::handle w, std::vector<float>* out) {
-    if (w.is_none()) return true;
-    ForeignTensor t;
-    if (!ReadTensor(w, false, &t) || t.t.shape.size() != 1 || t.t.shape[0] <= 0 || t.t.stride[0] != 1) return false;
-    out->resize(static_cast<size_t>(t.t.shape[0]));
-    for (size_t i = 0; i < out->size(); ++i) {  // (each element through a local: no alignment needed)
-      const std::byte* p = t.t.data + i * SizeOf(t.t.dtype);
-      uint16_t h = 0;
-      switch (t.t.dtype) {
-        case DType::kF32: std::memcpy(&(*out)[i], p, 4); break;
-        case DType::kF16: std::memcpy(&h, p, 2), (*out)[i] = F16ToF32(f16_t{h}); break;
-        case DType::kBF16: std::memcpy(&h, p, 2), (*out)[i] = BF16ToF32(bf16_t{h}); break;
-        default: return false;
-      }
-    }
-    return true;
-  }
-  // The QK-norm arguments as the general path takes them; false for anything it would word (no eps, a
-  // convention that is not an RMSNorm, weights it converts or refuses).
-  static bool PrepareNorms(py::handle q_norm, py::handle k_norm, py::handle norm_eps, py::handle norm, KvJob* j) {
-    if (q_norm.is_none() && k_norm.is_none()) return norm_eps.is_none() && norm.is_none();
-    if (!(PyFloat_CheckExact(norm_eps.ptr()) || PyLong_CheckExact(norm_eps.ptr())) || !py::isinstance<py::str>(norm))
-      return false;
-    QkNorm convention = QkNorm::kNone;
-    HeadRmsNorm n;
-    if (!ParseQkNorm(norm.cast<std::string>(), &convention) || !QkNormAsRmsNorm(convention, &n.style, &n.scope))
-      return false;
-    const double eps = PyFloat_AsDouble(norm_eps.ptr());
-    if (PyErr_Occurred()) {
-      PyErr_Clear();
-      return false;
-    }
-    n.eps = static_cast<float>(eps);
-    if (!NormWeight(q_norm, &j->q_w) || !NormWeight(k_norm, &j->k_w)) return false;
-    j->args.q_norm = j->q_w.empty() ? HeadRmsNorm{} : HeadRmsNorm{j->q_w, n.eps, n.style, n.scope};
-    j->args.k_norm = j->k_w.empty() ? HeadRmsNorm{} : HeadRmsNorm{j->k_w, n.eps, n.style, n.scope};
     return true;
   }
   Status RunKv(KvJob& j) const {
