@@ -263,17 +263,21 @@ HWY_INLINE void QuantizeRowQ8(const T* src, BlockQ8_0* dst, size_t n) {
 // Float8 codes of float32 lanes, PyTorch's conversion (F32ToF8E4M3 / F32ToF8E5M2, core/dtype.hpp) in
 // integer lanes: the same three cases (overflow / NaN, subnormal by a float addition, normal by a
 // rebias and round-to-nearest-even add) computed for every lane and selected, so each lane's code is
-// the scalar one bit for bit. |x| < 2^31 as bits, so signed compares order the magnitudes.
+// the scalar one bit for bit. |x| < 2^31 as bits, so signed compares order the magnitudes. For |x| at
+// or above the smallest normal the rebiased code grows with |x| (the rebias wraps once, below any
+// normal: 0x3c800000 + 0xc407ffff = 2^32 + 0x87ffff), so overflow is a Min with the overflow code: every
+// |x| >= 480 (e4m3) / 65536 (e5m2), infinities and NaNs included, gives a code at or above it, and
+// every smaller |x| one below or equal (e4m3: [464, 480) round to 0x7f as in the scalar code). The
+// codes stay in int32 lanes, 0..255 with the sign in bit 7.
 template <bool kE4M3>
 HWY_INLINE hn::Vec<hn::RebindToSigned<DF>> Float8Codes(hn::Vec<DF> v) {
   const DF df;
   const hn::RebindToSigned<DF> di;
+  const hn::RebindToUnsigned<DF> du;
   const auto u = hn::BitCast(di, v);
-  const auto sign = hn::And(u, hn::Set(di, static_cast<int32_t>(0x80000000u)));
-  const auto a = hn::Xor(u, sign);
+  const auto a = hn::And(u, hn::Set(di, 0x7fffffff));
   constexpr int kDrop = kE4M3 ? 20 : 21;
   constexpr int32_t kSmallestNormal = kE4M3 ? 0x3c800000 : 0x38800000;  // 2^-6, 2^-14
-  constexpr int32_t kOverflow = kE4M3 ? 0x43f00000 : 0x47800000;        // 480, 65536
   constexpr float kDenorm = kE4M3 ? 16384.0f : 128.0f;                  // 2^14, 2^7
   constexpr int32_t kDenormBits = kE4M3 ? 0x46800000 : 0x43000000;
   constexpr uint32_t kRebias = kE4M3 ? 0xc407ffffu : 0xc80fffffu;
@@ -281,18 +285,29 @@ HWY_INLINE hn::Vec<hn::RebindToSigned<DF>> Float8Codes(hn::Vec<DF> v) {
       hn::Sub(hn::BitCast(di, hn::Add(hn::BitCast(df, a), hn::Set(df, kDenorm))), hn::Set(di, kDenormBits));
   const auto odd = hn::And(hn::ShiftRight<kDrop>(a), hn::Set(di, 1));
   // The rebias wraps modulo 2^32 in the scalar code: unsigned lanes here, shifted logically.
-  const hn::RebindToUnsigned<DF> du;
   const auto norm =
       hn::BitCast(di, hn::ShiftRight<kDrop>(hn::Add(hn::BitCast(du, hn::Add(a, odd)), hn::Set(du, kRebias))));
   auto r = hn::IfThenElse(hn::Lt(a, hn::Set(di, kSmallestNormal)), sub, norm);
-  hn::Vec<decltype(di)> big;
   if constexpr (kE4M3) {
-    big = hn::Set(di, 0x7f);
+    r = hn::Min(r, hn::Set(di, 0x7f));  // 480 and above, infinities and NaN: 0x7f (NaN)
   } else {
-    big = hn::IfThenElse(hn::Gt(a, hn::Set(di, 0x7f800000)), hn::Set(di, 0x7f), hn::Set(di, 0x7c));
+    r = hn::Min(r, hn::Set(di, 0x7c));  // 65536 and above: infinity; NaN below
+    r = hn::IfThenElse(hn::Gt(a, hn::Set(di, 0x7f800000)), hn::Set(di, 0x7f), r);
   }
-  r = hn::IfThenElse(hn::Lt(a, hn::Set(di, kOverflow)), r, big);
-  return hn::Or(r, hn::BitCast(di, hn::ShiftRight<24>(hn::BitCast(du, sign))));
+  // The sign into bit 7: (bits >> 24) & 0x80, or'ed in one three-input op.
+  return hn::OrAnd(r, hn::BitCast(di, hn::ShiftRight<24>(hn::BitCast(du, u))), hn::Set(di, 0x80));
+}
+
+// The low byte of each int32 lane, stored: one narrowing instruction where the target has it.
+HWY_INLINE void StoreLowBytes(hn::Vec<hn::RebindToSigned<DF>> codes, uint8_t* dst) {
+#if HWY_TARGET <= HWY_AVX3 && HWY_ARCH_X86
+  static_assert(hn::MaxLanes(DF()) == 16, "AVX-512 lanes");
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm512_cvtepi32_epi8(codes.raw));
+#else
+  const hn::Rebind<uint8_t, DF> d8;
+  const hn::RebindToUnsigned<DF> du;
+  hn::StoreU(hn::TruncateTo(d8, hn::BitCast(du, codes)), d8, dst);
+#endif
 }
 
 // dst[i] = fp8(float32(src[i]) / scale of i's head), n values.
@@ -300,7 +315,6 @@ template <typename T, typename TD>
 HWY_INLINE void StoreRowFloat8(const T* src, TD* dst, size_t n, const detail::RowScale& scale) {
   constexpr bool kE4M3 = std::is_same_v<TD, f8e4m3_t>;
   const DF df;
-  const hn::Rebind<uint8_t, DF> d8;
   const size_t N = hn::Lanes(df);
   const size_t hd = scale.count > 1 ? static_cast<size_t>(scale.head_dim) : std::max<size_t>(n, 1);  // per head
   for (size_t h0 = 0; h0 < n; h0 += hd) {
@@ -309,8 +323,7 @@ HWY_INLINE void StoreRowFloat8(const T* src, TD* dst, size_t n, const detail::Ro
     const auto vs = hn::Set(df, s);
     size_t i = h0;
     for (; i + N <= end; i += N) {
-      const auto codes = Float8Codes<kE4M3>(hn::Div(LoadF(df, src + i), vs));
-      hn::StoreU(hn::DemoteTo(d8, codes), d8, reinterpret_cast<uint8_t*>(dst + i));
+      StoreLowBytes(Float8Codes<kE4M3>(hn::Div(LoadF(df, src + i), vs)), reinterpret_cast<uint8_t*>(dst + i));
     }
     for (; i < end; ++i) StoreFromF32(LoadAsF32(src + i) / s, dst + i);
   }
