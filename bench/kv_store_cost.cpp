@@ -1,7 +1,7 @@
 // Cost of the KV-cache row write per value (StoreKvCache: convert or quantize), one thread, rows in L1
 // and L2 (64 tokens x 8 heads x 128, k and v): float32 / float16 / bfloat16 activations into a float16
 // cache (the conversion), into Q8_0 (the block quantizer) and into float8 e4m3fn / e5m2 (per-tensor
-// scale 0.37: a true division). Median and minimum of 200 timings of 20
+// scale 0.37, a true division; and 0.5, whose exact reciprocal the writer multiplies by). Median and minimum of 200 timings of 20
 // calls each. For A/B comparisons of the quantizer; `posenc bench`'s fused rows are the reported figures.
 //   build/bench/kv_store_cost [TARGET]      (TARGET: a SIMD target from `posenc info`; default best)
 #include <algorithm>
@@ -53,10 +53,12 @@ int main(int argc, char** argv) {
       }
     }
     const HeadsView kv = HeadsView::Dense(k.data(), dt, T, H, D), vv = HeadsView::Dense(v.data(), dt, T, H, D);
-    const float scale = 0.37f;
-    for (KvCacheType ct : {KvCacheType::kF16, KvCacheType::kQ8_0, KvCacheType::kF8E4M3, KvCacheType::kF8E5M2}) {
+    for (KvCacheType ct : {KvCacheType::kF16, KvCacheType::kQ8_0, KvCacheType::kF8E4M3, KvCacheType::kF8E5M2})
+    for (float scale : {0.37f, 0.5f}) {
+      const bool f8 = ct == KvCacheType::kF8E4M3 || ct == KvCacheType::kF8E5M2;
+      if (!f8 && scale != 0.37f) continue;
       KvCacheView c{nullptr, nullptr, ct, 1, T, H, D};
-      if (ct == KvCacheType::kF8E4M3 || ct == KvCacheType::kF8E5M2) c.k_scale = c.v_scale = {&scale, 1};
+      if (f8) c.k_scale = c.v_scale = {&scale, 1};
       std::vector<uint8_t> kc(static_cast<size_t>(c.bytes())), vc(kc.size());
       c.k = kc.data();
       c.v = vc.data();
@@ -68,8 +70,9 @@ int main(int argc, char** argv) {
         ns.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count() / 20.0 / (2.0 * static_cast<double>(n)));
       }
       std::sort(ns.begin(), ns.end());
-      std::printf("%-8s -> %-14s %.3f ns/value (min %.3f)\n", std::string(ToString(dt)).c_str(),
-                  std::string(ToString(ct)).c_str(), ns[ns.size() / 2], ns.front());
+      std::printf("%-8s -> %-14s %-11s %.3f ns/value (min %.3f)\n", std::string(ToString(dt)).c_str(),
+                  std::string(ToString(ct)).c_str(), f8 ? (scale == 0.5f ? "scale 0.5" : "scale 0.37") : "",
+                  ns[ns.size() / 2], ns.front());
     }
   }
   return 0;

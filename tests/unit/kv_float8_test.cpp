@@ -140,7 +140,9 @@ TEST(KvFloat8, StoreEqualsDefinitionAndReferenceOnEveryTarget) {
 // 2^16 random float32 patterns and values whose quotient lies within a few ulp of a rounding midpoint
 // between two codes (where a quotient one ulp off changes the code: a reciprocal multiply without its
 // correction step failed here), over scales with significands of all ones, 1 + 1 ulp, 1/3, powers of
-// two and log-uniform over 2^-20..2^20, on every target.
+// two (the writers multiply by their exact reciprocals: the extremes 2^127 and 2^-126, and the subnormal
+// 2^-127, whose reciprocal is exact but which takes the division) and log-uniform over 2^-20..2^20, on
+// every target.
 TEST(KvFloat8, DivisionByScaleIsTheFloat32DivisionOnEveryTarget) {
   std::mt19937_64 rng(5);
   std::vector<float> xs(1 << 17);
@@ -149,9 +151,10 @@ TEST(KvFloat8, DivisionByScaleIsTheFloat32DivisionOnEveryTarget) {
     const uint32_t u = static_cast<uint32_t>(rng());
     std::memcpy(&xs[i], &u, 4);
   }
-  std::vector<float> scales = {1.0f, 1.0f / 3.0f, 0.125f, 1024.0f, std::nextafter(1.0f, 2.0f), std::nextafter(2.0f, 0.0f)};
+  std::vector<float> scales = {1.0f,     1.0f / 3.0f, 0.125f,   1024.0f, std::nextafter(1.0f, 2.0f), std::nextafter(2.0f, 0.0f),
+                               0x1p127f, 0x1p-126f,   0x1p-127f, 0x1p-60f, 0x1p60f};
   std::uniform_real_distribution<float> lg(-20.0f, 20.0f);
-  while (scales.size() < 40) {
+  while (scales.size() < 45) {
     float s = std::exp2(lg(rng));
     uint32_t u;
     std::memcpy(&u, &s, 4);

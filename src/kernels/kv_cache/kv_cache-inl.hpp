@@ -310,7 +310,17 @@ HWY_INLINE void StoreLowBytes(hn::Vec<hn::RebindToSigned<DF>> codes, uint8_t* ds
 #endif
 }
 
-// dst[i] = fp8(float32(src[i]) / scale of i's head), n values.
+// Whether x * (1 / s) is x / s for every float32 x: when 1 / s is a float32 (s = +-2^k, k in
+// [-126, 127]; 2^-127 is subnormal but exact), both are the correctly rounded exact quotient, NaN,
+// infinities, zeros and subnormal results included. vLLM's default scale, 1, is one.
+inline bool ExactReciprocal(float s) {
+  uint32_t b;
+  std::memcpy(&b, &s, sizeof b);
+  const uint32_t exponent = (b >> 23) & 0xffu;
+  return (b & 0x7fffffu) == 0 && exponent >= 1 && exponent <= 254;
+}
+
+// dst[i] = fp8(float32(src[i]) / scale of i's head), n values; a multiplication where it is the same.
 template <typename T, typename TD>
 HWY_INLINE void StoreRowFloat8(const T* src, TD* dst, size_t n, const detail::RowScale& scale) {
   constexpr bool kE4M3 = std::is_same_v<TD, f8e4m3_t>;
@@ -320,10 +330,15 @@ HWY_INLINE void StoreRowFloat8(const T* src, TD* dst, size_t n, const detail::Ro
   for (size_t h0 = 0; h0 < n; h0 += hd) {
     const size_t end = std::min(n, h0 + hd);
     const float s = scale.of_head(static_cast<int64_t>(h0 / hd));
-    const auto vs = hn::Set(df, s);
     size_t i = h0;
-    for (; i + N <= end; i += N) {
-      StoreLowBytes(Float8Codes<kE4M3>(hn::Div(LoadF(df, src + i), vs)), reinterpret_cast<uint8_t*>(dst + i));
+    if (ExactReciprocal(s)) {
+      const auto vr = hn::Set(df, 1.0f / s);
+      for (; i + N <= end; i += N)
+        StoreLowBytes(Float8Codes<kE4M3>(hn::Mul(LoadF(df, src + i), vr)), reinterpret_cast<uint8_t*>(dst + i));
+    } else {
+      const auto vs = hn::Set(df, s);
+      for (; i + N <= end; i += N)
+        StoreLowBytes(Float8Codes<kE4M3>(hn::Div(LoadF(df, src + i), vs)), reinterpret_cast<uint8_t*>(dst + i));
     }
     for (; i < end; ++i) StoreFromF32(LoadAsF32(src + i) / s, dst + i);
   }
