@@ -83,9 +83,8 @@ HeadRmsNorm NormOf(const std::vector<float>& weight, double eps, const std::stri
   if (weight.empty()) return {};
   QkNorm q = QkNorm::kNone;
   if (!ParseQkNorm(convention, &q))
-    throw py::value_error(std::string(what) + ": norm '" + convention +
-                          "' (expected per_head, per_head_float32, per_head_one_plus_weight, whole_projection or "
-                          "whole_projection_cast)");
+    throw py::value_error(std::string(what) + ": norm '" + convention + "' (expected one of " +
+                          QkNormRmsNormNames() + ")");
   HeadRmsNorm n;
   if (!QkNormAsRmsNorm(q, &n.style, &n.scope))
     throw py::value_error(std::string(what) + ": norm '" + convention + "' is not an RMSNorm posenc runs");

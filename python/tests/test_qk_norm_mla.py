@@ -115,7 +115,7 @@ def test_qk_norm_errors_name_what_is_wrong_and_write_nothing():
         (rope, dict(norm="per_head"), "norm: given without a norm weight"),
         (rope, dict(q_norm=torch.tensor([1.0, float("nan")] * 64), norm_eps=EPS), "q_norm: value nan at index 1"),
         (rope, dict(q_norm=torch.ones(0), norm_eps=EPS), "q_norm: no values"),
-        (rope, dict(q_norm=w, norm_eps=EPS, norm="rms"), "q_norm: norm 'rms'"),
+        (rope, dict(q_norm=w, norm_eps=EPS, norm="rms"), "q_norm: norm 'rms' \\(expected one of per_head, "),
         (rope, dict(q_norm=w, norm_eps=EPS, norm="per_head_layernorm"), "not an RMSNorm"),
         (plain, dict(q_norm=w, norm_eps=EPS), "q_norm: the scheme has no QK-norm"),
     ]

@@ -42,6 +42,18 @@ bool QkNormAsRmsNorm(QkNorm q, RmsNormStyle* style, RmsNormScope* scope) {
     default: return false;  // kNone; kPerHeadLayerNorm (a LayerNorm, not an RMSNorm)
   }
 }
+std::string QkNormRmsNormNames() {
+  std::string out;
+  RmsNormStyle style;
+  RmsNormScope scope;
+  for (const auto& n : kQkNormNames) {
+    if (!QkNormAsRmsNorm(n.value, &style, &scope)) continue;
+    if (!out.empty()) out += ", ";
+    out += n.name;
+  }
+  return out;
+}
+
 std::string_view ToString(PositionKind k) { return detail::NameOf(k, kKindNames); }
 std::string_view ToString(RotarySite s) { return detail::NameOf(s, kSiteNames); }
 bool ParseRotarySite(std::string_view name, RotarySite* out) { return detail::ValueOf(name, kSiteNames, out); }

@@ -62,7 +62,9 @@ TEST(BenchFusedCli, FusedDecodeRowsCountEveryByte) {
     EXPECT_GE(attempts, 1);
     EXPECT_LE(attempts, 3);
     ASSERT_TRUE(r["steady"].is_boolean());
-    if (attempts < 3) EXPECT_EQ(r["steady"], true);
+    if (attempts < 3) {
+      EXPECT_EQ(r["steady"], true);
+    }
     if (r["steady"] == true) {
       EXPECT_LE(fa, 2.0 + 2e-3);
       EXPECT_LE(fp, 2.0 + 2e-3);

@@ -536,6 +536,9 @@ TEST(HfConfig, QkNormConventionsAsRmsNorm) {
   RmsNormScope scope{};
   EXPECT_FALSE(QkNormAsRmsNorm(QkNorm::kNone, &style, &scope));
   EXPECT_FALSE(QkNormAsRmsNorm(QkNorm::kPerHeadLayerNorm, &style, &scope));
+  // The list error messages give: the runnable ones, in the table's order.
+  EXPECT_EQ(QkNormRmsNormNames(),
+            "per_head, per_head_float32, per_head_one_plus_weight, whole_projection, whole_projection_cast");
   for (QkNorm q : {QkNorm::kNone, QkNorm::kPerHead, QkNorm::kPerHeadFloat32, QkNorm::kPerHeadOnePlus,
                    QkNorm::kWholeProjection, QkNorm::kWholeProjectionCast, QkNorm::kPerHeadLayerNorm}) {
     QkNorm back = QkNorm::kNone;

@@ -178,11 +178,11 @@ TEST(KvFloat8, DivisionByScaleIsTheFloat32DivisionOnEveryTarget) {
                                               : F8E5M2ToF32(f8e5m2_t{static_cast<uint8_t>(c)});
         const float hi = ct == DType::kF8E4M3 ? F8E4M3ToF32(f8e4m3_t{static_cast<uint8_t>(c + 1)})
                                               : F8E5M2ToF32(f8e5m2_t{static_cast<uint8_t>(c + 1)});
-        float x = (lo + hi) / 2 * scale;
-        for (int j = 0; j < 3; ++j) x = std::nextafter(x, 0.0f);
-        for (int j = 0; j < 7; ++j, x = std::nextafter(x, INFINITY)) {
-          xs[at++] = x;
-          xs[at++] = -x;
+        float near = (lo + hi) / 2 * scale;
+        for (int j = 0; j < 3; ++j) near = std::nextafter(near, 0.0f);
+        for (int j = 0; j < 7; ++j, near = std::nextafter(near, INFINITY)) {
+          xs[at++] = near;
+          xs[at++] = -near;
         }
       }
       std::vector<uint8_t> want(xs.size());

@@ -53,6 +53,8 @@ bool ParseQkNorm(std::string_view name, QkNorm* out);
 // ApplyRopeKvCache's q_norm / k_norm); false where there is none to run (kNone, and
 // kPerHeadLayerNorm, which subtracts the mean).
 bool QkNormAsRmsNorm(QkNorm q, RmsNormStyle* style, RmsNormScope* scope);
+// The names of the conventions QkNormAsRmsNorm runs, in table order, joined by ", " (for messages).
+std::string QkNormRmsNormNames();
 
 // How a fused query_key_value projection (one [rows, hidden] weight for q, k and v) orders its rows,
 // as the model's Hugging Face modeling code splits it. Head counts are the config's.
