@@ -29,6 +29,14 @@
 // [T, 64] view of the latent output (rotated in place), q_pe copied back into the queries, then
 // concat_and_cache_mla_cpu(kv_c_normed, k_pe, kv_cache [blocks, 16, 576], slot_mapping)
 // (csrc/cpu/sgl-kernels/mla_cache.cpp, built against our vllm_shim/sgl common.h / vec.h).
+//
+// vLLM V1's CPU attention backend (vllm/v1/attention/backends/cpu_attn.py, c.mla off): the same rotations
+// (and qwen3 norms), then cpu_attn_reshape_and_cache(key, value, key_cache, value_cache, slot_mapping, isa)
+// (csrc/cpu/cpu_attn.cpp) into caches [blocks, 8, block, 128], where each (block, head) slab holds the
+// keys transposed ([128, block]: element d of the token at offset o at d * block + o) and the values as
+// rows ([block, 128]). isa as the backend's _get_attn_isa picks it on a host without AMX: "vec" for
+// vLLM's default CPU block size 128 (row vllm.v1), "vec16" for a block size that is not a multiple of 32
+// (row vllm.v1_b16: block 16). Both isas run the same writer (AttentionImpl<VEC16> inherits VEC's).
 #include <omp.h>
 
 #include <torch/all.h>  // PyTorch's C++ API (build.sh passes the include paths): a third-party header
@@ -52,21 +60,24 @@ void reshape_and_cache(torch::Tensor& key, torch::Tensor& value, torch::Tensor& 
 void rms_norm(torch::Tensor& out, torch::Tensor& input, torch::Tensor& weight, double epsilon);
 void concat_and_cache_mla_cpu(const at::Tensor& kv_c_normed, const at::Tensor& k_pe, at::Tensor& kv_cache,
                               const at::Tensor& slot_mapping);
+void cpu_attn_reshape_and_cache(const torch::Tensor& key, const torch::Tensor& value, torch::Tensor& key_cache,
+                                torch::Tensor& value_cache, const torch::Tensor& slot_mapping, const std::string& isa);
 
 namespace sbs {
 
 std::string VllmInfo() {
   return "vllm: csrc/cpu rotary_embedding + reshape_and_cache (qwen3: rms_norm first; deepseek3: rms_norm, "
-         "rotary_embedding, concat_and_cache_mla_cpu) (snapshot: bench/peers/snapshot.sh vllm), "
-         "libtorch " TORCH_VERSION ", OpenMP";
+         "rotary_embedding, concat_and_cache_mla_cpu); vllm.v1*: rotary_embedding + cpu_attn_reshape_and_cache "
+         "(snapshot: bench/peers/snapshot.sh vllm), libtorch " TORCH_VERSION ", OpenMP";
 }
 
 namespace {
 
 // vLLM's tensors: the layer in the cache's dtype and its paged caches (16-row blocks; keys
-// [blocks, kv heads, D/x, block, x] with x 16 bytes of elements, values [blocks, kv heads, D, block]).
+// [blocks, kv heads, D/x, block, x] with x 16 bytes of elements, values [blocks, kv heads, D, block]);
+// V1 (v1_block > 0): keys and values [blocks, kv heads, v1_block, D] (keys transposed in each slab).
 struct VllmState : TorchLayer {
-  int64_t x = 0;
+  int64_t x = 0, v1_block = 0;
   torch::Tensor key_cache, value_cache;
   // qwen3: the norms' weights, the contiguous copies of the q / k views, the normalised q / k
   double eps = 1e-6;
@@ -95,17 +106,23 @@ torch::Tensor Weight(const std::vector<float>& w, torch::ScalarType st) {
   return torch::tensor(w, torch::kFloat).to(st).contiguous();
 }
 
-std::shared_ptr<VllmState> MakeVllm(const CaseData& c, int threads) {
+std::shared_ptr<VllmState> MakeVllm(const CaseData& c, int threads, int64_t v1_block = 0) {
   auto s = std::make_shared<VllmState>();
   s->Fill(c, threads, TorchLayer::CaseDtype(c));
-  const int64_t D = c.D, block = 16;
+  const int64_t D = c.D, block = v1_block > 0 ? v1_block : 16;
   const size_t es = s->elem();
   s->x = 16 / static_cast<int64_t>(es);
+  s->v1_block = v1_block;
   const int64_t blocks = (c.cache_slots + block - 1) / block;
   s->AllocateCaches(static_cast<size_t>(blocks * block * c.kv_row()) * es);
   const auto opt = torch::TensorOptions().dtype(s->dtype());
-  s->key_cache = torch::from_blob(s->kc.get(), {blocks, c.Hkv, D / s->x, block, s->x}, opt);
-  s->value_cache = torch::from_blob(s->vc.get(), {blocks, c.Hkv, D, block}, opt);
+  if (v1_block > 0) {  // the backend's kv_cache [2, blocks, heads, block, D], unbind(0)
+    s->key_cache = torch::from_blob(s->kc.get(), {blocks, c.Hkv, block, D}, opt);
+    s->value_cache = torch::from_blob(s->vc.get(), {blocks, c.Hkv, block, D}, opt);
+  } else {
+    s->key_cache = torch::from_blob(s->kc.get(), {blocks, c.Hkv, D / s->x, block, s->x}, opt);
+    s->value_cache = torch::from_blob(s->vc.get(), {blocks, c.Hkv, D, block}, opt);
+  }
   if (c.qk_norm) {
     s->eps = c.eps;
     s->q_norm_w = Weight(c.q_norm_w, s->dtype());
@@ -199,6 +216,45 @@ std::vector<Row> VllmMlaRows(const CaseData& c, int threads) {
   return rows;
 }
 
+// vLLM V1's CPU backend: the rotations as in the vllm row, then cpu_attn_reshape_and_cache with the isa
+// the backend passes on this host (no AMX): "vec" at block 128, "vec16" at block 16.
+Row VllmV1Row(const CaseData& c, int threads, int64_t block, const std::string& versus) {
+  auto s = MakeVllm(c, threads, block);
+  Row r;
+  r.name = block == 128 ? "vllm.v1" : "vllm.v1_b" + std::to_string(block);
+  r.versus = versus;
+  const std::string isa = block % 32 == 0 ? "vec" : "vec16";
+  if (c.qk_norm) {
+    r.run = [s, isa] {
+      SetThreads(s->threads);
+      s->Qwen3();
+      cpu_attn_reshape_and_cache(s->k_n, s->v3, s->key_cache, s->value_cache, s->slot_t, isa);
+    };
+    r.q_out = [s] { return s->QueryAsF32(s->q_n.data_ptr(), s->qn); };
+  } else {
+    r.run = [s, isa] {
+      SetThreads(s->threads);
+      rotary_embedding(s->positions, s->query, s->key, s->D, s->cos_sin_cache, true);
+      cpu_attn_reshape_and_cache(s->k3, s->v3, s->key_cache, s->value_cache, s->slot_t, isa);
+    };
+    r.q_out = [s] { return s->QueryAsF32(); };
+  }
+  r.on_threads = OnOmpThreads(threads);
+  r.reset = [s] { s->Reset(); };
+  // V1's layout: slab (block, head) of block * D values; keys [d, offset] in it, values [offset, d].
+  auto at = [s](bool k) {
+    return [s, k](int64_t t, int64_t i) -> float {
+      const int64_t B = s->v1_block, slot = s->slots[static_cast<size_t>(t)], b = slot / B, off = slot % B;
+      const int64_t h = i / s->D, d = i % s->D, slab = (b * s->Hkv + h) * B * s->D;
+      return s->CacheAt(k, k ? slab + d * B + off : slab + off * s->D + d);
+    };
+  };
+  r.k_at = at(true);
+  r.v_at = at(false);
+  r.keep = s;
+  return r;
+}
+
 }  // namespace
 
 std::vector<Row> VllmRows(const CaseData& c, int threads, posenc::ParallelRunner* pool) {
@@ -255,8 +311,11 @@ std::vector<Row> VllmRows(const CaseData& c, int threads, posenc::ParallelRunner
   rope.on_threads = r.on_threads;
 
   std::vector<Row> rows;
+  const std::string versus = r.versus;
   rows.push_back(std::move(r));
   rows.push_back(std::move(rope));
+  rows.push_back(VllmV1Row(c, threads, 128, versus));
+  rows.push_back(VllmV1Row(c, threads, 16, versus));
   return rows;
 }
 
