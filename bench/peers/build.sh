@@ -89,6 +89,8 @@ if [ -n "$vllm" ]; then
     -o "$out/vllm/cpu_attn.o"
   "$cxx" -std=c++17 "${vflags[@]}" -I"$vllm/csrc" -DVLLM_NUMA_DISABLED -c "$vllm/csrc/cpu/utils.cpp" -o "$out/vllm/utils.o"
   "$cxx" "${common[@]}" -fopenmp -Wno-deprecated-declarations "${tinc[@]}" -c "$here/peer_vllm.cpp" -o "$out/peer_vllm.o"
+  # cpu_attn.cpp's TORCH_CHECK_EQ / _LE are glog's CHECK_EQ / _LE in a libtorch built with glog (Debian's).
+  grep -q "^#define C10_USE_GLOG" "$torch/include/c10/macros/cmake_macros.h" 2>/dev/null && libs+=(-lglog)
   defs+=(-DSBS_WITH_VLLM)
   objs+=("$out/peer_vllm.o" "$out/vllm/pos_encoding.o" "$out/vllm/cache.o" "$out/vllm/layernorm.o" "$out/vllm/mla_cache.o"
     "$out/vllm/cpu_attn.o" "$out/vllm/utils.o")
