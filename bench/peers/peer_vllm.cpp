@@ -91,6 +91,34 @@ struct VllmState : TorchLayer {
     auto q2 = q_n.view({T, -1}), k2 = k_n.view({T, -1});
     rotary_embedding(positions, q2, k2, D, cos_sin_cache, true);
   }
+
+  // The layer's rotation (qwen3: with the norms), then its cache write: the older backend's
+  // reshape_and_cache, or V1's cpu_attn_reshape_and_cache with the isa _get_attn_isa gives without AMX.
+  void Rotate() {
+    if (q_n.defined()) Qwen3();
+    else rotary_embedding(positions, query, key, D, cos_sin_cache, true);
+  }
+  void Write() {
+    torch::Tensor& k = q_n.defined() ? k_n : k3;
+    if (v1_block > 0)
+      cpu_attn_reshape_and_cache(k, v3, key_cache, value_cache, slot_t, v1_block % 32 == 0 ? "vec" : "vec16");
+    else reshape_and_cache(k, v3, key_cache, value_cache, slot_t, "auto", 1.0, 1.0);
+  }
+  const float* QueryOut() { return q_n.defined() ? QueryAsF32(q_n.data_ptr(), qn) : QueryAsF32(); }
+
+  // Value i of token t's key (k) or value row, read from the cache's layout. The older backend's:
+  // key [block, head, d / x, offset, d % x], value [block, head, d, offset]. V1's: slab (block, head) of
+  // v1_block * D values, keys [d, offset] in it, values [offset, d].
+  float CacheValue(bool k, int64_t t, int64_t i) const {
+    const int64_t B = v1_block > 0 ? v1_block : 16, slot = slots[static_cast<size_t>(t)], b = slot / B;
+    const int64_t off = slot % B, h = i / D, d = i % D;
+    if (v1_block > 0) {
+      const int64_t slab = (b * Hkv + h) * B * D;
+      return CacheAt(k, k ? slab + d * B + off : slab + off * D + d);
+    }
+    return CacheAt(k, k ? (((b * Hkv + h) * (D / x) + d / x) * 16 + off) * x + d % x
+                        : ((b * Hkv + h) * D + d) * 16 + off);
+  }
 };
 
 // The team size, as torch.set_num_threads sets it (at::set_num_threads: ATen's count, which its
@@ -216,41 +244,22 @@ std::vector<Row> VllmMlaRows(const CaseData& c, int threads) {
   return rows;
 }
 
-// vLLM V1's CPU backend: the rotations as in the vllm row, then cpu_attn_reshape_and_cache with the isa
-// the backend passes on this host (no AMX): "vec" at block 128, "vec16" at block 16.
-Row VllmV1Row(const CaseData& c, int threads, int64_t block, const std::string& versus) {
-  auto s = MakeVllm(c, threads, block);
+// One layer row: the rotation and the cache write of s (VllmState::Rotate, Write), checked through
+// the layout s writes.
+Row VllmLayerRow(std::shared_ptr<VllmState> s, std::string name, std::string versus) {
   Row r;
-  r.name = block == 128 ? "vllm.v1" : "vllm.v1_b" + std::to_string(block);
-  r.versus = versus;
-  const std::string isa = block % 32 == 0 ? "vec" : "vec16";
-  if (c.qk_norm) {
-    r.run = [s, isa] {
-      SetThreads(s->threads);
-      s->Qwen3();
-      cpu_attn_reshape_and_cache(s->k_n, s->v3, s->key_cache, s->value_cache, s->slot_t, isa);
-    };
-    r.q_out = [s] { return s->QueryAsF32(s->q_n.data_ptr(), s->qn); };
-  } else {
-    r.run = [s, isa] {
-      SetThreads(s->threads);
-      rotary_embedding(s->positions, s->query, s->key, s->D, s->cos_sin_cache, true);
-      cpu_attn_reshape_and_cache(s->k3, s->v3, s->key_cache, s->value_cache, s->slot_t, isa);
-    };
-    r.q_out = [s] { return s->QueryAsF32(); };
-  }
-  r.on_threads = OnOmpThreads(threads);
-  r.reset = [s] { s->Reset(); };
-  // V1's layout: slab (block, head) of block * D values; keys [d, offset] in it, values [offset, d].
-  auto at = [s](bool k) {
-    return [s, k](int64_t t, int64_t i) -> float {
-      const int64_t B = s->v1_block, slot = s->slots[static_cast<size_t>(t)], b = slot / B, off = slot % B;
-      const int64_t h = i / s->D, d = i % s->D, slab = (b * s->Hkv + h) * B * s->D;
-      return s->CacheAt(k, k ? slab + d * B + off : slab + off * s->D + d);
-    };
+  r.name = std::move(name);
+  r.versus = std::move(versus);
+  r.run = [s] {
+    SetThreads(s->threads);
+    s->Rotate();
+    s->Write();
   };
-  r.k_at = at(true);
-  r.v_at = at(false);
+  r.on_threads = OnOmpThreads(s->threads);
+  r.reset = [s] { s->Reset(); };
+  r.q_out = [s] { return s->QueryOut(); };
+  r.k_at = [s](int64_t t, int64_t i) { return s->CacheValue(true, t, i); };
+  r.v_at = [s](int64_t t, int64_t i) { return s->CacheValue(false, t, i); };
   r.keep = s;
   return r;
 }
@@ -260,44 +269,12 @@ Row VllmV1Row(const CaseData& c, int threads, int64_t block, const std::string& 
 std::vector<Row> VllmRows(const CaseData& c, int threads, posenc::ParallelRunner* pool) {
   (void)pool;
   if (c.mla) return VllmMlaRows(c, threads);
-  auto s = MakeVllm(c, threads);
-
-  Row r;
-  r.name = "vllm";
-  r.versus = c.f16_cache ? "posenc.inplace_f16in"
-             : c.bf16_cache ? "posenc.inplace_bf16in"
-             : c.qk_norm    ? "posenc.fused"
-                            : "posenc.fused_inplace";
-  if (c.qk_norm) {
-    r.run = [s] {
-      SetThreads(s->threads);
-      s->Qwen3();
-      reshape_and_cache(s->k_n, s->v3, s->key_cache, s->value_cache, s->slot_t, "auto", 1.0, 1.0);
-    };
-    r.q_out = [s] { return s->QueryAsF32(s->q_n.data_ptr(), s->qn); };
-  } else {
-    r.run = [s] {
-      SetThreads(s->threads);
-      rotary_embedding(s->positions, s->query, s->key, s->D, s->cos_sin_cache, true);
-      reshape_and_cache(s->k3, s->v3, s->key_cache, s->value_cache, s->slot_t, "auto", 1.0, 1.0);
-    };
-    r.q_out = [s] { return s->QueryAsF32(); };
-  }
-  r.on_threads = OnOmpThreads(threads);
-  r.reset = [s] { s->Reset(); };
-  // vLLM's layout: key [block, head, d / x, offset, d % x], value [block, head, d, offset].
-  auto at = [s](bool k) {
-    return [s, k](int64_t t, int64_t i) -> float {
-      const int64_t slot = s->slots[static_cast<size_t>(t)], b = slot / 16, off = slot % 16;
-      const int64_t h = i / s->D, d = i % s->D;
-      const int64_t e = k ? (((b * s->Hkv + h) * (s->D / s->x) + d / s->x) * 16 + off) * s->x + d % s->x
-                          : ((b * s->Hkv + h) * s->D + d) * 16 + off;
-      return s->CacheAt(k, e);
-    };
-  };
-  r.k_at = at(true);
-  r.v_at = at(false);
-  r.keep = s;
+  const std::string versus = c.f16_cache    ? "posenc.inplace_f16in"
+                             : c.bf16_cache ? "posenc.inplace_bf16in"
+                             : c.qk_norm    ? "posenc.fused"
+                                            : "posenc.fused_inplace";
+  std::vector<Row> rows;
+  rows.push_back(VllmLayerRow(MakeVllm(c, threads), "vllm", versus));
 
   // rotary_embedding alone (no cache write; its own buffers; qwen3: with the norms): not compared, it
   // shows the rotations' share.
@@ -305,17 +282,14 @@ std::vector<Row> VllmRows(const CaseData& c, int threads, posenc::ParallelRunner
   rope.name = c.qk_norm ? "vllm.norm_rope" : "vllm.rope_only";
   rope.run = [s = MakeVllm(c, threads)] {
     SetThreads(s->threads);
-    if (s->q_n.defined()) s->Qwen3();
-    else rotary_embedding(s->positions, s->query, s->key, s->D, s->cos_sin_cache, true);
+    s->Rotate();
   };
-  rope.on_threads = r.on_threads;
-
-  std::vector<Row> rows;
-  const std::string versus = r.versus;
-  rows.push_back(std::move(r));
+  rope.on_threads = OnOmpThreads(threads);
   rows.push_back(std::move(rope));
-  rows.push_back(VllmV1Row(c, threads, 128, versus));
-  rows.push_back(VllmV1Row(c, threads, 16, versus));
+
+  // V1's CPU backend: vLLM's default CPU block size 128 ("vec"), and block 16 ("vec16").
+  rows.push_back(VllmLayerRow(MakeVllm(c, threads, 128), "vllm.v1", versus));
+  rows.push_back(VllmLayerRow(MakeVllm(c, threads, 16), "vllm.v1_b16", versus));
   return rows;
 }
 
