@@ -79,9 +79,21 @@ if [ -n "$vllm" ]; then
   [ -f /usr/include/x86_64-linux-gnu/sleef.h ] && sinc=(-I/usr/include/x86_64-linux-gnu)
   "$cxx" -std=c++17 -O3 -DNDEBUG -march=native -fopenmp -Wno-deprecated-declarations -I"$here/vllm_shim/sgl" \
     "${tinc[@]}" "${sinc[@]}" -c "$vllm/csrc/cpu/sgl-kernels/mla_cache.cpp" -o "$out/vllm/mla_cache.o"
+  # V1's CPU attention backend: cpu_attn.cpp (cpu_attn_reshape_and_cache; AttentionImpl<VEC / VEC16>, no AMX
+  # without CPU_CAPABILITY_AMXBF16, which vLLM's CMake defines only on AMX hosts) and utils.cpp (ScratchPadManager,
+  # which cpu_attn.cpp's attention entry points use), against the same cpu_types_x86.hpp. csrc/ for its
+  # "cpu/..." includes; our vllm_shim/cpu/cpu_types.hpp and vllm_shim/ATen/cpu/Utils.h (at::cpu::L2_cache_size,
+  # PyTorch 2.x) in front; <optional> force-included (PyTorch 2.x's c10 headers include it, 1.13's do not);
+  # VLLM_NUMA_DISABLED as vLLM's CMake sets it without libnuma (init_cpu_threads_env is not used here).
+  "$cxx" -std=c++17 "${vflags[@]}" -I"$vllm/csrc" -include optional -c "$vllm/csrc/cpu/cpu_attn.cpp" \
+    -o "$out/vllm/cpu_attn.o"
+  "$cxx" -std=c++17 "${vflags[@]}" -I"$vllm/csrc" -DVLLM_NUMA_DISABLED -c "$vllm/csrc/cpu/utils.cpp" -o "$out/vllm/utils.o"
   "$cxx" "${common[@]}" -fopenmp -Wno-deprecated-declarations "${tinc[@]}" -c "$here/peer_vllm.cpp" -o "$out/peer_vllm.o"
+  # cpu_attn.cpp's TORCH_CHECK_EQ / _LE are glog's CHECK_EQ / _LE in a libtorch built with glog (Debian's).
+  grep -q "^#define C10_USE_GLOG" "$torch/include/c10/macros/cmake_macros.h" 2>/dev/null && libs+=(-lglog)
   defs+=(-DSBS_WITH_VLLM)
-  objs+=("$out/peer_vllm.o" "$out/vllm/pos_encoding.o" "$out/vllm/cache.o" "$out/vllm/layernorm.o" "$out/vllm/mla_cache.o")
+  objs+=("$out/peer_vllm.o" "$out/vllm/pos_encoding.o" "$out/vllm/cache.o" "$out/vllm/layernorm.o" "$out/vllm/mla_cache.o"
+    "$out/vllm/cpu_attn.o" "$out/vllm/utils.o")
 fi
 if [ -n "$sglang" ]; then
   "$here/snapshot.sh" sglang "$sglang"

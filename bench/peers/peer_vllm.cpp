@@ -29,6 +29,14 @@
 // [T, 64] view of the latent output (rotated in place), q_pe copied back into the queries, then
 // concat_and_cache_mla_cpu(kv_c_normed, k_pe, kv_cache [blocks, 16, 576], slot_mapping)
 // (csrc/cpu/sgl-kernels/mla_cache.cpp, built against our vllm_shim/sgl common.h / vec.h).
+//
+// vLLM V1's CPU attention backend (vllm/v1/attention/backends/cpu_attn.py, c.mla off): the same rotations
+// (and qwen3 norms), then cpu_attn_reshape_and_cache(key, value, key_cache, value_cache, slot_mapping, isa)
+// (csrc/cpu/cpu_attn.cpp) into caches [blocks, 8, block, 128], where each (block, head) slab holds the
+// keys transposed ([128, block]: element d of the token at offset o at d * block + o) and the values as
+// rows ([block, 128]). isa as the backend's _get_attn_isa picks it on a host without AMX: "vec" for
+// vLLM's default CPU block size 128 (row vllm.v1), "vec16" for a block size that is not a multiple of 32
+// (row vllm.v1_b16: block 16). Both isas run the same writer (AttentionImpl<VEC16> inherits VEC's).
 #include <omp.h>
 
 #include <torch/all.h>  // PyTorch's C++ API (build.sh passes the include paths): a third-party header
@@ -52,21 +60,24 @@ void reshape_and_cache(torch::Tensor& key, torch::Tensor& value, torch::Tensor& 
 void rms_norm(torch::Tensor& out, torch::Tensor& input, torch::Tensor& weight, double epsilon);
 void concat_and_cache_mla_cpu(const at::Tensor& kv_c_normed, const at::Tensor& k_pe, at::Tensor& kv_cache,
                               const at::Tensor& slot_mapping);
+void cpu_attn_reshape_and_cache(const torch::Tensor& key, const torch::Tensor& value, torch::Tensor& key_cache,
+                                torch::Tensor& value_cache, const torch::Tensor& slot_mapping, const std::string& isa);
 
 namespace sbs {
 
 std::string VllmInfo() {
   return "vllm: csrc/cpu rotary_embedding + reshape_and_cache (qwen3: rms_norm first; deepseek3: rms_norm, "
-         "rotary_embedding, concat_and_cache_mla_cpu) (snapshot: bench/peers/snapshot.sh vllm), "
-         "libtorch " TORCH_VERSION ", OpenMP";
+         "rotary_embedding, concat_and_cache_mla_cpu); vllm.v1*: rotary_embedding + cpu_attn_reshape_and_cache "
+         "(snapshot: bench/peers/snapshot.sh vllm), libtorch " TORCH_VERSION ", OpenMP";
 }
 
 namespace {
 
 // vLLM's tensors: the layer in the cache's dtype and its paged caches (16-row blocks; keys
-// [blocks, kv heads, D/x, block, x] with x 16 bytes of elements, values [blocks, kv heads, D, block]).
+// [blocks, kv heads, D/x, block, x] with x 16 bytes of elements, values [blocks, kv heads, D, block]);
+// V1 (v1_block > 0): keys and values [blocks, kv heads, v1_block, D] (keys transposed in each slab).
 struct VllmState : TorchLayer {
-  int64_t x = 0;
+  int64_t x = 0, v1_block = 0;
   torch::Tensor key_cache, value_cache;
   // qwen3: the norms' weights, the contiguous copies of the q / k views, the normalised q / k
   double eps = 1e-6;
@@ -79,6 +90,34 @@ struct VllmState : TorchLayer {
     rms_norm(k_n, k_in, k_norm_w, eps);
     auto q2 = q_n.view({T, -1}), k2 = k_n.view({T, -1});
     rotary_embedding(positions, q2, k2, D, cos_sin_cache, true);
+  }
+
+  // The layer's rotation (qwen3: with the norms), then its cache write: the older backend's
+  // reshape_and_cache, or V1's cpu_attn_reshape_and_cache with the isa _get_attn_isa gives without AMX.
+  void Rotate() {
+    if (q_n.defined()) Qwen3();
+    else rotary_embedding(positions, query, key, D, cos_sin_cache, true);
+  }
+  void Write() {
+    torch::Tensor& k = q_n.defined() ? k_n : k3;
+    if (v1_block > 0)
+      cpu_attn_reshape_and_cache(k, v3, key_cache, value_cache, slot_t, v1_block % 32 == 0 ? "vec" : "vec16");
+    else reshape_and_cache(k, v3, key_cache, value_cache, slot_t, "auto", 1.0, 1.0);
+  }
+  const float* QueryOut() { return q_n.defined() ? QueryAsF32(q_n.data_ptr(), qn) : QueryAsF32(); }
+
+  // Value i of token t's key (k) or value row, read from the cache's layout. The older backend's:
+  // key [block, head, d / x, offset, d % x], value [block, head, d, offset]. V1's: slab (block, head) of
+  // v1_block * D values, keys [d, offset] in it, values [offset, d].
+  float CacheValue(bool k, int64_t t, int64_t i) const {
+    const int64_t B = v1_block > 0 ? v1_block : 16, slot = slots[static_cast<size_t>(t)], b = slot / B;
+    const int64_t off = slot % B, h = i / D, d = i % D;
+    if (v1_block > 0) {
+      const int64_t slab = (b * Hkv + h) * B * D;
+      return CacheAt(k, k ? slab + d * B + off : slab + off * D + d);
+    }
+    return CacheAt(k, k ? (((b * Hkv + h) * (D / x) + d / x) * 16 + off) * x + d % x
+                        : ((b * Hkv + h) * D + d) * 16 + off);
   }
 };
 
@@ -95,17 +134,23 @@ torch::Tensor Weight(const std::vector<float>& w, torch::ScalarType st) {
   return torch::tensor(w, torch::kFloat).to(st).contiguous();
 }
 
-std::shared_ptr<VllmState> MakeVllm(const CaseData& c, int threads) {
+std::shared_ptr<VllmState> MakeVllm(const CaseData& c, int threads, int64_t v1_block = 0) {
   auto s = std::make_shared<VllmState>();
   s->Fill(c, threads, TorchLayer::CaseDtype(c));
-  const int64_t D = c.D, block = 16;
+  const int64_t D = c.D, block = v1_block > 0 ? v1_block : 16;
   const size_t es = s->elem();
   s->x = 16 / static_cast<int64_t>(es);
+  s->v1_block = v1_block;
   const int64_t blocks = (c.cache_slots + block - 1) / block;
   s->AllocateCaches(static_cast<size_t>(blocks * block * c.kv_row()) * es);
   const auto opt = torch::TensorOptions().dtype(s->dtype());
-  s->key_cache = torch::from_blob(s->kc.get(), {blocks, c.Hkv, D / s->x, block, s->x}, opt);
-  s->value_cache = torch::from_blob(s->vc.get(), {blocks, c.Hkv, D, block}, opt);
+  if (v1_block > 0) {  // the backend's kv_cache [2, blocks, heads, block, D], unbind(0)
+    s->key_cache = torch::from_blob(s->kc.get(), {blocks, c.Hkv, block, D}, opt);
+    s->value_cache = torch::from_blob(s->vc.get(), {blocks, c.Hkv, block, D}, opt);
+  } else {
+    s->key_cache = torch::from_blob(s->kc.get(), {blocks, c.Hkv, D / s->x, block, s->x}, opt);
+    s->value_cache = torch::from_blob(s->vc.get(), {blocks, c.Hkv, D, block}, opt);
+  }
   if (c.qk_norm) {
     s->eps = c.eps;
     s->q_norm_w = Weight(c.q_norm_w, s->dtype());
@@ -199,49 +244,37 @@ std::vector<Row> VllmMlaRows(const CaseData& c, int threads) {
   return rows;
 }
 
+// One layer row: the rotation and the cache write of s (VllmState::Rotate, Write), checked through
+// the layout s writes.
+Row VllmLayerRow(std::shared_ptr<VllmState> s, std::string name, std::string versus) {
+  Row r;
+  r.name = std::move(name);
+  r.versus = std::move(versus);
+  r.run = [s] {
+    SetThreads(s->threads);
+    s->Rotate();
+    s->Write();
+  };
+  r.on_threads = OnOmpThreads(s->threads);
+  r.reset = [s] { s->Reset(); };
+  r.q_out = [s] { return s->QueryOut(); };
+  r.k_at = [s](int64_t t, int64_t i) { return s->CacheValue(true, t, i); };
+  r.v_at = [s](int64_t t, int64_t i) { return s->CacheValue(false, t, i); };
+  r.keep = s;
+  return r;
+}
+
 }  // namespace
 
 std::vector<Row> VllmRows(const CaseData& c, int threads, posenc::ParallelRunner* pool) {
   (void)pool;
   if (c.mla) return VllmMlaRows(c, threads);
-  auto s = MakeVllm(c, threads);
-
-  Row r;
-  r.name = "vllm";
-  r.versus = c.f16_cache ? "posenc.inplace_f16in"
-             : c.bf16_cache ? "posenc.inplace_bf16in"
-             : c.qk_norm    ? "posenc.fused"
-                            : "posenc.fused_inplace";
-  if (c.qk_norm) {
-    r.run = [s] {
-      SetThreads(s->threads);
-      s->Qwen3();
-      reshape_and_cache(s->k_n, s->v3, s->key_cache, s->value_cache, s->slot_t, "auto", 1.0, 1.0);
-    };
-    r.q_out = [s] { return s->QueryAsF32(s->q_n.data_ptr(), s->qn); };
-  } else {
-    r.run = [s] {
-      SetThreads(s->threads);
-      rotary_embedding(s->positions, s->query, s->key, s->D, s->cos_sin_cache, true);
-      reshape_and_cache(s->k3, s->v3, s->key_cache, s->value_cache, s->slot_t, "auto", 1.0, 1.0);
-    };
-    r.q_out = [s] { return s->QueryAsF32(); };
-  }
-  r.on_threads = OnOmpThreads(threads);
-  r.reset = [s] { s->Reset(); };
-  // vLLM's layout: key [block, head, d / x, offset, d % x], value [block, head, d, offset].
-  auto at = [s](bool k) {
-    return [s, k](int64_t t, int64_t i) -> float {
-      const int64_t slot = s->slots[static_cast<size_t>(t)], b = slot / 16, off = slot % 16;
-      const int64_t h = i / s->D, d = i % s->D;
-      const int64_t e = k ? (((b * s->Hkv + h) * (s->D / s->x) + d / s->x) * 16 + off) * s->x + d % s->x
-                          : ((b * s->Hkv + h) * s->D + d) * 16 + off;
-      return s->CacheAt(k, e);
-    };
-  };
-  r.k_at = at(true);
-  r.v_at = at(false);
-  r.keep = s;
+  const std::string versus = c.f16_cache    ? "posenc.inplace_f16in"
+                             : c.bf16_cache ? "posenc.inplace_bf16in"
+                             : c.qk_norm    ? "posenc.fused"
+                                            : "posenc.fused_inplace";
+  std::vector<Row> rows;
+  rows.push_back(VllmLayerRow(MakeVllm(c, threads), "vllm", versus));
 
   // rotary_embedding alone (no cache write; its own buffers; qwen3: with the norms): not compared, it
   // shows the rotations' share.
@@ -249,14 +282,14 @@ std::vector<Row> VllmRows(const CaseData& c, int threads, posenc::ParallelRunner
   rope.name = c.qk_norm ? "vllm.norm_rope" : "vllm.rope_only";
   rope.run = [s = MakeVllm(c, threads)] {
     SetThreads(s->threads);
-    if (s->q_n.defined()) s->Qwen3();
-    else rotary_embedding(s->positions, s->query, s->key, s->D, s->cos_sin_cache, true);
+    s->Rotate();
   };
-  rope.on_threads = r.on_threads;
-
-  std::vector<Row> rows;
-  rows.push_back(std::move(r));
+  rope.on_threads = OnOmpThreads(threads);
   rows.push_back(std::move(rope));
+
+  // V1's CPU backend: vLLM's default CPU block size 128 ("vec"), and block 16 ("vec16").
+  rows.push_back(VllmLayerRow(MakeVllm(c, threads, 128), "vllm.v1", versus));
+  rows.push_back(VllmLayerRow(MakeVllm(c, threads, 16), "vllm.v1_b16", versus));
   return rows;
 }
 
