@@ -18,7 +18,8 @@ Cases (Llama-3-8B: 32 heads of 128, 8 KV heads, base 500000, float32 activations
                    torch q [64, 32, 1, 128] (HF's [B, H, S, D], decode) with positions [64, 1]
   Rope.apply_qk    q [1, 32, 128], k [1, 8, 128]
   apply_kv_cache   q/k/v split_qkv views of [T, 48 x 128], T = 1 and 64 at scattered slots of a
-                   float16 cache [16384, 8, 128], into q_out; and Qwen3-8B's (base 1e6) with QK-norm
+                   float16 cache [16384, 8, 128], into q_out; T = 1 into a float8 e4m3fn cache (uint8
+                   [16384, 8, 128], per-head k_scale, per-tensor v_scale); and Qwen3-8B's (base 1e6) with QK-norm
                    (q_norm / k_norm weights [128] as bfloat16 torch tensors, as a model holds them),
                    bfloat16 activations and cache, T = 1
   apply_mla_cache  DeepSeek-V3's MLA row, T = 1, bfloat16: the latent [1, 512 + 64] normed (bfloat16
@@ -98,6 +99,17 @@ def main():
         compare(rope, f"apply_kv_cache T={t} (f16 cache [16384, 8, 128])",
                 lambda: rope.apply_kv_cache(q, k, v, pos, slots, kc, vc, q_out=q_out),
                 lambda n: call.time_kv_cache(q, k, v, pos, slots, kc, vc, q_out, n), a.rounds, a.calls)
+    q, k, v = posenc.split_qkv(rng.standard_normal((1, 48 * 128)).astype(np.float32), 32, 8, 128)
+    q_out = np.empty((1, 32, 128), np.float32)
+    pos, slots = rng.integers(0, 8192, 1), rng.choice(16384, 1, replace=False)
+    kc8 = np.zeros((16384, 8, 128), np.uint8)
+    vc8 = np.zeros_like(kc8)
+    ks, vs = np.linspace(0.25, 1.2, 8).astype(np.float32), np.array([0.7], np.float32)
+    compare(rope, "apply_kv_cache T=1 (float8 e4m3fn cache)",
+            lambda: rope.apply_kv_cache(q, k, v, pos, slots, kc8, vc8, q_out=q_out, cache_type="float8_e4m3fn",
+                                        k_scale=ks, v_scale=vs),
+            lambda n: call.time_kv_cache(q, k, v, pos, slots, kc8, vc8, q_out, n, cache_type="float8_e4m3fn",
+                                         k_scale=ks, v_scale=vs), a.rounds, a.calls)
     if not a.no_torch:
         import torch  # noqa: PLC0415
         qwen3 = posenc.Rope({**CONFIG, "model_type": "qwen3", "head_dim": 128, "rope_theta": 1e6})

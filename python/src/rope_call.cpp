@@ -166,9 +166,10 @@ class RopeCall {
   }
   std::vector<double> TimeKvCache(py::handle q, py::handle k, py::handle v, py::handle positions, py::handle slots,
                                   py::handle k_cache, py::handle v_cache, py::handle q_out, int reps,
-                                  py::handle q_norm, py::handle k_norm, py::handle norm_eps, py::handle norm) {
+                                  py::handle q_norm, py::handle k_norm, py::handle norm_eps, py::handle norm,
+                                  py::handle cache_type, py::handle k_scale, py::handle v_scale) {
     KvJob j;
-    if (!ReadNorms(q_norm, k_norm, norm_eps, norm, &j.norms) ||
+    if (!ReadScales(cache_type, k_scale, v_scale, &j.scales) || !ReadNorms(q_norm, k_norm, norm_eps, norm, &j.norms) ||
         !PrepareKv(q, k, v, positions, slots, k_cache, v_cache, q_out, py::int_(0), py::bool_(false), &j))
       throw py::value_error("time_kv_cache: not a fast call");
     return Time(reps, [&] { return RunKv(j); });
@@ -500,7 +501,8 @@ void RegisterRopeCall(py::module_& m) {
       .def("time_kv_cache", &RopeCall::TimeKvCache, py::arg("q"), py::arg("k"), py::arg("v"), py::arg("positions"),
            py::arg("slots"), py::arg("k_cache"), py::arg("v_cache"), py::arg("q_out"), py::arg("reps"),
            py::arg("q_norm") = py::none(), py::arg("k_norm") = py::none(), py::arg("norm_eps") = py::none(),
-           py::arg("norm") = py::none());
+           py::arg("norm") = py::none(), py::arg("cache_type") = py::none(), py::arg("k_scale") = py::none(),
+           py::arg("v_scale") = py::none());
 }
 
 }  // namespace posenc::python
