@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "posenc/posenc.hpp"
+#include "probe_target.hpp"
 
 namespace {
 
@@ -219,10 +220,7 @@ void SplitEvenOdd(const float* c, int n_lanes, std::vector<float>* even, std::ve
 int main(int argc, char** argv) {
   using namespace posenc;
   // build/bench/f16_bound [TARGET]: cap posenc's SIMD target (AVX2, AVX3, ...; `posenc info` lists them).
-  if (argc > 1 && !ForceSimdTarget(argv[1]).ok()) {
-    std::printf("unknown or unavailable SIMD target '%s'\n", argv[1]);
-    return 2;
-  }
+  if (!bench::CapSimdTargetFromArgs(argc, argv)) return 2;
   const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
   RopeTable table =
       RopeTable::Build(DefaultRopeFrequencies(kD, 500000.0).value(), kT, RopePrecision::kReference).value();

@@ -12,16 +12,12 @@
 #include "posenc/core/dtype.hpp"
 #include "posenc/kernels/kv_cache.hpp"
 #include "posenc/kernels/simd.hpp"
+#include "probe_target.hpp"
 
 using namespace posenc;
 
 int main(int argc, char** argv) {
-  if (argc > 1) {
-    if (Status s = ForceSimdTarget(argv[1]); !s.ok()) {
-      std::fprintf(stderr, "%s\n", s.ToString().c_str());
-      return 2;
-    }
-  }
+  if (!bench::CapSimdTargetFromArgs(argc, argv)) return 2;
   constexpr int64_t kSlots = 64, kDim = int64_t{1} << 16, kChunk = kSlots * kDim;  // 4 Mi values a call
   std::vector<float> x(static_cast<size_t>(kChunk));
   std::vector<uint8_t> k(x.size()), v(x.size());

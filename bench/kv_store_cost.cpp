@@ -17,16 +17,12 @@
 #include "posenc/core/parallel.hpp"
 #include "posenc/kernels/kv_cache.hpp"
 #include "posenc/kernels/simd.hpp"
+#include "probe_target.hpp"
 
 using namespace posenc;
 
 int main(int argc, char** argv) {
-  if (argc > 1) {
-    if (Status s = ForceSimdTarget(argv[1]); !s.ok()) {
-      std::fprintf(stderr, "%s\n", s.ToString().c_str());
-      return 2;
-    }
-  }
+  if (!bench::CapSimdTargetFromArgs(argc, argv)) return 2;
   const int64_t T = 64, H = 8, D = 128, n = T * H * D;
   ThreadPool pool(1);
   std::printf("simd %s, [%lld, %lld, %lld] k and v, 1 thread\n", ChosenSimdTarget().c_str(), static_cast<long long>(T),

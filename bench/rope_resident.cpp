@@ -19,14 +19,12 @@
 #include <vector>
 
 #include "posenc/posenc.hpp"
+#include "probe_target.hpp"
 
 int main(int argc, char** argv) {
   using namespace posenc;
   // build/bench/rope_resident [TARGET]: cap posenc's SIMD target (AVX2, AVX3, ...; `posenc info`).
-  if (argc > 1 && !ForceSimdTarget(argv[1]).ok()) {
-    std::printf("unknown or unavailable SIMD target '%s'\n", argv[1]);
-    return 2;
-  }
+  if (!bench::CapSimdTargetFromArgs(argc, argv)) return 2;
   struct Case {
     const char* name;
     int64_t tokens, heads;
