@@ -260,6 +260,18 @@ Result<std::shared_ptr<const ValidatedFrequencies>> Check(const RopeConfig& c) {
     POSENC_RETURN_IF_ERROR(ValidateRopeFrequencies(f, FrequenciesWhat(c)));
     check->regimes.emplace_back(regime, std::move(f));
   }
+  // A scaling whose frequencies keep changing with the length (dynamic NTK's base grows with it) is
+  // also checked at the longest sequence posenc positions, so a config that reads well cannot fail at a
+  // length it allows; ComputeRopeFrequencies refuses such a scaling past that length.
+  if (kMaxRopePosition > LongLength(c)) {
+    const int64_t regime = row.regime_of(c, kMaxRopePosition);
+    bool seen = false;
+    for (const auto& r : check->regimes) seen |= r.first == regime;
+    if (!seen) {
+      POSENC_ASSIGN_OR_RETURN(RopeFrequencies f, ComputeUnchecked(c, regime));
+      POSENC_RETURN_IF_ERROR(ValidateRopeFrequencies(f, FrequenciesWhat(c)));
+    }
+  }
   return std::shared_ptr<const ValidatedFrequencies>(std::move(check));
 }
 
@@ -378,6 +390,9 @@ Result<RopeFrequencies> ComputeRopeFrequencies(const RopeConfig& config, int64_t
   for (const auto& [length, freqs] : check->regimes)
     if (length == regime) return freqs;
   // Dynamic NTK past the lengths validated: its own frequencies, checked as they are returned.
+  if (seq_len > kMaxRopePosition)
+    return InvalidArgumentError(fmt::format("{}: seq_len {} is past 2^31, the longest sequence posenc positions",
+                                            FrequenciesWhat(config), seq_len));
   POSENC_ASSIGN_OR_RETURN(RopeFrequencies f, ComputeUnchecked(config, seq_len));
   POSENC_RETURN_IF_ERROR(ValidateRopeFrequencies(f, FrequenciesWhat(config)));
   return f;

@@ -216,27 +216,30 @@ Result<RopeFrequencies> Linear(const RopeConfig& c, int64_t) {
   return f;
 }
 
-Result<RopeFrequencies> Ntk(const RopeConfig& c, int64_t) {
+// The NTK family: the default frequencies of base * m^(R/(R-2)). The new base is checked here, where
+// the error can say it was scaled (rope_theta itself was finite when it was read).
+Result<RopeFrequencies> FromNtkBase(const RopeConfig& c, double m, int64_t seq_len) {
   const int64_t dim = c.layout.rotary_dim;
-  const double base = c.base * std::pow(c.scaling.factor, static_cast<double>(dim) / static_cast<double>(dim - 2));
+  const double base = c.base * std::pow(m, static_cast<double>(dim) / static_cast<double>(dim - 2));
+  if (!std::isfinite(base) || !(base > 0))
+    return InvalidArgumentError(fmt::format("{}: {} scaling at seq_len {}: rope_theta {} * {}^({}/{}) = {} is not a "
+                                            "finite positive base",
+                                            ConfigWhat(c), ToString(c.scaling.type), seq_len, c.base, m, dim, dim - 2,
+                                            base));
   return DefaultRopeFrequencies(dim, base);
 }
 
+Result<RopeFrequencies> Ntk(const RopeConfig& c, int64_t seq_len) { return FromNtkBase(c, c.scaling.factor, seq_len); }
+
 Result<RopeFrequencies> DynamicNtk(const RopeConfig& c, int64_t seq_len) {
-  const int64_t dim = c.layout.rotary_dim;
   const double factor = c.scaling.factor;
   const double max_len = static_cast<double>(c.max_position_embeddings);
   const double len = std::max(static_cast<double>(seq_len), max_len);
-  const double base = c.base * std::pow(factor * len / max_len - (factor - 1.0),
-                                        static_cast<double>(dim) / static_cast<double>(dim - 2));
-  return DefaultRopeFrequencies(dim, base);
+  return FromNtkBase(c, factor * len / max_len - (factor - 1.0), seq_len);
 }
 
 Result<RopeFrequencies> QwenDynamicNtk(const RopeConfig& c, int64_t seq_len) {
-  const int64_t dim = c.layout.rotary_dim;
-  const double alpha = QwenNtkAlpha(c, seq_len);
-  const double base = c.base * std::pow(alpha, static_cast<double>(dim) / static_cast<double>(dim - 2));
-  return DefaultRopeFrequencies(dim, base);
+  return FromNtkBase(c, QwenNtkAlpha(c, seq_len), seq_len);
 }
 
 // ---------- regimes ----------

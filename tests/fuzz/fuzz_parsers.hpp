@@ -4,6 +4,7 @@
 // sanitizer sees any read the checks let through. Returns the parse status.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cmath>
@@ -115,7 +116,11 @@ inline Status FuzzLlama2c(std::span<const std::byte> bytes) {
 // ggml itself computes them; libFuzzer found that one.)
 inline Status ExerciseRope(const RopeConfig& rc, const char* which) {
   const int64_t max_pos = rc.max_position_embeddings > 0 ? rc.max_position_embeddings : 2048;
-  for (int64_t seq_len : {int64_t{1}, max_pos, max_pos * 4}) {
+  // Four times the context, up to the longest sequence posenc positions (2^31; a length-dependent
+  // scaling is refused past it). A config may give any int64 context: 2^62 * 4 overflowed here once.
+  const int64_t capped = std::min(max_pos, kMaxRopePosition);  // times 4 cannot overflow
+  const int64_t past_context = std::max(max_pos, std::min(capped * 4, kMaxRopePosition));
+  for (int64_t seq_len : {int64_t{1}, max_pos, past_context}) {
     auto f = ComputeRopeFrequencies(rc, seq_len);
     if (!f.ok())
       return InternalError(std::string(which) + " config parsed, but its frequencies fail: " + f.status().message());

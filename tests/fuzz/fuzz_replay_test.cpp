@@ -4,12 +4,14 @@
 // outside the file is a crash. Every seed must parse; every rejection must be a clean error naming
 // the file; a reader contradicting itself (kInternal) fails the test.
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iterator>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -171,6 +173,58 @@ TEST(FuzzReplayRegressions, FailCleanly) {
     }
   }
   EXPECT_GT(replayed, 0u) << "no regression inputs under " << root;
+}
+
+// Where the number literals of a JSON text are (offset, length): a run of -digits.digits e+-digits not
+// glued to a word (the 2 of "Qwen2" is not a number).
+std::vector<std::pair<size_t, size_t>> NumberLiterals(const std::string& t) {
+  auto digit = [&](size_t i) { return i < t.size() && t[i] >= '0' && t[i] <= '9'; };
+  auto digits = [&](size_t i) {
+    while (digit(i)) ++i;
+    return i;
+  };
+  std::vector<std::pair<size_t, size_t>> out;
+  for (size_t i = 0; i < t.size(); ++i) {
+    const bool starts = digit(i) || (t[i] == '-' && digit(i + 1));
+    const bool glued = i > 0 && (std::isalnum(static_cast<unsigned char>(t[i - 1])) || t[i - 1] == '_' ||
+                                 t[i - 1] == '.' || t[i - 1] == '-');
+    if (!starts || glued) continue;
+    size_t e = digits(t[i] == '-' ? i + 1 : i);
+    if (e < t.size() && t[e] == '.' && digit(e + 1)) e = digits(e + 1);
+    if (e < t.size() && (t[e] == 'e' || t[e] == 'E')) {
+      size_t x = e + 1;
+      if (x < t.size() && (t[x] == '+' || t[x] == '-')) ++x;
+      if (digit(x)) e = digits(x);
+    }
+    out.emplace_back(i, e - i);
+    i = e;
+  }
+  return out;
+}
+
+// Every number in the config corpus, one at a time, set to each edge a JSON text can spell: zero,
+// negatives, just past int32, products that overflow int64 (a context of 2^62 overflowed the
+// frequency check's 4x context once), int64's ends, past float64, subnormal. Byte mutations rarely
+// write a whole decimal literal, so this class gets its own sweep (run under UBSan in .ci/run).
+TEST(FuzzReplayConfigNumbers, EdgeValuesFailCleanly) {
+  static const char* const kEdges[] = {"0",          "-1",   "-0",     "2147483648",          "4294967296",
+                                       "4611686018427387904", "9223372036854775807", "-9223372036854775808",
+                                       "18446744073709551616", "1e308", "-1e308", "1e-320", "0.5"};
+  size_t replaced = 0;
+  for (const std::string& text : LoadCorpus("config")) {
+    for (const auto& [at, len] : NumberLiterals(text)) {
+      for (const char* edge : kEdges) {
+        const std::string edited = text.substr(0, at) + edge + text.substr(at + len);
+        const Status s = fuzz::FuzzConfig(Bytes(edited));
+        ASSERT_NE(s.code(), StatusCode::kInternal) << edited << "\n" << s.message();
+        if (!s.ok()) {
+          ASSERT_NE(s.message().find("fuzz.json"), std::string::npos) << s.message();
+        }
+        ++replaced;
+      }
+    }
+  }
+  EXPECT_GT(replaced, 1000u);  // the corpus has numbers to edit (else this sweep proves nothing)
 }
 
 INSTANTIATE_TEST_SUITE_P(Readers, FuzzReplay, ::testing::ValuesIn(kReaders),

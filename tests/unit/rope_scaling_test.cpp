@@ -361,6 +361,32 @@ TEST(RopeScalingValidation, DynamicWithoutMaxPositions) {
   ExpectError(c, "max_position_embeddings", "0");
 }
 
+// Dynamic NTK's base grows with the length: a config whose base overflows float64 before 2^31 tokens is
+// refused when it is read (not at the first long call), naming the scaled base; one that holds is
+// answered up to 2^31 and refused past it. The Qwen alpha variant is the same rule.
+TEST(RopeScalingValidation, DynamicBaseMustHoldToTheLongestSequence) {
+  for (RopeScalingType type : {RopeScalingType::kDynamicNtk, RopeScalingType::kQwenDynamicNtk}) {
+    SCOPED_TRACE(ToString(type));
+    RopeConfig c = Config(type, 64, 1e305);
+    c.scaling.factor = 2.0;
+    c.max_position_embeddings = 2048;
+    c.scaling.original_max_position_embeddings = 2048;
+    const Status s = ValidateRopeConfig(c);
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.message().find("seq_len 2147483648"), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("rope_theta 1e+305"), std::string::npos) << s.message();
+    EXPECT_FALSE(ComputeRopeFrequencies(c, 1).ok());
+
+    c.base = 10000.0;
+    ASSERT_TRUE(ValidateRopeConfig(c).ok());
+    EXPECT_TRUE(ComputeRopeFrequencies(c, kMaxRopePosition).ok());
+    const Result<RopeFrequencies> past = ComputeRopeFrequencies(c, kMaxRopePosition + 1);
+    ASSERT_FALSE(past.ok());
+    EXPECT_NE(past.status().message().find("seq_len 2147483649 is past 2^31"), std::string::npos)
+        << past.status().message();
+  }
+}
+
 TEST(RopeScalingValidation, ProportionalRotatingNothing) {
   RopeConfig c = Config(RopeScalingType::kProportional, 16, 10000.0);
   c.scaling.partial_rotary_factor = 0.1;  // floor(0.8) = 0 pairs
