@@ -35,7 +35,9 @@ Result<json> ReadFileJson(const std::string& path, std::string_view what) {
   return ParseText(text, what);
 }
 
-Result<RopeConfig> RopeConfigFromGgmlJson(const json& root, int64_t head_dim, const std::string& source) {
+namespace {
+
+Result<RopeConfig> ReadGgmlJson(const json& root, int64_t head_dim, const std::string& source) {
   if (!root.is_object())
     return InvalidArgumentError(fmt::format("ggml params {}: top level is not a JSON object", source));
   POSENC_ASSIGN_OR_RETURN(const json* inner, FindObject(root, "config", source));
@@ -78,6 +80,12 @@ Result<RopeConfig> RopeConfigFromGgmlJson(const json& root, int64_t head_dim, co
   sc.factor = 1.0 / sc.freq_scale;
   POSENC_RETURN_IF_ERROR(ValidateRopeConfig(rc));
   return rc;
+}
+
+}  // namespace
+
+Result<RopeConfig> RopeConfigFromGgmlJson(const json& root, int64_t head_dim, const std::string& source) {
+  return NoJsonThrow(fmt::format("ggml params {}", source), [&] { return ReadGgmlJson(root, head_dim, source); });
 }
 
 }  // namespace config_json

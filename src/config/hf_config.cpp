@@ -183,7 +183,7 @@ Result<PositionScheme> ParseHfConfigJsonAt(const json& j, const std::string& sou
 }  // namespace
 
 Result<PositionScheme> ParseHfConfigJson(const json& j, const std::string& source, const HfConfigOptions& options) {
-  return ParseHfConfigJsonAt(j, source, options, 0);
+  return NoJsonThrow(fmt::format("config {}", source), [&] { return ParseHfConfigJsonAt(j, source, options, 0); });
 }
 
 namespace {

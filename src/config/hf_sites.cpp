@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <utility>
 
 #include <fmt/format.h>
@@ -125,8 +127,13 @@ void Gemma4View(const ModelFamily& f, json* view, PositionScheme* s) {
   json& rp = v["rope_parameters"];
   if (rp.is_object())
     for (auto it = rp.begin(); it != rp.end(); ++it)
-      if (it.value().is_object() && it.value().value("rope_type", std::string("default")) == "default")
-        it.value().erase("partial_rotary_factor");
+      if (it.value().is_object()) {
+        // Only a set that says "default" (or says nothing) drops the factor; a rope_type of another
+        // type is left for the set's reader, whose error names it.
+        const json* t = Find(it.value(), "rope_type");
+        if (t == nullptr || (t->is_string() && t->get<std::string>() == "default"))
+          it.value().erase("partial_rotary_factor");
+      }
   s->rope_keys = {"sliding_attention", "full_attention"};
 }
 
@@ -164,7 +171,10 @@ Status MimoV2View(const std::string& source, json* view, PositionScheme* s) {
     sliding["partial_rotary_factor"] = v["partial_rotary_factor"];
   }
   if (Has(v, "rope_scaling") && v["rope_scaling"].is_object()) {
-    const std::string t = v["rope_scaling"].value("rope_type", v["rope_scaling"].value("type", std::string("default")));
+    const json& rs = v["rope_scaling"];
+    POSENC_ASSIGN_OR_RETURN(std::optional<std::string> type, FindString(rs, "type", source));
+    POSENC_ASSIGN_OR_RETURN(std::optional<std::string> rope_type, FindString(rs, "rope_type", source));
+    const std::string t = rope_type.value_or(type.value_or("default"));
     if (t != "default")
       return UnimplementedError(fmt::format("config {}: key 'rope_scaling' type {} with hybrid_layer_pattern is not "
                                             "implemented",

@@ -42,6 +42,19 @@ inline Status TypeError(const std::string& source, std::string_view key, const j
       KeyShownMessage(fmt::format("config {}", source), key, JsonForMessage(v), fmt::format("expected {}", what)));
 }
 
+// The readers check each value's type before they take it, so nlohmann never throws inside them; were
+// one to (a check missed), the caller gets a one-line error instead of a terminated process. It is
+// kInternal, a defect of posenc's (the fuzzers stop on it), not a verdict on the file.
+template <class F>
+auto NoJsonThrow(const std::string& what, const F& read) -> decltype(read()) {
+  try {
+    return read();
+  } catch (const nlohmann::json::exception& e) {
+    return InternalError(fmt::format("{}: a value's JSON type was not checked before use ({}): a posenc bug", what,
+                                     e.what()));
+  }
+}
+
 inline Status Missing(const std::string& source, std::string_view key) {
   return NotFoundError(fmt::format("config {}: key {} is missing", source, QuoteForMessage(key, 120)));
 }
