@@ -78,7 +78,9 @@ TEST(ModelFamilies, ScheduleTextAndRuleAgree) {
         f.layer_rule == LayerRule::kSlidingRopeIfWindowed || f.layer_rule == LayerRule::kFullAttentionOnly ||
         f.layer_rule == LayerRule::kCrossAttentionNoRope;
     EXPECT_EQ(says_nope, rule_nope) << f.model_type << ": " << f.layer_schedule;
-    if (f.layer_rule != LayerRule::kEveryLayer) EXPECT_FALSE(f.layer_schedule.empty()) << f.model_type;
+    if (f.layer_rule != LayerRule::kEveryLayer) {
+      EXPECT_FALSE(f.layer_schedule.empty()) << f.model_type;
+    }
   }
 }
 
@@ -230,7 +232,9 @@ TEST(ModelFamilies, QkNormRowsSayWhatTheModelingCodeDoes) {
   }
   // Every row with a switch key has a QK-norm to switch.
   for (const ModelFamily& f : ModelFamilies())
-    if (!f.qk_norm_key.empty()) EXPECT_NE(f.qk_norm, QkNorm::kNone) << f.model_type;
+    if (!f.qk_norm_key.empty()) {
+      EXPECT_NE(f.qk_norm, QkNorm::kNone) << f.model_type;
+    }
 }
 }  // namespace
 }  // namespace posenc

@@ -380,7 +380,7 @@ TEST(ModelFamilies, GlmDsaSharedIndexerLayersHaveNoIndexerSite) {
   const std::string base = R"({"model_type": "glm_moe_dsa", "hidden_size": 6144, "num_attention_heads": 64,
     "num_hidden_layers": 6, "kv_lora_rank": 512, "qk_nope_head_dim": 192, "qk_rope_head_dim": 64,
     "index_head_dim": 128, "rope_parameters": {"rope_type": "default", "rope_theta": 1000000})";
-  for (const std::string spelling :
+  for (const std::string& spelling :
        {std::string(R"(, "indexer_types": ["full", "full", "shared", "full", "shared", "shared"]})"),
         std::string(R"(, "index_topk_pattern": "FFSFSS"})")}) {
     const std::string text = base + spelling;

@@ -28,7 +28,7 @@ struct GgufConfigOptions {
   // <arch>.rope.freq_base_swa and <arch>.rope.scaling_swa.* where the file has them, llama.cpp's fixed
   // values for Gemma 3 (base 10000, no scaling) where it has not. Another name, or sliding_attention
   // for a file without sliding-window parameters, is refused naming the key looked for.
-  std::string layer_type;
+  std::string layer_type{};
 };
 Result<PositionScheme> LoadGgufConfig(const std::string& path, const GgufConfigOptions& options = {});
 // The same from a GGUF file already open (or parsed from bytes); errors name f.name().

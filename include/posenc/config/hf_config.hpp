@@ -15,14 +15,14 @@ namespace posenc {
 struct HfConfigOptions {
   // Nested rope_parameters: the layer type to describe. Empty: "full_attention" when present, else the
   // first type in key order (noted). A name that is not there is kNotFound listing the ones that are.
-  std::string layer_type;
+  std::string layer_type{};
   // A decoder layer index: the scheme of that layer (its type by the family's rule, checked against
   // layer_type when both are given). A layer without attention (mamba, linear attention, ...) gives
   // PositionKind::kNone. -1: not given.
   int64_t layer = -1;
   // The RoPE site to describe (RotarySite names); empty: the family's first site (attention, or mla).
   // A site the family does not have is kInvalidArgument naming the sites it has.
-  std::string site;
+  std::string site{};
   // The pair layout of a RoPE config whose model_type is not in the family registry
   // (model_families.hpp): without it such a config is refused (kInvalidArgument naming the model_type).
   // Ignored for a known family; a config with no model_type (and no class naming a family) is refused
