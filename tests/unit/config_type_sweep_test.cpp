@@ -5,16 +5,15 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "posenc/config/hf_config.hpp"
 #include "posenc/config/ggml_config.hpp"
+#include "posenc/config/hf_config.hpp"
+#include "test_support.hpp"
 
 namespace posenc {
 namespace {
@@ -58,9 +57,7 @@ TEST(ConfigTypeSweep, EveryValueOfAnotherTypeGetsAnErrorOrAReading) {
   ASSERT_GT(files.size(), 100u) << "the conformance configs are part of the repository";
   size_t tried = 0, refused = 0;
   for (const fs::path& file : files) {
-    std::ifstream in(file);
-    const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-    json root = json::parse(text, nullptr, /*allow_exceptions=*/false);
+    json root = json::parse(testing::ReadFile(file), nullptr, /*allow_exceptions=*/false);
     if (root.is_discarded()) continue;  // a fuzz seed that is not JSON
     // A conformance record holds the published config under "config" (tests/conformance/README.md).
     // Its "expect" says whether posenc reads the unedited config or refuses it.

@@ -41,7 +41,7 @@ struct SiteRope {
   RopeConfig rope;
   bool inverse = false;
   bool none = false;
-  std::string why_none;
+  std::string why_none{};
 };
 
 // The RoPE of --model (any model OpenModel reads: GGUF, Hugging Face folder, safetensors with its
@@ -88,7 +88,7 @@ Result<SiteRope> LoadRopeConfig(const RopeOptions& o, int64_t input_head_dim) {
     Result<std::string> text = ReadFileToString(o.config);  // a regular file, bounded, never blocking
     if (!text.ok()) return text.status().WithContext(fmt::format("config {}: cannot open file: ", o.config));
     POSENC_ASSIGN_OR_RETURN(RopeConfig rc, ParseRopeConfigJson(*text, input_head_dim, o.config));
-    return SiteRope{.rope = std::move(rc), .inverse = false, .none = false, .why_none = {}};
+    return SiteRope{.rope = std::move(rc)};
   }
   POSENC_ASSIGN_OR_RETURN(ModelFile model, OpenModel(path));
   POSENC_ASSIGN_OR_RETURN(PositionScheme scheme, ModelScheme(model, scheme_options));
