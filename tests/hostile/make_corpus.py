@@ -296,6 +296,15 @@ add("cfg_chatglm_pe2d_string.json",
 add("cfg_dbrx_attn_config_string.json",
     b'{"model_type": "dbrx", "d_model": 16, "n_heads": 2, "max_seq_len": 64, "attn_config": "{\\"rope_theta\\": 5e5}"}',
     INSPECT, ["cfg_dbrx_attn_config_string.json", "key 'attn_config' is", "expected an object"])
+add("cfg_gemma4_rope_type_number.json",
+    b'{"model_type": "gemma4_text", "hidden_size": 64, "num_attention_heads": 2, "rope_parameters": '
+    b'{"full_attention": {"rope_type": 8.0, "rope_theta": 1000000.0}}}',
+    INSPECT, ["cfg_gemma4_rope_type_number.json", "key 'rope_type' is 8.0", "expected a string"])
+add("cfg_dynamic_base_overflow.json",
+    b'{"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4, "max_position_embeddings": 2048, '
+    b'"rope_theta": 1e305, "rope_scaling": {"type": "dynamic", "factor": 2.0}}',
+    INSPECT, ["cfg_dynamic_base_overflow.json", "dynamic scaling at seq_len 2147483648",
+              "rope_theta 1e+305 * 2097151^(64/62) = inf"])
 add("cfg_max_positions_2e64.json", (CFG + '"rope_theta": 10000.0, "num_hidden_layers": 18446744073709551615}').encode(),
     INSPECT, ["cfg_max_positions_2e64.json", "'num_hidden_layers' is 18446744073709551615"])
 add("ggml_config_string.json", b'{"n_dims": 8, "mode": 0, "freq_base": 10000.0, "config": "n_dims=8"}', ROPE_CFG,
