@@ -54,4 +54,14 @@ struct StorePrefetch {
 };
 StorePrefetch StorePrefetchPolicy();
 
+// Where the fused kernels (ApplyRopeKvCache with q_norm / k_norm) compute a float32 head's QK-norm: in
+// the rotation's registers (the norm's value of each loaded vector, then the rotation), or written to
+// the output row and rotated there. 16-bit heads are always normed in registers. A tuning choice by CPU,
+// measured with `posenc bench --filter '^qknorm_'` (docs/PERFORMANCE.md, "QK-norm + RoPE + KV write"):
+// on an Intel Xeon with AVX-512 the row measured faster (float32 prefill 16.8 vs 21.0 ms, 2026-12-06); on
+// an AMD Zen 5 registers (7.9-8.2 vs 8.9-9.4 ms, 2026-12-07). So by default registers on AMD family
+// 0x1A (Zen 5) and later, the row elsewhere (Zen 3 and 4 are not measured). POSENC_QKNORM_F32_REGS=1 or
+// 0 chooses instead (read once per process). Results do not depend on it: the same bits either way.
+bool Float32NormInRegisters();
+
 }  // namespace posenc

@@ -76,11 +76,12 @@ void FusedTokensT(const detail::FusedRopeJob& job, int64_t begin, int64_t end) {
   // common decode call into a cache of the activation dtype allocates nothing.
   const hwy::AlignedFreeUniquePtr<T[]> k_row = !job.k_direct || pre_k ? hwy::AllocateAligned<T>(n) : nullptr;
   const hwy::AlignedFreeUniquePtr<T[]> v_row = detail::TokenRowCopies(v) ? hwy::AllocateAligned<T>(n) : nullptr;
+  // One token per RopeTokens call; the token strides tell the QK-norm where the next token's heads are.
   if (iq >= 0)
-    rj.tensors[iq] = {nullptr, nullptr, q.heads, 0, pre_q ? qo.head_stride : q.head_stride, 0, qo.head_stride,
-                      pre_q ? nullptr : qn};
-  rj.tensors[ik] = {nullptr, nullptr, k.heads, 0, pre_k ? k.head_dim : k.head_stride, 0, k.head_dim,
-                    pre_k ? nullptr : kn};
+    rj.tensors[iq] = {nullptr, nullptr, q.heads, pre_q ? qo.token_stride : q.token_stride,
+                      pre_q ? qo.head_stride : q.head_stride, 0, qo.head_stride, pre_q ? nullptr : qn};
+  rj.tensors[ik] = {nullptr, nullptr, k.heads, pre_k ? 0 : k.token_stride, pre_k ? k.head_dim : k.head_stride, 0,
+                    k.head_dim, pre_k ? nullptr : kn};
   for (int64_t t = begin; t < end; ++t) {
     // The next token's streams: its cos/sin rows whole, and the first lines of each other row it
     // touches (its cache rows, scattered in decode; its q and k input rows; its q output row), so the

@@ -29,6 +29,7 @@ Status ApplyRopeKvCache(const FusedRopeArgs& args, const QkvViews& qkv, HeadsVie
   job.rope.positions = args.rope.positions.data();
   job.rope.backward = args.rope.direction == RopeDirection::kBackward;
   job.rope.prefetch_out = StorePrefetchPolicy().rope_out_of_place;
+  job.rope.norm_f32_regs = Float32NormInRegisters();
   job.q = qkv.q;
   job.k = qkv.k;
   job.v = qkv.v;

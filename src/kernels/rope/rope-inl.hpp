@@ -538,6 +538,10 @@ HWY_INLINE void RotateNormedToken(const Form& form, const detail::RopeTensor& x,
     for (int64_t h = 0; h < m; ++h) {
       const T* hi = in + (h0 + h) * x.in_head_stride;
       T* ho = out + (h0 + h) * x.out_head_stride;
+      // The same head of the next token (the fused kernels set in_token_stride), so that its lines stream
+      // in while this token's heads are normed and rotated; the sums' prefetch alone left the stream idle
+      // then (Qwen3-8B float32 prefill, cold, 1 thread, zen5: 9.5-10.0 -> 8.9-9.4 ms).
+      PrefetchBytes(hi + x.in_token_stride, head_dim * sizeof(T));
       if constexpr (Regs::kOn) {
         if (wl != nullptr) {
           Form::template RotateRegs<Regs::kVecs>(hi, ho, vc, vs, NormPre<T, kStyle>{hn::Set(DF(), r[h]), wl});
@@ -581,14 +585,14 @@ void RopeTokensT(const detail::RopeJob& job, int64_t begin, int64_t end) {
   const size_t row_lines = (n * sizeof(float) + 63) / 64;
   hn::Vec<DF> vc[Regs::kOn ? Regs::kVecs : 1], vs[Regs::kOn ? Regs::kVecs : 1];
   // QK-norm weights in lane order, for a tensor whose heads are normed in the rotation's registers:
-  // 16-bit storage, where that saves a rounding store and a widening load per value. float32 heads are
-  // normed into the output row and rotated there, which measured faster (Qwen3-8B rows, cold, 1 thread,
-  // xeon AVX3, 2026-12-06: prefill 16.8 ms vs 21.0 in registers; bfloat16 the other way, 10.7-11.3 ms
-  // in registers vs 14.5 through the row).
+  // 16-bit storage always (that saves a rounding store and a widening load per value: bfloat16 10.7-11.3
+  // ms vs 14.5 through the row, Qwen3-8B rows, cold, 1 thread, xeon AVX3, 2026-12-06); float32 where
+  // Float32NormInRegisters() says (xeon measured 16.8 ms through the row vs 21.0 in registers, zen5 the
+  // other way: simd.hpp). Otherwise each head is normed into the output row and rotated there.
   HWY_ALIGN float wl[2][Regs::kOn ? 2 * kPairs : 1];
   const float* norm_wl[2] = {nullptr, nullptr};
-  if constexpr (Regs::kOn && !std::is_same_v<T, float> && !kBackward) {
-    for (int k = 0; k < job.num_tensors && k < 2; ++k) {
+  if constexpr (Regs::kOn && !kBackward) {
+    for (int k = 0; k < job.num_tensors && k < 2 && (!std::is_same_v<T, float> || job.norm_f32_regs); ++k) {
       const HeadRmsNorm* nm = job.tensors[k].norm;
       if (nm != nullptr && nm->scope == RmsNormScope::kPerHead && start == 0 && after == head_dim) {
         LaneOrderWeights<Form>(nm->weight.data(), 2 * kPairs, wl[k]);  // = head_dim

@@ -34,6 +34,7 @@ struct RopeJob {
   const int64_t* positions = nullptr;
   bool backward = false;
   bool prefetch_out = false;  // StorePrefetchPolicy().rope_out_of_place
+  bool norm_f32_regs = false;  // Float32NormInRegisters(): float32 heads' QK-norm in registers
   int num_tensors = 0;
   RopeTensor tensors[2];
 };

@@ -67,6 +67,8 @@ unsigned CpuFamily() {
 
 // Out-of-place RoPE prefetches its destination on Intel and on AMD from Zen 5 (family 0x1A) on; see
 // StorePrefetch in posenc/kernels/simd.hpp for the measurements.
+bool Float32NormInRegistersPays() { return CpuVendor() == "AuthenticAMD" && CpuFamily() >= 0x1A; }
+
 bool RopeOutOfPlacePrefetchPays() {
   const std::string vendor = CpuVendor();
   return vendor == "GenuineIntel" || (vendor == "AuthenticAMD" && CpuFamily() >= 0x1A);
@@ -164,6 +166,15 @@ StorePrefetch StorePrefetchPolicy() {
     return StorePrefetch{true, RopeOutOfPlacePrefetchPays()};
   }();
   return policy;
+}
+
+bool Float32NormInRegisters() {
+  static const bool regs = [] {
+    if (const char* env = std::getenv("POSENC_QKNORM_F32_REGS"); env != nullptr && *env != '\0')
+      return std::strcmp(env, "0") != 0;
+    return Float32NormInRegistersPays();
+  }();
+  return regs;
 }
 
 }  // namespace posenc
