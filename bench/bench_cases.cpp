@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <new>
 #include <random>
 #include <span>
 #include <utility>
@@ -28,9 +30,23 @@
 namespace posenc::bench {
 namespace {
 
+// Buffers start on a 64-byte line, as PyTorch's CPU allocator and ggml's buffers place tensors (a
+// plain `new[]` of this size returns an mmap'd block 16 bytes past a page, as numpy's large arrays are).
+// POSENC_BENCH_OFFSET=16 moves every buffer 16 bytes on, to time that case (docs/PERFORMANCE.md).
+size_t BufferOffset() {
+  static const size_t off = [] {
+    const char* e = std::getenv("POSENC_BENCH_OFFSET");
+    return e != nullptr ? static_cast<size_t>(std::strtoul(e, nullptr, 10) % 64) & ~size_t{3} : size_t{0};
+  }();
+  return off;
+}
+
 template <typename T>
-std::shared_ptr<T[]> Buffer(size_t n) {
-  return std::shared_ptr<T[]>(new T[n]);  // uninitialized: only what a case touches is committed
+std::shared_ptr<T[]> Buffer(size_t n) {  // uninitialized: only what a case touches is committed
+  const size_t off = BufferOffset();
+  auto* raw = static_cast<std::byte*>(::operator new(n * sizeof(T) + off, std::align_val_t{64}));
+  return std::shared_ptr<T[]>(reinterpret_cast<T*>(raw + off),
+                              [raw](T*) { ::operator delete(raw, std::align_val_t{64}); });
 }
 
 void FillBytes(void* p, size_t bytes, uint32_t seed) {
