@@ -29,7 +29,7 @@ TEST(InfoCli, TargetsNestAndStorePrefetchFollowsTheEnvironment) {
     EXPECT_EQ(rows.size(), 1u) << out;
     return rows.empty() ? json() : rows[0];
   };
-  const json d = info("env -u POSENC_PREFETCH_STORES ");  // the default, whatever the caller set
+  const json d = info("env -u POSENC_PREFETCH_STORES -u POSENC_QKNORM_F32_REGS ");  // the default, whatever the caller set
   ASSERT_TRUE(d.contains("chosen") && d.contains("available") && d.contains("compiled")) << d.dump();
   const auto available = d["available"].get<std::vector<std::string>>();
   const auto compiled = d["compiled"].get<std::vector<std::string>>();
@@ -40,6 +40,9 @@ TEST(InfoCli, TargetsNestAndStorePrefetchFollowsTheEnvironment) {
   EXPECT_EQ(d["prefetch_stores"]["gather_rows"], true);
   ASSERT_TRUE(d.contains("native_f16") && d["native_f16"].is_boolean()) << d.dump();
   EXPECT_EQ(d["native_f16"].get<bool>(), NativeF16Arithmetic());  // this process reads the same CPU
+  ASSERT_TRUE(d.contains("qknorm_f32_regs") && d["qknorm_f32_regs"].is_boolean()) << d.dump();
+  for (const char* v : {"0", "1"})
+    EXPECT_EQ(info(std::string("POSENC_QKNORM_F32_REGS=") + v + " ")["qknorm_f32_regs"], v[0] == '1');
   for (const char* v : {"0", "1"}) {
     const json f = info(std::string("POSENC_PREFETCH_STORES=") + v + " ");
     const bool on = v[0] == '1';

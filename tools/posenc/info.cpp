@@ -35,10 +35,11 @@ void RegisterInfo(CLI::App& app) {
       };
       std::printf(
           "{\"compiled\": %s, \"available\": %s, \"chosen\": \"%s\", \"threads\": %d, "
-          "\"prefetch_stores\": {\"gather_rows\": %s, \"rope_out_of_place\": %s}, \"native_f16\": %s}\n",
+          "\"prefetch_stores\": {\"gather_rows\": %s, \"rope_out_of_place\": %s}, \"native_f16\": %s, "
+          "\"qknorm_f32_regs\": %s}\n",
           list(CompiledSimdTargets()).c_str(), list(AvailableSimdTargets()).c_str(), ChosenSimdTarget().c_str(),
           DefaultThreadCount(), prefetch.gather_rows ? "true" : "false", prefetch.rope_out_of_place ? "true" : "false",
-          NativeF16Arithmetic() ? "true" : "false");
+          NativeF16Arithmetic() ? "true" : "false", Float32NormInRegisters() ? "true" : "false");
       return;
     }
     std::printf("simd compiled:  %s\n", Join(CompiledSimdTargets()).c_str());
@@ -49,6 +50,8 @@ void RegisterInfo(CLI::App& app) {
                 prefetch.gather_rows ? "on" : "off", prefetch.rope_out_of_place ? "on" : "off");
     std::printf("native float16: %s\n", NativeF16Arithmetic() ? "yes (AVX512-FP16: the HF-exact float16 rows on AVX3)"
                                                                 : "no (float16 computed in float32)");
+    std::printf("qk-norm f32:    %s (POSENC_QKNORM_F32_REGS=0/1 overrides)\n",
+                Float32NormInRegisters() ? "in registers" : "through the output row");
   });
 }
 
