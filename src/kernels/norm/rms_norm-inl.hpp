@@ -121,6 +121,21 @@ HWY_INLINE void NormalizeHeadT(const T* x, T* out, size_t n, float r, const floa
   }
 }
 
+// r[0, m) from the heads' sums to their scales, detail::RmsScale a vector of heads at a time: the same
+// correctly rounded divisions and square root, so the same bits, without a scalar divide, square root
+// and divide per head (a token's 40 heads: ~500 cycles of a compute-bound bfloat16 QK-norm).
+HWY_INLINE void RmsScales(float* r, int64_t m, int64_t n, float eps) {
+  const DF df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  const auto vn = hn::Set(df, static_cast<float>(n)), ve = hn::Set(df, eps), one = hn::Set(df, 1.0f);
+  int64_t h = 0;
+  for (; h + N <= m; h += N) {
+    const auto mean = hn::Div(hn::LoadU(df, r + h), vn);
+    hn::StoreU(hn::Div(one, hn::Sqrt(hn::Add(mean, ve))), df, r + h);
+  }
+  for (; h < m; ++h) r[h] = detail::RmsScale(r[h], n, eps);
+}
+
 // Calls f with the style as a compile-time constant.
 template <class F>
 HWY_INLINE void WithNormStyle(RmsNormStyle style, const F& f) {
@@ -165,7 +180,7 @@ HWY_INLINE void HeadScales(const HeadRmsNorm& norm, const T* in, int64_t in_head
       touch(h0 + h);
       r[h] = HeadSumSquares(in + (h0 + h) * in_head_stride, n);
     }
-    for (int64_t h = 0; h < m; ++h) r[h] = detail::RmsScale(r[h], head_dim, norm.eps);
+    RmsScales(r, m, head_dim, norm.eps);
     return;
   }
   float sum = 0.0f;
