@@ -478,10 +478,7 @@ struct FormRegs {
                               kVecs % Form::kVecMultiple == 0;
 };
 
-// Software prefetch distance for the tensor, in bytes ahead of the head being rotated: with it one
-// thread streams cold float32 q/k from DRAM at ~0.85-0.95 of an in-place XOR pass instead of ~0.75
-// (posenc bench --cache cold; 1024 and 8192 measured no better).
-constexpr size_t kPrefetchAhead = 4096;
+using detail::kPrefetchAhead;  // (rope_internal.hpp)
 
 // The prefetch distance in elements for heads `stride` elements apart: a whole number of heads, at
 // least kPrefetchAhead bytes, so a strided window (MLA's q_pe, a partial rotary window) prefetches the
