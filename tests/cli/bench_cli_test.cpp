@@ -29,7 +29,8 @@ TEST(InfoCli, TargetsNestAndStorePrefetchFollowsTheEnvironment) {
     EXPECT_EQ(rows.size(), 1u) << out;
     return rows.empty() ? json() : rows[0];
   };
-  const json d = info("env -u POSENC_PREFETCH_STORES -u POSENC_QKNORM_F32_REGS ");  // the default, whatever the caller set
+  // The defaults, whatever the caller set.
+  const json d = info("env -u POSENC_PREFETCH_STORES -u POSENC_QKNORM_F32_REGS ");
   ASSERT_TRUE(d.contains("chosen") && d.contains("available") && d.contains("compiled")) << d.dump();
   const auto available = d["available"].get<std::vector<std::string>>();
   const auto compiled = d["compiled"].get<std::vector<std::string>>();

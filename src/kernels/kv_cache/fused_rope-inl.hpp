@@ -55,8 +55,13 @@ HWY_INLINE void PrefetchHead(const void* row, size_t bytes) {
 template <typename T>
 HWY_INLINE void PrefetchHeads(const HeadsView& x, int64_t t, size_t from, size_t to) {
   const size_t head_bytes = static_cast<size_t>(x.head_dim) * sizeof(T);
-  for (int64_t h = static_cast<int64_t>(from / head_bytes); h < x.heads && static_cast<size_t>(h) * head_bytes < to; ++h)
-    for (size_t l = 0; l < head_bytes; l += 64) hwy::Prefetch(reinterpret_cast<const char*>(x.at<const T>(t, h)) + l);
+  if (head_bytes == 0) return;
+  const int64_t first = static_cast<int64_t>(from / head_bytes);
+  const int64_t last = std::min(x.heads, static_cast<int64_t>((to + head_bytes - 1) / head_bytes));
+  for (int64_t h = first; h < last; ++h) {
+    const char* p = reinterpret_cast<const char*>(x.at<const T>(t, h));
+    for (size_t l = 0; l < head_bytes; l += 64) hwy::Prefetch(p + l);
+  }
 }
 
 template <typename T>
@@ -130,8 +135,8 @@ void FusedTokensT(const detail::FusedRopeJob& job, int64_t begin, int64_t end) {
     // While the cache rows are converted (no loads to hide them behind: the stream would idle), the next
     // token's q heads a lookahead on: the rotation of k asked for up to about kPrefetchAhead / 2 into it
     // where q, k and v share a row (the projection output), and its own rotation starts kPrefetchAhead
-    // ahead. zen5, cold, 1 thread, three runs alternating: bfloat16 -> q8_0 4.40-4.55 -> 3.99-4.12 ms,
-    // -> float8 3.81-4.13 -> 3.47-3.73; the first 4 or 8 KiB of the row instead measured between.
+    // ahead. zen5, cold, 1 thread, three runs alternating: bfloat16 -> q8_0 4.39-4.40 -> 4.01-4.21 ms,
+    // -> float8 3.81-3.95 -> 3.50-3.78; the first 4 or 8 KiB of the row instead measured between.
     if (t + 1 < end && iq >= 0) PrefetchHeads<T>(q, t + 1, detail::kPrefetchAhead / 2, 3 * detail::kPrefetchAhead / 2);
     if (!job.k_direct) StoreRowFrom(k_row.get(), cache.type, k_dst, n, detail::KeyScale(cache));
     StoreRowFrom(static_cast<const T*>(detail::TokenRow(v, t, v_row.get())), cache.type, cache.v_row(job.layer, slot),

@@ -65,10 +65,12 @@ unsigned CpuFamily() {
 #endif
 }
 
-// Out-of-place RoPE prefetches its destination on Intel and on AMD from Zen 5 (family 0x1A) on; see
-// StorePrefetch in posenc/kernels/simd.hpp for the measurements.
+// The fused QK-norm of float32 heads runs in registers on AMD from Zen 5 (family 0x1A) on; see
+// Float32NormInRegisters in posenc/kernels/simd.hpp for the measurements.
 bool Float32NormInRegistersPays() { return CpuVendor() == "AuthenticAMD" && CpuFamily() >= 0x1A; }
 
+// Out-of-place RoPE prefetches its destination on Intel and on AMD from Zen 5 (family 0x1A) on; see
+// StorePrefetch in posenc/kernels/simd.hpp for the measurements.
 bool RopeOutOfPlacePrefetchPays() {
   const std::string vendor = CpuVendor();
   return vendor == "GenuineIntel" || (vendor == "AuthenticAMD" && CpuFamily() >= 0x1A);
