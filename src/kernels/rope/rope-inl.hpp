@@ -535,9 +535,8 @@ HWY_INLINE void RotateNormedToken(const Form& form, const detail::RopeTensor& x,
     for (int64_t h = 0; h < m; ++h) {
       const T* hi = in + (h0 + h) * x.in_head_stride;
       T* ho = out + (h0 + h) * x.out_head_stride;
-      // The same head of the next token (the fused kernels set in_token_stride), so that its lines stream
-      // in while this token's heads are normed and rotated; the sums' prefetch alone left the stream idle
-      // then (Qwen3-8B float32 prefill, cold, 1 thread, zen5: 9.5-10.0 -> 8.9-9.4 ms).
+      // The next token's same head (fused kernels set in_token_stride), streaming in while this token's are
+      // normed and rotated (Qwen3-8B float32 prefill, cold, 1 thread, zen5: 9.5-10.0 -> 8.9-9.4 ms).
       PrefetchBytes(hi + x.in_token_stride, head_dim * sizeof(T));
       if constexpr (Regs::kOn) {
         if (wl != nullptr) {
