@@ -30,7 +30,7 @@ TEST(InfoCli, TargetsNestAndStorePrefetchFollowsTheEnvironment) {
     return rows.empty() ? json() : rows[0];
   };
   // The defaults, whatever the caller set.
-  const json d = info("env -u POSENC_PREFETCH_STORES -u POSENC_QKNORM_F32_REGS ");
+  const json d = info("env -u POSENC_PREFETCH_STORES -u POSENC_QKNORM_F32_REGS -u POSENC_STREAM_STORES ");
   ASSERT_TRUE(d.contains("chosen") && d.contains("available") && d.contains("compiled")) << d.dump();
   const auto available = d["available"].get<std::vector<std::string>>();
   const auto compiled = d["compiled"].get<std::vector<std::string>>();
@@ -44,6 +44,9 @@ TEST(InfoCli, TargetsNestAndStorePrefetchFollowsTheEnvironment) {
   ASSERT_TRUE(d.contains("qknorm_f32_regs") && d["qknorm_f32_regs"].is_boolean()) << d.dump();
   for (const char* v : {"0", "1"})
     EXPECT_EQ(info(std::string("POSENC_QKNORM_F32_REGS=") + v + " ")["qknorm_f32_regs"], v[0] == '1');
+  EXPECT_EQ(d["stream_store_min_bytes"], 16 << 20) << d.dump();
+  EXPECT_EQ(info("POSENC_STREAM_STORES=1 ")["stream_store_min_bytes"], 0);
+  EXPECT_TRUE(info("POSENC_STREAM_STORES=0 ")["stream_store_min_bytes"].is_null());
   for (const char* v : {"0", "1"}) {
     const json f = info(std::string("POSENC_PREFETCH_STORES=") + v + " ");
     const bool on = v[0] == '1';

@@ -1,5 +1,7 @@
 // `posenc info`: the build and the machine as posenc's kernels see them (SIMD targets, threads).
 #include <cstdio>
+#include <limits>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -27,6 +29,7 @@ void RegisterInfo(CLI::App& app) {
     Status s = ForceSimdTarget(*simd);
     if (!s.ok()) return ReportError("info", s);
     const StorePrefetch prefetch = StorePrefetchPolicy();
+    const size_t stream_min = StreamStoreMinBytes(), kNever = std::numeric_limits<size_t>::max();
     if (*json) {
       auto list = [](const std::vector<std::string>& v) {
         std::string out = "[";
@@ -36,10 +39,11 @@ void RegisterInfo(CLI::App& app) {
       std::printf(
           "{\"compiled\": %s, \"available\": %s, \"chosen\": \"%s\", \"threads\": %d, "
           "\"prefetch_stores\": {\"gather_rows\": %s, \"rope_out_of_place\": %s}, \"native_f16\": %s, "
-          "\"qknorm_f32_regs\": %s}\n",
+          "\"qknorm_f32_regs\": %s, \"stream_store_min_bytes\": %s}\n",
           list(CompiledSimdTargets()).c_str(), list(AvailableSimdTargets()).c_str(), ChosenSimdTarget().c_str(),
           DefaultThreadCount(), prefetch.gather_rows ? "true" : "false", prefetch.rope_out_of_place ? "true" : "false",
-          NativeF16Arithmetic() ? "true" : "false", Float32NormInRegisters() ? "true" : "false");
+          NativeF16Arithmetic() ? "true" : "false", Float32NormInRegisters() ? "true" : "false",
+          stream_min == kNever ? "null" : std::to_string(stream_min).c_str());
       return;
     }
     std::printf("simd compiled:  %s\n", Join(CompiledSimdTargets()).c_str());
@@ -52,6 +56,8 @@ void RegisterInfo(CLI::App& app) {
                                                                 : "no (float16 computed in float32)");
     std::printf("qk-norm f32:    %s (POSENC_QKNORM_F32_REGS=0/1 overrides)\n",
                 Float32NormInRegisters() ? "in registers" : "through the output row");
+    std::printf("stream stores:  %s (POSENC_STREAM_STORES=0/1 overrides)\n",
+                stream_min == kNever ? "never" : fmt::format("outputs of {} bytes or more", stream_min).c_str());
   });
 }
 

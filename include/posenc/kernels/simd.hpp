@@ -4,6 +4,7 @@
 // "SSSE3", "EMU128" (portable C++, always compiled), "NEON", "SVE", ...
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -63,5 +64,13 @@ StorePrefetch StorePrefetchPolicy();
 // 0x1A (Zen 5) and later, the row elsewhere (Zen 3 and 4 are not measured). POSENC_QKNORM_F32_REGS=1 or
 // 0 chooses instead (read once per process). Results do not depend on it: the same bits either way.
 bool Float32NormInRegisters();
+
+// A kernel call that writes at least this many bytes of output writes them with streaming (non-temporal)
+// stores: the gather's rows (where aligned), the fused kernels' q rows and cache rows. 16 MiB (glibc's
+// memcpy makes the same choice for large copies): such outputs do not stay in cache, and a streaming
+// store skips reading each line before it is written, a third of the traffic of a copy.
+// POSENC_STREAM_STORES=1 or 0 instead: always (0 bytes) or never (SIZE_MAX); read once per process, the
+// tests run both. Results do not depend on it.
+size_t StreamStoreMinBytes();
 
 }  // namespace posenc

@@ -30,11 +30,6 @@ namespace posenc {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// Outputs of at least this many bytes are written with streaming (non-temporal) stores when aligned:
-// they would not stay in cache anyway (half of a 32 MiB L3), and streaming skips reading each output
-// line before writing it. glibc's memcpy, the benchmark's roofline, does the same for large copies.
-inline constexpr size_t kStreamOutputBytes = size_t{16} << 20;
-
 template <bool kStream, class D, class V, typename T>
 HWY_INLINE void StoreOut(D d, V v, T* p) {
   if constexpr (kStream) {
@@ -148,9 +143,9 @@ void GatherTarget(const EmbeddingTable& table, const int64_t* ids, int64_t begin
   const size_t d = static_cast<size_t>(table.d_model);
   const size_t out_row_bytes = d * (bf16_out ? 2 : 4);
   const size_t vec_bytes = hn::Lanes(hn::ScalableTag<float>()) * 4;
-  // Streaming needs every row start aligned to the vector size, and whole vectors per row.
+  // Streaming (StreamStoreMinBytes) needs every row start aligned to the vector size, and whole vectors per row.
   const bool stream = HWY_TARGET != HWY_SCALAR &&
-                      static_cast<size_t>(total_rows) * out_row_bytes >= kStreamOutputBytes &&
+                      static_cast<size_t>(total_rows) * out_row_bytes >= StreamStoreMinBytes() &&
                       reinterpret_cast<uintptr_t>(out) % vec_bytes == 0 && out_row_bytes % vec_bytes == 0;
   const bool pf = StorePrefetchPolicy().gather_rows;
 #if HWY_TARGET != HWY_SCALAR

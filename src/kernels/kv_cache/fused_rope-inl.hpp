@@ -27,6 +27,8 @@
 #include "kernels/kv_cache/kv_cache_internal.hpp"
 #include "kernels/norm/rms_norm-inl.hpp"
 #include "kernels/rope/rope_internal.hpp"
+#include "kernels/simd/memory.hpp"
+#include "kernels/simd/stream-inl.hpp"
 
 HWY_BEFORE_NAMESPACE();
 namespace posenc {
@@ -44,11 +46,10 @@ HWY_INLINE void ScaleRow(T* row, size_t n, float s) {
   for (; i < n; ++i) StoreFromF32(LoadAsF32(row + i) * s, row + i);
 }
 
-// The first min(bytes, kStreamHead) bytes of a row, one prefetch per line.
+// The first min(bytes, kStreamHead) bytes of a row.
 constexpr size_t kStreamHead = 256;
 HWY_INLINE void PrefetchHead(const void* row, size_t bytes) {
-  const char* p = static_cast<const char*>(row);
-  for (size_t l = 0; l < std::min(bytes, kStreamHead); l += 64) hwy::Prefetch(p + l);
+  detail::PrefetchLines(row, std::min(bytes, kStreamHead));
 }
 
 // The lines of token t's heads that begin in [from, to) bytes of its row, whole heads.
@@ -58,10 +59,7 @@ HWY_INLINE void PrefetchHeads(const HeadsView& x, int64_t t, size_t from, size_t
   if (head_bytes == 0) return;
   const int64_t first = static_cast<int64_t>(from / head_bytes);
   const int64_t last = std::min(x.heads, static_cast<int64_t>((to + head_bytes - 1) / head_bytes));
-  for (int64_t h = first; h < last; ++h) {
-    const char* p = reinterpret_cast<const char*>(x.at<const T>(t, h));
-    for (size_t l = 0; l < head_bytes; l += 64) hwy::Prefetch(p + l);
-  }
+  for (int64_t h = first; h < last; ++h) detail::PrefetchLines(x.at<const T>(t, h), head_bytes);
 }
 
 template <typename T>
@@ -89,12 +87,15 @@ void FusedTokensT(const detail::FusedRopeJob& job, int64_t begin, int64_t end) {
   // common decode call into a cache of the activation dtype allocates nothing.
   const hwy::AlignedFreeUniquePtr<T[]> k_row = !job.k_direct || pre_k ? hwy::AllocateAligned<T>(n) : nullptr;
   const hwy::AlignedFreeUniquePtr<T[]> v_row = detail::TokenRowCopies(v) ? hwy::AllocateAligned<T>(n) : nullptr;
+  // Large calls stream their q rows and cache rows from registers (job.stream_q, job.stream_cache; see
+  // fused_rope.cpp), and do not prefetch those lines.
+  const bool stream_q = job.stream_q && iq >= 0 && !pre_q, stream_kv = job.stream_cache;
   // One token per RopeTokens call; the token strides tell the QK-norm where the next token's heads are.
   if (iq >= 0)
     rj.tensors[iq] = {nullptr, nullptr, q.heads, pre_q ? qo.token_stride : q.token_stride,
-                      pre_q ? qo.head_stride : q.head_stride, 0, qo.head_stride, pre_q ? nullptr : qn};
+                      pre_q ? qo.head_stride : q.head_stride, 0, qo.head_stride, pre_q ? nullptr : qn, stream_q};
   rj.tensors[ik] = {nullptr, nullptr, k.heads, pre_k ? 0 : k.token_stride, pre_k ? k.head_dim : k.head_stride, 0,
-                    k.head_dim, pre_k ? nullptr : kn};
+                    k.head_dim, pre_k ? nullptr : kn, stream_kv && job.k_direct};
   for (int64_t t = begin; t < end; ++t) {
     // The next token's streams: its cos/sin rows whole, and the first lines of each other row it
     // touches (its cache rows, scattered in decode; its q and k input rows; its q output row), so the
@@ -103,12 +104,14 @@ void FusedTokensT(const detail::FusedRopeJob& job, int64_t begin, int64_t end) {
     // tokens, 1 thread, bfloat16 0.64 -> 0.72 of the roofline; 2026-12-01).
     if (t + 1 < end) {
       detail::PrefetchCosSinRows(table, job.rope.positions[t + 1], row_lines);
-      PrefetchHead(cache.k_row(job.layer, job.slots[t + 1]), slot_bytes);
-      PrefetchHead(cache.v_row(job.layer, job.slots[t + 1]), slot_bytes);
+      if (!stream_kv) {
+        PrefetchHead(cache.k_row(job.layer, job.slots[t + 1]), slot_bytes);
+        PrefetchHead(cache.v_row(job.layer, job.slots[t + 1]), slot_bytes);
+      }
       PrefetchHead(k.at<const T>(t + 1, 0), kStreamHead);
       if (iq >= 0) {
         PrefetchHead(q.at<const T>(t + 1, 0), kStreamHead);
-        PrefetchHead(qo.at<T>(t + 1, 0), kStreamHead);
+        if (!stream_q) PrefetchHead(qo.at<T>(t + 1, 0), kStreamHead);
       }
     }
     const int64_t slot = job.slots[t];
@@ -138,10 +141,17 @@ void FusedTokensT(const detail::FusedRopeJob& job, int64_t begin, int64_t end) {
     // ahead. zen5, cold, 1 thread, three runs alternating: bfloat16 -> q8_0 4.39-4.40 -> 4.01-4.21 ms,
     // -> float8 3.81-3.95 -> 3.50-3.78; the first 4 or 8 KiB of the row instead measured between.
     if (t + 1 < end && iq >= 0) PrefetchHeads<T>(q, t + 1, detail::kPrefetchAhead / 2, 3 * detail::kPrefetchAhead / 2);
-    if (!job.k_direct) StoreRowFrom(k_row.get(), cache.type, k_dst, n, detail::KeyScale(cache));
-    StoreRowFrom(static_cast<const T*>(detail::TokenRow(v, t, v_row.get())), cache.type, cache.v_row(job.layer, slot),
-                 n, detail::ValueScale(cache));
+    const T* v_src = static_cast<const T*>(detail::TokenRow(v, t, v_row.get()));
+    std::byte* v_dst = cache.v_row(job.layer, slot);
+    if (stream_kv) {
+      if (!job.k_direct) StreamRowFrom(k_row.get(), cache.type, k_dst, n, detail::KeyScale(cache));
+      StreamRowFrom(v_src, cache.type, v_dst, n, detail::ValueScale(cache));
+    } else {
+      if (!job.k_direct) StoreRowFrom(k_row.get(), cache.type, k_dst, n, detail::KeyScale(cache));
+      StoreRowFrom(v_src, cache.type, v_dst, n, detail::ValueScale(cache));
+    }
   }
+  if (stream_q || stream_kv) hwy::FlushStream();
 }
 
 // The exported per-target entry point.

@@ -16,6 +16,8 @@ struct FusedRopeJob {
   const int64_t* slots = nullptr;
   const float* q_scale = nullptr;  // nullptr: none
   bool k_direct = false;           // cache type == activation dtype: rotate k straight into its row
+  bool stream_q = false;           // q_out rows written with streaming stores (fused_rope.cpp says when)
+  bool stream_cache = false;       // the cache rows too, where their type is a float type
   HeadRmsNorm q_norm, k_norm;      // enabled: normed before the rotation
 };
 

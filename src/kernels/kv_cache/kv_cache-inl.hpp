@@ -18,6 +18,7 @@
 
 #include "kernels/kv_cache/kv_cache_internal.hpp"
 #include "kernels/simd/convert-inl.hpp"
+#include "kernels/simd/stream-inl.hpp"
 #include "posenc/kernels/kv_cache.hpp"
 
 HWY_BEFORE_NAMESPACE();
@@ -25,18 +26,24 @@ namespace posenc {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// dst[i] = round_to_TD(float32(src[i])), n values.
-template <typename TS, typename TD>
-HWY_INLINE void ConvertRow(const TS* src, TD* dst, size_t n) {
+// dst[i] = round_to_TD(float32(src[i])), n values; dst a TD* or a Streamed<TD> (whole vectors streamed,
+// the tail stored plainly).
+template <typename TS, class P>
+HWY_INLINE void ConvertRow(const TS* src, P dst, size_t n) {
+  using TD = typename PtrTo<P>::type;
   if constexpr (std::is_same_v<TS, TD>) {
-    std::memcpy(dst, src, n * sizeof(TS));
+    if constexpr (std::is_same_v<P, TD*>) {
+      std::memcpy(dst, src, n * sizeof(TS));
+    } else {
+      StreamCopy(dst.p, src, n * sizeof(TS));
+    }
   } else {
     const DF df;
     const size_t N = hn::Lanes(df);
     size_t i = 0;
 #pragma GCC unroll 4
     for (; i + N <= n; i += N) StoreF(df, LoadF(df, src + i), dst + i);
-    for (; i < n; ++i) StoreFromF32(LoadAsF32(src + i), dst + i);
+    for (; i < n; ++i) StoreFromF32(LoadAsF32(src + i), Raw(dst) + i);
   }
 }
 
@@ -355,6 +362,19 @@ HWY_INLINE void StoreRowFrom(const T* src, KvCacheType type, void* dst, size_t n
     case KvCacheType::kF8E4M3: StoreRowFloat8(src, static_cast<f8e4m3_t*>(dst), n, scale); return;
     case KvCacheType::kF8E5M2: StoreRowFloat8(src, static_cast<f8e5m2_t*>(dst), n, scale); return;
     default: return;  // not a cache type: refused by KvCacheView::Validate
+  }
+}
+
+// StoreRowFrom with streaming stores (the row 64-byte aligned, whole lines) into float caches; Q8_0 and
+// float8 rows are stored plainly: their quantizers do not keep up with the stream on one core, and
+// staging their blocks to stream them measured slower (PERFORMANCE.md, "Streaming stores").
+template <typename T>
+HWY_INLINE void StreamRowFrom(const T* src, KvCacheType type, void* dst, size_t n, const detail::RowScale& scale) {
+  switch (type) {
+    case KvCacheType::kF32: ConvertRow(src, Streamed<float>{static_cast<float*>(dst)}, n); return;
+    case KvCacheType::kF16: ConvertRow(src, Streamed<f16_t>{static_cast<f16_t*>(dst)}, n); return;
+    case KvCacheType::kBF16: ConvertRow(src, Streamed<bf16_t>{static_cast<bf16_t*>(dst)}, n); return;
+    default: StoreRowFrom(src, type, dst, n, scale); return;
   }
 }
 

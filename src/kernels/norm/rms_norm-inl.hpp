@@ -1,6 +1,7 @@
 // Per-target RMSNorm of attention heads (rms_norm.hpp's definition), included once per SIMD target by
 // rms_norm.cpp, by the RoPE kernels (rope/rope-inl.hpp norms the fused kernels' q and k inside the
-// rotation, NormValue per vector) and by kv_cache/mla_cache.cpp through foreach_target.h. The sum of squares keeps its 16 partials in 16 / N vectors of N lanes (N = 16, 8,
+// rotation, NormValue per vector) and by kv_cache/mla_cache.cpp through foreach_target.h. The sum of
+// squares keeps its 16 partials in 16 / N vectors of N lanes (N = 16, 8,
 // 4 or 1 on x86), so every target adds the same values in the same order; the fold's tree runs in
 // registers (the same pairs added as the reference's scalar tree), the mean and scale are scalar
 // float32 as in the reference. A token's heads get their scales first, then are normalised, so the
@@ -17,11 +18,11 @@
 #include <cstdint>
 #include <type_traits>
 
-#include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
 #include "kernels/norm/rms_norm_internal.hpp"
 #include "kernels/simd/convert-inl.hpp"
+#include "kernels/simd/memory.hpp"
 
 HWY_BEFORE_NAMESPACE();
 namespace posenc {
@@ -156,12 +157,6 @@ HWY_INLINE void NormalizeHead(const T* x, T* out, size_t n, float r, const float
 constexpr int64_t kNormChunk = 64;
 constexpr size_t kNormPrefetchAhead = 8192;
 
-// Prefetches the lines of `bytes` bytes at p (prefetches never fault, past a buffer too).
-HWY_INLINE void PrefetchBytes(const void* p, size_t bytes) {
-  const char* c = static_cast<const char*>(p);
-  for (size_t l = 0; l < bytes; l += 64) hwy::Prefetch(c + l);
-}
-
 // The per-head sums are the first touch of a cold row: each head's sum is preceded by a prefetch of
 // the lines kNormPrefetchAhead bytes on, and by touch(h) (the fused kernels' output lines).
 struct NoTouch {
@@ -176,7 +171,8 @@ HWY_INLINE void HeadScales(const HeadRmsNorm& norm, const T* in, int64_t in_head
   const size_t n = static_cast<size_t>(head_dim);
   if (norm.scope == RmsNormScope::kPerHead) {
     for (int64_t h = 0; h < m; ++h) {
-      PrefetchBytes(reinterpret_cast<const char*>(in + (h0 + h) * in_head_stride) + kNormPrefetchAhead, n * sizeof(T));
+      detail::PrefetchLines(reinterpret_cast<const char*>(in + (h0 + h) * in_head_stride) + kNormPrefetchAhead,
+                            n * sizeof(T));
       touch(h0 + h);
       r[h] = HeadSumSquares(in + (h0 + h) * in_head_stride, n);
     }
@@ -201,7 +197,8 @@ HWY_INLINE void RmsNormTokenT(const HeadRmsNorm& norm, const T* in, int64_t in_h
   float r[kNormChunk];
   for (int64_t h0 = 0; h0 < heads; h0 += kNormChunk) {
     const int64_t m = std::min(kNormChunk, heads - h0);
-    if (h0 == 0 || norm.scope == RmsNormScope::kPerHead) HeadScales(norm, in, in_head_stride, heads, head_dim, h0, m, r);
+    if (h0 == 0 || norm.scope == RmsNormScope::kPerHead)
+      HeadScales(norm, in, in_head_stride, heads, head_dim, h0, m, r);
     for (int64_t h = 0; h < m; ++h)
       NormalizeHead(in + (h0 + h) * in_head_stride, out + (h0 + h) * out_head_stride, static_cast<size_t>(head_dim),
                     r[h], HeadWeight(norm, h0 + h, head_dim), norm.style);

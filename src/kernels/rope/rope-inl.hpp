@@ -16,12 +16,12 @@
 #include <type_traits>
 
 #include <hwy/aligned_allocator.h>
-#include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
 #include "kernels/simd/convert-inl.hpp"
 #include "kernels/norm/rms_norm-inl.hpp"
 #include "kernels/rope/rope_internal.hpp"
+#include "kernels/simd/memory.hpp"
 
 HWY_BEFORE_NAMESPACE();
 namespace posenc {
@@ -292,8 +292,8 @@ struct HalfForm : FormState {
   HWY_INLINE void Rotate(const T* in, T* out) const { RotateHalfRow<kBackward>(in, out, c, s, n); }
   const float* reg_c() const { return c; }
   const float* reg_s() const { return s; }
-  template <size_t kVecs, class Pre = NoPre>
-  static HWY_INLINE void RotateRegs(const T* in, T* out, const hn::Vec<DF>* vc, const hn::Vec<DF>* vs,
+  template <size_t kVecs, class Pre = NoPre, class O>
+  static HWY_INLINE void RotateRegs(const T* in, O out, const hn::Vec<DF>* vc, const hn::Vec<DF>* vs,
                                     const Pre& pre = Pre()) {
     const DF df;
     constexpr size_t N = hn::MaxLanes(DF());
@@ -319,8 +319,8 @@ struct InterleavedForm : FormState {
   HWY_INLINE void Rotate(const T* in, T* out) const { RotateInterleavedRow(in, out, f.cc, f.ss, 2 * n); }
   const float* reg_c() const { return f.cc; }
   const float* reg_s() const { return f.ss; }
-  template <size_t kVecs, class Pre = NoPre>  // kVecs vectors of values
-  static HWY_INLINE void RotateRegs(const T* in, T* out, const hn::Vec<DF>* vc, const hn::Vec<DF>* vs,
+  template <size_t kVecs, class Pre = NoPre, class O>  // kVecs vectors of values
+  static HWY_INLINE void RotateRegs(const T* in, O out, const hn::Vec<DF>* vc, const hn::Vec<DF>* vs,
                                     const Pre& pre = Pre()) {
     const DF df;
     constexpr size_t N = hn::MaxLanes(DF());
@@ -346,8 +346,8 @@ struct InterleavedBlocksForm : FormState {
   }
   const float* reg_c() const { return f.dc; }
   const float* reg_s() const { return f.ds; }
-  template <size_t kVecs, class Pre = NoPre>
-  static HWY_INLINE void RotateRegs(const float* in, float* out, const hn::Vec<DF>* vc, const hn::Vec<DF>* vs,
+  template <size_t kVecs, class Pre = NoPre, class O>
+  static HWY_INLINE void RotateRegs(const float* in, O out, const hn::Vec<DF>* vc, const hn::Vec<DF>* vs,
                                     const Pre& pre = Pre()) {
     const DF df;
     constexpr size_t N = hn::MaxLanes(DF());
@@ -389,8 +389,8 @@ struct HalfBF16Form : FormState {
   }
   const float* reg_c() const { return f.dc; }
   const float* reg_s() const { return f.ds; }
-  template <size_t kVecs, class Pre = NoPre>
-  static HWY_INLINE void RotateRegs(const bf16_t* in, bf16_t* out, const hn::Vec<DF>* vc, const hn::Vec<DF>* vs,
+  template <size_t kVecs, class Pre = NoPre, class O>
+  static HWY_INLINE void RotateRegs(const bf16_t* in, O out, const hn::Vec<DF>* vc, const hn::Vec<DF>* vs,
                                     const Pre& pre = Pre()) {
     const DU du;
     constexpr size_t N = hn::MaxLanes(DF());
@@ -402,8 +402,8 @@ struct HalfBF16Form : FormState {
       RotatePair<kBackward>(pre(LowBF16(A), j * N), pre(LowBF16(B), n + j * N), vc[j], vs[j], ra_e, rb_e);
       RotatePair<kBackward>(pre(HighBF16(A), j * N + N), pre(HighBF16(B), n + j * N + N), vc[j + 1], vs[j + 1], ra_o,
                             rb_o);
-      hn::StoreU(PackBF16Computed(ra_e, ra_o), du, reinterpret_cast<uint32_t*>(out + j * N));
-      hn::StoreU(PackBF16Computed(rb_e, rb_o), du, reinterpret_cast<uint32_t*>(out + n + j * N));
+      StoreBF16Pairs(PackBF16Computed(ra_e, ra_o), out + j * N);
+      StoreBF16Pairs(PackBF16Computed(rb_e, rb_o), out + n + j * N);
     }
   }
 };
@@ -423,8 +423,8 @@ struct InterleavedBF16Form : FormState {
   }
   const float* reg_c() const { return c; }
   const float* reg_s() const { return s; }
-  template <size_t kVecs, class Pre = NoPre>
-  static HWY_INLINE void RotateRegs(const bf16_t* in, bf16_t* out, const hn::Vec<DF>* vc, const hn::Vec<DF>* vs,
+  template <size_t kVecs, class Pre = NoPre, class O>
+  static HWY_INLINE void RotateRegs(const bf16_t* in, O out, const hn::Vec<DF>* vc, const hn::Vec<DF>* vs,
                                     const Pre& pre = Pre()) {
     const DU du;
     constexpr size_t N = hn::MaxLanes(DF());
@@ -432,7 +432,7 @@ struct InterleavedBF16Form : FormState {
       const auto x = hn::LoadU(du, reinterpret_cast<const uint32_t*>(in + 2 * j * N));
       hn::Vec<DF> ra, rb;
       RotatePair<kBackward>(pre(LowBF16(x), 2 * j * N), pre(HighBF16(x), 2 * j * N + N), vc[j], vs[j], ra, rb);
-      hn::StoreU(PackBF16Computed(ra, rb), du, reinterpret_cast<uint32_t*>(out + 2 * j * N));
+      StoreBF16Pairs(PackBF16Computed(ra, rb), out + 2 * j * N);
     }
   }
 };
@@ -480,23 +480,6 @@ struct FormRegs {
 
 using detail::kPrefetchAhead;  // (rope_internal.hpp)
 
-// The prefetch distance in elements for heads `stride` elements apart: a whole number of heads, at
-// least kPrefetchAhead bytes, so a strided window (MLA's q_pe, a partial rotary window) prefetches the
-// window of a head ahead rather than whatever lies kPrefetchAhead bytes on. Dense heads of 256 or 512
-// bytes get exactly kPrefetchAhead.
-inline int64_t PrefetchDistance(int64_t stride, size_t elem_size) {
-  const int64_t bytes = (stride < 0 ? -stride : stride) * static_cast<int64_t>(elem_size);
-  if (bytes == 0) return static_cast<int64_t>(kPrefetchAhead / elem_size);
-  return (static_cast<int64_t>(kPrefetchAhead) + bytes - 1) / bytes * stride;
-}
-
-// Prefetches the cache lines of `bytes` bytes from `p` (prefetches never fault, past the buffer too).
-HWY_INLINE void PrefetchWindow(const void* p, size_t bytes) {
-  const char* c = static_cast<const char*>(p);
-#pragma GCC unroll 16
-  for (size_t l = 0; l < bytes; l += 64) hwy::Prefetch(c + l);
-}
-
 // A head's norm weights (n values) in the lanes' order of Form's RotateRegs: as they are, or per block
 // of 2N values its even values then its odd ones (kPackedLanes).
 template <class Form>
@@ -511,6 +494,14 @@ HWY_INLINE void LaneOrderWeights(const float* w, size_t n, float* out) {
       out[b + l] = w[b + 2 * l];
       out[b + N + l] = w[b + 2 * l + 1];
     }
+}
+
+// Form::RotateRegs into out with plain stores, or streaming ones (RopeTensor::stream).
+template <class Form, size_t kVecs, typename T, class Pre>
+HWY_INLINE void RotateRegsTo(bool stream, const T* in, T* out, const hn::Vec<DF>* vc, const hn::Vec<DF>* vs,
+                             const Pre& pre) {
+  if (stream) return Form::template RotateRegs<kVecs>(in, Streamed<T>{out}, vc, vs, pre);
+  Form::template RotateRegs<kVecs>(in, out, vc, vs, pre);
 }
 
 // One token of a tensor with a QK-norm (RopeTensor::norm): the scales of a chunk of heads, then each
@@ -528,7 +519,7 @@ HWY_INLINE void RotateNormedToken(const Form& form, const detail::RopeTensor& x,
     const int64_t m = std::min(kNormChunk, x.heads - h0);
     // Out of place, each output head's lines are fetched beside its input's first touch.
     const auto touch = [&](int64_t h) {
-      if (in != out) PrefetchBytes(out + h * x.out_head_stride, head_dim * sizeof(T));
+      if (in != out && !x.stream) detail::PrefetchLines(out + h * x.out_head_stride, head_dim * sizeof(T));
     };
     if (h0 == 0 || norm.scope == RmsNormScope::kPerHead)
       HeadScales(norm, in, x.in_head_stride, x.heads, D, h0, m, r, touch);
@@ -537,10 +528,10 @@ HWY_INLINE void RotateNormedToken(const Form& form, const detail::RopeTensor& x,
       T* ho = out + (h0 + h) * x.out_head_stride;
       // The next token's same head (fused kernels set in_token_stride), streaming in while this token's are
       // normed and rotated (Qwen3-8B float32 prefill, cold, 1 thread, zen5: 9.5-10.0 -> 8.9-9.4 ms).
-      PrefetchBytes(hi + x.in_token_stride, head_dim * sizeof(T));
+      detail::PrefetchLines(hi + x.in_token_stride, head_dim * sizeof(T));
       if constexpr (Regs::kOn) {
         if (wl != nullptr) {
-          Form::template RotateRegs<Regs::kVecs>(hi, ho, vc, vs, NormPre<T, kStyle>{hn::Set(DF(), r[h]), wl});
+          RotateRegsTo<Form, Regs::kVecs>(x.stream, hi, ho, vc, vs, NormPre<T, kStyle>{hn::Set(DF(), r[h]), wl});
           continue;
         }
       }
@@ -588,11 +579,13 @@ void RopeTokensT(const detail::RopeJob& job, int64_t begin, int64_t end) {
   HWY_ALIGN float wl[2][Regs::kOn ? 2 * kPairs : 1];
   const float* norm_wl[2] = {nullptr, nullptr};
   if constexpr (Regs::kOn && !kBackward) {
-    for (int k = 0; k < job.num_tensors && k < 2 && (!std::is_same_v<T, float> || job.norm_f32_regs); ++k) {
-      const HeadRmsNorm* nm = job.tensors[k].norm;
-      if (nm != nullptr && nm->scope == RmsNormScope::kPerHead && start == 0 && after == head_dim) {
-        LaneOrderWeights<Form>(nm->weight.data(), 2 * kPairs, wl[k]);  // = head_dim
-        norm_wl[k] = wl[k];
+    if (!std::is_same_v<T, float> || job.norm_f32_regs) {
+      for (int k = 0; k < job.num_tensors && k < 2; ++k) {
+        const HeadRmsNorm* nm = job.tensors[k].norm;
+        if (nm != nullptr && nm->scope == RmsNormScope::kPerHead && start == 0 && after == head_dim) {
+          LaneOrderWeights<Form>(nm->weight.data(), 2 * kPairs, wl[k]);  // = head_dim
+          norm_wl[k] = wl[k];
+        }
       }
     }
   }
@@ -633,22 +626,23 @@ void RopeTokensT(const detail::RopeJob& job, int64_t begin, int64_t end) {
       const T* in = static_cast<const T*>(x.in) + t * x.in_token_stride + start;
       T* out = static_cast<T*>(x.out) + t * x.out_token_stride + start;
       const bool out_of_place = x.in != x.out;
-      const bool prefetch_out = out_of_place && job.prefetch_out;
+      const bool stream = x.stream && start == 0 && after == head_dim;  // (whole heads: whole lines)
+      const bool prefetch_out = out_of_place && job.prefetch_out && !stream;
       const bool copy_outside = out_of_place && (start > 0 || after < head_dim);
-      const int64_t in_ahead = PrefetchDistance(x.in_head_stride, sizeof(T));
-      const int64_t out_ahead = PrefetchDistance(x.out_head_stride, sizeof(T));
+      const int64_t in_ahead = detail::PrefetchDistance(x.in_head_stride, sizeof(T));
+      const int64_t out_ahead = detail::PrefetchDistance(x.out_head_stride, sizeof(T));
       for (int64_t h = 0; h < x.heads; ++h, in += x.in_head_stride, out += x.out_head_stride) {
         if (kPrefetchAhead > 0) {  // the window's lines, whole heads ahead (a fixed count for kPairs)
-          PrefetchWindow(in + in_ahead, 2 * n * sizeof(T));
+          detail::PrefetchLines(in + in_ahead, 2 * n * sizeof(T));
           // Out of place, the destination's lines too, where that pays (StorePrefetchPolicy).
-          if (prefetch_out) PrefetchWindow(out + out_ahead, 2 * n * sizeof(T));
+          if (prefetch_out) detail::PrefetchLines(out + out_ahead, 2 * n * sizeof(T));
         }
         if (copy_outside) {
           if (start > 0) std::memcpy(out - start, in - start, start * sizeof(T));
           if (after < head_dim) std::memcpy(out - start + after, in - start + after, (head_dim - after) * sizeof(T));
         }
         if constexpr (Regs::kOn) {
-          Form::template RotateRegs<Regs::kVecs>(in, out, vc, vs);
+          RotateRegsTo<Form, Regs::kVecs>(stream, in, out, vc, vs, NoPre());
         } else {
           form.Rotate(in, out);
         }

@@ -20,9 +20,21 @@ namespace posenc::detail {
 // prefill rows 2-10% slower).
 inline constexpr size_t kPrefetchAhead = 4096;
 
+// The prefetch distance in elements for heads `stride` elements apart: a whole number of heads, at
+// least kPrefetchAhead bytes, so a strided window (MLA's q_pe, a partial rotary window) prefetches the
+// window of a head ahead rather than whatever lies kPrefetchAhead bytes on. Dense heads of 256 or 512
+// bytes get exactly kPrefetchAhead.
+inline int64_t PrefetchDistance(int64_t stride, size_t elem_size) {
+  const int64_t bytes = (stride < 0 ? -stride : stride) * static_cast<int64_t>(elem_size);
+  if (bytes == 0) return static_cast<int64_t>(kPrefetchAhead / elem_size);
+  return (static_cast<int64_t>(kPrefetchAhead) + bytes - 1) / bytes * stride;
+}
+
 // One tensor of a RoPE call (queries or keys), strides in elements. With `norm` (the fused kernels'
 // QK-norm, validated against these heads; forward calls only) each head is RMS-normalised before it is
-// rotated, the whole head written: out = RoPE(RMSNorm(in)), the bits of the norm's output rotated.
+// rotated, the whole head written: out = RoPE(RMSNorm(in)), the bits of the norm's output rotated. With
+// `stream` (the fused kernels' large calls: out heads 64-byte aligned, whole lines) heads whose window is
+// the whole head and whose rotation runs in registers are written with streaming stores.
 struct RopeTensor {
   const void* in = nullptr;
   void* out = nullptr;
@@ -30,6 +42,7 @@ struct RopeTensor {
   int64_t in_token_stride = 0, in_head_stride = 0;
   int64_t out_token_stride = 0, out_head_stride = 0;
   const HeadRmsNorm* norm = nullptr;
+  bool stream = false;
 };
 
 // Everything a kernel needs, validated: up to two tensors sharing dtype, layout and positions, so the

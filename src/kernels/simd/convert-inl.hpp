@@ -8,6 +8,7 @@
 #define POSENC_KERNELS_CONVERT_INL_H_
 #endif
 
+#include <cstddef>
 #include <type_traits>
 
 #include <hwy/highway.h>
@@ -55,13 +56,65 @@ HWY_INLINE hn::Vec<DF> LoadF(DF df, const f16_t* p) {
 #endif
 }
 
-template <class DF>
-HWY_INLINE void StoreF(DF df, hn::Vec<DF> v, float* p) {
-  hn::StoreU(v, df, p);
+// A destination written with streaming (non-temporal) stores: StoreF and StoreBF16Pairs stream each
+// vector into it, and so do the kernels that store through them (RoPE's RotateRegs, ConvertRow). Each
+// vector's address must be a multiple of its size: 64-byte aligned rows of whole vectors (the callers
+// check). The caller ends with hwy::FlushStream() before anything reads the rows.
+template <typename T>
+struct Streamed {
+  T* p;
+  Streamed operator+(size_t i) const { return {p + i}; }
+};
+template <typename U, typename T>
+HWY_INLINE U* As(T* p) {
+  return reinterpret_cast<U*>(p);
+}
+template <typename U, typename T>
+HWY_INLINE Streamed<U> As(Streamed<T> p) {
+  return {reinterpret_cast<U*>(p.p)};
+}
+template <typename T>
+HWY_INLINE T* Raw(T* p) {
+  return p;
+}
+template <typename T>
+HWY_INLINE T* Raw(Streamed<T> p) {
+  return p.p;
+}
+// The last step of every store below: plain or streamed.
+template <class D, typename TS>
+HWY_INLINE void Put(D d, hn::Vec<D> v, TS* p) {
+  hn::StoreU(v, d, p);
+}
+template <class D, typename TS>
+HWY_INLINE void Put(D d, hn::Vec<D> v, Streamed<TS> p) {
+  if constexpr (hn::MaxLanes(D()) * sizeof(TS) >= 16) {
+    hn::Stream(v, d, p.p);
+  } else {  // Highway's Stream writes 16 bytes for a narrower vector
+    hn::StoreU(v, d, p.p);
+  }
+}
+// P (a pointer or a Streamed) writes values of T.
+template <typename P>
+struct PtrTo;
+template <typename T>
+struct PtrTo<T*> {
+  using type = T;
+};
+template <typename T>
+struct PtrTo<Streamed<T>> {
+  using type = T;
+};
+template <class P, typename T>
+using IfPtrTo = std::enable_if_t<std::is_same_v<typename PtrTo<P>::type, T>, int>;
+
+template <class DF, class P, IfPtrTo<P, float> = 0>
+HWY_INLINE void StoreF(DF df, hn::Vec<DF> v, P p) {
+  Put(df, v, p);
 }
 
-template <class DF>
-HWY_INLINE void StoreF(DF /*df*/, hn::Vec<DF> v, bf16_t* p) {
+template <class DF, class P, IfPtrTo<P, bf16_t> = 0>
+HWY_INLINE void StoreF(DF /*df*/, hn::Vec<DF> v, P p) {
   const hn::RebindToUnsigned<DF> du32;
   const hn::RebindToSigned<DF> di32;
   const hn::Rebind<uint16_t, DF> du16;
@@ -73,16 +126,17 @@ HWY_INLINE void StoreF(DF /*df*/, hn::Vec<DF> v, bf16_t* p) {
   const auto rounded = hn::ShiftRight<16>(hn::Add(u, hn::Add(hn::Set(du32, 0x7fffu), lsb)));
   const auto quiet = hn::Or(hn::ShiftRight<16>(u), hn::Set(du32, 0x40u));
   const auto bits = hn::IfThenElse(is_nan, quiet, rounded);
-  hn::StoreU(hn::DemoteTo(du16, hn::BitCast(di32, bits)), du16, reinterpret_cast<uint16_t*>(p));
+  Put(du16, hn::DemoteTo(du16, hn::BitCast(di32, bits)), As<uint16_t>(p));
 }
 
-template <class DF>
-HWY_INLINE void StoreF(DF df, hn::Vec<DF> v, f16_t* p) {
+template <class DF, class P, IfPtrTo<P, f16_t> = 0>
+HWY_INLINE void StoreF(DF df, hn::Vec<DF> v, P p) {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
   // F16C's vcvtps2ph rounds with MXCSR (nearest even), handles subnormals and quiets NaN exactly as
   // F32ToF16 does.
   const hn::Rebind<hwy::float16_t, DF> df16;
-  hn::StoreU(hn::DemoteTo(df16, v), df16, reinterpret_cast<hwy::float16_t*>(p));
+  const hn::Rebind<uint16_t, DF> du16;
+  Put(du16, hn::BitCast(du16, hn::DemoteTo(df16, v)), As<uint16_t>(p));
 #else
   const hn::RebindToUnsigned<DF> du32;
   const hn::RebindToSigned<DF> di32;
@@ -103,7 +157,7 @@ HWY_INLINE void StoreF(DF df, hn::Vec<DF> v, f16_t* p) {
   const auto nan = hn::Or(hn::Set(du32, 0x7e00u), hn::And(hn::ShiftRight<13>(abs_u), hn::Set(du32, 0x3ffu)));
   bits = hn::IfThenElse(hn::RebindMask(du32, hn::Gt(abs_i, hn::Set(di32, 0x7f800000))), nan, bits);
   bits = hn::Or(bits, sign);
-  hn::StoreU(hn::DemoteTo(du16, hn::BitCast(di32, bits)), du16, reinterpret_cast<uint16_t*>(p));
+  Put(du16, hn::DemoteTo(du16, hn::BitCast(di32, bits)), As<uint16_t>(p));
 #endif
 }
 
@@ -171,6 +225,12 @@ HWY_INLINE hn::Vec<DU> PackBF16Computed(hn::Vec<DF> lo, hn::Vec<DF> hi) {
   const auto bias = hn::Or(hn::And(p, hn::Set(d16, 1)), hn::Set(d16, 0x7ffe));
   const auto carry = hn::ShiftRight<15>(hn::AverageRound(q, bias));
   return hn::BitCast(du, hn::Add(p, carry));
+}
+
+// Packed bfloat16 pairs (PackBF16Computed's lanes) stored at p, a pointer or a Streamed.
+template <class P>
+HWY_INLINE void StoreBF16Pairs(hn::Vec<DU> v, P p) {
+  Put(DU(), v, As<uint32_t>(p));
 }
 
 HWY_INLINE hn::Vec<DF> LowBF16(hn::Vec<DU> x) { return hn::BitCast(DF(), hn::ShiftLeft<16>(x)); }

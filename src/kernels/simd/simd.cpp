@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -18,6 +19,7 @@
 #include <hwy/targets.h>
 
 #include "kernels/rope/rope_cos_sin_f16.hpp"
+#include "kernels/simd/memory.hpp"
 #include "kernels/simd/simd_probe.hpp"
 
 namespace posenc {
@@ -177,6 +179,15 @@ bool Float32NormInRegisters() {
     return Float32NormInRegistersPays();
   }();
   return regs;
+}
+
+size_t StreamStoreMinBytes() {
+  static const size_t min_bytes = [] {
+    const char* env = std::getenv("POSENC_STREAM_STORES");
+    if (env == nullptr || *env == '\0') return detail::kStreamOutputBytes;
+    return std::strcmp(env, "0") != 0 ? size_t{0} : std::numeric_limits<size_t>::max();
+  }();
+  return min_bytes;
 }
 
 }  // namespace posenc

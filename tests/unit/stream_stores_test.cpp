@@ -1,0 +1,133 @@
+// Streaming stores (StreamStoreMinBytes, posenc/kernels/simd.hpp): a fused RoPE + KV-cache call that
+// writes enough bytes to stream them, into 64-byte aligned q rows and cache rows (where the kernel
+// streams), gives the bytes of posenc's unfused sequence of plain-store calls (norm, RoPE, cache write),
+// on every SIMD target, for every activation dtype, float and Q8_0 cache, both pairings, with and without
+// QK-norm, and writes nothing past the rows. Also misaligned rows of a streaming call (stored plainly).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "posenc/core/parallel.hpp"
+#include "posenc/kernels/fused_rope.hpp"
+#include "posenc/kernels/kv_cache.hpp"
+#include "posenc/kernels/rms_norm.hpp"
+#include "posenc/kernels/rope.hpp"
+#include "posenc/kernels/simd.hpp"
+#include "kernel_fixture.hpp"
+#include "simd_targets.hpp"
+
+namespace posenc {
+namespace {
+
+using Buf = testing::AlignedBuf;
+
+struct StreamCase {
+  DType dtype;
+  KvCacheType cache_type;
+  RopePairing pairing;
+  int64_t head_dim;
+  bool qk_norm;
+  size_t misalign;  // bytes off 64 of q_out and both caches
+};
+
+// q_out, then the k and the v cache, each with 64 bytes past its end.
+std::vector<uint8_t> RunFused(const StreamCase& c, int64_t T, bool fused) {
+  const int64_t Hq = 16, Hkv = 4, D = c.head_dim, W = (Hq + 2 * Hkv) * D;
+  const size_t es = SizeOf(c.dtype);
+  std::mt19937_64 rng(static_cast<uint64_t>(T * 31 + D));
+  Buf in(static_cast<size_t>(T * W) * es, 0, 0);
+  testing::FillNormal(c.dtype, in.data(), static_cast<size_t>(T * W), rng);
+  auto table = RopeTable::Build(DefaultRopeFrequencies(D, 10000.0).value(), 4096, RopePrecision::kReference).value();
+  const std::vector<int64_t> pos = testing::SpreadPositions(T, 7, 1, 5000);  // some past the table
+  std::vector<int64_t> slots(static_cast<size_t>(T));
+  for (int64_t t = 0; t < T; ++t) slots[static_cast<size_t>(t)] = T + 6 - t;  // backward, 7 rows left free
+  std::vector<float> qw(static_cast<size_t>(D)), kw(static_cast<size_t>(D));
+  for (size_t i = 0; i < qw.size(); ++i) qw[i] = 0.5f + 0.01f * static_cast<float>(i), kw[i] = 1.5f - qw[i] + 0.5f;
+  HeadRmsNorm qn, kn;
+  if (c.qk_norm) {
+    qn = {qw, 1e-6f, RmsNormStyle::kCastThenScale, RmsNormScope::kPerHead};
+    kn = {kw, 1e-6f, RmsNormStyle::kCastThenScale, RmsNormScope::kPerHead};
+  }
+  KvCacheView cache{nullptr, nullptr, c.cache_type, 1, T + 7, Hkv, D};
+  const size_t cache_bytes = static_cast<size_t>(cache.bytes()), q_bytes = static_cast<size_t>(T * Hq * D) * es;
+  Buf qo(q_bytes, c.misalign, 0xCD), kc(cache_bytes, c.misalign, 0xAB), vc(cache_bytes, c.misalign, 0xAB);
+  cache.k = kc.data();
+  cache.v = vc.data();
+  const QkvViews x = SplitFusedQkv(in.data(), c.dtype, T, Hq, Hkv, D).value();
+  const HeadsView q_out = HeadsView::Dense(qo.data(), c.dtype, T, Hq, D);
+  RopeArgs ra{{c.pairing, D, 0, D}, &table, pos};
+  ra.parallel = &SerialRunner();
+  if (fused) {
+    const Status s = ApplyRopeKvCache({ra, slots, 0, {}, qn, kn}, x, q_out, cache);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+  } else {
+    Buf k_tmp(static_cast<size_t>(T * Hkv * D) * es, 0, 0);
+    const HeadsView kt = HeadsView::Dense(k_tmp.data(), c.dtype, T, Hkv, D);
+    if (c.qk_norm) {
+      EXPECT_TRUE(ApplyHeadRmsNorm(qn, x.q, q_out).ok());
+      EXPECT_TRUE(ApplyRope(ra, q_out).ok());
+      EXPECT_TRUE(ApplyHeadRmsNorm(kn, x.k, kt).ok());
+      EXPECT_TRUE(ApplyRope(ra, kt).ok());
+    } else {
+      EXPECT_TRUE(ApplyRope(ra, x.q, q_out).ok());
+      EXPECT_TRUE(ApplyRope(ra, x.k, kt).ok());
+    }
+    const Status s = StoreKvCache(cache, 0, slots, kt, x.v, &SerialRunner());
+    EXPECT_TRUE(s.ok()) << s.ToString();
+  }
+  std::vector<uint8_t> all;
+  for (const Buf* b : {&qo, &kc, &vc}) {
+    const auto* p = static_cast<const uint8_t*>(b->data());
+    all.insert(all.end(), p, p + (b == &qo ? q_bytes : cache_bytes) + 64);
+  }
+  return all;
+}
+
+// Every target and case with streaming forced (ctest's stream_stores_test_forced, POSENC_STREAM_STORES=1:
+// 1 and 9 tokens); by default (16 MiB) a call of that size on the best target, for three of the cases.
+TEST(StreamStores, FusedCallThatStreamsEqualsThePlainSequence) {
+  const size_t min_bytes = StreamStoreMinBytes();
+  if (min_bytes == std::numeric_limits<size_t>::max()) GTEST_SKIP() << "POSENC_STREAM_STORES=0: nothing streams";
+  const bool forced = min_bytes == 0;
+  const auto cases = [&](const std::string&) {
+    for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16})
+      for (KvCacheType cache_type : {KvCacheType::kF32, KvCacheType::kF16, KvCacheType::kBF16, KvCacheType::kQ8_0})
+        for (RopePairing pairing : {RopePairing::kHalf, RopePairing::kInterleaved})
+          for (int64_t D : {int64_t{128}, int64_t{64}})
+            for (bool qk_norm : {false, true})
+              for (size_t misalign : {size_t{0}, size_t{4}}) {
+                // The plain rows (Q8_0 caches, misaligned rows) and head_dim 64 on fewer of the others.
+                if ((D == 64 || misalign > 0) && (cache_type == KvCacheType::kQ8_0 || qk_norm)) continue;
+                if ((D == 64 && pairing == RopePairing::kHalf) || (misalign > 0 && dtype != DType::kBF16)) continue;
+                if (!forced && (D != 128 || misalign > 0 || qk_norm == (dtype == DType::kF32) ||
+                                static_cast<DType>(cache_type) != dtype || pairing != RopePairing::kHalf))
+                  continue;
+                const StreamCase c{dtype, cache_type, pairing, D, qk_norm, misalign};
+                // By default enough tokens that the call writes min_bytes (q rows and both cache rows).
+                const int64_t per_token = 16 * D * static_cast<int64_t>(SizeOf(dtype)) +
+                                          2 * KvCacheView{nullptr, nullptr, cache_type, 1, 1, 4, D}.slot_bytes();
+                for (int64_t T : forced ? std::vector<int64_t>{1, 9}
+                                        : std::vector<int64_t>{static_cast<int64_t>(min_bytes) / per_token + 3}) {
+                  SCOPED_TRACE(fmt::format("{} cache {} {} D{} T{}{} misalign {}", ToString(dtype),
+                                           ToString(cache_type), ToString(pairing), D, T, qk_norm ? " qk-norm" : "",
+                                           misalign));
+                  EXPECT_TRUE(RunFused(c, T, true) == RunFused(c, T, false)) << "streamed rows differ from plain ones";
+                }
+              }
+  };
+  if (forced) {
+    testing::ForEachSimdTarget(cases);
+  } else {
+    cases("best");
+  }
+}
+
+}  // namespace
+}  // namespace posenc
