@@ -1,8 +1,9 @@
-// Streaming stores (StreamStoreMinBytes, posenc/kernels/simd.hpp): a fused RoPE + KV-cache call that
-// writes enough bytes to stream them, into 64-byte aligned q rows and cache rows (where the kernel
-// streams), gives the bytes of posenc's unfused sequence of plain-store calls (norm, RoPE, cache write),
-// on every SIMD target, for every activation dtype, float and Q8_0 cache, both pairings, with and without
-// QK-norm, and writes nothing past the rows. Also misaligned rows of a streaming call (stored plainly).
+// Streaming stores (StreamStoreMinBytes, posenc/kernels/simd.hpp): calls that write enough bytes to
+// stream them, into 64-byte aligned q rows and cache rows (where they stream: the fused RoPE + KV-cache
+// call, out-of-place ApplyRope, StoreKvCache), give the bytes of posenc's unfused sequence (norm, RoPE,
+// cache write) into rows 4 bytes off the lines (stored plainly), on every SIMD target, for every
+// activation dtype, float and Q8_0 cache, both pairings, with and without QK-norm, and write nothing past
+// the rows. The fused call into misaligned rows too.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -34,11 +35,11 @@ struct StreamCase {
   RopePairing pairing;
   int64_t head_dim;
   bool qk_norm;
-  size_t misalign;  // bytes off 64 of q_out and both caches
 };
 
-// q_out, then the k and the v cache, each with 64 bytes past its end.
-std::vector<uint8_t> RunFused(const StreamCase& c, int64_t T, bool fused) {
+// q_out, then the k and the v cache, each with 64 bytes past its end; `misalign` bytes off 64 of q_out and
+// both caches.
+std::vector<uint8_t> Rows(const StreamCase& c, int64_t T, bool fused, size_t misalign) {
   const int64_t Hq = 16, Hkv = 4, D = c.head_dim, W = (Hq + 2 * Hkv) * D;
   const size_t es = SizeOf(c.dtype);
   std::mt19937_64 rng(static_cast<uint64_t>(T * 31 + D));
@@ -57,7 +58,7 @@ std::vector<uint8_t> RunFused(const StreamCase& c, int64_t T, bool fused) {
   }
   KvCacheView cache{nullptr, nullptr, c.cache_type, 1, T + 7, Hkv, D};
   const size_t cache_bytes = static_cast<size_t>(cache.bytes()), q_bytes = static_cast<size_t>(T * Hq * D) * es;
-  Buf qo(q_bytes, c.misalign, 0xCD), kc(cache_bytes, c.misalign, 0xAB), vc(cache_bytes, c.misalign, 0xAB);
+  Buf qo(q_bytes, misalign, 0xCD), kc(cache_bytes, misalign, 0xAB), vc(cache_bytes, misalign, 0xAB);
   cache.k = kc.data();
   cache.v = vc.data();
   const QkvViews x = SplitFusedQkv(in.data(), c.dtype, T, Hq, Hkv, D).value();
@@ -101,26 +102,26 @@ TEST(StreamStores, FusedCallThatStreamsEqualsThePlainSequence) {
       for (KvCacheType cache_type : {KvCacheType::kF32, KvCacheType::kF16, KvCacheType::kBF16, KvCacheType::kQ8_0})
         for (RopePairing pairing : {RopePairing::kHalf, RopePairing::kInterleaved})
           for (int64_t D : {int64_t{128}, int64_t{64}})
-            for (bool qk_norm : {false, true})
-              for (size_t misalign : {size_t{0}, size_t{4}}) {
-                // The plain rows (Q8_0 caches, misaligned rows) and head_dim 64 on fewer of the others.
-                if ((D == 64 || misalign > 0) && (cache_type == KvCacheType::kQ8_0 || qk_norm)) continue;
-                if ((D == 64 && pairing == RopePairing::kHalf) || (misalign > 0 && dtype != DType::kBF16)) continue;
-                if (!forced && (D != 128 || misalign > 0 || qk_norm == (dtype == DType::kF32) ||
-                                static_cast<DType>(cache_type) != dtype || pairing != RopePairing::kHalf))
-                  continue;
-                const StreamCase c{dtype, cache_type, pairing, D, qk_norm, misalign};
-                // By default enough tokens that the call writes min_bytes (q rows and both cache rows).
-                const int64_t per_token = 16 * D * static_cast<int64_t>(SizeOf(dtype)) +
-                                          2 * KvCacheView{nullptr, nullptr, cache_type, 1, 1, 4, D}.slot_bytes();
-                for (int64_t T : forced ? std::vector<int64_t>{1, 9}
-                                        : std::vector<int64_t>{static_cast<int64_t>(min_bytes) / per_token + 3}) {
-                  SCOPED_TRACE(fmt::format("{} cache {} {} D{} T{}{} misalign {}", ToString(dtype),
-                                           ToString(cache_type), ToString(pairing), D, T, qk_norm ? " qk-norm" : "",
-                                           misalign));
-                  EXPECT_TRUE(RunFused(c, T, true) == RunFused(c, T, false)) << "streamed rows differ from plain ones";
-                }
+            for (bool qk_norm : {false, true}) {
+              // head_dim 64 on fewer cases; by default three cases (a 16 MiB call each).
+              if (D == 64 && (cache_type == KvCacheType::kQ8_0 || qk_norm || pairing == RopePairing::kHalf)) continue;
+              if (!forced && (D != 128 || qk_norm == (dtype == DType::kF32) ||
+                              static_cast<DType>(cache_type) != dtype || pairing != RopePairing::kHalf))
+                continue;
+              const StreamCase c{dtype, cache_type, pairing, D, qk_norm};
+              // By default enough tokens that the call writes min_bytes (q rows and both cache rows).
+              const int64_t per_token = 16 * D * static_cast<int64_t>(SizeOf(dtype)) +
+                                        2 * KvCacheView{nullptr, nullptr, cache_type, 1, 1, 4, D}.slot_bytes();
+              for (int64_t T : forced ? std::vector<int64_t>{1, 9}
+                                      : std::vector<int64_t>{static_cast<int64_t>(min_bytes) / per_token + 3}) {
+                SCOPED_TRACE(fmt::format("{} cache {} {} D{} T{}{}", ToString(dtype), ToString(cache_type),
+                                         ToString(pairing), D, T, qk_norm ? " qk-norm" : ""));
+                const std::vector<uint8_t> plain = Rows(c, T, /*fused=*/false, 4);
+                EXPECT_TRUE(Rows(c, T, true, 0) == plain) << "the fused call's streamed rows differ";
+                EXPECT_TRUE(Rows(c, T, false, 0) == plain) << "ApplyRope's, StoreKvCache's streamed rows differ";
+                EXPECT_TRUE(Rows(c, T, true, 4) == plain) << "the fused call's misaligned rows differ";
               }
+            }
   };
   if (forced) {
     testing::ForEachSimdTarget(cases);

@@ -43,25 +43,15 @@ Status ApplyRopeKvCache(const FusedRopeArgs& args, const QkvViews& qkv, HeadsVie
   job.q_norm = args.q_norm;
   job.k_norm = args.k_norm;
   job.k_direct = detail::StoresAsIs(cache.type, qkv.q.dtype);
-  // Bytes written (q rows and cache rows: streamed from kStreamOutputBytes on) and touched (for the
-  // threads-or-inline choice only).
+  // Bytes written (q rows and cache rows, streamed in a large call: StreamStoreMinBytes) and touched (for
+  // the threads-or-inline choice only).
   const double es = static_cast<double>(SizeOf(qkv.q.dtype));
   const double row = static_cast<double>(cache.kv_heads * cache.head_dim);
   const double q_row = static_cast<double>(qkv.q.heads * qkv.q.head_dim) * es;
   const double written = static_cast<double>(tokens) * (q_row + 2.0 * static_cast<double>(cache.slot_bytes()));
-  // Streamed from registers where every vector store is whole and aligned: 64-byte aligned heads of whole
-  // lines; q out of place and not read back for a temperature, cache rows of a float type.
-  const bool stream = written >= static_cast<double>(StreamStoreMinBytes());
-  const auto lines = [](const void* p, int64_t stride, int64_t bytes) {
-    return reinterpret_cast<uintptr_t>(p) % 64 == 0 && stride % 64 == 0 && bytes % 64 == 0;
-  };
-  const int64_t qes = static_cast<int64_t>(SizeOf(q_out.dtype)), ces = static_cast<int64_t>(SizeOf(cache.type));
-  job.stream_q = stream && q_out.data != qkv.q.data && job.q_scale == nullptr &&
-                 lines(q_out.data, q_out.head_stride * qes, q_out.head_dim * qes) &&
-                 (q_out.token_stride * qes) % 64 == 0;
-  const bool float_cache = cache.type == DType::kF32 || cache.type == DType::kF16 || cache.type == DType::kBF16;
-  job.stream_cache = stream && float_cache && lines(cache.k, cache.head_dim * ces, cache.head_dim * ces) &&
-                     lines(cache.v, 0, 0);
+  // q is not streamed where it is read back for a temperature.
+  job.stream_q = job.q_scale == nullptr && detail::StreamsHeads(qkv.q, q_out, written);
+  job.stream_cache = detail::StreamsCacheRows(cache, written);
   const double touched = written + static_cast<double>(tokens) * (q_row + 2.0 * row * es);
   ParallelFor(args.rope.parallel, tokens, detail::TouchedBytes(touched), [&](int64_t b, int64_t e) {
     HWY_DYNAMIC_DISPATCH(FusedTokensTarget)(job, b, e);

@@ -391,9 +391,10 @@ HWY_INLINE void VisitFloatDType(DType dtype, F&& f) {
 }
 
 HWY_INLINE void StoreRow(DType dtype, const void* src, KvCacheType type, void* dst, size_t n,
-                         const detail::RowScale& scale = {}) {
+                         const detail::RowScale& scale = {}, bool stream = false) {
   VisitFloatDType(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
+    if (stream) return StreamRowFrom(static_cast<const T*>(src), type, dst, n, scale);
     StoreRowFrom(static_cast<const T*>(src), type, dst, n, scale);
   });
 }

@@ -15,7 +15,7 @@ namespace posenc {
 namespace HWY_NAMESPACE {
 
 void StoreKvTokensTarget(const KvCacheView& cache, int64_t layer, const int64_t* slots, const HeadsView& k,
-                         const HeadsView& v, int64_t begin, int64_t end) {
+                         const HeadsView& v, int64_t begin, int64_t end, bool stream) {
   const size_t n = static_cast<size_t>(cache.kv_heads * cache.head_dim);
   // A gather row for strided heads only: a decode call of dense rows allocates nothing.
   const bool gather = (k.tokens > 0 && detail::TokenRowCopies(k)) || (v.tokens > 0 && detail::TokenRowCopies(v));
@@ -23,11 +23,12 @@ void StoreKvTokensTarget(const KvCacheView& cache, int64_t layer, const int64_t*
   for (int64_t t = begin; t < end; ++t) {
     if (k.tokens > 0)
       StoreRow(k.dtype, detail::TokenRow(k, t, scratch.get()), cache.type, cache.k_row(layer, slots[t]), n,
-               detail::KeyScale(cache));
+               detail::KeyScale(cache), stream);
     if (v.tokens > 0)
       StoreRow(v.dtype, detail::TokenRow(v, t, scratch.get()), cache.type, cache.v_row(layer, slots[t]), n,
-               detail::ValueScale(cache));
+               detail::ValueScale(cache), stream);
   }
+  if (stream) hwy::FlushStream();
 }
 
 }  // namespace HWY_NAMESPACE
@@ -42,8 +43,8 @@ HWY_EXPORT(StoreKvTokensTarget);
 
 namespace detail {
 void StoreKvTokens(const KvCacheView& cache, int64_t layer, const int64_t* slots, const HeadsView& k,
-                   const HeadsView& v, int64_t begin, int64_t end) {
-  HWY_DYNAMIC_DISPATCH(StoreKvTokensTarget)(cache, layer, slots, k, v, begin, end);
+                   const HeadsView& v, int64_t begin, int64_t end, bool stream) {
+  HWY_DYNAMIC_DISPATCH(StoreKvTokensTarget)(cache, layer, slots, k, v, begin, end, stream);
 }
 }  // namespace detail
 
@@ -56,8 +57,10 @@ Status StoreKvCache(const KvCacheView& cache, int64_t layer, std::span<const int
   const double n = static_cast<double>(cache.kv_heads * cache.head_dim);
   const double touched = static_cast<double>(tokens) * 2.0 *
                          (n * static_cast<double>(SizeOf(dt)) + static_cast<double>(cache.slot_bytes()));
+  const bool stream =
+      detail::StreamsCacheRows(cache, static_cast<double>(tokens) * 2.0 * static_cast<double>(cache.slot_bytes()));
   ParallelFor(parallel, tokens, detail::TouchedBytes(touched),
-              [&](int64_t b, int64_t e) { detail::StoreKvTokens(cache, layer, slots.data(), k, v, b, e); });
+              [&](int64_t b, int64_t e) { detail::StoreKvTokens(cache, layer, slots.data(), k, v, b, e, stream); });
   return OkStatus();
 }
 

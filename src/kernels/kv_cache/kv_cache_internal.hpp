@@ -6,7 +6,9 @@
 #include <cstdint>
 #include <span>
 
+#include "kernels/simd/memory.hpp"
 #include "posenc/kernels/kv_cache.hpp"
+#include "posenc/kernels/simd.hpp"
 
 namespace posenc::detail {
 
@@ -53,8 +55,19 @@ void StoreRowReference(DType src_dtype, const void* src, KvCacheType type, void*
 const void* TokenRow(const HeadsView& x, int64_t t, void* row);
 inline bool TokenRowCopies(const HeadsView& x) { return x.heads > 1 && x.head_stride != x.head_dim; }
 
-// Tokens [begin, end) of StoreKvCache with the best enabled SIMD target (kv_cache.cpp).
+// Tokens [begin, end) of StoreKvCache with the best enabled SIMD target (kv_cache.cpp); `stream`:
+// with streaming stores (StreamsCacheRows).
 void StoreKvTokens(const KvCacheView& cache, int64_t layer, const int64_t* slots, const HeadsView& k,
-                   const HeadsView& v, int64_t begin, int64_t end);
+                   const HeadsView& v, int64_t begin, int64_t end, bool stream);
+
+// Whether a call writing `bytes` bytes of cache rows streams them (StoreKvCache, the fused kernel): a large
+// write (StreamStoreMinBytes) into a float cache whose heads are whole aligned lines. Q8_0 and float8 rows
+// are stored plainly (their quantizers do not keep up with the stream on one core).
+inline bool StreamsCacheRows(const KvCacheView& c, double bytes) {
+  const int64_t head = c.head_dim * static_cast<int64_t>(SizeOf(c.type));
+  return bytes >= static_cast<double>(StreamStoreMinBytes()) &&
+         (c.type == KvCacheType::kF32 || c.type == KvCacheType::kF16 || c.type == KvCacheType::kBF16) &&
+         StreamableRows(c.k, head, head) && StreamableRows(c.v, head, head);
+}
 
 }  // namespace posenc::detail

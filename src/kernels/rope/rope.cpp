@@ -11,6 +11,8 @@
 #if HWY_ONCE
 #include <fmt/format.h>
 
+#include <hwy/cache_control.h>
+
 #include "kernels/rope/rope_internal.hpp"
 #include "posenc/core/parallel.hpp"
 #include "posenc/kernels/simd.hpp"
@@ -34,9 +36,15 @@ detail::RopeTensor TensorOf(const HeadsView& in, const HeadsView& out) {
 
 void Run(const RopeArgs& args, const detail::RopeJob& job, int64_t tokens) {
   int64_t bytes = 0;
-  for (int k = 0; k < job.num_tensors; ++k)
+  bool stream = false;
+  for (int k = 0; k < job.num_tensors; ++k) {
     bytes += 2 * tokens * job.tensors[k].heads * job.layout.head_dim * static_cast<int64_t>(SizeOf(job.dtype));
-  ParallelFor(args.parallel, tokens, bytes, [&](int64_t b, int64_t e) { detail::RopeTokens(job, b, e); });
+    stream = stream || job.tensors[k].stream;
+  }
+  ParallelFor(args.parallel, tokens, bytes, [&](int64_t b, int64_t e) {
+    detail::RopeTokens(job, b, e);
+    if (stream) hwy::FlushStream();
+  });
 }
 
 detail::RopeJob MakeJob(const RopeArgs& args, DType dtype) {
@@ -56,6 +64,8 @@ void RunOne(const RopeArgs& args, const HeadsView& in, const HeadsView& out) {
   detail::RopeJob job = MakeJob(args, in.dtype);
   job.num_tensors = 1;
   job.tensors[0] = TensorOf(in, out);
+  job.tensors[0].stream =
+      detail::StreamsHeads(in, out, static_cast<double>(out.tokens * out.heads * out.head_dim) * SizeOf(out.dtype));
   Run(args, job, in.tokens);
 }
 

@@ -9,8 +9,10 @@
 
 #include <hwy/cache_control.h>
 
+#include "kernels/simd/memory.hpp"
 #include "posenc/kernels/rms_norm.hpp"
 #include "posenc/kernels/rope.hpp"
+#include "posenc/kernels/simd.hpp"
 
 namespace posenc::detail {
 
@@ -28,6 +30,15 @@ inline int64_t PrefetchDistance(int64_t stride, size_t elem_size) {
   const int64_t bytes = (stride < 0 ? -stride : stride) * static_cast<int64_t>(elem_size);
   if (bytes == 0) return static_cast<int64_t>(kPrefetchAhead / elem_size);
   return (static_cast<int64_t>(kPrefetchAhead) + bytes - 1) / bytes * stride;
+}
+
+// Whether a call writing `bytes` bytes streams `out`'s heads (RopeTensor::stream): a large write
+// (StreamStoreMinBytes) out of place, every head whole aligned lines, so each vector store is whole and
+// aligned (the forms store vectors of 16 to 64 bytes at offsets that are multiples of their size).
+inline bool StreamsHeads(const HeadsView& in, const HeadsView& out, double bytes) {
+  const int64_t es = static_cast<int64_t>(SizeOf(out.dtype));
+  return bytes >= static_cast<double>(StreamStoreMinBytes()) && in.data != out.data &&
+         StreamableRows(out.data, out.head_stride * es, out.head_dim * es) && (out.token_stride * es) % 64 == 0;
 }
 
 // One tensor of a RoPE call (queries or keys), strides in elements. With `norm` (the fused kernels'

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include <hwy/cache_control.h>
 
@@ -20,5 +21,12 @@ inline void PrefetchLines(const void* p, size_t bytes) {
 // streaming store skips reading each line before writing it, a third of a copy's traffic. glibc's
 // memcpy, the benchmarks' roofline, does the same for large copies.
 inline constexpr size_t kStreamOutputBytes = size_t{16} << 20;
+
+// Whether rows of `row_bytes` bytes, `stride_bytes` apart from p on, take streaming stores from
+// registers: each row whole 64-byte lines, so every vector store is whole and aligned (the kernels
+// store vectors of 16 to 64 bytes at offsets that are multiples of their size).
+inline bool StreamableRows(const void* p, int64_t stride_bytes, int64_t row_bytes) {
+  return reinterpret_cast<uintptr_t>(p) % 64 == 0 && stride_bytes % 64 == 0 && row_bytes % 64 == 0;
+}
 
 }  // namespace posenc::detail
