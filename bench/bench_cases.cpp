@@ -16,6 +16,7 @@
 #include <utility>
 
 #include <fmt/format.h>
+#include <hwy/cache_control.h>
 
 #include "posenc/kernels/embedding.hpp"
 #include "posenc/kernels/fused_rope.hpp"
@@ -23,6 +24,7 @@
 #include "posenc/kernels/multi_axis_rope.hpp"
 #include "posenc/kernels/rms_norm.hpp"
 #include "posenc/kernels/rope.hpp"
+#include "posenc/kernels/simd.hpp"
 #include "posenc/math/multi_axis.hpp"
 #include "posenc/math/vision_positions.hpp"
 #include "roofline.hpp"
@@ -95,9 +97,10 @@ struct FusedPattern {
       *acc ^= w;
     }
   }
-  static void Row(std::byte* dst, size_t dst_bytes, const std::byte* src, size_t src_bytes, uint64_t* acc) {
+  static void Row(std::byte* dst, size_t dst_bytes, const std::byte* src, size_t src_bytes, uint64_t* acc,
+                  bool stream) {
     const size_t n = std::min(dst_bytes, src_bytes);
-    std::memcpy(dst, src, n);
+    detail::CopyBytes(dst, src, n, stream);
     if (dst_bytes > n) std::memset(dst + n, 0x5a, dst_bytes - n);
     Read(src + n, src_bytes - n, acc);
   }
@@ -108,6 +111,11 @@ struct FusedPattern {
     const size_t sb = static_cast<size_t>(cache->slot_bytes());
     const size_t pairs = static_cast<size_t>(table->num_pairs());
     const auto T = static_cast<int64_t>(slot->size());
+    // Rows streamed as the kernel streams them in a large call (StreamsHeads, StreamsCacheRows: the
+    // buffers here are aligned): q rows, and cache rows of a float type.
+    const bool stream = static_cast<size_t>(T) * (qb + 2 * sb) >= StreamStoreMinBytes();
+    const KvCacheType ct = cache->type;
+    const bool stream_kv = stream && (ct == KvCacheType::kF32 || ct == KvCacheType::kF16 || ct == KvCacheType::kBF16);
     std::atomic<uint64_t> sink{0};
     ParallelFor(runner, T, static_cast<int64_t>(T * static_cast<int64_t>(2 * qb + 2 * kb + 2 * sb)),
                 [&](int64_t b, int64_t e) {
@@ -116,10 +124,11 @@ struct FusedPattern {
                     const int64_t ps = (*pos)[static_cast<size_t>(t)], sl = (*slot)[static_cast<size_t>(t)];
                     Read(reinterpret_cast<const std::byte*>(table->cos_row(ps)), 4 * pairs, &acc);
                     Read(reinterpret_cast<const std::byte*>(table->sin_row(ps)), 4 * pairs, &acc);
-                    Row(const_cast<std::byte*>(At(q_out, t)), qb, At(qkv.q, t), qb, &acc);
-                    Row(cache->k_row(0, sl), sb, At(qkv.k, t), kb, &acc);
-                    Row(cache->v_row(0, sl), sb, At(qkv.v, t), kb, &acc);
+                    Row(const_cast<std::byte*>(At(q_out, t)), qb, At(qkv.q, t), qb, &acc, stream);
+                    Row(cache->k_row(0, sl), sb, At(qkv.k, t), kb, &acc, stream_kv);
+                    Row(cache->v_row(0, sl), sb, At(qkv.v, t), kb, &acc, stream_kv);
                   }
+                  if (stream) hwy::FlushStream();
                   sink.fetch_xor(acc, std::memory_order_relaxed);
                 });
     static std::atomic<uint64_t> keep{0};
@@ -177,7 +186,7 @@ void MemcpyRoofline(Prepared* p, ParallelRunner* runner) {
   std::memset(dst.get(), 0, half);
   p->roofline = [src, dst, half, runner] { detail::RooflineCopy(dst.get(), src.get(), half, runner); };
   p->roofline_bytes = 2.0 * static_cast<double>(half);
-  p->roofline_kind = "memcpy";
+  p->roofline_kind = detail::RooflineCopyStreams(half) ? "stream copy" : "memcpy";
   p->keep.push_back(src);
   p->keep.push_back(dst);
 }
@@ -424,7 +433,7 @@ std::unique_ptr<Prepared> PrepareRope(const CaseSpec& c, ParallelRunner* runner)
     HeadsView os = HeadsView::Dense(out.get(), c.dtype, Ts, Hq, D);
     p->core = [core_args, qs, os] { (void)ApplyRope(core_args, qs, os); };
     p->roofline = [q, out, nq, es, runner] { detail::RooflineCopy(out.get(), q.get(), nq * es, runner); };
-    p->roofline_kind = "memcpy";
+    p->roofline_kind = detail::RooflineCopyStreams(nq * es) ? "stream copy" : "memcpy";
     p->keep.push_back(out);
   } else if (Hk > 0) {
     p->run = [args, qv, kv] { (void)ApplyRopeQK(args, qv, kv); };
@@ -482,7 +491,7 @@ std::unique_ptr<Prepared> PrepareGather(const CaseSpec& c, ParallelRunner* runne
   p->roofline = [out, copy_src, out_bytes, runner] {
     detail::RooflineCopy(out.get(), copy_src.get(), out_bytes, runner);
   };
-  p->roofline_kind = "memcpy";
+  p->roofline_kind = detail::RooflineCopyStreams(out_bytes) ? "stream copy" : "memcpy";
   p->bytes = static_cast<double>(static_cast<size_t>(n) * row_bytes + out_bytes);
   p->roofline_bytes = 2.0 * static_cast<double>(out_bytes);
   p->keep.push_back(table);

@@ -1,14 +1,15 @@
 // The benchmark cases shared by `posenc bench` and the Google Benchmark suite (bench/posenc_bench.cpp):
 // the model cases of the kernel case list (cases/kernel_cases.hpp, which states their shapes), each with
-// the roofline pass over the same bytes it is compared with; prepared in bench_cases.cpp.
+// the roofline pass over the same bytes it is compared with; prepared in bench_cases.cpp. A "copy"
+// roofline is RooflineCopy: memcpy, or a streaming-store copy from StreamStoreMinBytes() on (as the kernels).
 //
 //   rope_prefill_q   [4096, 32, 128] positions 0..4095, in place     roofline: in-place RMW pass
 //   rope_prefill_k   [4096,  8, 128]                                  (same)
 //   rope_prefill_qk  q and k in one ApplyRopeQK call                  (same, q+k bytes)
-//   rope_prefill_q_oop  [4096, 32, 128] out of place                  roofline: memcpy
+//   rope_prefill_q_oop  [4096, 32, 128] out of place                  roofline: copy
 //   rope_decode      [64 sequences x 1 token, 32, 128], scattered positions < 8192, in place
 //   gather           4096 ids (random, distinct) from a [128256, 4096] table -> float32 (bfloat16 for
-//                    a bfloat16 table: gather_bf16out)                roofline: memcpy of the output
+//                    a bfloat16 table: gather_bf16out)                roofline: copy of the output
 //   mrope_prefill_q  Qwen2.5-VL-7B text queries [4096, 28, 128], mrope_section [16, 24, 24] (chunked), theta 1e6,
 //                    (t, h, w) positions of 1024 text tokens, a 32 x 64 image grid, 1024 text tokens (as
 //                    get_rope_index gives them), in place, through the per-token table an engine builds once
@@ -21,7 +22,7 @@
 //                    place, k and v into slots 0..4095 of an 8192-slot cache of each cache type
 //   fused_decode     the same for 64 sequences x 1 token at scattered positions < 8192, into scattered
 //                    slots of a paged cache (16-row pages, 16384 slots)
-//                    roofline: memcpy of bytes_all / 2 (so it moves bytes_all bytes, half read, half
+//                    roofline: copy of bytes_all / 2 (so it moves bytes_all bytes, half read, half
 //                    written); `unfused` times the same work as posenc's separate calls: ApplyRope of q
 //                    out of place, ApplyRope of k out of place into a scratch tensor, StoreKvCache.
 //   qknorm_prefill   Qwen3-8B: ApplyRopeKvCache with q_norm and k_norm (per-head RMSNorm, weight * x.to(dtype))
@@ -33,7 +34,7 @@
 //                    (kv_c RMSNormed with kv_a_layernorm's weight, k_pe rotated, interleaved pairs) into slots
 //                    0..4095 of an 8192-slot latent cache, and the q_pe windows of q [4096, 128, 192] rotated
 //                    in place; `unfused` times ApplyHeadRmsNorm, ApplyRope of k_pe, ApplyRope of q,
-//                    StoreKvCache; roofline: memcpy of bytes_all / 2 (bytes: the latent input, the cache
+//                    StoreKvCache; roofline: copy of bytes_all / 2 (bytes: the latent input, the cache
 //                    rows, q's rope window of each head read and written)
 //   mla_decode       the same for 64 sequences x 1 token into scattered slots of a paged cache (64-row pages)
 #pragma once

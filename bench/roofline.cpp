@@ -2,7 +2,12 @@
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "roofline.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/cache_control.h>
 #include <hwy/highway.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
 
 HWY_BEFORE_NAMESPACE();
 namespace posenc {
@@ -25,17 +30,36 @@ void XorWords(uint32_t* p, size_t n, uint32_t key) {
   for (; i < n; ++i) p[i] ^= key;
 }
 
+// dst = src, n bytes, the lines of dst from its first aligned one on written with streaming stores, 4
+// vectors per step (dst's head and tail by memcpy).
+void CopyStreaming(uint8_t* dst, const uint8_t* src, size_t n) {
+  const hn::ScalableTag<uint8_t> d;
+  const size_t N = hn::Lanes(d);
+  size_t i = std::min(n, (64 - reinterpret_cast<uintptr_t>(dst) % 64) % 64);
+  std::memcpy(dst, src, i);
+  for (; N <= 64 && i + 4 * N <= n; i += 4 * N) {
+    const auto a = hn::LoadU(d, src + i), b = hn::LoadU(d, src + i + N);
+    const auto c = hn::LoadU(d, src + i + 2 * N), e = hn::LoadU(d, src + i + 3 * N);
+    hn::Stream(a, d, dst + i);
+    hn::Stream(b, d, dst + i + N);
+    hn::Stream(c, d, dst + i + 2 * N);
+    hn::Stream(e, d, dst + i + 3 * N);
+  }
+  std::memcpy(dst + i, src + i, n - i);
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace posenc
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-#include <cstring>
 
+#include "posenc/kernels/simd.hpp"
 #include "roofline.hpp"
 
 namespace posenc {
 HWY_EXPORT(XorWords);
+HWY_EXPORT(CopyStreaming);
 
 namespace detail {
 
@@ -48,13 +72,27 @@ void RooflineRmw(void* data, size_t bytes, uint32_t key, ParallelRunner* runner)
   });
 }
 
+bool RooflineCopyStreams(size_t bytes) { return bytes >= StreamStoreMinBytes(); }
+
 void RooflineCopy(void* dst, const void* src, size_t bytes, ParallelRunner* runner) {
   const int64_t chunks = 1024;
   const int64_t n = static_cast<int64_t>(bytes);
+  const bool stream = RooflineCopyStreams(bytes);
   ParallelFor(runner, chunks, 2 * n, [&](int64_t b, int64_t e) {
     const int64_t o0 = n * b / chunks, o1 = n * e / chunks;
-    std::memcpy(static_cast<char*>(dst) + o0, static_cast<const char*>(src) + o0, static_cast<size_t>(o1 - o0));
+    auto* d = static_cast<uint8_t*>(dst) + o0;
+    const auto* s = static_cast<const uint8_t*>(src) + o0;
+    CopyBytes(d, s, static_cast<size_t>(o1 - o0), stream);
+    if (stream) hwy::FlushStream();
   });
+}
+
+void CopyBytes(void* dst, const void* src, size_t bytes, bool stream) {
+  if (stream) {
+    HWY_DYNAMIC_DISPATCH(CopyStreaming)(static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(src), bytes);
+  } else {
+    std::memcpy(dst, src, bytes);
+  }
 }
 
 }  // namespace detail
