@@ -49,9 +49,13 @@ Status ApplyRopeKvCache(const FusedRopeArgs& args, const QkvViews& qkv, HeadsVie
   const double row = static_cast<double>(cache.kv_heads * cache.head_dim);
   const double q_row = static_cast<double>(qkv.q.heads * qkv.q.head_dim) * es;
   const double written = static_cast<double>(tokens) * (q_row + 2.0 * static_cast<double>(cache.slot_bytes()));
-  // q is not streamed where it is read back for a temperature.
-  job.stream_q = job.q_scale == nullptr && detail::StreamsHeads(qkv.q, q_out, written);
-  job.stream_cache = detail::StreamsCacheRows(cache, written);
+  // q is not streamed where it is read back for a temperature; a normed head only in a whole-head window
+  // (RopeTensor::stream).
+  const RotaryLayout& L = args.rope.layout;
+  const bool whole = L.rotary_start == 0 && L.rotary_dim == L.head_dim;
+  job.stream_q = job.q_scale == nullptr && (whole || !args.q_norm.enabled()) &&
+                 detail::StreamsHeads(qkv.q, q_out, written);
+  job.stream_cache = detail::StreamsCacheRows(cache, written) && (whole || !args.k_norm.enabled());
   const double touched = written + static_cast<double>(tokens) * (q_row + 2.0 * row * es);
   ParallelFor(args.rope.parallel, tokens, detail::TouchedBytes(touched), [&](int64_t b, int64_t e) {
     HWY_DYNAMIC_DISPATCH(FusedTokensTarget)(job, b, e);

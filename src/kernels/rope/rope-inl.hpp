@@ -535,9 +535,12 @@ HWY_INLINE void RotateNormedToken(const Form& form, const detail::RopeTensor& x,
           continue;
         }
       }
-      NormalizeHeadT<T, kStyle>(hi, ho, head_dim, r[h], HeadWeight(norm, h0 + h, D));
+      // Streaming (a whole-head window), the head is normed into L1 and streamed out rotated.
+      HWY_ALIGN T buf[Regs::kOn ? 2 * Regs::kVecs * Regs::kMaxN : 1];
+      T* nh = Regs::kOn && x.stream && head_dim <= sizeof(buf) / sizeof(T) ? buf : ho;
+      NormalizeHeadT<T, kStyle>(hi, nh, head_dim, r[h], HeadWeight(norm, h0 + h, D));
       if constexpr (Regs::kOn) {
-        Form::template RotateRegs<Regs::kVecs>(ho + start, ho + start, vc, vs);
+        RotateRegsTo<Form, Regs::kVecs>(nh != ho, nh + start, ho + start, vc, vs, NoPre());
       } else {
         form.Rotate(ho + start, ho + start);
       }

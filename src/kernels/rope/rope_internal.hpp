@@ -44,8 +44,9 @@ inline bool StreamsHeads(const HeadsView& in, const HeadsView& out, double bytes
 // One tensor of a RoPE call (queries or keys), strides in elements. With `norm` (the fused kernels'
 // QK-norm, validated against these heads; forward calls only) each head is RMS-normalised before it is
 // rotated, the whole head written: out = RoPE(RMSNorm(in)), the bits of the norm's output rotated. With
-// `stream` (the fused kernels' large calls: out heads 64-byte aligned, whole lines) heads whose window is
-// the whole head and whose rotation runs in registers are written with streaming stores.
+// `stream` (StreamsHeads: out heads 64-byte aligned, whole lines; with a norm, only for windows that are
+// the whole head) heads whose window is the whole head and whose rotation runs in registers are written
+// with streaming stores.
 struct RopeTensor {
   const void* in = nullptr;
   void* out = nullptr;
