@@ -27,8 +27,7 @@
 #include "kernels/kv_cache/kv_cache_internal.hpp"
 #include "kernels/norm/rms_norm-inl.hpp"
 #include "kernels/rope/rope_internal.hpp"
-#include "kernels/simd/memory.hpp"
-#include "kernels/simd/stream-inl.hpp"
+#include "kernels/simd/memory-inl.hpp"
 
 HWY_BEFORE_NAMESPACE();
 namespace posenc {
@@ -49,7 +48,7 @@ HWY_INLINE void ScaleRow(T* row, size_t n, float s) {
 // The first min(bytes, kStreamHead) bytes of a row.
 constexpr size_t kStreamHead = 256;
 HWY_INLINE void PrefetchHead(const void* row, size_t bytes) {
-  detail::PrefetchLines(row, std::min(bytes, kStreamHead));
+  PrefetchLines(row, std::min(bytes, kStreamHead));
 }
 
 // The lines of token t's heads that begin in [from, to) bytes of its row, whole heads.
@@ -59,7 +58,7 @@ HWY_INLINE void PrefetchHeads(const HeadsView& x, int64_t t, size_t from, size_t
   if (head_bytes == 0) return;
   const int64_t first = static_cast<int64_t>(from / head_bytes);
   const int64_t last = std::min(x.heads, static_cast<int64_t>((to + head_bytes - 1) / head_bytes));
-  for (int64_t h = first; h < last; ++h) detail::PrefetchLines(x.at<const T>(t, h), head_bytes);
+  for (int64_t h = first; h < last; ++h) PrefetchLines(x.at<const T>(t, h), head_bytes);
 }
 
 template <typename T>

@@ -18,7 +18,7 @@
 
 #include "kernels/kv_cache/kv_cache_internal.hpp"
 #include "kernels/simd/convert-inl.hpp"
-#include "kernels/simd/stream-inl.hpp"
+#include "kernels/simd/memory-inl.hpp"
 #include "posenc/kernels/kv_cache.hpp"
 
 HWY_BEFORE_NAMESPACE();

@@ -22,7 +22,7 @@
 
 #include "kernels/norm/rms_norm_internal.hpp"
 #include "kernels/simd/convert-inl.hpp"
-#include "kernels/simd/memory.hpp"
+#include "kernels/simd/memory-inl.hpp"
 
 HWY_BEFORE_NAMESPACE();
 namespace posenc {
@@ -171,7 +171,7 @@ HWY_INLINE void HeadScales(const HeadRmsNorm& norm, const T* in, int64_t in_head
   const size_t n = static_cast<size_t>(head_dim);
   if (norm.scope == RmsNormScope::kPerHead) {
     for (int64_t h = 0; h < m; ++h) {
-      detail::PrefetchLines(reinterpret_cast<const char*>(in + (h0 + h) * in_head_stride) + kNormPrefetchAhead,
+      PrefetchLines(reinterpret_cast<const char*>(in + (h0 + h) * in_head_stride) + kNormPrefetchAhead,
                             n * sizeof(T));
       touch(h0 + h);
       r[h] = HeadSumSquares(in + (h0 + h) * in_head_stride, n);

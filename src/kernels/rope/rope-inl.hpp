@@ -21,7 +21,7 @@
 #include "kernels/simd/convert-inl.hpp"
 #include "kernels/norm/rms_norm-inl.hpp"
 #include "kernels/rope/rope_internal.hpp"
-#include "kernels/simd/memory.hpp"
+#include "kernels/simd/memory-inl.hpp"
 
 HWY_BEFORE_NAMESPACE();
 namespace posenc {
@@ -519,7 +519,7 @@ HWY_INLINE void RotateNormedToken(const Form& form, const detail::RopeTensor& x,
     const int64_t m = std::min(kNormChunk, x.heads - h0);
     // Out of place, each output head's lines are fetched beside its input's first touch.
     const auto touch = [&](int64_t h) {
-      if (in != out && !x.stream) detail::PrefetchLines(out + h * x.out_head_stride, head_dim * sizeof(T));
+      if (in != out && !x.stream) PrefetchLines(out + h * x.out_head_stride, head_dim * sizeof(T));
     };
     if (h0 == 0 || norm.scope == RmsNormScope::kPerHead)
       HeadScales(norm, in, x.in_head_stride, x.heads, D, h0, m, r, touch);
@@ -528,7 +528,7 @@ HWY_INLINE void RotateNormedToken(const Form& form, const detail::RopeTensor& x,
       T* ho = out + (h0 + h) * x.out_head_stride;
       // The next token's same head (fused kernels set in_token_stride), streaming in while this token's are
       // normed and rotated (Qwen3-8B float32 prefill, cold, 1 thread, zen5: 9.5-10.0 -> 8.9-9.4 ms).
-      detail::PrefetchLines(hi + x.in_token_stride, head_dim * sizeof(T));
+      PrefetchLines(hi + x.in_token_stride, head_dim * sizeof(T));
       if constexpr (Regs::kOn) {
         if (wl != nullptr) {
           RotateRegsTo<Form, Regs::kVecs>(x.stream, hi, ho, vc, vs, NormPre<T, kStyle>{hn::Set(DF(), r[h]), wl});
@@ -636,9 +636,9 @@ void RopeTokensT(const detail::RopeJob& job, int64_t begin, int64_t end) {
       const int64_t out_ahead = detail::PrefetchDistance(x.out_head_stride, sizeof(T));
       for (int64_t h = 0; h < x.heads; ++h, in += x.in_head_stride, out += x.out_head_stride) {
         if (kPrefetchAhead > 0) {  // the window's lines, whole heads ahead (a fixed count for kPairs)
-          detail::PrefetchLines(in + in_ahead, 2 * n * sizeof(T));
+          PrefetchLines(in + in_ahead, 2 * n * sizeof(T));
           // Out of place, the destination's lines too, where that pays (StorePrefetchPolicy).
-          if (prefetch_out) detail::PrefetchLines(out + out_ahead, 2 * n * sizeof(T));
+          if (prefetch_out) PrefetchLines(out + out_ahead, 2 * n * sizeof(T));
         }
         if (copy_outside) {
           if (start > 0) std::memcpy(out - start, in - start, start * sizeof(T));
