@@ -211,7 +211,8 @@ void AddOddFloat8(std::vector<KernelCase>* out) {
                                s.pairing, dt, ct));
 }
 
-// MLA: DeepSeek-V3's row with 16 of its 128 heads, a q-less write, 3 and 12 rope pairs; 1, 0 and 9 tokens.
+// MLA: DeepSeek-V3's row with 16 of its 128 heads, a q-less write, 3 and 12 rope pairs; 1, 0, 9 and 37 tokens
+// (37: past two of the kernel's 16-token chunks).
 void AddOddMla(std::vector<KernelCase>* out) {
   struct S {
     int64_t heads, nope, rope, lora;
@@ -226,7 +227,7 @@ void AddOddMla(std::vector<KernelCase>* out) {
         for (const S& s : shapes) {
           ++i;
           if (ct == KvCacheType::kQ8_0 && (s.lora + s.rope) % 32 != 0) continue;
-          const int64_t tokens = i % 5 == 0 ? 1 : (i % 7 == 0 ? 0 : 9);
+          const int64_t tokens = i % 5 == 0 ? 1 : (i % 7 == 0 ? 0 : (i % 3 == 1 ? 37 : 9));
           KernelCase c = OddCase(KernelFamily::kMla, tokens, s.heads, 0, s.nope + s.rope, s.nope, s.rope, pr, dt, ct);
           c.kv_lora_rank = s.lora;
           c.in_place = i % 3 == 0;

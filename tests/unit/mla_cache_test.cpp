@@ -125,10 +125,11 @@ MlaCase FromKernelCase(const cases::KernelCase& k, size_t i) {
 }
 
 // The MLA cases of the kernel list: DeepSeek-V3's row (16 heads, and DeepSeek-V3's prefill and decode
-// rows at 9 tokens), a q-less write, 3 and 12 rope pairs; every dtype and cache type, 0 and 1 token.
+// rows at 37 tokens: past two of the kernel's 16-token chunks), a q-less write, 3 and 12 rope pairs; every dtype
+// and cache type, 0, 1, 9 and 37 tokens.
 TEST(MlaCache, EqualsUnfusedSequenceOnEveryTarget) {
   ASSERT_GT(cases::KernelCases(cases::KernelFamily::kMla).size(), 60u);
-  testing::ForEachKernelCase(cases::KernelFamily::kMla, 9, [&](const cases::KernelCase& k, size_t i, bool first) {
+  testing::ForEachKernelCase(cases::KernelFamily::kMla, 37, [&](const cases::KernelCase& k, size_t i, bool first) {
     RunMla(FromKernelCase(k, i), first);
   });
 }

@@ -1,7 +1,8 @@
-// ApplyMlaRopeCache: validate once (mla_cache_ref.cpp), then per token, with the best SIMD target: the
-// latent normed (rms_norm-inl.hpp) and k_pe rotated (the RoPE kernels, detail::RopeTokens) straight into
-// the cache row when the cache has the activation dtype, else into an L1-resident row converted /
-// quantized into the cache (kv_cache-inl.hpp); the q heads' rope windows rotated in the same pass.
+// ApplyMlaRopeCache: validate once (mla_cache_ref.cpp), then per chunk of tokens, with the best SIMD
+// target: the k_pe rows rotated (the RoPE kernels, detail::RopeTokens) into an L1 scratch, each token's
+// latent normed (rms_norm-inl.hpp) with its rotated k_pe straight into the cache row when the cache has
+// the activation dtype, else into an L1-resident row converted / quantized into the cache
+// (kv_cache-inl.hpp), then the chunk's q rope windows rotated.
 // Split over tokens: each token's row and q are its own, so any split gives the same bytes.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/kv_cache/mla_cache.cpp"
@@ -18,37 +19,54 @@ HWY_BEFORE_NAMESPACE();
 namespace posenc {
 namespace HWY_NAMESPACE {
 
+// Tokens a chunk's two rotation calls cover: each RopeTokens call sets up its form, factors and
+// prefetch per call, and a token's k_pe (one 64-value head) and q windows are too little work to carry
+// that twice per token. The chunk's rotated k_pe rows wait in an L1 scratch (kMlaChunk x rope_dim).
+constexpr int64_t kMlaChunk = 16;
+
 template <typename T>
 void MlaTokensT(const detail::MlaJob& job, int64_t begin, int64_t end) {
   const MlaCacheView& cache = job.cache;
   const int64_t L = cache.kv_lora_rank;
   const size_t R = static_cast<size_t>(cache.row_values());
+  const size_t pe_bytes = sizeof(T) * static_cast<size_t>(cache.rope_dim);
   hwy::AlignedFreeUniquePtr<T[]> row = job.direct ? nullptr : hwy::AllocateAligned<T>(R);
+  const hwy::AlignedFreeUniquePtr<T[]> pe = hwy::AllocateAligned<T>(static_cast<size_t>(kMlaChunk * cache.rope_dim));
   detail::RopeJob qj = job.q_rope, kj = job.k_rope;
   qj.num_tensors = job.q.heads > 0 ? 1 : 0;
-  qj.tensors[0] = {nullptr, nullptr, job.q.heads, 0, job.q.head_stride, 0, job.q_out.head_stride};
+  detail::RopeTensor& qt = qj.tensors[0];
+  qt.heads = job.q.heads;
+  qt.in_token_stride = job.q.token_stride, qt.in_head_stride = job.q.head_stride;
+  qt.out_token_stride = job.q_out.token_stride, qt.out_head_stride = job.q_out.head_stride;
   kj.num_tensors = 1;
-  kj.tensors[0] = {nullptr, nullptr, 1, 0, cache.rope_dim, 0, cache.rope_dim};
+  kj.tensors[0] = {nullptr, pe.get(), 1, job.k_pe.token_stride, cache.rope_dim, cache.rope_dim, cache.rope_dim};
   const detail::RowScale scale = detail::KeyScale(cache.AsKvCache(nullptr));
-  for (int64_t t = begin; t < end; ++t) {
-    std::byte* dst = cache.row(job.layer, job.slots[t]);
-    T* base = job.direct ? reinterpret_cast<T*>(dst) : row.get();
-    const T* c = job.kv_c.at<const T>(t, 0);
-    if (job.kv_norm.enabled())
-      RmsNormTokenT(job.kv_norm, c, 0, base, 0, 1, L);
-    else
-      std::memcpy(base, c, sizeof(T) * static_cast<size_t>(L));
-    kj.positions = job.k_rope.positions + t;
-    kj.tensors[0].in = job.k_pe.at<const T>(t, 0);
-    kj.tensors[0].out = base + L;
-    detail::RopeTokens(kj, 0, 1);
-    if (qj.num_tensors > 0) {
-      qj.positions = job.q_rope.positions + t;
-      qj.tensors[0].in = job.q.at<const T>(t, 0);
-      qj.tensors[0].out = job.q_out.at<T>(t, 0);
-      detail::RopeTokens(qj, 0, 1);
+  for (int64_t t0 = begin; t0 < end; t0 += kMlaChunk) {
+    const int64_t m = std::min(kMlaChunk, end - t0);
+    // The chunk's k_pe rows rotated into the scratch by one call.
+    kj.positions = job.k_rope.positions + t0;
+    kj.tensors[0].in = job.k_pe.at<const T>(t0, 0);
+    detail::RopeTokens(kj, 0, m);
+    // Each token's cache row: the normed latent and its rotated k_pe.
+    for (int64_t i = 0; i < m; ++i) {
+      const int64_t t = t0 + i;
+      std::byte* dst = cache.row(job.layer, job.slots[t]);
+      T* base = job.direct ? reinterpret_cast<T*>(dst) : row.get();
+      const T* c = job.kv_c.at<const T>(t, 0);
+      if (job.kv_norm.enabled())
+        RmsNormTokenT(job.kv_norm, c, 0, base, 0, 1, L);
+      else
+        std::memcpy(base, c, sizeof(T) * static_cast<size_t>(L));
+      std::memcpy(base + L, pe.get() + i * cache.rope_dim, pe_bytes);
+      if (!job.direct) StoreRowFrom(static_cast<const T*>(row.get()), cache.type, dst, R, scale);
     }
-    if (!job.direct) StoreRowFrom(static_cast<const T*>(row.get()), cache.type, dst, R, scale);
+    // Then the chunk's q windows, by one call.
+    if (qj.num_tensors > 0) {
+      qj.positions = job.q_rope.positions + t0;
+      qt.in = job.q.at<const T>(t0, 0);
+      qt.out = job.q_out.at<T>(t0, 0);
+      detail::RopeTokens(qj, 0, m);
+    }
   }
 }
 
