@@ -201,6 +201,15 @@ TEST(MlaCache, BadInputIsOneLineErrorAndWritesNothing) {
       EXPECT_EQ(s.message().find('\n'), std::string::npos) << s.message();
     }
   }
+  // An out-of-place query output over the latent rows.
+  const HeadsView q_over_kv = HeadsView::Dense(kv.data(), DType::kF32, T, 1, D);
+  const HeadsView q1 = HeadsView::Dense(q.data(), DType::kF32, T, 1, D);
+  for (bool reference : {false, true}) {
+    const MlaRopeArgs a{ra, slots, 0, {}};
+    const Status s = reference ? ApplyMlaRopeCacheReference(a, kv_c, k_pe, q1, q_over_kv, cache)
+                               : ApplyMlaRopeCache(a, kv_c, k_pe, q1, q_over_kv, cache);
+    EXPECT_NE(s.message().find("the query output overlaps kv_c or k_pe"), std::string::npos) << s.message();
+  }
   for (float v : mem) ASSERT_EQ(v, 9.0f);
   for (uint8_t v : mem8) ASSERT_EQ(v, 9);
   for (float v : q) ASSERT_EQ(v, 2.0f);

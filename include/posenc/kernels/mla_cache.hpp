@@ -72,7 +72,7 @@ struct MlaRopeArgs {
 // kv_c: [T, 1, kv_lora_rank], k_pe: [T, 1, rope_dim], q and q_out: [T, H, layout.head_dim] (q may be
 // empty, heads == 0: the cache rows only), one dtype (float32 / float16 / bfloat16). rope_dim must equal
 // layout.rotary_dim. Validates everything, then writes; nothing is written on error. q_out may be q
-// itself; the cache must not overlap the inputs.
+// itself, or else must not overlap kv_c or k_pe; the cache must not overlap the inputs or q_out.
 Status ApplyMlaRopeCache(const MlaRopeArgs& args, HeadsView kv_c, HeadsView k_pe, HeadsView q, HeadsView q_out,
                          const MlaCacheView& cache);
 // The scalar reference: the same contract; the norm, rotation and row write references.

@@ -85,6 +85,15 @@ Status ValidateMlaRopeCache(const MlaRopeArgs& args, const HeadsView& kv_c, cons
     POSENC_RETURN_IF_ERROR(ValidateRopeOutput(q, q_out));
     if (q.tokens != T)
       return InvalidArgumentError(fmt::format("mla cache: {} query tokens for {} latent tokens", q.tokens, T));
+    // Out of place, q_out is written while kv_c and k_pe are still being read (the fast path works in
+    // chunks of tokens, the reference in whole passes): memory shared with them would make the result
+    // depend on that order.
+    if (q_out.data != q.data)
+      for (const HeadsView* v : {&kv_c, &k_pe})
+        if (Overlaps(q_out.data, Span(q_out), v->data, Span(*v)))
+          return InvalidArgumentError(
+              "mla cache: the query output overlaps kv_c or k_pe (rotate q in place, q_out = q, or into separate "
+              "memory)");
   }
   for (const HeadsView* v : {&k_pe, &q})
     if (v->tokens > 0 && v->heads > 0 && v->dtype != kv_c.dtype)
