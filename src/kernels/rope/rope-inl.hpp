@@ -620,14 +620,14 @@ void RopeTokensT(const detail::RopeJob& job, int64_t begin, int64_t end) {
           WithNormStyle(x.norm->style, [&](auto st) {
             RotateNormedToken<Form, Regs, decltype(st)::value>(
                 form, x, static_cast<const T*>(x.in) + t * x.in_token_stride,
-                static_cast<T*>(detail::TokenOut(x, t, sizeof(T))), start, head_dim, vc, vs, norm_wl[k]);
+                static_cast<T*>(x.out) + t * x.out_token_stride, start, head_dim, vc, vs, norm_wl[k]);
           });
           continue;
         }
       }
       // Pointers at the rotary window of head 0; the dims outside it are copied only out of place.
       const T* in = static_cast<const T*>(x.in) + t * x.in_token_stride + start;
-      T* out = static_cast<T*>(detail::TokenOut(x, t, sizeof(T))) + start;
+      T* out = static_cast<T*>(x.out) + t * x.out_token_stride + start;
       const bool out_of_place = x.in != x.out;
       const bool stream = x.stream && start == 0 && after == head_dim;  // (whole heads: whole lines)
       const bool prefetch_out = out_of_place && job.prefetch_out && !stream;

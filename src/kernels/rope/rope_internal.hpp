@@ -55,14 +55,7 @@ struct RopeTensor {
   int64_t out_token_stride = 0, out_head_stride = 0;
   const HeadRmsNorm* norm = nullptr;
   bool stream = false;
-  void* const* out_rows = nullptr;  // token t's output head 0 at out_rows[t] (scattered rows), not out + t * stride
 };
-
-// Token t's output head 0 (elements of es bytes).
-inline void* TokenOut(const RopeTensor& x, int64_t t, size_t es) {
-  if (x.out_rows != nullptr) return x.out_rows[t];
-  return static_cast<char*>(x.out) + t * x.out_token_stride * static_cast<int64_t>(es);
-}
 
 // Everything a kernel needs, validated: up to two tensors sharing dtype, layout and positions, so the
 // cos/sin of each token are fetched once for all heads of both.
