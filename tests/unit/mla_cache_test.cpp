@@ -208,7 +208,9 @@ TEST(MlaCache, BadInputIsOneLineErrorAndWritesNothing) {
     const MlaRopeArgs a{ra, slots, 0, {}};
     const Status s = reference ? ApplyMlaRopeCacheReference(a, kv_c, k_pe, q1, q_over_kv, cache)
                                : ApplyMlaRopeCache(a, kv_c, k_pe, q1, q_over_kv, cache);
+    EXPECT_FALSE(s.ok());
     EXPECT_NE(s.message().find("the query output overlaps kv_c or k_pe"), std::string::npos) << s.message();
+    EXPECT_EQ(s.message().find('\n'), std::string::npos) << s.message();
   }
   for (float v : mem) ASSERT_EQ(v, 9.0f);
   for (uint8_t v : mem8) ASSERT_EQ(v, 9);
