@@ -61,6 +61,26 @@ HWY_INLINE void PrefetchHeads(const HeadsView& x, int64_t t, size_t from, size_t
   for (int64_t h = first; h < last; ++h) PrefetchLines(x.at<const T>(t, h), head_bytes);
 }
 
+// A cache row from src, streamed or stored, and a token's heads normed into dense rows (the backward
+// QK-norm): out of line, so FusedTokensT holds one copy of the converters and quantizers instead of one
+// per call site. Inlined, the sanitizer build of this file spent 5 minutes of a core on it (g++ 12's
+// variable tracking ran past its limit on FusedTokensT and started over); a call a row costs nothing
+// beside the row.
+template <typename T>
+HWY_NOINLINE void CacheRowFrom(const T* src, KvCacheType type, void* dst, size_t n, const detail::RowScale& scale,
+                               bool stream) {
+  if (stream) {
+    StreamRowFrom(src, type, dst, n, scale);
+  } else {
+    StoreRowFrom(src, type, dst, n, scale);
+  }
+}
+template <typename T>
+HWY_NOINLINE void NormTokenRows(const HeadRmsNorm& norm, const T* in, int64_t in_head_stride, T* out,
+                                int64_t out_head_stride, int64_t heads, int64_t head_dim) {
+  RmsNormTokenT(norm, in, in_head_stride, out, out_head_stride, heads, head_dim);
+}
+
 template <typename T>
 void FusedTokensT(const detail::FusedRopeJob& job, int64_t begin, int64_t end) {
   const HeadsView& q = job.q;
@@ -120,13 +140,13 @@ void FusedTokensT(const detail::FusedRopeJob& job, int64_t begin, int64_t end) {
       rj.tensors[iq].in = q.at<const T>(t, 0);
       rj.tensors[iq].out = qo.at<T>(t, 0);
       if (pre_q) {
-        RmsNormTokenT(*qn, q.at<const T>(t, 0), q.head_stride, qo.at<T>(t, 0), qo.head_stride, q.heads, q.head_dim);
+        NormTokenRows<T>(*qn, q.at<const T>(t, 0), q.head_stride, qo.at<T>(t, 0), qo.head_stride, q.heads, q.head_dim);
         rj.tensors[iq].in = qo.at<const T>(t, 0);
       }
     }
     rj.tensors[ik].in = k.at<const T>(t, 0);
     if (pre_k) {
-      RmsNormTokenT(*kn, k.at<const T>(t, 0), k.head_stride, k_row.get(), k.head_dim, k.heads, k.head_dim);
+      NormTokenRows<T>(*kn, k.at<const T>(t, 0), k.head_stride, k_row.get(), k.head_dim, k.heads, k.head_dim);
       rj.tensors[ik].in = k_row.get();
     }
     rj.tensors[ik].out = job.k_direct ? static_cast<void*>(k_dst) : static_cast<void*>(k_row.get());
@@ -142,13 +162,8 @@ void FusedTokensT(const detail::FusedRopeJob& job, int64_t begin, int64_t end) {
     if (t + 1 < end && iq >= 0) PrefetchHeads<T>(q, t + 1, detail::kPrefetchAhead / 2, 3 * detail::kPrefetchAhead / 2);
     const T* v_src = static_cast<const T*>(detail::TokenRow(v, t, v_row.get()));
     std::byte* v_dst = cache.v_row(job.layer, slot);
-    if (stream_kv) {
-      if (!job.k_direct) StreamRowFrom(k_row.get(), cache.type, k_dst, n, detail::KeyScale(cache));
-      StreamRowFrom(v_src, cache.type, v_dst, n, detail::ValueScale(cache));
-    } else {
-      if (!job.k_direct) StoreRowFrom(k_row.get(), cache.type, k_dst, n, detail::KeyScale(cache));
-      StoreRowFrom(v_src, cache.type, v_dst, n, detail::ValueScale(cache));
-    }
+    if (!job.k_direct) CacheRowFrom<T>(k_row.get(), cache.type, k_dst, n, detail::KeyScale(cache), stream_kv);
+    CacheRowFrom<T>(v_src, cache.type, v_dst, n, detail::ValueScale(cache), stream_kv);
   }
   if (stream_q || stream_kv) hwy::FlushStream();
 }
