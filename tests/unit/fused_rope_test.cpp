@@ -181,8 +181,8 @@ void RunCase(const Case& c, bool check_reference, ParallelRunner* runner) {
 // A case of the kernel list with the test's own variations, by its index in the family: paged slots of
 // 16 or 256 rows, 0..2 elements of misalignment, a query temperature, the backward rotation.
 Case FromKernelCase(const cases::KernelCase& k, size_t i) {
-  Case c{k.tokens, k.heads, k.kv_heads, k.head_dim, k.rotary_start, k.rotary_dim, k.pairing, k.dtype, k.cache_type,
-         (i % 2) ? 16 : 256, i % 3, i % 4 == 1, k.in_place};
+  Case c{k.tokens, k.heads,      k.kv_heads,         k.head_dim, k.rotary_start, k.rotary_dim, k.pairing,
+         k.dtype,  k.cache_type, (i % 2) ? 16 : 256, i % 3,      i % 4 == 1,     k.in_place};
   c.backward = i % 6 == 5;
   return c;
 }
@@ -500,9 +500,7 @@ struct ErrorSetup {
     for (bool reference : {false, true}) {
       SCOPED_TRACE(reference ? "reference" : "fast");
       const Status s = Run(slots, 0, reference);
-      if (code) {
-        EXPECT_EQ(s.code(), *code);
-      }
+      if (code) { EXPECT_EQ(s.code(), *code); }
       EXPECT_NE(s.message().find(text), std::string::npos) << s.message();
       EXPECT_TRUE(Untouched());
     }
@@ -562,6 +560,58 @@ TEST(FusedRopeErrors, OtherBadInput) {
   EXPECT_NE(s.message().find("q_out: data"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("is not aligned to its 4-byte float32 elements"), std::string::npos) << s.message();
   EXPECT_TRUE(e.Untouched());
+}
+
+// An output sharing memory with an input (beyond q rotated in place): the fast path writes a chunk of
+// tokens at a time, the reference whole passes, so both refuse it in one line and write nothing.
+TEST(FusedRopeErrors, OutputsSharingMemoryWithTheInputs) {
+  ErrorSetup e;
+  std::vector<float> qb(static_cast<size_t>(6 * 4 * 64), 1.0f), kvb(static_cast<size_t>(2 * 6 * 2 * 64), 1.0f);
+  const QkvViews x{HeadsView::Dense(qb.data(), DType::kF32, 6, 4, 64),
+                   HeadsView::Dense(kvb.data(), DType::kF32, 6, 2, 64),
+                   HeadsView::Dense(kvb.data() + 6 * 2 * 64, DType::kF32, 6, 2, 64)};
+  const HeadsView q_out = HeadsView::Dense(e.q.data(), DType::kF32, 6, 4, 64);
+  KvCacheView cache_over_q = e.cache, cache_over_q_out = e.cache;
+  cache_over_q.k = qb.data();
+  cache_over_q_out.v = e.q.data();
+  struct Bad {
+    HeadsView q_out;
+    KvCacheView cache;
+    const char* text;
+  };
+  const Bad bad[] = {
+      {HeadsView::Dense(kvb.data(), DType::kF32, 6, 4, 64), e.cache, "the query output overlaps k or v"},
+      {HeadsView::Dense(kvb.data() + 6 * 2 * 64 + 64, DType::kF32, 1, 4, 64), e.cache,
+       "the query output overlaps k or v"},
+      {q_out, cache_over_q, "the cache memory overlaps an input or the query output"},
+      {q_out, cache_over_q_out, "the cache memory overlaps an input or the query output"},
+  };
+  const RopeArgs ra{{RopePairing::kHalf, 64, 0, 64}, &e.table, e.pos};
+  const std::vector<int64_t> slots{0, 1, 2, 3, 4, 5};
+  for (const Bad& b : bad) {
+    for (bool reference : {false, true}) {
+      SCOPED_TRACE(std::string(b.text) + (reference ? " (reference)" : " (fast)"));
+      QkvViews xb = x;
+      if (b.q_out.tokens == 1) {  // a one-token call, so q_out's shape matches
+        xb.q.tokens = xb.k.tokens = xb.v.tokens = 1;
+      }
+      const std::vector<int64_t> sl(slots.begin(), slots.begin() + xb.q.tokens);
+      RopeArgs rb = ra;
+      rb.positions = rb.positions.first(static_cast<size_t>(xb.q.tokens));
+      const FusedRopeArgs fa{rb, sl, 0, {}};
+      const Status s =
+          reference ? ApplyRopeKvCacheReference(fa, xb, b.q_out, b.cache) : ApplyRopeKvCache(fa, xb, b.q_out, b.cache);
+      EXPECT_FALSE(s.ok());
+      EXPECT_NE(s.message().find(b.text), std::string::npos) << s.message();
+      EXPECT_EQ(s.message().find('\n'), std::string::npos) << s.message();
+      EXPECT_TRUE(e.Untouched());
+      EXPECT_TRUE(std::all_of(qb.begin(), qb.end(), [](float f) { return f == 1.0f; }));
+      EXPECT_TRUE(std::all_of(kvb.begin(), kvb.end(), [](float f) { return f == 1.0f; }));
+    }
+  }
+  // In place, and into separate memory: accepted.
+  EXPECT_TRUE(ApplyRopeKvCache({ra, slots, 0, {}}, x, x.q, e.cache).ok());
+  EXPECT_TRUE(ApplyRopeKvCache({ra, slots, 0, {}}, x, q_out, e.cache).ok());
 }
 
 // ---- slot helpers ----

@@ -47,17 +47,17 @@ Result<QkvViews> SplitFusedQkv(void* data, DType dtype, int64_t tokens, int64_t 
                                int64_t head_dim, int64_t row_stride = 0);
 
 struct FusedRopeArgs {
-  RopeArgs rope;                   // layout, table, positions (one per token), direction, threads
-  std::span<const int64_t> slots;  // cache row per token (ValidateKvSlots)
-  int64_t layer = 0;               // in [0, cache.layers)
-  std::span<const float> q_scale;  // empty, or one finite scale per token (attn_temperature.hpp)
+  RopeArgs rope;                         // layout, table, positions (one per token), direction, threads
+  std::span<const int64_t> slots;        // cache row per token (ValidateKvSlots)
+  int64_t layer = 0;                     // in [0, cache.layers)
+  std::span<const float> q_scale;        // empty, or one finite scale per token (attn_temperature.hpp)
   HeadRmsNorm q_norm = {}, k_norm = {};  // QK-norm before RoPE (rms_norm.hpp); an empty weight: none
 };
 
-// Validates everything (ValidateRope for q and k, ValidateHeadRmsNorm for enabled norms, v's shape, q_out equal to q or disjoint from it,
-// the cache and layer, the slots, the scales), then writes. Errors name the object and value;
-// nothing is written on error. q_out may be qkv.q itself (in place). The cache must not overlap the
-// inputs or q_out.
+// Validates everything (ValidateRope for q and k, ValidateHeadRmsNorm for enabled norms, v's shape, q_out equal to q or
+// disjoint from it, the cache and layer, the slots, the scales), then writes. Errors name the object and value; nothing
+// is written on error. q_out may be qkv.q itself (in place), else it must not overlap k or v; the cache must not
+// overlap the inputs or q_out (both refused: the writes go a chunk of tokens at a time).
 Status ApplyRopeKvCache(const FusedRopeArgs& args, const QkvViews& qkv, HeadsView q_out, const KvCacheView& cache);
 
 // The scalar reference: the same contract, per token RotateTokenReference and the scalar cache write.

@@ -70,22 +70,36 @@ Status ValidateRopeKvCache(const FusedRopeArgs& args, const QkvViews& qkv, const
       if (!std::isfinite(args.q_scale[i]))
         return InvalidArgumentError(fmt::format("fused rope: q_scale[{}] = {} is not finite", i, args.q_scale[i]));
   }
-  return ValidateKvWrite(cache, args.layer, args.slots, qkv.k, qkv.v);
+  POSENC_RETURN_IF_ERROR(ValidateKvWrite(cache, args.layer, args.slots, qkv.k, qkv.v));
+  // The fast path writes q_out and the cache rows a chunk of tokens at a time while it still reads the
+  // inputs, the reference in whole passes: an output sharing memory with an input (beyond q_out = q
+  // exactly) would make the result depend on that order.
+  if (q_out.data != qkv.q.data)
+    for (const HeadsView* x : {&qkv.k, &qkv.v})
+      if (BytesOverlap(q_out.data, SpanBytes(q_out), x->data, SpanBytes(*x)))
+        return InvalidArgumentError(
+            "fused rope: the query output overlaps k or v (rotate q in place, q_out = q, or into separate memory)");
+  const size_t cb = static_cast<size_t>(cache.bytes());
+  for (const void* c : {cache.k, cache.v})
+    for (const HeadsView* x : {&qkv.q, &qkv.k, &qkv.v, &q_out})
+      if (BytesOverlap(c, cb, x->data, SpanBytes(*x)))
+        return InvalidArgumentError("fused rope: the cache memory overlaps an input or the query output");
+  return OkStatus();
 }
 
 }  // namespace detail
 
 namespace {
 
-// The unfused sequence in scalar form: q and k normed (when asked) and rotated by the reference rotation (k into a dense
-// scratch copy), q scaled, then each token's k and v rows written by the scalar cache-row write.
+// The unfused sequence in scalar form: q and k normed (when asked) and rotated by the reference rotation (k into a
+// dense scratch copy), q scaled, then each token's k and v rows written by the scalar cache-row write.
 template <typename T>
 void FusedReference(const FusedRopeArgs& args, const QkvViews& qkv, const HeadsView& q_out, const KvCacheView& cache) {
   const RotaryLayout& L = args.rope.layout;
   const int64_t n = cache.kv_heads * cache.head_dim;
   const double sign = args.rope.direction == RopeDirection::kForward ? 1.0 : -1.0;
   auto cos_sin = [&](int64_t t, float* c, float* s) { args.rope.table->CosSin(args.rope.positions[size_t(t)], c, s); };
-  if (args.q_norm.enabled()) {  // norm into q_out, then rotate it in place
+  if (args.q_norm.enabled()) {                                   // norm into q_out, then rotate it in place
     (void)ApplyHeadRmsNormReference(args.q_norm, qkv.q, q_out);  // validated
     detail::RotateTokensReference<T>(L, sign, q_out, q_out, cos_sin);
   } else {

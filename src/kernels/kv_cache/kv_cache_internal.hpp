@@ -17,6 +17,12 @@ namespace posenc::detail {
 Status ValidateKvWrite(const KvCacheView& cache, int64_t layer, std::span<const int64_t> slots, const HeadsView& k,
                        const HeadsView& v);
 
+// The bytes a view spans, first element to one past the last (0 when empty), and whether two byte ranges
+// share a byte: the cache writers' rule that no output shares memory with an input (fused_rope_ref.cpp,
+// mla_cache_ref.cpp).
+size_t SpanBytes(const HeadsView& v);
+bool BytesOverlap(const void* a, size_t an, const void* b, size_t bn);
+
 // A cache view's first checks, one rule for the KV and the MLA cache (`cache` names it in messages):
 // `type` is a cache type, and `scale` (called `name`) is empty or, on float8 caches only, 1 value or
 // `per_head` values (per_head 0: 1 value only), each finite and > 0.

@@ -2,6 +2,7 @@
 // write, and the scalar references (Q8_0 quantization as ggml's quantize_row_q8_0_ref defines it).
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <utility>
 #include <vector>
@@ -188,6 +189,18 @@ Status CheckKvView(const KvCacheView& cache, const HeadsView& x, size_t tokens, 
   return OkStatus();
 }
 }  // namespace
+
+size_t SpanBytes(const HeadsView& v) {
+  if (v.tokens == 0 || v.heads == 0 || v.head_dim == 0) return 0;
+  return static_cast<size_t>((v.tokens - 1) * v.token_stride + (v.heads - 1) * v.head_stride + v.head_dim) *
+         SizeOf(v.dtype);
+}
+
+bool BytesOverlap(const void* a, size_t an, const void* b, size_t bn) {
+  const auto* x = static_cast<const std::byte*>(a);
+  const auto* y = static_cast<const std::byte*>(b);
+  return an > 0 && bn > 0 && x < y + bn && y < x + an;
+}
 
 Status ValidateKvWrite(const KvCacheView& cache, int64_t layer, std::span<const int64_t> slots, const HeadsView& k,
                        const HeadsView& v) {

@@ -30,8 +30,8 @@ Status MlaCacheView::Validate() const {
   for (const int64_t f : {layers, slots > 0 ? slots : int64_t{1}})
     if (total <= Wide{INT64_MAX}) total *= f;
   if (total > Wide{INT64_MAX})
-    return InvalidArgumentError(fmt::format("mla cache: {} layers x {} slots x ({} + {}) is too large", layers, slots,
-                                            kv_lora_rank, rope_dim));
+    return InvalidArgumentError(
+        fmt::format("mla cache: {} layers x {} slots x ({} + {}) is too large", layers, slots, kv_lora_rank, rope_dim));
   if (slots == 0) return OkStatus();
   if (data == nullptr) return InvalidArgumentError("mla cache: null memory");
   const bool fp8 = type == DType::kF8E4M3 || type == DType::kF8E5M2;
@@ -43,20 +43,6 @@ Status MlaCacheView::Validate() const {
 }
 
 namespace detail {
-
-namespace {
-bool Overlaps(const void* a, size_t an, const void* b, size_t bn) {
-  const auto* x = static_cast<const std::byte*>(a);
-  const auto* y = static_cast<const std::byte*>(b);
-  return an > 0 && bn > 0 && x < y + bn && y < x + an;
-}
-// The bytes a view spans (first to last element).
-size_t Span(const HeadsView& v) {
-  if (v.tokens == 0 || v.heads == 0 || v.head_dim == 0) return 0;
-  return static_cast<size_t>((v.tokens - 1) * v.token_stride + (v.heads - 1) * v.head_stride + v.head_dim) *
-         SizeOf(v.dtype);
-}
-}  // namespace
 
 Status ValidateMlaRopeCache(const MlaRopeArgs& args, const HeadsView& kv_c, const HeadsView& k_pe, const HeadsView& q,
                             const HeadsView& q_out, const MlaCacheView& cache) {
@@ -90,7 +76,7 @@ Status ValidateMlaRopeCache(const MlaRopeArgs& args, const HeadsView& kv_c, cons
     // depend on that order.
     if (q_out.data != q.data)
       for (const HeadsView* v : {&kv_c, &k_pe})
-        if (Overlaps(q_out.data, Span(q_out), v->data, Span(*v)))
+        if (BytesOverlap(q_out.data, SpanBytes(q_out), v->data, SpanBytes(*v)))
           return InvalidArgumentError(
               "mla cache: the query output overlaps kv_c or k_pe (rotate q in place, q_out = q, or into separate "
               "memory)");
@@ -100,7 +86,8 @@ Status ValidateMlaRopeCache(const MlaRopeArgs& args, const HeadsView& kv_c, cons
       return InvalidArgumentError(fmt::format("mla cache: kv_c is {}, k_pe / q {}; all must share one dtype",
                                               ToString(kv_c.dtype), ToString(v->dtype)));
   if (kv_c.dtype != DType::kF32 && kv_c.dtype != DType::kF16 && kv_c.dtype != DType::kBF16)
-    return InvalidArgumentError(fmt::format("mla cache: dtype {} is not float32, float16 or bfloat16", ToString(kv_c.dtype)));
+    return InvalidArgumentError(
+        fmt::format("mla cache: dtype {} is not float32, float16 or bfloat16", ToString(kv_c.dtype)));
   if (args.kv_norm.enabled()) POSENC_RETURN_IF_ERROR(ValidateHeadRmsNorm(args.kv_norm, kv_c, "kv_c"));
   if (static_cast<int64_t>(args.slots.size()) != T)
     return InvalidArgumentError(fmt::format("mla cache: {} slots for {} tokens", args.slots.size(), T));
@@ -108,7 +95,7 @@ Status ValidateMlaRopeCache(const MlaRopeArgs& args, const HeadsView& kv_c, cons
   if (cache.slots > 0) {
     const size_t cb = static_cast<size_t>(cache.bytes());
     for (const HeadsView* v : {&kv_c, &k_pe, &q, &q_out})
-      if (Overlaps(cache.data, cb, v->data, Span(*v)))
+      if (BytesOverlap(cache.data, cb, v->data, SpanBytes(*v)))
         return InvalidArgumentError("mla cache: the cache memory overlaps an input or the query output");
   }
   return OkStatus();
@@ -142,8 +129,8 @@ void MlaReference(const MlaRopeArgs& args, const HeadsView& kv_c, const HeadsVie
 
 }  // namespace
 
-Status ApplyMlaRopeCacheReference(const MlaRopeArgs& args, HeadsView kv_c, HeadsView k_pe, HeadsView q,
-                                  HeadsView q_out, const MlaCacheView& cache) {
+Status ApplyMlaRopeCacheReference(const MlaRopeArgs& args, HeadsView kv_c, HeadsView k_pe, HeadsView q, HeadsView q_out,
+                                  const MlaCacheView& cache) {
   POSENC_RETURN_IF_ERROR(detail::ValidateMlaRopeCache(args, kv_c, k_pe, q, q_out, cache));
   if (kv_c.tokens == 0) return OkStatus();
   switch (kv_c.dtype) {
