@@ -102,7 +102,9 @@ void FusedTokensT(const detail::FusedRopeJob& job, int64_t begin, int64_t end) {
   // Large calls stream their q rows and cache rows from registers (job.stream_q, job.stream_cache; see
   // fused_rope.cpp), and do not prefetch those lines.
   const bool stream_q = job.stream_q && iq >= 0 && !pre_q, stream_kv = job.stream_cache;
-  const int64_t chunk = std::clamp<int64_t>(job.chunk, 1, detail::kFusedChunkMax);  // (fused_rope.cpp)
+  // (fused_rope.cpp); no larger than this range, so a one-token call (decode of one sequence) sends k
+  // straight into its cache row and allocates no scratch where the cache has the activation dtype.
+  const int64_t chunk = std::clamp<int64_t>(std::min(job.chunk, end - begin), 1, detail::kFusedChunkMax);
   const bool k_direct = job.k_direct && chunk == 1 && !pre_k;
   // Scratch rows only where a row must be staged (k in chunks, converted or pre-normed; strided v
   // heads): a token-per-call into a cache of the activation dtype allocates nothing.
