@@ -30,6 +30,23 @@ void XorWords(uint32_t* p, size_t n, uint32_t key) {
   for (; i < n; ++i) p[i] ^= key;
 }
 
+// Windows [0, count) of `window` bytes, `stride` bytes apart from base, each 32-bit word w becoming
+// w ^ key; window i + ahead's lines prefetched into L2 first where i + ahead < reach (as the RoPE
+// kernels prefetch strided windows: rope_internal.hpp's WindowPrefetch).
+void XorWindows(uint8_t* base, size_t count, size_t stride, size_t window, size_t ahead, size_t reach, uint32_t key) {
+  const hn::ScalableTag<uint32_t> d;
+  const size_t N = hn::Lanes(d), words = window / 4;
+  const auto k = hn::Set(d, key);
+  for (size_t i = 0; i < count; ++i) {
+    if (i + ahead < reach)
+      for (size_t l = 0; l < window; l += 64) __builtin_prefetch(base + (i + ahead) * stride + l, 0, 2);
+    auto* w = reinterpret_cast<uint32_t*>(base + i * stride);
+    size_t j = 0;
+    for (; j + N <= words; j += N) hn::StoreU(hn::Xor(hn::LoadU(d, w + j), k), d, w + j);
+    for (; j < words; ++j) w[j] ^= key;
+  }
+}
+
 // dst = src, n bytes, the lines of dst from its first aligned one on written with streaming stores, 4
 // vectors per step (dst's head and tail by memcpy).
 void CopyStreaming(uint8_t* dst, const uint8_t* src, size_t n) {
@@ -60,6 +77,7 @@ HWY_AFTER_NAMESPACE();
 namespace posenc {
 HWY_EXPORT(XorWords);
 HWY_EXPORT(CopyStreaming);
+HWY_EXPORT(XorWindows);
 
 namespace detail {
 
@@ -85,6 +103,10 @@ void RooflineCopy(void* dst, const void* src, size_t bytes, ParallelRunner* runn
     CopyBytes(d, s, static_cast<size_t>(o1 - o0), stream);
     if (stream) hwy::FlushStream();
   });
+}
+
+void RewriteWindows(void* base, size_t count, size_t stride, size_t window, size_t ahead, size_t reach, uint32_t key) {
+  HWY_DYNAMIC_DISPATCH(XorWindows)(static_cast<uint8_t*>(base), count, stride, window, ahead, reach, key);
 }
 
 void CopyBytes(void* dst, const void* src, size_t bytes, bool stream) {

@@ -20,6 +20,10 @@ void RooflineRmw(void* data, size_t bytes, uint32_t key, ParallelRunner* runner)
 void RooflineCopy(void* dst, const void* src, size_t bytes, ParallelRunner* runner);
 // Whether RooflineCopy of `bytes` streams (the rows' roofline name: "stream copy" or "memcpy").
 bool RooflineCopyStreams(size_t bytes);
+// One thread's in-place read-modify-write of `count` windows of `window` bytes (a multiple of 4),
+// `stride` bytes apart from base (RooflineRmw's rule per word), window i + ahead's lines prefetched
+// into L2 before window i where i + ahead < reach (the windows after the last one, when they exist).
+void RewriteWindows(void* base, size_t count, size_t stride, size_t window, size_t ahead, size_t reach, uint32_t key);
 // One thread's copy: memcpy, or with streaming stores (the caller then ends with hwy::FlushStream()).
 void CopyBytes(void* dst, const void* src, size_t bytes, bool stream);
 
