@@ -632,13 +632,13 @@ void RopeTokensT(const detail::RopeJob& job, int64_t begin, int64_t end) {
       const bool stream = x.stream && start == 0 && after == head_dim;  // (whole heads: whole lines)
       const bool prefetch_out = out_of_place && job.prefetch_out && !stream;
       const bool copy_outside = out_of_place && (start > 0 || after < head_dim);
-      const int64_t in_ahead = detail::PrefetchDistance(x.in_head_stride, sizeof(T));
-      const int64_t out_ahead = detail::PrefetchDistance(x.out_head_stride, sizeof(T));
+      const auto pin = detail::WindowPrefetchOf(x.in_head_stride, static_cast<int64_t>(2 * n), sizeof(T));
+      const auto pout = detail::WindowPrefetchOf(x.out_head_stride, static_cast<int64_t>(2 * n), sizeof(T));
       for (int64_t h = 0; h < x.heads; ++h, in += x.in_head_stride, out += x.out_head_stride) {
         if (kPrefetchAhead > 0) {  // the window's lines, whole heads ahead (a fixed count for kPairs)
-          PrefetchLines(in + in_ahead, 2 * n * sizeof(T));
+          PrefetchLinesTo(pin.l2, in + pin.ahead, 2 * n * sizeof(T));
           // Out of place, the destination's lines too, where that pays (StorePrefetchPolicy).
-          if (prefetch_out) PrefetchLines(out + out_ahead, 2 * n * sizeof(T));
+          if (prefetch_out) PrefetchLinesTo(pout.l2, out + pout.ahead, 2 * n * sizeof(T));
         }
         if (copy_outside) {
           if (start > 0) std::memcpy(out - start, in - start, start * sizeof(T));
