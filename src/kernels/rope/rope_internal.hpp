@@ -92,14 +92,20 @@ void RopeTokens(const RopeJob& job, int64_t begin, int64_t end);
 
 // Scattered decode positions defeat the hardware prefetcher: the fast paths fetch the next token's
 // cos and sin rows (row_lines cache lines each) while the current one rotates. A position past the
-// table (computed on the fly) has no rows to fetch.
-inline void PrefetchCosSinRows(const RopeTable& table, int64_t position, size_t row_lines) {
+// table (computed on the fly) has no rows to fetch. `l2`: into L2 only (x86 prefetcht1), for a
+// prefetch a chunk of tokens ahead (see WindowPrefetch).
+inline void PrefetchCosSinRows(const RopeTable& table, int64_t position, size_t row_lines, bool l2 = false) {
   if (position >= table.num_positions()) return;
   const char* c = reinterpret_cast<const char*>(table.cos_row(position));
   const char* s = reinterpret_cast<const char*>(table.sin_row(position));
   for (size_t l = 0; l < row_lines; ++l) {
-    hwy::Prefetch(c + 64 * l);
-    hwy::Prefetch(s + 64 * l);
+    if (l2) {
+      __builtin_prefetch(c + 64 * l, 0, 2);
+      __builtin_prefetch(s + 64 * l, 0, 2);
+    } else {
+      hwy::Prefetch(c + 64 * l);
+      hwy::Prefetch(s + 64 * l);
+    }
   }
 }
 
