@@ -91,6 +91,29 @@ void RowFrom(std::byte* dst, size_t dst_bytes, const std::byte* src, size_t src_
   ReadBytes(src + n, src_bytes - n, acc);
 }
 
+// A bare pattern's tokens, split over the threads as the kernels split them: per token its cos/sin rows
+// read, then rows(t, end of the thread's range, slot, &checksum); the checksum kept, so no read is dropped.
+// `flush`: the rows streamed (hwy::FlushStream at the end of each range).
+template <class Rows>
+void PatternTokens(ParallelRunner* runner, const RopeTable& table, const std::vector<int64_t>& pos,
+                   const std::vector<int64_t>& slot, int64_t touched, bool flush, const Rows& rows) {
+  const size_t pairs = static_cast<size_t>(table.num_pairs());
+  std::atomic<uint64_t> sink{0};
+  ParallelFor(runner, static_cast<int64_t>(slot.size()), touched, [&](int64_t b, int64_t e) {
+    uint64_t acc = 0;
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t ps = pos[static_cast<size_t>(t)];
+      ReadBytes(reinterpret_cast<const std::byte*>(table.cos_row(ps)), 4 * pairs, &acc);
+      ReadBytes(reinterpret_cast<const std::byte*>(table.sin_row(ps)), 4 * pairs, &acc);
+      rows(t, e, slot[static_cast<size_t>(t)], &acc);
+    }
+    if (flush) hwy::FlushStream();
+    sink.fetch_xor(acc, std::memory_order_relaxed);
+  });
+  static std::atomic<uint64_t> keep{0};
+  keep.store(sink.load(std::memory_order_relaxed), std::memory_order_relaxed);
+}
+
 // The fused kernel's memory traffic without its arithmetic: per token, the cos/sin rows read, q's input
 // copied to its output row, and each cache row written from k's (v's) input row: a copy of the bytes
 // both have, the rest of a longer input row read, the rest of a longer cache row filled. Every byte of
@@ -111,30 +134,18 @@ struct FusedPattern {
     const size_t qb = static_cast<size_t>(qkv.q.heads * qkv.q.head_dim) * es;
     const size_t kb = static_cast<size_t>(qkv.k.heads * qkv.k.head_dim) * es;
     const size_t sb = static_cast<size_t>(cache->slot_bytes());
-    const size_t pairs = static_cast<size_t>(table->num_pairs());
     const auto T = static_cast<int64_t>(slot->size());
     // Rows streamed as the kernel streams them in a large call (StreamsHeads, StreamsCacheRows: the
     // buffers here are aligned): q rows, and cache rows of a float type.
     const bool stream = static_cast<size_t>(T) * (qb + 2 * sb) >= StreamStoreMinBytes();
     const KvCacheType ct = cache->type;
     const bool stream_kv = stream && (ct == KvCacheType::kF32 || ct == KvCacheType::kF16 || ct == KvCacheType::kBF16);
-    std::atomic<uint64_t> sink{0};
-    ParallelFor(runner, T, static_cast<int64_t>(T * static_cast<int64_t>(2 * qb + 2 * kb + 2 * sb)),
-                [&](int64_t b, int64_t e) {
-                  uint64_t acc = 0;
-                  for (int64_t t = b; t < e; ++t) {
-                    const int64_t ps = (*pos)[static_cast<size_t>(t)], sl = (*slot)[static_cast<size_t>(t)];
-                    ReadBytes(reinterpret_cast<const std::byte*>(table->cos_row(ps)), 4 * pairs, &acc);
-                    ReadBytes(reinterpret_cast<const std::byte*>(table->sin_row(ps)), 4 * pairs, &acc);
-                    RowFrom(const_cast<std::byte*>(At(q_out, t)), qb, At(qkv.q, t), qb, &acc, stream);
-                    RowFrom(cache->k_row(0, sl), sb, At(qkv.k, t), kb, &acc, stream_kv);
-                    RowFrom(cache->v_row(0, sl), sb, At(qkv.v, t), kb, &acc, stream_kv);
-                  }
-                  if (stream) hwy::FlushStream();
-                  sink.fetch_xor(acc, std::memory_order_relaxed);
-                });
-    static std::atomic<uint64_t> keep{0};
-    keep.store(sink.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    PatternTokens(runner, *table, *pos, *slot, T * static_cast<int64_t>(2 * qb + 2 * kb + 2 * sb), stream,
+                  [&](int64_t t, int64_t, int64_t sl, uint64_t* acc) {
+                    RowFrom(const_cast<std::byte*>(At(q_out, t)), qb, At(qkv.q, t), qb, acc, stream);
+                    RowFrom(cache->k_row(0, sl), sb, At(qkv.k, t), kb, acc, stream_kv);
+                    RowFrom(cache->v_row(0, sl), sb, At(qkv.v, t), kb, acc, stream_kv);
+                  });
   }
 };
 
@@ -156,20 +167,14 @@ struct MlaPattern {
   void operator()() const {
     const size_t es = SizeOf(latent.dtype);
     const size_t rb = static_cast<size_t>(latent.head_dim) * es, sb = static_cast<size_t>(cache->slot_bytes());
-    const size_t wb = static_cast<size_t>(rotary_dim) * es, pairs = static_cast<size_t>(table->num_pairs());
+    const size_t wb = static_cast<size_t>(rotary_dim) * es;
     const auto T = static_cast<int64_t>(slot->size());
-    std::atomic<uint64_t> sink{0};
-    ParallelFor(runner, T, static_cast<int64_t>(T * static_cast<int64_t>(rb + sb + 2 * q.heads * wb)),
-                [&](int64_t b, int64_t e) {
-                  uint64_t acc = 0;
-                  for (int64_t t = b; t < e; ++t) {
-                    const int64_t ps = (*pos)[static_cast<size_t>(t)], sl = (*slot)[static_cast<size_t>(t)];
-                    ReadBytes(reinterpret_cast<const std::byte*>(table->cos_row(ps)), 4 * pairs, &acc);
-                    ReadBytes(reinterpret_cast<const std::byte*>(table->sin_row(ps)), 4 * pairs, &acc);
+    PatternTokens(runner, *table, *pos, *slot, T * static_cast<int64_t>(rb + sb + 2 * q.heads * wb), false,
+                  [&](int64_t t, int64_t e, int64_t sl, uint64_t* acc) {
                     RowFrom(
                         cache->row(0, sl), sb,
                         static_cast<const std::byte*>(latent.data) + static_cast<size_t>(t * latent.token_stride) * es,
-                        rb, &acc, false);
+                        rb, acc, false);
                     // The windows, each prefetched into L2 as many heads ahead as the kernel's rotation does
                     // (twice the whole heads in 4 KiB: rope_internal.hpp's WindowPrefetch; past the token's last
                     // head into the next token's, q being dense). Prefetched into L1 11-32 heads ahead, as the
@@ -178,11 +183,7 @@ struct MlaPattern {
                     detail::RewriteWindows(
                         static_cast<std::byte*>(q.data) + static_cast<size_t>(t * q.token_stride + rotary_start) * es,
                         static_cast<size_t>(q.heads), hs, wb, ahead, static_cast<size_t>((e - t) * q.heads), key);
-                  }
-                  sink.fetch_xor(acc, std::memory_order_relaxed);
-                });
-    static std::atomic<uint64_t> keep{0};
-    keep.store(sink.load(std::memory_order_relaxed), std::memory_order_relaxed);
+                  });
   }
 };
 
