@@ -35,10 +35,11 @@ inline int64_t PrefetchDistance(int64_t stride, size_t elem_size) {
 // How the rotation prefetches a head's window of `window` elements, heads `stride` elements apart:
 // `ahead` elements on, into L1, or into L2 (`l2`) where the window is narrower than the stride (MLA's
 // q_pe, a partial rotary window). Such a walk skips lines, so the hardware streams do not cover it and
-// each window waits on DRAM; L1 has few miss buffers, so there the prefetches go to L2, twice as many
-// heads ahead (zen4, cold, 1 thread, 3 rounds alternating: mla_prefill bfloat16 9.4 -> 6.7 ms, mla_decode
-// 0.21 -> 0.14; a bare walk of the windows alone 11.8 -> 4.8 ms). Whole heads keep L1 and PrefetchDistance
-// (fused rows with L2 prefetches there measured within noise).
+// each window waits on DRAM, with no more L1 prefetches in flight than L1's few miss buffers (the likely
+// limit); so those prefetches go to L2, twice as many heads ahead (zen4, cold, 1 thread, 3 rounds
+// alternating: mla_prefill bfloat16 9.4 -> 6.7 ms, mla_decode 0.21 -> 0.14; a bare walk of the windows
+// alone 11.8 -> 4.8 ms). Whole heads keep L1 and PrefetchDistance (fused rows with L2 prefetches there
+// measured within noise).
 struct WindowPrefetch {
   int64_t ahead;
   bool l2;
