@@ -136,11 +136,11 @@ void FusedTokensT(const detail::FusedRopeJob& job, int64_t begin, int64_t end) {
   const size_t row_lines = (static_cast<size_t>(job.rope.table->num_pairs()) * sizeof(float) + 63) / 64;
   // The scattered rows of tokens [from, to): cos/sin at their positions and their cache rows. Rows of up
   // to 2 KiB (16-bit and 8-bit caches of 8 heads of 128) go whole into L2, as strided windows do
-  // (rope_internal.hpp's WindowPrefetch); longer rows, only their heads into L1 (so
-  // the L2 streamer has found each stream). zen4, cold decode, 1 thread, runs of 4 and 6 rounds
-  // alternating: whole rows into L2 raised the 16-bit and Q8_0 rows' speedup over the unfused calls by up
-  // to 0.14 (fused bfloat16 -> q8_0 1.15 -> 1.27) and lowered the 4 KiB (float32) rows' 1.08-1.12 -> 1.04;
-  // whole rows into L1 measured the same or lower (2026-12-01).
+  // (rope_internal.hpp's WindowPrefetch); longer rows, only their heads into L1 (so the L2 streamer has
+  // found each stream). zen4, cold decode, 1 thread, runs of 4 and 6 rounds alternating: whole rows into
+  // L2 raised the 16-bit and Q8_0 rows' speedup over the unfused calls by up to 0.14 (fused bfloat16 ->
+  // q8_0 1.15 -> 1.27) and lowered the 4 KiB (float32) rows' 1.08-1.12 -> 1.04; whole rows into L1
+  // measured the same or lower (2026-12-01).
   const bool whole_rows = slot_bytes <= kWholeRowPrefetchBytes;
   const auto prefetch_rows = [&](int64_t from, int64_t to) {
     for (int64_t t = from; t < std::min(to, end); ++t) {
