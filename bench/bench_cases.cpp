@@ -15,6 +15,8 @@
 #include <span>
 #include <utility>
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 #include <hwy/cache_control.h>
 
@@ -564,18 +566,36 @@ std::string CaseSpec::Name() const {
                      inplace ? "" : "/oop");
 }
 
+namespace {
+size_t evict_bytes = 0;  // 0: from LargestCacheBytes()
+}  // namespace
+
+size_t LargestCacheBytes() {
+  long largest = 0;
+  for (int name : {_SC_LEVEL2_CACHE_SIZE, _SC_LEVEL3_CACHE_SIZE, _SC_LEVEL4_CACHE_SIZE})
+    largest = std::max(largest, sysconf(name));
+  return static_cast<size_t>(largest);
+}
+
+void SetEvictBytes(size_t bytes) { evict_bytes = bytes; }
+
+size_t EvictBytes() {
+  if (evict_bytes == 0) evict_bytes = std::clamp(2 * LargestCacheBytes(), size_t{256} << 20, size_t{4} << 30);
+  return evict_bytes;
+}
+
 void EvictCaches(ParallelRunner& pool) {
-  constexpr size_t kBytes = size_t{256} << 20;
+  static const size_t bytes = EvictBytes();
   static uint64_t* buf = [] {
-    auto* b = new uint64_t[kBytes / 8];
-    for (size_t i = 0; i < kBytes / 8; ++i) b[i] = i;
+    auto* b = new uint64_t[bytes / 8];
+    for (size_t i = 0; i < bytes / 8; ++i) b[i] = i;
     return b;
   }();
   constexpr int64_t kChunks = 256;
   std::atomic<uint64_t> total{0};
   pool.For(kChunks, [&](int64_t b, int64_t e) {
     uint64_t sum = 0;
-    const size_t w0 = kBytes / 8 * static_cast<size_t>(b) / kChunks, w1 = kBytes / 8 * static_cast<size_t>(e) / kChunks;
+    const size_t w0 = bytes / 8 * static_cast<size_t>(b) / kChunks, w1 = bytes / 8 * static_cast<size_t>(e) / kChunks;
     for (size_t i = w0; i < w1; i += 8) sum += buf[i];  // one word per 64-byte line
     total.fetch_add(sum, std::memory_order_relaxed);
   });

@@ -86,13 +86,21 @@ struct Prepared {
 // Every benchmark row, in the order `posenc bench` prints them: cases::ModelCases() as rows.
 std::vector<CaseSpec> AllCases();
 
-// Cold-cache mode: reads (never writes) a buffer several times the 32 MiB L3, so that the kernel or
-// roofline pass timed next finds none of its bytes in any cache level, and no dirty lines of the
-// eviction buffer itself wait to be written back during the timed pass. Not timed; called before
-// every timed kernel run and every timed roofline run alike. The reads run on `pool`, the runner the
-// timed pass uses, so its workers are awake (polling) when the timed pass starts, as in an engine
-// that calls kernels back to back, rather than paying a sleeping thread's wake-up inside the timing.
+// Cold-cache mode: reads (never writes) EvictBytes() bytes, so that the kernel or roofline pass timed
+// next finds none of its bytes in any cache level, and no dirty lines of the eviction buffer itself
+// wait to be written back during the timed pass. Not timed; called before every timed kernel run and
+// every timed roofline run alike. The reads run on `pool`, the runner the timed pass uses, so its
+// workers are awake (polling) when the timed pass starts, as in an engine that calls kernels back to
+// back, rather than paying a sleeping thread's wake-up inside the timing.
 void EvictCaches(ParallelRunner& pool);
+
+// What EvictCaches reads: twice the largest cache the machine reports (sysconf), at least 256 MiB,
+// at most 4 GiB, or what SetEvictBytes set (before the first EvictCaches). A fixed 256 MiB left a
+// host with a 480 MiB L3 (xeon, 2026-12-07) partly warm: a bare walk of 201 MB took 7.3-7.5 ms after
+// 256 MiB was read, 8.0-9.4 after 1 GiB.
+size_t EvictBytes();
+void SetEvictBytes(size_t bytes);
+size_t LargestCacheBytes();  // 0 where the machine does not say
 
 // Allocates, fills and binds the case's buffers; `runner` is the pool the timed passes use.
 std::unique_ptr<Prepared> Prepare(const CaseSpec& c, ParallelRunner* runner);

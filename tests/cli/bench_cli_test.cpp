@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -94,9 +96,32 @@ TEST(BenchCli, JsonRowsCarryTheFieldsAndTheirRelations) {
     EXPECT_NEAR(attainable, std::min(1.0, threads * core / roof),
                 attainable * (0.5e-3 / core + 0.5e-3 / roof + 1e-3) + 2e-3);
     EXPECT_LE(attainable, 1.0);
+    // A cold row says how much it read before each timed run: by default twice the largest cache the
+    // machine reports, within [256 MiB, 4 GiB].
+    if (r["cache"] == "cold") {
+      long largest = 0;
+      for (int name : {_SC_LEVEL2_CACHE_SIZE, _SC_LEVEL3_CACHE_SIZE, _SC_LEVEL4_CACHE_SIZE})
+        largest = std::max(largest, sysconf(name));
+      EXPECT_EQ(r["evict_mib"].get<long>(), std::clamp(2 * largest, 256L << 20, 4L << 30) >> 20);
+    } else {
+      EXPECT_FALSE(r.contains("evict_mib"));
+    }
     seen.insert({r["cache"].get<std::string>(), threads});
   }
   EXPECT_EQ(seen, (std::set<std::pair<std::string, int>>{{"warm", 1}, {"warm", 2}, {"cold", 1}, {"cold", 2}}));
+}
+
+// --evict-mib sets the cold pass's size, and the rows report it.
+TEST(BenchCli, EvictMibSetsTheColdPass) {
+  std::string out;
+  ASSERT_EQ(RunCommand(CliPath() + " bench --json --filter '^rope_decode/float32/half' --threads 1 --cache cold "
+                                   "--reps 1 --evict-mib 300",
+                       &out),
+            0)
+      << out;
+  const std::vector<json> rows = JsonLines(out);
+  ASSERT_EQ(rows.size(), 1u) << out;
+  EXPECT_EQ(rows[0]["evict_mib"], 300) << out;
 }
 
 // A multi-axis decode row: the per-token table's cos/sin rows are counted in bytes_all, as for 1-D rows.
@@ -151,6 +176,8 @@ TEST(BenchCli, BadOptionsNameWhatIsWrong) {
   EXPECT_NE(out.find("'zero'"), std::string::npos) << out;
   EXPECT_EQ(RunCommand(CliPath() + " bench --threads 0 --filter rope_decode", &out), 2) << out;
   EXPECT_NE(out.find("'0'"), std::string::npos) << out;
+  EXPECT_EQ(RunCommand(CliPath() + " bench --evict-mib 9000 --filter rope_decode", &out), 2) << out;
+  EXPECT_NE(out.find("--evict-mib: '9000'"), std::string::npos) << out;
   // A filter that selects nothing is an error, not an empty table.
   EXPECT_EQ(RunCommand(CliPath() + " bench --filter no_such_case", &out), 2) << out;
   EXPECT_NE(out.find("--filter 'no_such_case' matches no case"), std::string::npos) << out;

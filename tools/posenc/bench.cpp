@@ -27,6 +27,7 @@ struct BenchOptions {
   std::string simd = "best";
   int reps = 0;                // 0: chosen per case from its size
   std::string cache = "both";  // warm, cold or both
+  int evict_mib = 0;           // 0: bench::EvictBytes()'s default
   bool list = false;
 };
 
@@ -134,15 +135,15 @@ Result<std::regex> CompileFilter(const std::string& text) {
 
 void PrintHeader(const BenchOptions& o) {
   std::printf(
-      "simd %s, threads %s; median over repetitions, kernel and roofline interleaved\n"
+      "simd %s, threads %s; median over repetitions, kernel and roofline interleaved; cold: %zu MiB read first\n"
       "core GB/s: one core on an L1-resident slice of the case; attain: min(1, threads x core / roof), the\n"
       "best fraction the kernel could reach if it never waited on memory; frac_all: every byte moved (cos/sin\n"
       "rows, cache rows) over the roofline; vs_unfused: fused rows, time of posenc's separate calls / fused;\n"
       "of_pattern: fused rows, time of the same bytes moved in the same order with no arithmetic / fused;\n"
       "UNSTEADY: still over 2x its fastest run, or a reference pass over 2x slower than the kernel, after 3 tries\n"
       "%-58s %5s %7s %10s %9s %9s %8s %8s %9s %7s %10s %10s\n",
-      ChosenSimdTarget().c_str(), o.threads.c_str(), "case", "cache", "threads", "median_ms", "GB/s", "roof GB/s",
-      "fraction", "frac_all", "core GB/s", "attain", "vs_unfused", "of_pattern");
+      ChosenSimdTarget().c_str(), o.threads.c_str(), bench::EvictBytes() >> 20, "case", "cache", "threads",
+      "median_ms", "GB/s", "roof GB/s", "fraction", "frac_all", "core GB/s", "attain", "vs_unfused", "of_pattern");
 }
 
 // One case at one cache mode and thread count: its prepared buffers, the times of each pass (kernel,
@@ -241,6 +242,7 @@ void PrintRow(const bench::CaseSpec& c, const Measured& m, bool cold, int t, boo
         ", \"fused\": true, \"cache_type\": \"{}\", \"unfused_median_ms\": {:.4f}, \"speedup_vs_unfused\": "
         "{:.3f}",
         ToString(c.cache_type), mu * 1e3, mu / mk);
+  if (cold) extra += fmt::format(", \"evict_mib\": {}", bench::EvictBytes() >> 20);
   if (p.pattern)
     extra += fmt::format(", \"pattern_median_ms\": {:.4f}, \"fraction_of_pattern\": {:.3f}", mp * 1e3, mp / mk);
   if (json) {
@@ -282,6 +284,7 @@ Status RunBench(const BenchOptions& o) {
     std::printf("rope_table_build\n");
     return OkStatus();
   }
+  if (o.evict_mib > 0) bench::SetEvictBytes(static_cast<size_t>(o.evict_mib) << 20);
   if (!o.json) PrintHeader(o);
   std::vector<bool> cold_modes;
   if (o.cache == "warm" || o.cache == "both") cold_modes.push_back(false);
@@ -311,9 +314,11 @@ void RegisterBench(CLI::App& app) {
   cmd->add_option("--threads", o->threads, "Comma-separated thread counts")->capture_default_str();
   cmd->add_option("--simd", o->simd, "Cap the SIMD target (see `posenc info`), or 'best'")->capture_default_str();
   AddIntOption(cmd, "--reps", o->reps, "Repetitions per case (default: from the case size, 15..501)", 0, 100000);
+  AddIntOption(cmd, "--evict-mib", o->evict_mib,
+               "MiB the cold pass reads (default: twice the largest cache the machine reports, 256..4096)", 0, 8192);
   cmd->add_option("--cache", o->cache,
                   "warm: kernel and roofline alternate over the same buffers (cache-resident when they fit); "
-                  "cold: an untimed pass over 256 MiB evicts the caches before every timed run of either; both")
+                  "cold: an untimed pass reads --evict-mib MiB before every timed run of either; both")
       ->capture_default_str();
   cmd->add_flag("--list", o->list, "List the case names and exit");
   cmd->callback([o, cmd] {
