@@ -46,11 +46,6 @@ HWY_INLINE void ScaleRow(T* row, size_t n, float s) {
   for (; i < n; ++i) StoreFromF32(LoadAsF32(row + i) * s, row + i);
 }
 
-// The first min(bytes, kStreamHead) bytes of a row; cache rows up to kWholeRowPrefetchBytes are
-// prefetched whole (FusedTokensT).
-constexpr size_t kStreamHead = 256, kWholeRowPrefetchBytes = 2048;
-HWY_INLINE void PrefetchHead(const void* row, size_t bytes) { PrefetchLines(row, std::min(bytes, kStreamHead)); }
-
 // The lines of token t's heads that begin in [from, to) bytes of its row, whole heads.
 template <typename T>
 HWY_INLINE void PrefetchHeads(const HeadsView& x, int64_t t, size_t from, size_t to) {
@@ -134,20 +129,15 @@ void FusedTokensT(const detail::FusedRopeJob& job, int64_t begin, int64_t end) {
                     pre_k ? nullptr : kn,
                     stream_kv && k_direct};
   const size_t row_lines = (static_cast<size_t>(job.rope.table->num_pairs()) * sizeof(float) + 63) / 64;
-  // The scattered rows of tokens [from, to): cos/sin at their positions and their cache rows. Rows of up
-  // to 2 KiB (16-bit and 8-bit caches of 8 heads of 128) go whole into L2, as strided windows do
-  // (rope_internal.hpp's WindowPrefetch); longer rows, only their heads into L1 (so the L2 streamer has
-  // found each stream). zen4, cold decode, 1 thread, runs of 4 and 6 rounds alternating: whole rows into
-  // L2 raised the 16-bit and Q8_0 rows' speedup over the unfused calls by up to 0.14 (fused bfloat16 ->
-  // q8_0 1.15 -> 1.27) and lowered the 4 KiB (float32) rows' 1.08-1.12 -> 1.04; whole rows into L1
-  // measured the same or lower (2026-12-01).
+  // The scattered rows of tokens [from, to): cos/sin at their positions and their cache rows
+  // (kv_cache-inl.hpp's PrefetchCacheRow), the cos/sin rows into L2 where the cache rows go there.
   const bool whole_rows = slot_bytes <= kWholeRowPrefetchBytes;
   const auto prefetch_rows = [&](int64_t from, int64_t to) {
     for (int64_t t = from; t < std::min(to, end); ++t) {
       detail::PrefetchCosSinRows(*job.rope.table, job.rope.positions[t], row_lines, whole_rows);
       if (stream_kv) continue;
       for (const std::byte* row : {cache.k_row(job.layer, job.slots[t]), cache.v_row(job.layer, job.slots[t])})
-        whole_rows ? PrefetchLinesL2(row, slot_bytes) : PrefetchHead(row, slot_bytes);
+        PrefetchCacheRow(row, slot_bytes);
     }
   };
   prefetch_rows(begin, begin + chunk);

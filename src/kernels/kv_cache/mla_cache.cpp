@@ -41,8 +41,28 @@ void MlaTokensT(const detail::MlaJob& job, int64_t begin, int64_t end) {
   kj.num_tensors = 1;
   kj.tensors[0] = {nullptr, pe.get(), 1, job.k_pe.token_stride, cache.rope_dim, cache.rope_dim, cache.rope_dim};
   const detail::RowScale scale = detail::KeyScale(cache.AsKvCache(nullptr));
+  // The scattered rows of tokens [from, to), a chunk ahead (as FusedTokensT): a cache row (PrefetchCacheRow)
+  // whose slot does not follow the token before's, and cos/sin rows (into L2 where cache rows go there)
+  // whose position does not; the hardware streams follow the rest. xeon, cold, 1 thread, 10 rounds
+  // alternating: mla_decode bfloat16 0.220 -> 0.209 ms; prefetching prefill's consecutive rows too made
+  // it 4% slower.
+  const size_t slot_bytes = static_cast<size_t>(cache.slot_bytes());
+  const size_t row_lines = (static_cast<size_t>(job.k_rope.table->num_pairs()) * sizeof(float) + 63) / 64;
+  const bool whole_rows = slot_bytes <= kWholeRowPrefetchBytes;
+  const int64_t* pos = job.k_rope.positions;
+  const auto prefetch_rows = [&](int64_t from, int64_t to) {
+    for (int64_t t = from; t < std::min(to, end); ++t) {
+      const bool first = t == begin;
+      if (first || pos[t] != pos[t - 1] + 1)
+        detail::PrefetchCosSinRows(*job.k_rope.table, pos[t], row_lines, whole_rows);
+      if (first || job.slots[t] != job.slots[t - 1] + 1)
+        PrefetchCacheRow(cache.row(job.layer, job.slots[t]), slot_bytes);
+    }
+  };
+  prefetch_rows(begin, begin + kMlaChunk);
   for (int64_t t0 = begin; t0 < end; t0 += kMlaChunk) {
     const int64_t m = std::min(kMlaChunk, end - t0);
+    prefetch_rows(t0 + m, t0 + m + kMlaChunk);
     // The chunk's k_pe rows rotated into the scratch by one call.
     kj.positions = job.k_rope.positions + t0;
     kj.tensors[0].in = job.k_pe.at<const T>(t0, 0);
