@@ -568,14 +568,15 @@ std::string CaseSpec::Name() const {
 
 namespace {
 size_t evict_bytes = 0;  // 0: from LargestCacheBytes()
-}  // namespace
 
+// The largest cache the machine reports (glibc's sysconf, from cpuid on x86); 0 where it does not say.
 size_t LargestCacheBytes() {
   long largest = 0;
   for (int name : {_SC_LEVEL2_CACHE_SIZE, _SC_LEVEL3_CACHE_SIZE, _SC_LEVEL4_CACHE_SIZE})
     largest = std::max(largest, sysconf(name));
   return static_cast<size_t>(largest);
 }
+}  // namespace
 
 void SetEvictBytes(size_t bytes) { evict_bytes = bytes; }
 

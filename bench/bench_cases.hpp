@@ -100,7 +100,6 @@ void EvictCaches(ParallelRunner& pool);
 // 256 MiB was read, 8.0-9.4 after 1 GiB.
 size_t EvictBytes();
 void SetEvictBytes(size_t bytes);
-size_t LargestCacheBytes();  // 0 where the machine does not say
 
 // Allocates, fills and binds the case's buffers; `runner` is the pool the timed passes use.
 std::unique_ptr<Prepared> Prepare(const CaseSpec& c, ParallelRunner* runner);
