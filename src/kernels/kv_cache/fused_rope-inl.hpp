@@ -128,10 +128,10 @@ void FusedTokensT(const detail::FusedRopeJob& job, int64_t begin, int64_t end) {
                     k.head_dim,
                     pre_k ? nullptr : kn,
                     stream_kv && k_direct};
-  const size_t row_lines = (static_cast<size_t>(job.rope.table->num_pairs()) * sizeof(float) + 63) / 64;
+  const size_t row_lines = detail::CosSinRowLines(*job.rope.table);
   // The scattered rows of tokens [from, to): cos/sin at their positions and their cache rows
   // (kv_cache-inl.hpp's PrefetchCacheRow), the cos/sin rows into L2 where the cache rows go there.
-  const bool whole_rows = slot_bytes <= kWholeRowPrefetchBytes;
+  const bool whole_rows = WholeRowPrefetch(slot_bytes);
   const auto prefetch_rows = [&](int64_t from, int64_t to) {
     for (int64_t t = from; t < std::min(to, end); ++t) {
       detail::PrefetchCosSinRows(*job.rope.table, job.rope.positions[t], row_lines, whole_rows);

@@ -36,8 +36,10 @@ HWY_INLINE void PrefetchHead(const void* row, size_t bytes) { PrefetchLines(row,
 // thread, runs of 4 and 6 rounds alternating: whole rows into L2 raised the 16-bit and Q8_0 rows' speedup
 // over the unfused calls by up to 0.14 (bfloat16 -> q8_0 1.15 -> 1.27) and lowered the 4 KiB (float32)
 // rows' 1.08-1.12 -> 1.04; whole rows into L1 measured the same or lower (2026-12-01).
+// The kernels fetch the cos/sin rows of such tokens into L2 too.
+constexpr bool WholeRowPrefetch(size_t bytes) { return bytes <= kWholeRowPrefetchBytes; }
 HWY_INLINE void PrefetchCacheRow(const void* row, size_t bytes) {
-  bytes <= kWholeRowPrefetchBytes ? PrefetchLinesL2(row, bytes) : PrefetchHead(row, bytes);
+  WholeRowPrefetch(bytes) ? PrefetchLinesL2(row, bytes) : PrefetchHead(row, bytes);
 }
 
 // dst[i] = round_to_TD(float32(src[i])), n values; dst a TD* or a Streamed<TD> (whole vectors streamed,

@@ -47,8 +47,8 @@ void MlaTokensT(const detail::MlaJob& job, int64_t begin, int64_t end) {
   // alternating: mla_decode bfloat16 0.220 -> 0.209 ms; prefetching prefill's consecutive rows too made
   // it 4% slower.
   const size_t slot_bytes = static_cast<size_t>(cache.slot_bytes());
-  const size_t row_lines = (static_cast<size_t>(job.k_rope.table->num_pairs()) * sizeof(float) + 63) / 64;
-  const bool whole_rows = slot_bytes <= kWholeRowPrefetchBytes;
+  const size_t row_lines = detail::CosSinRowLines(*job.k_rope.table);
+  const bool whole_rows = WholeRowPrefetch(slot_bytes);
   const int64_t* pos = job.k_rope.positions;
   const auto prefetch_rows = [&](int64_t from, int64_t to) {
     for (int64_t t = from; t < std::min(to, end); ++t) {

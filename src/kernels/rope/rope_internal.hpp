@@ -91,6 +91,11 @@ struct RopeJob {
 // Rotates tokens [begin, end) of every tensor of `job` with the best enabled SIMD target.
 void RopeTokens(const RopeJob& job, int64_t begin, int64_t end);
 
+// The cache lines of one of the table's cos (or sin) rows.
+inline size_t CosSinRowLines(const RopeTable& table) {
+  return (static_cast<size_t>(table.num_pairs()) * sizeof(float) + 63) / 64;
+}
+
 // Scattered decode positions defeat the hardware prefetcher: the fast paths fetch the next token's
 // cos and sin rows (row_lines cache lines each) while the current one rotates. A position past the
 // table (computed on the fly) has no rows to fetch. `l2`: into L2 only (x86 prefetcht1), for a
