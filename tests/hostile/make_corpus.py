@@ -220,6 +220,8 @@ add("flags_negative_heads.txt", b"", ["convert-layout", "--from", "half", "--to"
 add("flags_tokens_2e40.txt", b"", ["bench", "rerotate", "--tokens", "1099511627776"],
     ["--tokens: '1099511627776' is past the largest accepted value"])
 add("flags_filter_deep.txt", b"", ["bench", "--filter", "(" * 1000 + ")" * 1000], ["--filter", "2000 bytes"])
+add("flags_evict_mib_9000.txt", b"", ["bench", "--evict-mib", "9000", "--filter", "rope_decode"],
+    ["--evict-mib: '9000' is past the largest accepted value 8192"])
 
 # --- GGUF float keys: llama.cpp reads them in float32; a float64 value that overflows or flushes there
 # is refused quoting the file's value (before: 1e-300 narrowed to 0 = "no scaling"). Counts from
