@@ -2,14 +2,16 @@
 // stream them, into 64-byte aligned q rows and cache rows (where they stream: the fused RoPE + KV-cache
 // call, out-of-place ApplyRope, StoreKvCache), give the bytes of posenc's unfused sequence (norm, RoPE,
 // cache write) into rows 4 bytes off the lines (stored plainly), on every SIMD target, for every
-// activation dtype, float and Q8_0 cache, both pairings, with and without QK-norm, and write nothing past
-// the rows. The fused call into misaligned rows too.
+// activation dtype, float, Q8_0 and float8 cache (float8 scales that are powers of two and ones that are
+// not), both pairings, with and without QK-norm, and write nothing past the rows. The fused call into
+// misaligned rows too.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -57,6 +59,12 @@ std::vector<uint8_t> Rows(const StreamCase& c, int64_t T, bool fused, size_t mis
     kn = {kw, 1e-6f, RmsNormStyle::kCastThenScale, RmsNormScope::kPerHead};
   }
   KvCacheView cache{nullptr, nullptr, c.cache_type, 1, T + 7, Hkv, D};
+  // Float8: per-head key scales, two of them not powers of two (divided), and a per-tensor value scale.
+  static const float kScales[] = {0.25f, 1.0f / 3.0f, 2.0f, 0.7f, 0.375f};
+  if (c.cache_type == KvCacheType::kF8E4M3 || c.cache_type == KvCacheType::kF8E5M2) {
+    cache.k_scale = std::span<const float>(kScales, static_cast<size_t>(Hkv));
+    cache.v_scale = std::span<const float>(kScales + Hkv, 1);
+  }
   const size_t cache_bytes = static_cast<size_t>(cache.bytes()), q_bytes = static_cast<size_t>(T * Hq * D) * es;
   Buf qo(q_bytes, misalign, 0xCD), kc(cache_bytes, misalign, 0xAB), vc(cache_bytes, misalign, 0xAB);
   cache.k = kc.data();
@@ -99,12 +107,15 @@ TEST(StreamStores, FusedCallThatStreamsEqualsThePlainSequence) {
   const bool forced = min_bytes == 0;
   const auto cases = [&](const std::string&) {
     for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16})
-      for (KvCacheType cache_type : {KvCacheType::kF32, KvCacheType::kF16, KvCacheType::kBF16, KvCacheType::kQ8_0})
+      for (KvCacheType cache_type : {KvCacheType::kF32, KvCacheType::kF16, KvCacheType::kBF16, KvCacheType::kQ8_0,
+                                     KvCacheType::kF8E4M3, KvCacheType::kF8E5M2})
         for (RopePairing pairing : {RopePairing::kHalf, RopePairing::kInterleaved})
-          for (int64_t D : {int64_t{128}, int64_t{64}})
+          for (int64_t D : {int64_t{128}, int64_t{64}, int64_t{256}})
             for (bool qk_norm : {false, true}) {
-              // head_dim 64 on fewer cases; by default three cases (a 16 MiB call each).
+              // head_dim 64 on fewer cases, 256 only for Q8_0 (its rows of 4 heads are whole lines, 1088
+              // bytes, and stream; at 128 they are 544 and do not); by default three cases (16 MiB each).
               if (D == 64 && (cache_type == KvCacheType::kQ8_0 || qk_norm || pairing == RopePairing::kHalf)) continue;
+              if (D == 256 && cache_type != KvCacheType::kQ8_0) continue;
               if (!forced && (D != 128 || qk_norm == (dtype == DType::kF32) ||
                               static_cast<DType>(cache_type) != dtype || pairing != RopePairing::kHalf))
                 continue;

@@ -67,12 +67,12 @@ void StoreKvTokens(const KvCacheView& cache, int64_t layer, const int64_t* slots
                    const HeadsView& v, int64_t begin, int64_t end, bool stream);
 
 // Whether a call writing `bytes` bytes of cache rows streams them (StoreKvCache, the fused kernel): a large
-// write (StreamStoreMinBytes) into a float cache whose heads are whole aligned lines. Q8_0 and float8 rows
-// are stored plainly (their quantizers do not keep up with the stream on one core).
+// write (StreamStoreMinBytes) into a cache whose heads (Q8_0: rows, staged per 64 blocks) are whole
+// aligned lines.
 inline bool StreamsCacheRows(const KvCacheView& c, double bytes) {
-  const int64_t head = c.head_dim * static_cast<int64_t>(SizeOf(c.type));
+  const int64_t head =
+      c.type == KvCacheType::kQ8_0 ? c.slot_bytes() : c.head_dim * static_cast<int64_t>(SizeOf(c.type));
   return bytes >= static_cast<double>(StreamStoreMinBytes()) &&
-         (c.type == KvCacheType::kF32 || c.type == KvCacheType::kF16 || c.type == KvCacheType::kBF16) &&
          StreamableRows(c.k, head, head) && StreamableRows(c.v, head, head);
 }
 
