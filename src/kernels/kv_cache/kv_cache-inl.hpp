@@ -136,6 +136,27 @@ HWY_INLINE void QuantizeRowQ8Portable(const T* src, BlockQ8_0* dst, size_t n) {
 //    truncation needs none of the out-of-range fix-ups of hn::ConvertTo.
 // roundf's halves away from zero: x * id + copysign(0.49999997, x * id), truncated (see
 // RoundHalfAwayToInt). Non-finite blocks are unspecified, as in the portable form.
+
+// Four vectors of int32 lanes narrowed to bytes in value order: Q8_0's quants (-127..127) with signed
+// saturating packs, float8's codes (0..255) with unsigned ones, exact in those ranges. The packs work per
+// 128-bit chunk, so chunk k of the packed vector holds the dwords [a_k b_k c_k d_k]; one lane permutation
+// puts them back in order.
+#if HWY_TARGET == HWY_AVX2
+template <bool kUnsigned>
+HWY_INLINE __m256i PackToBytes(__m256i a, __m256i b, __m256i c, __m256i d) {
+  const __m256i p = kUnsigned ? _mm256_packus_epi16(_mm256_packus_epi32(a, b), _mm256_packus_epi32(c, d))
+                              : _mm256_packs_epi16(_mm256_packs_epi32(a, b), _mm256_packs_epi32(c, d));
+  return _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+#else
+template <bool kUnsigned>
+HWY_INLINE __m512i PackToBytes(__m512i a, __m512i b, __m512i c, __m512i d) {
+  const __m512i p = kUnsigned ? _mm512_packus_epi16(_mm512_packus_epi32(a, b), _mm512_packus_epi32(c, d))
+                              : _mm512_packs_epi16(_mm512_packs_epi32(a, b), _mm512_packs_epi32(c, d));
+  return _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), p);
+}
+#endif
+
 #if HWY_TARGET == HWY_AVX2
 constexpr size_t kQ8Lanes = 8;
 using Q8Vec = __m256;
@@ -161,10 +182,7 @@ HWY_INLINE void Q8StoreBlock(const float* x, __m256 id, int8_t* qs) {
     const __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x + 8 * j), id);
     q[j] = _mm256_cvttps_epi32(_mm256_add_ps(v, _mm256_or_ps(_mm256_and_ps(v, sign), half)));
   }
-  // packs work per 128-bit lane: the bytes come out as dwords [q0.lo q1.lo q2.lo q3.lo | q0.hi ...].
-  const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
-  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs), _mm256_permutevar8x32_epi32(p, order));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs), PackToBytes<false>(q[0], q[1], q[2], q[3]));
 }
 #else
 constexpr size_t kQ8Lanes = 16;
@@ -199,10 +217,7 @@ HWY_INLINE __m512i Q8Quant(__m512 x, __m512 id) {
 HWY_INLINE void Q8StoreBlockPair(const float* x0, const float* x1, __m512 id0, __m512 id1, int8_t* qs0, int8_t* qs1) {
   const __m512i a = Q8Quant(_mm512_loadu_ps(x0), id0), b = Q8Quant(_mm512_loadu_ps(x0 + 16), id0);
   const __m512i c = Q8Quant(_mm512_loadu_ps(x1), id1), d = Q8Quant(_mm512_loadu_ps(x1 + 16), id1);
-  // Per 128-bit chunk k the packs give dwords [a_k b_k c_k d_k]; gather them back into value order.
-  const __m512i p = _mm512_packs_epi16(_mm512_packs_epi32(a, b), _mm512_packs_epi32(c, d));
-  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-  const __m512i r = _mm512_permutexvar_epi32(order, p);
+  const __m512i r = PackToBytes<false>(a, b, c, d);
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs0), _mm512_castsi512_si256(r));
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs1), _mm512_extracti64x4_epi64(r, 1));
 }
@@ -335,14 +350,13 @@ HWY_INLINE void StoreLowBytes(hn::Vec<hn::RebindToSigned<DF>> codes, uint8_t* ds
 
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX2
 // The codes (0..255 in int32 lanes) of four vectors in value order, stored at dst (plain, or streamed:
-// dst then a multiple of the 4N bytes): two unsigned-saturating packs (exact for 0..255) and one lane
-// permutation, where one narrowing per vector (AVX-512's vpmovdb) costs two shuffles each (xeon, rows in L1,
-// build/bench/kv_store_cost, exact-reciprocal scale: 0.17-0.20 -> 0.15-0.18 ns/value).
+// dst then a multiple of the 4N bytes) by PackToBytes, where one narrowing per vector (AVX-512's vpmovdb)
+// costs two shuffles each (xeon, rows in L1, build/bench/kv_store_cost, exact-reciprocal scale: 0.17-0.20
+// -> 0.15-0.18 ns/value).
 constexpr bool kPackedCodes = true;
 #if HWY_TARGET == HWY_AVX2
 HWY_INLINE void StoreCodes4(const __m256i* c, uint8_t* dst, bool stream) {
-  const __m256i p = _mm256_packus_epi16(_mm256_packus_epi32(c[0], c[1]), _mm256_packus_epi32(c[2], c[3]));
-  const __m256i r = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+  const __m256i r = PackToBytes<true>(c[0], c[1], c[2], c[3]);
   if (stream) {
     _mm256_stream_si256(reinterpret_cast<__m256i*>(dst), r);
   } else {
@@ -351,9 +365,7 @@ HWY_INLINE void StoreCodes4(const __m256i* c, uint8_t* dst, bool stream) {
 }
 #else
 HWY_INLINE void StoreCodes4(const __m512i* c, uint8_t* dst, bool stream) {
-  const __m512i p = _mm512_packus_epi16(_mm512_packus_epi32(c[0], c[1]), _mm512_packus_epi32(c[2], c[3]));
-  const __m512i r =
-      _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), p);
+  const __m512i r = PackToBytes<true>(c[0], c[1], c[2], c[3]);
   if (stream) {
     _mm512_stream_si512(reinterpret_cast<__m512i*>(dst), r);
   } else {
